@@ -1,0 +1,26 @@
+//! What a running test reports as it goes. The engine emits [`Event`]s; the live view, the
+//! NDJSON stream renderer and the collector all read the same stream.
+
+use serde::{Deserialize, Serialize};
+
+use crate::report::{BandwidthInterval, Meta, Report};
+use crate::spec::TestSpec;
+
+/// One thing that happened during a run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "event", content = "data", rename_all = "snake_case")]
+pub enum Event {
+    /// The server accepted the test and data is about to flow.
+    Start {
+        /// The test as run (after any server-imposed caps).
+        spec: TestSpec,
+        /// Facts about the run.
+        meta: Meta,
+    },
+    /// A bandwidth interval is complete (both ends' figures merged).
+    Interval(BandwidthInterval),
+    /// Something the user should know that does not stop the test.
+    Notice(String),
+    /// The test finished; the full report.
+    End(Box<Report>),
+}

@@ -1,0 +1,184 @@
+//! The finished result of a run: what renderers print and what the store keeps.
+//!
+//! A [`Report`] serialises as one JSON document with `kind`, `spec`, `meta`, `intervals` and
+//! `summary`; metric names carry their unit as a suffix (`_bps`, `_bytes`, `_ns`, `_ratio`).
+
+use serde::{Deserialize, Serialize};
+
+use crate::spec::{BandwidthSpec, End, Flow};
+use crate::stats::{Figures, GaugeStats};
+
+/// A finished run of any kind.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Report {
+    /// The kind-specific part: `kind`, `spec`, `intervals`, `summary`.
+    #[serde(flatten)]
+    pub body: ReportBody,
+    /// Who ran it, where, when, with which version.
+    pub meta: Meta,
+}
+
+/// One variant per test kind, tagged by `kind` in JSON.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(tag = "kind", rename_all = "snake_case")]
+pub enum ReportBody {
+    /// A bandwidth test.
+    Bandwidth(BandwidthReport),
+}
+
+impl Report {
+    /// The test kind's name, as in JSON's `kind`.
+    pub fn kind(&self) -> &'static str {
+        match self.body {
+            ReportBody::Bandwidth(_) => "bandwidth",
+        }
+    }
+
+    /// The target the run measured.
+    pub fn target(&self) -> &str {
+        match &self.body {
+            ReportBody::Bandwidth(b) => &b.spec.target,
+        }
+    }
+}
+
+/// Facts about a run that are not measurements.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct Meta {
+    /// wirespeed version that produced the report.
+    pub version: String,
+    /// Host name of the machine that ran the client.
+    pub host: String,
+    /// Wall-clock start, RFC 3339 in UTC.
+    pub start_time: String,
+    /// Wall-clock start, milliseconds since the Unix epoch.
+    pub start_unix_ms: u64,
+    /// Client address of the control connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub local_addr: Option<String>,
+    /// Server address of the control connection.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub remote_addr: Option<String>,
+    /// Version the server announced.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_version: Option<String>,
+    /// Things a reader should know (a rate the server capped, an option the OS ignored, …).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub notes: Vec<String>,
+}
+
+/// A bandwidth run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthReport {
+    /// What was asked.
+    pub spec: BandwidthSpec,
+    /// One entry per reporting interval, warm-up included (marked `omitted`).
+    pub intervals: Vec<BandwidthInterval>,
+    /// Totals over the measured (non-omitted) part.
+    pub summary: BandwidthSummary,
+}
+
+/// One reporting interval of a bandwidth run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthInterval {
+    /// Position, from 0.
+    pub index: u32,
+    /// Start, nanoseconds since the test began.
+    pub start_ns: u64,
+    /// End, nanoseconds since the test began.
+    pub end_ns: u64,
+    /// True when inside the `--omit` warm-up.
+    pub omitted: bool,
+    /// One entry per flow (upload, download).
+    pub flows: Vec<FlowFigures>,
+}
+
+/// A flow's total and its streams over one span.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowFigures {
+    /// Which way the data moved.
+    pub flow: Flow,
+    /// All streams of the flow merged.
+    #[serde(flatten)]
+    pub total: Figures,
+    /// Each stream on its own.
+    pub streams: Vec<StreamFigures>,
+}
+
+/// One stream's figures over one span.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamFigures {
+    /// Stream number within its flow, from 1.
+    pub id: u16,
+    /// The figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// The whole measured part of a bandwidth run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthSummary {
+    /// The first flow (upload, or download with `-R`), flattened so `summary.received_bps` works.
+    #[serde(flatten)]
+    pub primary: FlowSummary,
+    /// The download flow of a `--bidir` test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<FlowSummary>,
+    /// CPU used by the client's data streams.
+    pub client_cpu: CpuUsage,
+    /// CPU used by the server's data streams for this test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<CpuUsage>,
+}
+
+impl BandwidthSummary {
+    /// Every flow of the run, primary first.
+    pub fn flows(&self) -> impl Iterator<Item = &FlowSummary> {
+        std::iter::once(&self.primary).chain(self.reverse.as_ref())
+    }
+}
+
+/// A flow's totals over the measured part of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSummary {
+    /// Which way the data moved.
+    pub flow: Flow,
+    /// Which end sent.
+    pub sender: End,
+    /// Measured time: from the end of the warm-up until the last byte was received.
+    pub duration_ns: u64,
+    /// Totals of all streams.
+    #[serde(flatten)]
+    pub total: Figures,
+    /// TCP: smoothed RTT sampled each interval (min/max/mean over intervals and streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_ns: Option<GaugeStats>,
+    /// TCP: largest congestion window seen on any stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_max_bytes: Option<u64>,
+    /// Each stream's totals.
+    pub streams: Vec<StreamFigures>,
+}
+
+/// Processor time used by one end, as a share of the test's wall time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// User-mode CPU seconds / wall seconds (can exceed 1 with several streams).
+    pub user_ratio: f64,
+    /// Kernel-mode CPU seconds / wall seconds.
+    pub system_ratio: f64,
+    /// `user_ratio + system_ratio`.
+    pub total_ratio: f64,
+}
+
+impl CpuUsage {
+    /// Usage from CPU nanoseconds (user, system) over `wall_ns`.
+    pub fn from_nanos(user_ns: u64, system_ns: u64, wall_ns: u64) -> Self {
+        if wall_ns == 0 {
+            return Self::default();
+        }
+        let user_ratio = user_ns as f64 / wall_ns as f64;
+        let system_ratio = system_ns as f64 / wall_ns as f64;
+        Self { user_ratio, system_ratio, total_ratio: user_ratio + system_ratio }
+    }
+}
