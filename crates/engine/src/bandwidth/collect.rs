@@ -1,0 +1,320 @@
+//! The one place bandwidth figures are computed. The collector takes this side's periodic
+//! snapshots and the peer's, pairs them by interval index, and turns the differences into
+//! intervals; at the end it builds the summary from the warm-up and final snapshots of both
+//! ends. Pure code: no sockets, no clocks.
+
+use std::collections::BTreeMap;
+
+use wirespeed_model::report::{
+    BandwidthInterval, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary, StreamFigures,
+};
+use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_model::stats::{Figures, GaugeStats, SideDelta, Totals};
+use wirespeed_model::units::bits_per_second;
+use wirespeed_proto::control::{ServerResults, StreamTotals};
+
+/// Snapshots of every stream end of one side, keyed by (flow, stream id).
+type Snap = BTreeMap<(Flow, u16), Totals>;
+
+fn to_snap(v: &[StreamTotals]) -> Snap {
+    v.iter().map(|s| ((s.flow, s.id), s.totals)).collect()
+}
+
+/// What the client measured on its own side, for [`Collector::finish`].
+#[derive(Debug, Clone, Default)]
+pub struct LocalEnd {
+    /// Totals when the warm-up ended.
+    pub at_omit: Vec<StreamTotals>,
+    /// Totals at the end.
+    pub at_end: Vec<StreamTotals>,
+    /// Nanoseconds since begin when the last stream finished.
+    pub end_ns: u64,
+    /// Per flow, send (client-sent flows) or receive (client-received flows) time after warm-up.
+    pub active_ns: Vec<(Flow, u64)>,
+    /// Data threads' CPU time, (user, system) nanoseconds.
+    pub cpu_ns: (u64, u64),
+}
+
+/// Pairs client and server snapshots into intervals and a summary.
+#[derive(Debug)]
+pub struct Collector {
+    spec: BandwidthSpec,
+    local_ticks: Vec<(u64, Snap)>,
+    remote_ticks: BTreeMap<u32, Snap>,
+    emitted: usize,
+    intervals: Vec<BandwidthInterval>,
+}
+
+impl Collector {
+    /// A collector for a test run by the client with `spec`.
+    pub fn new(spec: BandwidthSpec) -> Self {
+        Self { spec, local_ticks: Vec::new(), remote_ticks: BTreeMap::new(), emitted: 0, intervals: Vec::new() }
+    }
+
+    /// The client's snapshot at the end of its interval `local_ticks.len()`, taken `end_ns` after
+    /// begin. Returns the intervals now complete.
+    pub fn local_tick(&mut self, end_ns: u64, totals: &[StreamTotals]) -> Vec<BandwidthInterval> {
+        self.local_ticks.push((end_ns, to_snap(totals)));
+        self.ready()
+    }
+
+    /// The server's snapshot at the end of its interval `index`. Returns the intervals now complete.
+    pub fn remote_tick(&mut self, index: u32, totals: &[StreamTotals]) -> Vec<BandwidthInterval> {
+        self.remote_ticks.insert(index, to_snap(totals));
+        self.ready()
+    }
+
+    fn ready(&mut self) -> Vec<BandwidthInterval> {
+        let mut out = Vec::new();
+        while self.emitted < self.local_ticks.len() {
+            let i = self.emitted;
+            let Some(remote) = self.remote_ticks.get(&(i as u32)).cloned() else { break };
+            let start = if i == 0 { 0 } else { self.local_ticks[i - 1].0 };
+            let local = self.local_ticks[i].1.clone();
+            let iv = self.interval(i, start, self.local_ticks[i].0, &local, &remote);
+            self.intervals.push(iv.clone());
+            out.push(iv);
+            self.emitted += 1;
+        }
+        out
+    }
+
+    fn prev(&self, i: usize) -> (Snap, Snap) {
+        if i == 0 {
+            return (Snap::new(), Snap::new());
+        }
+        let local = self.local_ticks[i - 1].1.clone();
+        let remote = self.remote_ticks.get(&(i as u32 - 1)).cloned().unwrap_or_default();
+        (local, remote)
+    }
+
+    fn interval(&self, i: usize, start_ns: u64, end_ns: u64, local: &Snap, remote: &Snap) -> BandwidthInterval {
+        let (prev_local, prev_remote) = self.prev(i);
+        let span = end_ns.saturating_sub(start_ns);
+        let udp = self.spec.protocol == Protocol::Udp;
+        let flows = Flow::of(self.spec.direction)
+            .iter()
+            .map(|&flow| {
+                let streams: Vec<StreamFigures> = (1..=self.spec.parallel)
+                    .map(|id| {
+                        let (sent, recv) = sides(flow, id, (&prev_local, local), (&prev_remote, remote));
+                        StreamFigures { id, figures: Figures::from_sides(udp, &sent, &recv, span, false) }
+                    })
+                    .collect();
+                FlowFigures { flow, total: Figures::merge(streams.iter().map(|s| &s.figures)), streams }
+            })
+            .collect();
+        BandwidthInterval {
+            index: i as u32,
+            start_ns,
+            end_ns,
+            omitted: start_ns < self.spec.omit_ns,
+            flows,
+        }
+    }
+
+    /// Completes the run: the final interval (from the last tick to the end, folded into the
+    /// previous one when shorter than a tenth of an interval), and the summary.
+    pub fn finish(mut self, local: &LocalEnd, server: &ServerResults) -> (Vec<BandwidthInterval>, BandwidthSummary) {
+        // Intervals still waiting for a server tick use the server's final totals.
+        let server_end = to_snap(&server.at_end);
+        let local_end = to_snap(&local.at_end);
+        while self.emitted < self.local_ticks.len() {
+            let i = self.emitted;
+            let remote = self.remote_ticks.get(&(i as u32)).cloned().unwrap_or_else(|| server_end.clone());
+            self.remote_ticks.insert(i as u32, remote.clone());
+            let start = if i == 0 { 0 } else { self.local_ticks[i - 1].0 };
+            let (end, snap) = self.local_ticks[i].clone();
+            let iv = self.interval(i, start, end, &snap, &remote);
+            self.intervals.push(iv);
+            self.emitted += 1;
+        }
+        let n = self.local_ticks.len();
+        let last_end = self.local_ticks.last().map_or(0, |t| t.0);
+        let tail = local.end_ns.saturating_sub(last_end);
+        if n > 0 && tail < self.spec.interval_ns / 10 {
+            // Too short to stand alone: extend the last interval to the end.
+            self.intervals.pop();
+            let start = if n == 1 { 0 } else { self.local_ticks[n - 2].0 };
+            self.local_ticks[n - 1] = (local.end_ns, local_end.clone());
+            self.remote_ticks.insert(n as u32 - 1, server_end.clone());
+            let iv = self.interval(n - 1, start, local.end_ns, &local_end, &server_end);
+            self.intervals.push(iv);
+        } else {
+            self.local_ticks.push((local.end_ns, local_end.clone()));
+            self.remote_ticks.insert(n as u32, server_end.clone());
+            let iv = self.interval(n, last_end, local.end_ns, &local_end, &server_end);
+            self.intervals.push(iv);
+        }
+        let summary = self.summary(local, server);
+        (self.intervals, summary)
+    }
+
+    fn summary(&self, local: &LocalEnd, server: &ServerResults) -> BandwidthSummary {
+        let udp = self.spec.protocol == Protocol::Udp;
+        let (l0, l1) = (to_snap(&local.at_omit), to_snap(&local.at_end));
+        let (r0, r1) = (to_snap(&server.at_omit), to_snap(&server.at_end));
+        let span_of = |end: End, flow: Flow| -> u64 {
+            let list = if end == End::Client { &local.active_ns } else { &server.active_ns };
+            list.iter().find(|(f, _)| *f == flow).map_or(0, |(_, ns)| *ns)
+        };
+        let flows: Vec<FlowSummary> = Flow::of(self.spec.direction)
+            .iter()
+            .map(|&flow| {
+                let sender = flow.sender();
+                let receiver = if sender == End::Client { End::Server } else { End::Client };
+                let send_span = span_of(sender, flow);
+                let recv_span = span_of(receiver, flow).max(1);
+                let streams: Vec<StreamFigures> = (1..=self.spec.parallel)
+                    .map(|id| {
+                        let (sent, recv) = sides(flow, id, (&l0, &l1), (&r0, &r1));
+                        let mut f = Figures::from_sides(udp, &sent, &recv, recv_span, true);
+                        f.sent_bps = bits_per_second(sent.bytes, send_span);
+                        StreamFigures { id, figures: f }
+                    })
+                    .collect();
+                let mut total = Figures::merge(streams.iter().map(|s| &s.figures));
+                total.sent_bps = bits_per_second(total.sent_bytes, send_span);
+                total.received_bps = bits_per_second(total.received_bytes, recv_span);
+                let measured = self.intervals.iter().filter(|iv| !iv.omitted);
+                let per_stream = measured.flat_map(|iv| iv.flows.iter().filter(|f| f.flow == flow)).flat_map(|f| &f.streams);
+                let (mut rtts, mut cwnd_max) = (Vec::new(), None::<u64>);
+                for s in per_stream {
+                    if let Some(r) = s.figures.rtt_ns {
+                        rtts.push(r);
+                    }
+                    if let Some(c) = s.figures.cwnd_bytes {
+                        cwnd_max = Some(cwnd_max.unwrap_or(0).max(c));
+                    }
+                }
+                FlowSummary {
+                    flow,
+                    sender,
+                    duration_ns: recv_span,
+                    total,
+                    rtt_ns: GaugeStats::of(rtts),
+                    cwnd_max_bytes: cwnd_max,
+                    streams,
+                }
+            })
+            .collect();
+        let mut flows = flows.into_iter();
+        let primary = flows.next().unwrap_or_else(|| unreachable!("every direction has a flow"));
+        BandwidthSummary {
+            primary,
+            reverse: flows.next(),
+            client_cpu: CpuUsage::from_nanos(local.cpu_ns.0, local.cpu_ns.1, local.end_ns),
+            server_cpu: Some(CpuUsage::from_nanos(server.cpu_user_ns, server.cpu_system_ns, server.wall_ns)),
+        }
+    }
+}
+
+/// The sender's and receiver's deltas of stream (`flow`, `id`) between two snapshots per side.
+fn sides(flow: Flow, id: u16, local: (&Snap, &Snap), remote: (&Snap, &Snap)) -> (SideDelta, SideDelta) {
+    let delta = |(a, b): (&Snap, &Snap)| {
+        let zero = Totals::default();
+        let before = a.get(&(flow, id)).unwrap_or(&zero);
+        b.get(&(flow, id)).unwrap_or(&zero).since(before)
+    };
+    let (l, r) = (delta(local), delta(remote));
+    match flow.sender() {
+        End::Client => (l, r),
+        End::Server => (r, l),
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_model::spec::Direction;
+
+    fn st(flow: Flow, id: u16, bytes: u64) -> StreamTotals {
+        StreamTotals { flow, id, totals: Totals { bytes, ..Default::default() } }
+    }
+
+    fn results(at_end: Vec<StreamTotals>, active: u64) -> ServerResults {
+        ServerResults {
+            at_omit: vec![],
+            at_end,
+            active_ns: vec![(Flow::Upload, active)],
+            cpu_user_ns: 0,
+            cpu_system_ns: 0,
+            wall_ns: active,
+        }
+    }
+
+    #[test]
+    fn intervals_wait_for_both_sides_and_sum_to_the_totals() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.direction = Direction::Upload;
+        let mut c = Collector::new(spec);
+        assert!(c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 100)]).is_empty());
+        let ready = c.remote_tick(0, &[st(Flow::Upload, 1, 90)]);
+        assert_eq!(ready.len(), 1);
+        assert_eq!(ready[0].flows[0].total.sent_bytes, 100);
+        assert_eq!(ready[0].flows[0].total.received_bytes, 90);
+        c.local_tick(2_000_000_000, &[st(Flow::Upload, 1, 200)]);
+        let local = LocalEnd {
+            at_end: vec![st(Flow::Upload, 1, 250)],
+            end_ns: 2_500_000_000,
+            active_ns: vec![(Flow::Upload, 2_500_000_000)],
+            ..Default::default()
+        };
+        let (ivs, sum) = c.finish(&local, &results(vec![st(Flow::Upload, 1, 250)], 2_500_000_000));
+        assert_eq!(ivs.len(), 3);
+        let sent: u64 = ivs.iter().map(|i| i.flows[0].total.sent_bytes).sum();
+        let received: u64 = ivs.iter().map(|i| i.flows[0].total.received_bytes).sum();
+        assert_eq!((sent, received), (250, 250));
+        assert_eq!(sum.primary.total.sent_bytes, 250);
+        assert_eq!(sum.primary.total.received_bytes, 250);
+        assert_eq!(sum.primary.total.received_bps, 800.0);
+        assert_eq!(sum.primary.sender, End::Client);
+    }
+
+    #[test]
+    fn a_short_tail_folds_into_the_last_interval() {
+        let spec = BandwidthSpec::new("h", Protocol::Tcp);
+        let mut c = Collector::new(spec);
+        c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 100)]);
+        c.remote_tick(0, &[st(Flow::Upload, 1, 100)]);
+        let local = LocalEnd { at_end: vec![st(Flow::Upload, 1, 110)], end_ns: 1_010_000_000, ..Default::default() };
+        let (ivs, _) = c.finish(&local, &results(vec![st(Flow::Upload, 1, 110)], 1_010_000_000));
+        assert_eq!(ivs.len(), 1);
+        assert_eq!(ivs[0].end_ns, 1_010_000_000);
+        assert_eq!(ivs[0].flows[0].total.sent_bytes, 110);
+    }
+
+    #[test]
+    fn download_takes_the_sender_from_the_server() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.direction = Direction::Download;
+        let mut c = Collector::new(spec);
+        c.local_tick(1_000_000_000, &[st(Flow::Download, 1, 40)]);
+        let iv = c.remote_tick(0, &[st(Flow::Download, 1, 50)]);
+        assert_eq!(iv[0].flows[0].flow, Flow::Download);
+        assert_eq!((iv[0].flows[0].total.sent_bytes, iv[0].flows[0].total.received_bytes), (50, 40));
+    }
+
+    #[test]
+    fn omitted_intervals_are_marked_and_left_out_of_the_summary() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.omit_ns = 1_000_000_000;
+        let mut c = Collector::new(spec);
+        c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 1000)]);
+        let first = c.remote_tick(0, &[st(Flow::Upload, 1, 1000)]);
+        assert!(first[0].omitted);
+        let local = LocalEnd {
+            at_omit: vec![st(Flow::Upload, 1, 1000)],
+            at_end: vec![st(Flow::Upload, 1, 1500)],
+            end_ns: 2_000_000_000,
+            active_ns: vec![(Flow::Upload, 1_000_000_000)],
+            ..Default::default()
+        };
+        let mut server = results(vec![st(Flow::Upload, 1, 1500)], 1_000_000_000);
+        server.at_omit = vec![st(Flow::Upload, 1, 1000)];
+        let (ivs, sum) = c.finish(&local, &server);
+        assert!(!ivs[1].omitted);
+        assert_eq!(sum.primary.total.sent_bytes, 500);
+        assert_eq!(sum.primary.total.received_bps, 4000.0);
+    }
+}

@@ -1,0 +1,13 @@
+//! The bandwidth test: TCP or UDP throughput in one or both directions.
+//!
+//! - [`client`]: the client half, from resolving the target to the finished report.
+//! - `server`: the server half of one test (reached through [`crate::server`]).
+//! - [`workers`]: the data threads of both halves.
+//! - [`collect`]: pairs both ends' counters into intervals and the summary.
+
+pub mod client;
+pub mod collect;
+pub(crate) mod server;
+pub mod workers;
+
+pub use server::apply_limits;

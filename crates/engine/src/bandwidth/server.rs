@@ -1,0 +1,327 @@
+//! The server half of a bandwidth test: one control conversation from `Hello` to `Results`.
+//! It checks the client (allow list, token, limits), hands out a session id, collects the data
+//! streams, runs its stream ends, reports ticks, and on `Stop` reports its final totals.
+
+use std::collections::HashSet;
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::sync::mpsc;
+use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_model::units::bits_per_second;
+use wirespeed_proto::auth::{self, NONCE_LEN};
+use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
+use wirespeed_proto::control::{ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState};
+
+use super::workers::{self, Attached, Role, Side};
+use crate::framed::{FrameError, Framed};
+use crate::server::{canonical, Ctx, Pending};
+use crate::sys;
+
+/// How long the client has to connect every data stream after `Accepted`.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Grace after a time-based test's end before the server gives up on the client's `Stop`.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How long stream ends may take to finish after `Stop`.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// Serves one control connection to its end, logging how it went.
+pub(crate) async fn serve(mut ctl: Framed, peer: SocketAddr, ctx: Arc<Ctx>) {
+    match conversation(&mut ctl, peer, &ctx).await {
+        Ok(()) => {}
+        Err(why) => {
+            tracing::info!(%peer, "test ended: {why}");
+            if why.tell_client {
+                let _ = ctl.send(&ServerMessage::Abort { reason: why.message.clone() }).await;
+            }
+        }
+    }
+    ctl.close().await;
+}
+
+/// Why a conversation ended early.
+#[derive(Debug)]
+struct Ended {
+    message: String,
+    /// Whether the client should get an `Abort` with the message.
+    tell_client: bool,
+}
+
+impl std::fmt::Display for Ended {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.message)
+    }
+}
+
+fn quiet(message: impl Into<String>) -> Ended {
+    Ended { message: message.into(), tell_client: false }
+}
+
+fn abort(message: impl Into<String>) -> Ended {
+    Ended { message: message.into(), tell_client: true }
+}
+
+impl From<FrameError> for Ended {
+    fn from(e: FrameError) -> Self {
+        match e {
+            // Tell a client that sent garbage what was wrong; a closed or dead one can't hear it.
+            FrameError::Invalid(_) => abort(e.to_string()),
+            _ => quiet(e.to_string()),
+        }
+    }
+}
+
+async fn refuse(ctl: &mut Framed, code: RefuseCode, message: String) -> Ended {
+    let _ = ctl.send(&ServerMessage::Refused { code, message: message.clone() }).await;
+    quiet(format!("refused: {message}"))
+}
+
+async fn recv_checked(ctl: &mut Framed, state: &mut ServerState, limit: Option<Duration>) -> Result<ClientMessage, Ended> {
+    let msg: ClientMessage = match limit {
+        Some(l) => ctl.recv_within(l).await?,
+        None => ctl.recv().await?,
+    };
+    state.on_client(&msg).map_err(|e| abort(e.to_string()))?;
+    if let ClientMessage::Abort { reason } = &msg {
+        return Err(quiet(format!("client aborted: {reason}")));
+    }
+    Ok(msg)
+}
+
+async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Result<(), Ended> {
+    let cfg = &ctx.config;
+    let mut state = ServerState::default();
+    let ClientMessage::Hello { version } = recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await? else {
+        unreachable!("the state machine only lets hello through first")
+    };
+    tracing::debug!(%peer, client_version = %version, "hello");
+    if !cfg.allows(peer.ip()) {
+        return Err(refuse(ctl, RefuseCode::NotAllowed, format!("{} is not allowed to use this server", canonical(peer.ip()))).await);
+    }
+    let mut nonce = [0u8; NONCE_LEN];
+    sys::fill_random(&mut nonce);
+    ctl.send(&ServerMessage::Challenge { version: cfg.version.clone(), nonce: to_hex(&nonce), auth_required: cfg.token.is_some() })
+        .await?;
+    let ClientMessage::Start { mut spec, auth } = recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await? else {
+        unreachable!("the state machine only lets start through second")
+    };
+    if let Some(token) = &cfg.token {
+        let ok = auth.as_deref().is_some_and(|proof| auth::verify(token, &nonce, proof));
+        if !ok {
+            let why = if auth.is_none() { "this server requires a token (--token)" } else { "wrong token" };
+            return Err(refuse(ctl, RefuseCode::Auth, why.into()).await);
+        }
+    }
+    if let Err(e) = spec.validate() {
+        return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
+    }
+    let notes = match apply_limits(&mut spec, cfg.max_duration, cfg.max_bitrate_bps) {
+        Ok(notes) => notes,
+        Err(why) => return Err(refuse(ctl, RefuseCode::Limit, why).await),
+    };
+    let Ok(_permit) = ctx.tests.clone().try_acquire_owned() else {
+        return Err(refuse(ctl, RefuseCode::Busy, format!("the server is running its maximum of {} tests; try again later", cfg.max_tests)).await);
+    };
+
+    let mut session = [0u8; SESSION_ID_LEN];
+    sys::fill_random(&mut session);
+    let expected = Flow::of(spec.direction).len() * usize::from(spec.parallel);
+    let (attach_tx, attach_rx) = mpsc::channel(expected + 8);
+    let _registration = Registration::new(ctx, session, peer.ip(), attach_tx);
+    ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: spec.clone(), notes }).await?;
+    tracing::info!(%peer, protocol = ?spec.protocol, direction = ?spec.direction, parallel = spec.parallel, "test accepted");
+
+    let sockets = tokio::select! {
+        r = collect_streams(attach_rx, &spec, peer.ip()) => r.map_err(abort)?,
+        r = recv_checked(ctl, &mut state, None) => {
+            return Err(match r { Ok(m) => abort(format!("unexpected {} before the streams connected", m.name())), Err(e) => e });
+        }
+        _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
+    };
+    drop(_registration);
+    run_test(ctl, &mut state, ctx, spec, sockets, peer).await
+}
+
+/// Applies the server's limits to a client's spec: refuses what cannot be capped, caps the
+/// rest, and says what changed.
+pub fn apply_limits(spec: &mut BandwidthSpec, max_duration: Duration, max_bitrate_bps: u64) -> Result<Vec<String>, String> {
+    let mut notes = Vec::new();
+    if !max_duration.is_zero() && spec.bytes.is_none() && spec.total_ns() > max_duration.as_nanos() as u64 {
+        return Err(format!(
+            "the test would run {:.0} s (warm-up included) but this server allows at most {} s",
+            spec.total_ns() as f64 / 1e9,
+            max_duration.as_secs()
+        ));
+    }
+    if max_bitrate_bps > 0 {
+        let streams = u64::from(spec.parallel) * Flow::of(spec.direction).len() as u64;
+        let per_stream = (max_bitrate_bps / streams).max(1);
+        if spec.bitrate_bps == 0 || spec.bitrate_bps > per_stream {
+            spec.bitrate_bps = per_stream;
+            notes.push(format!(
+                "the server caps a test at {max_bitrate_bps} bit/s: each of the {streams} streams is paced at {per_stream} bit/s"
+            ));
+        }
+    }
+    Ok(notes)
+}
+
+/// Removes the session from the registry when dropped, whatever path the conversation takes.
+struct Registration<'a> {
+    ctx: &'a Ctx,
+    id: [u8; SESSION_ID_LEN],
+}
+
+impl<'a> Registration<'a> {
+    fn new(ctx: &'a Ctx, id: [u8; SESSION_ID_LEN], peer: IpAddr, attach: mpsc::Sender<Attached>) -> Self {
+        if let Ok(mut s) = ctx.sessions.lock() {
+            s.insert(id, Pending { peer, attach });
+        }
+        Self { ctx, id }
+    }
+}
+
+impl Drop for Registration<'_> {
+    fn drop(&mut self) {
+        if let Ok(mut s) = self.ctx.sessions.lock() {
+            s.remove(&self.id);
+        }
+    }
+}
+
+async fn collect_streams(mut rx: mpsc::Receiver<Attached>, spec: &BandwidthSpec, peer: IpAddr) -> Result<Vec<Attached>, String> {
+    let want: HashSet<(Flow, u16)> =
+        Flow::of(spec.direction).iter().flat_map(|&f| (1..=spec.parallel).map(move |id| (f, id))).collect();
+    let mut got = Vec::with_capacity(want.len());
+    let mut seen = HashSet::new();
+    let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
+    while seen.len() < want.len() {
+        let a = match tokio::time::timeout_at(deadline, rx.recv()).await {
+            Ok(Some(a)) => a,
+            _ => return Err(format!("only {} of {} data streams connected within {ATTACH_TIMEOUT:?}", seen.len(), want.len())),
+        };
+        let key = (a.flow, a.id);
+        if !want.contains(&key) || !seen.insert(key) {
+            continue; // a stream the test does not have, or a repeated hello: drop that socket
+        }
+        let ipv6 = matches!(peer, IpAddr::V6(_));
+        let notes = match spec.protocol {
+            Protocol::Tcp => workers::tune_tcp(&a.socket, spec, ipv6),
+            Protocol::Udp => workers::tune_udp(&a.socket, spec, ipv6),
+        };
+        for n in notes {
+            tracing::warn!("{n}");
+        }
+        got.push(a);
+    }
+    Ok(got)
+}
+
+async fn run_test(
+    ctl: &mut Framed,
+    state: &mut ServerState,
+    ctx: &Arc<Ctx>,
+    spec: BandwidthSpec,
+    sockets: Vec<Attached>,
+    peer: SocketAddr,
+) -> Result<(), Ended> {
+    let mut side = Side::start(End::Server, &spec, sockets).map_err(|e| abort(format!("could not start streams: {e}")))?;
+    ctl.send(&ServerMessage::Begin).await?;
+    let begin = tokio::time::Instant::now();
+    let interval = Duration::from_nanos(spec.interval_ns);
+    let mut ticks = tokio::time::interval_at(begin + interval, interval);
+    let omit = Duration::from_nanos(spec.omit_ns);
+    let omit_at = tokio::time::sleep_until(begin + omit);
+    tokio::pin!(omit_at);
+    let mut at_omit = if spec.omit_ns == 0 { Some(side.snapshot()) } else { None };
+    let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
+        (None, _) => Duration::from_nanos(spec.total_ns()) + STOP_GRACE,
+        (Some(_), false) => ctx.config.max_duration,
+        (Some(_), true) => Duration::from_secs(86_400 * 365),
+    };
+    let deadline = tokio::time::sleep_until(begin + limit);
+    tokio::pin!(deadline);
+    let cap = ctx.config.max_bitrate_bps;
+    let mut last_upload_bytes = 0u64;
+    let mut over_cap = 0u32;
+    let mut index = 0u32;
+    loop {
+        tokio::select! {
+            msg = recv_checked(ctl, state, None) => {
+                let msg = msg?;
+                debug_assert!(matches!(msg, ClientMessage::Stop));
+                break;
+            }
+            _ = ticks.tick() => {
+                let streams = side.snapshot();
+                if cap > 0 {
+                    // Enforce the cap on what clients send us; our own sends are paced to it.
+                    let up: u64 = streams.iter().filter(|s| s.flow == Flow::Upload).map(|s| s.totals.bytes).sum();
+                    let rate = bits_per_second(up - last_upload_bytes, spec.interval_ns);
+                    last_upload_bytes = up;
+                    over_cap = if rate > cap as f64 * 1.5 { over_cap + 1 } else { 0 };
+                    if over_cap >= 2 {
+                        return Err(abort(format!("the client sent {rate:.0} bit/s, above this server's limit of {cap} bit/s")));
+                    }
+                }
+                ctl.send(&ServerMessage::Tick { index, streams }).await?;
+                index += 1;
+            }
+            _ = &mut omit_at, if at_omit.is_none() => at_omit = Some(side.snapshot()),
+            Some(done) = side.next_done() => {
+                if let Some(err) = done.error {
+                    return Err(abort(err));
+                }
+            }
+            _ = &mut deadline => return Err(abort(format!("the test exceeded the server's time limit of {} s", limit.as_secs()))),
+            _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
+        }
+    }
+    let at_omit = at_omit.unwrap_or_else(|| side.snapshot());
+    side.stop_sending();
+    let finished = tokio::time::timeout(FINISH_TIMEOUT, async {
+        side.wait_role(Role::Send).await;
+        side.drain();
+        side.wait_role(Role::Recv).await;
+    })
+    .await;
+    if finished.is_err() {
+        return Err(abort("the data streams did not finish after stop"));
+    }
+    if let Some(err) = side.first_error() {
+        return Err(abort(err));
+    }
+    let at_end = side.snapshot();
+    let wall_ns = side.shared.now_ns();
+    let mut active_ns = side.active_ns(Role::Recv, spec.omit_ns);
+    active_ns.extend(side.active_ns(Role::Send, spec.omit_ns));
+    let (cpu_user_ns, cpu_system_ns) = side.cpu_ns();
+    let moved: u64 = at_end.iter().map(|s| s.totals.bytes).sum();
+    let results = ServerResults { at_omit, at_end, active_ns, cpu_user_ns, cpu_system_ns, wall_ns };
+    ctl.send(&ServerMessage::Results(Box::new(results))).await?;
+    tracing::info!(%peer, bytes = moved, seconds = wall_ns as f64 / 1e9, "test finished");
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use wirespeed_model::spec::Direction;
+
+    #[test]
+    fn limits_refuse_long_tests_and_cap_rates() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.duration_ns = 100_000_000_000;
+        assert!(apply_limits(&mut spec, Duration::from_secs(60), 0).is_err());
+        spec.duration_ns = 10_000_000_000;
+        spec.parallel = 2;
+        spec.direction = Direction::Bidir;
+        let notes = apply_limits(&mut spec, Duration::from_secs(60), 100_000_000).unwrap();
+        assert_eq!(spec.bitrate_bps, 25_000_000);
+        assert_eq!(notes.len(), 1);
+        let mut slow = BandwidthSpec::new("h", Protocol::Udp);
+        assert!(apply_limits(&mut slow, Duration::ZERO, 100_000_000).unwrap().is_empty());
+        assert_eq!(slow.bitrate_bps, 1_000_000);
+    }
+}

@@ -1,0 +1,608 @@
+//! The data path of a bandwidth test: one OS thread per stream end, blocking sockets, large
+//! buffers and batched system calls (UDP GSO, `sendmmsg`, `recvmmsg` with GRO). Threads share
+//! a [`Shared`] with the control task: flags to stop sending, drain, or abort, and per-flow byte
+//! budgets for `-n`. Each thread publishes its running totals in its [`Counters`] and reports its
+//! CPU time when it ends.
+
+use std::io::{self, Read, Write};
+use std::net::Shutdown;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_proto::control::StreamTotals;
+use wirespeed_proto::datagram::{read_header, write_header, ReceiverStats, HELLO_ACK_MAGIC, HELLO_MAGIC};
+
+use crate::counters::Counters;
+use crate::pacer::{udp_batch, Pacer};
+use crate::sys;
+
+/// Largest number of datagrams one UDP send or receive call handles.
+const MAX_BATCH: usize = 64;
+/// A UDP receiver that has been told to drain leaves after this much silence.
+const UDP_QUIET: Duration = Duration::from_millis(60);
+/// …or after this long, whatever arrives.
+const UDP_DRAIN_MAX: Duration = Duration::from_secs(1);
+/// How often blocked socket calls wake up to look at the flags.
+const POLL: Duration = Duration::from_millis(100);
+/// Read buffer for TCP receivers: large reads mean fewer system calls per byte.
+const TCP_READ_BUF: usize = 512 * 1024;
+
+/// State shared between one side's control task and its data threads.
+#[derive(Debug)]
+pub struct Shared {
+    /// When the test began on this side (`Begin` sent or received).
+    pub begin: Instant,
+    stop_send: AtomicBool,
+    drain: AtomicBool,
+    abort: AtomicBool,
+    drain_started_ns: AtomicU64,
+    /// Bytes still to send per flow with `-n`; `None` for time-based tests.
+    budgets: [Option<AtomicU64>; 2],
+}
+
+impl Shared {
+    fn new(begin: Instant, spec: &BandwidthSpec) -> Self {
+        let budget = || spec.bytes.map(AtomicU64::new);
+        Self {
+            begin,
+            stop_send: AtomicBool::new(false),
+            drain: AtomicBool::new(false),
+            abort: AtomicBool::new(false),
+            drain_started_ns: AtomicU64::new(0),
+            budgets: [budget(), budget()],
+        }
+    }
+
+    /// Nanoseconds since the test began on this side.
+    pub fn now_ns(&self) -> u64 {
+        self.begin.elapsed().as_nanos() as u64
+    }
+
+    fn aborted(&self) -> bool {
+        self.abort.load(Relaxed)
+    }
+
+    fn stopping(&self) -> bool {
+        self.stop_send.load(Relaxed) || self.aborted()
+    }
+
+    /// Takes up to `want` bytes from `flow`'s budget; `want` itself when there is no budget.
+    fn claim(&self, flow: Flow, want: u64) -> u64 {
+        let Some(budget) = &self.budgets[flow_index(flow)] else { return want };
+        let mut got = 0;
+        let _ = budget.fetch_update(Relaxed, Relaxed, |left| {
+            got = left.min(want);
+            Some(left - got)
+        });
+        got
+    }
+}
+
+fn flow_index(flow: Flow) -> usize {
+    match flow {
+        Flow::Upload => 0,
+        Flow::Download => 1,
+    }
+}
+
+/// Whether a stream end writes or reads.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Role {
+    /// Writes data.
+    Send,
+    /// Reads data.
+    Recv,
+}
+
+/// How a data thread ended.
+#[derive(Debug, Clone)]
+pub struct WorkerDone {
+    /// The stream's flow.
+    pub flow: Flow,
+    /// Stream number.
+    pub id: u16,
+    /// Sender or receiver.
+    pub role: Role,
+    /// User-mode CPU nanoseconds the thread used.
+    pub cpu_user_ns: u64,
+    /// Kernel-mode CPU nanoseconds the thread used.
+    pub cpu_system_ns: u64,
+    /// Set when the stream failed rather than finished.
+    pub error: Option<String>,
+}
+
+/// One stream end on this side.
+#[derive(Debug)]
+pub struct StreamEnd {
+    /// Its flow.
+    pub flow: Flow,
+    /// Stream number within the flow, from 1.
+    pub id: u16,
+    /// Sender or receiver.
+    pub role: Role,
+    /// Its running totals.
+    pub counters: Arc<Counters>,
+    socket: Arc<Socket>,
+    tcp: bool,
+    thread: Option<JoinHandle<()>>,
+}
+
+/// A connected data socket waiting for its worker.
+#[derive(Debug)]
+pub struct Attached {
+    /// Its flow.
+    pub flow: Flow,
+    /// Stream number within the flow.
+    pub id: u16,
+    /// The socket, connected to the peer, in blocking mode.
+    pub socket: Socket,
+}
+
+/// All stream ends of one side of one test.
+#[derive(Debug)]
+pub struct Side {
+    /// Flags and budgets shared with the threads.
+    pub shared: Arc<Shared>,
+    /// The stream ends, in (flow, id) order.
+    pub ends: Vec<StreamEnd>,
+    done_rx: UnboundedReceiver<WorkerDone>,
+    /// Workers that have ended so far.
+    pub done: Vec<WorkerDone>,
+}
+
+impl Side {
+    /// Starts a worker thread per attached socket. `me` says which end this side is.
+    pub fn start(me: End, spec: &BandwidthSpec, mut sockets: Vec<Attached>) -> io::Result<Self> {
+        sockets.sort_by_key(|a| (a.flow, a.id));
+        let shared = Arc::new(Shared::new(Instant::now(), spec));
+        let (done_tx, done_rx) = unbounded_channel();
+        let mut ends = Vec::with_capacity(sockets.len());
+        for a in sockets {
+            let role = if a.flow.sender() == me { Role::Send } else { Role::Recv };
+            let counters = Arc::new(Counters::default());
+            let socket = Arc::new(a.socket);
+            let job = Job {
+                flow: a.flow,
+                id: a.id,
+                role,
+                spec: spec.clone(),
+                socket: socket.clone(),
+                counters: counters.clone(),
+                shared: shared.clone(),
+                done: done_tx.clone(),
+            };
+            let name = format!("ws-{}-{}{}", if role == Role::Send { "tx" } else { "rx" }, flow_char(a.flow), a.id);
+            let thread = std::thread::Builder::new().name(name).spawn(move || job.run())?;
+            ends.push(StreamEnd {
+                flow: a.flow,
+                id: a.id,
+                role,
+                counters,
+                socket,
+                tcp: spec.protocol == Protocol::Tcp,
+                thread: Some(thread),
+            });
+        }
+        Ok(Self { shared, ends, done_rx, done: Vec::new() })
+    }
+
+    /// Current totals of every stream end, refreshing TCP_INFO of sending sockets first.
+    pub fn snapshot(&self) -> Vec<StreamTotals> {
+        self.ends
+            .iter()
+            .map(|e| {
+                if e.tcp && e.role == Role::Send && e.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+                    if let Some(s) = sys::tcp_sample(e.socket.as_raw_fd()) {
+                        e.counters.set_tcp(s);
+                    }
+                }
+                StreamTotals { flow: e.flow, id: e.id, totals: e.counters.snapshot() }
+            })
+            .collect()
+    }
+
+    /// Tells senders to stop; each then half-closes its TCP stream so the receiver sees EOF.
+    pub fn stop_sending(&self) {
+        self.shared.stop_send.store(true, Relaxed);
+    }
+
+    /// Tells UDP receivers to leave once the stream falls quiet.
+    pub fn drain(&self) {
+        self.shared.drain_started_ns.store(self.shared.now_ns(), Relaxed);
+        self.shared.drain.store(true, Relaxed);
+    }
+
+    /// Stops everything at once: flags every thread and shuts every socket down.
+    pub fn abort(&self) {
+        self.shared.abort.store(true, Relaxed);
+        self.shared.stop_send.store(true, Relaxed);
+        for e in &self.ends {
+            let _ = e.socket.shutdown(Shutdown::Both);
+        }
+    }
+
+    /// True when every end with `role` has finished.
+    pub fn finished(&self, role: Role) -> bool {
+        let want = self.ends.iter().filter(|e| e.role == role).count();
+        self.done.iter().filter(|d| d.role == role).count() >= want
+    }
+
+    /// Waits for the next worker to end; `None` once all have.
+    pub async fn next_done(&mut self) -> Option<WorkerDone> {
+        if self.done.len() >= self.ends.len() {
+            return None;
+        }
+        let d = self.done_rx.recv().await?;
+        self.done.push(d.clone());
+        Some(d)
+    }
+
+    /// Waits until every end with `role` has finished.
+    pub async fn wait_role(&mut self, role: Role) {
+        while !self.finished(role) {
+            if self.next_done().await.is_none() {
+                break;
+            }
+        }
+    }
+
+    /// Sum of CPU time the workers that ended used: (user, system) nanoseconds.
+    pub fn cpu_ns(&self) -> (u64, u64) {
+        self.done.iter().fold((0, 0), |(u, s), d| (u + d.cpu_user_ns, s + d.cpu_system_ns))
+    }
+
+    /// Per flow, nanoseconds from `from_ns` to the last activity of its receiving (or, for
+    /// `role == Send`, sending) ends.
+    pub fn active_ns(&self, role: Role, from_ns: u64) -> Vec<(Flow, u64)> {
+        let mut out: Vec<(Flow, u64)> = Vec::new();
+        for e in self.ends.iter().filter(|e| e.role == role) {
+            let ns = e.counters.last_activity_ns().saturating_sub(from_ns);
+            match out.iter_mut().find(|(f, _)| *f == e.flow) {
+                Some((_, v)) => *v = (*v).max(ns),
+                None => out.push((e.flow, ns)),
+            }
+        }
+        out
+    }
+
+    /// The first error a worker reported, if any.
+    pub fn first_error(&self) -> Option<String> {
+        self.done.iter().find_map(|d| d.error.clone())
+    }
+}
+
+impl Drop for Side {
+    fn drop(&mut self) {
+        self.abort();
+        for e in &mut self.ends {
+            if let Some(t) = e.thread.take() {
+                let _ = t.join();
+            }
+        }
+    }
+}
+
+fn flow_char(flow: Flow) -> char {
+    match flow {
+        Flow::Upload => 'u',
+        Flow::Download => 'd',
+    }
+}
+
+struct Job {
+    flow: Flow,
+    id: u16,
+    role: Role,
+    spec: BandwidthSpec,
+    socket: Arc<Socket>,
+    counters: Arc<Counters>,
+    shared: Arc<Shared>,
+    done: UnboundedSender<WorkerDone>,
+}
+
+impl Job {
+    fn run(self) {
+        let _ = self.socket.set_read_timeout(Some(POLL));
+        let _ = self.socket.set_write_timeout(Some(POLL));
+        let result = match (self.spec.protocol, self.role) {
+            (Protocol::Tcp, Role::Send) => self.tcp_send(),
+            (Protocol::Tcp, Role::Recv) => self.tcp_recv(),
+            (Protocol::Udp, Role::Send) => self.udp_send(),
+            (Protocol::Udp, Role::Recv) => self.udp_recv(),
+        };
+        let (cpu_user_ns, cpu_system_ns) = sys::thread_cpu_ns();
+        let error = match result {
+            Ok(()) => None,
+            Err(_) if self.shared.aborted() => None,
+            Err(e) => Some(format!("{} stream {} ({}): {e}", flow_name(self.flow), self.id, role_name(self.role))),
+        };
+        let _ = self.done.send(WorkerDone {
+            flow: self.flow,
+            id: self.id,
+            role: self.role,
+            cpu_user_ns,
+            cpu_system_ns,
+            error,
+        });
+    }
+
+    fn pace(&self, pacer: &mut Pacer, bytes: u64) {
+        let mut wait = pacer.reserve(bytes, self.shared.now_ns());
+        while wait > 0 && !self.shared.stopping() {
+            let step = wait.min(POLL.as_nanos() as u64);
+            std::thread::sleep(Duration::from_nanos(step));
+            wait -= step;
+        }
+    }
+
+    fn tcp_send(&self) -> io::Result<()> {
+        let len = self.spec.length as usize;
+        let mut buf = vec![0u8; len];
+        sys::fill_random(&mut buf);
+        let file = if self.spec.zerocopy { Some(sys::memfd_with(&buf)?) } else { None };
+        let mut pacer = Pacer::new(self.spec.bitrate_bps, self.shared.now_ns());
+        if pacer.is_limited() {
+            sys::tighten_timer_slack();
+        }
+        let sock = &*self.socket;
+        let fd = sock.as_raw_fd();
+        let result = (|| -> io::Result<()> {
+            while !self.shared.stopping() {
+                let chunk = self.shared.claim(self.flow, len as u64) as usize;
+                if chunk == 0 {
+                    break; // the -n budget is spent
+                }
+                self.pace(&mut pacer, chunk as u64);
+                let mut off = 0;
+                while off < chunk {
+                    let r = match &file {
+                        Some(f) => sys::sendfile(fd, f, off as u64, chunk - off),
+                        None => (&*sock).write(&buf[off..chunk]),
+                    };
+                    match r {
+                        Ok(0) => return Err(io::ErrorKind::WriteZero.into()),
+                        Ok(n) => {
+                            off += n;
+                            self.counters.add(n as u64, 0);
+                        }
+                        Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                            if self.shared.aborted() {
+                                return Ok(());
+                            }
+                        }
+                        Err(e) => return Err(e),
+                    }
+                }
+                self.counters.touch(self.shared.now_ns());
+            }
+            Ok(())
+        })();
+        if let Some(s) = sys::tcp_sample(fd) {
+            self.counters.set_tcp(s);
+        }
+        // Half-close: the receiver reads everything still in flight, then sees EOF.
+        let _ = sock.shutdown(Shutdown::Write);
+        result
+    }
+
+    fn tcp_recv(&self) -> io::Result<()> {
+        let mut buf = vec![0u8; TCP_READ_BUF];
+        loop {
+            match (&*self.socket).read(&mut buf) {
+                Ok(0) => return Ok(()),
+                Ok(n) => {
+                    self.counters.add(n as u64, 0);
+                    self.counters.touch(self.shared.now_ns());
+                }
+                Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
+                    if self.shared.aborted() {
+                        return Ok(());
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+
+    fn udp_send(&self) -> io::Result<()> {
+        let len = self.spec.length as usize;
+        let fd = self.socket.as_raw_fd();
+        if self.spec.window.is_none() {
+            sys::raise_sndbuf(fd, 4 << 20);
+        }
+        let max_batch = (65_000 / len).clamp(1, MAX_BATCH);
+        let batch = udp_batch(self.spec.bitrate_bps, self.spec.length, max_batch);
+        let mut buf = vec![0u8; batch * len];
+        sys::fill_random(&mut buf);
+        let mut pacer = Pacer::new(self.spec.bitrate_bps, self.shared.now_ns());
+        if pacer.is_limited() {
+            sys::tighten_timer_slack();
+        }
+        let mut gso = batch > 1;
+        let mut seq: u64 = 1;
+        while !self.shared.stopping() {
+            let claimed = self.shared.claim(self.flow, (batch * len) as u64) as usize;
+            let count = claimed.div_ceil(len).min(batch);
+            if count == 0 {
+                break;
+            }
+            self.pace(&mut pacer, (count * len) as u64);
+            let now = sys::realtime_ns();
+            for (i, dgram) in buf.chunks_mut(len).take(count).enumerate() {
+                write_header(dgram, seq + i as u64, now);
+            }
+            let sent = if gso && count > 1 {
+                match sys::send_gso(fd, &buf[..count * len], len as u16) {
+                    Ok(_) => Ok(count),
+                    Err(e) if matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP | libc::ENOPROTOOPT)) => {
+                        gso = false; // no UDP GSO here: fall back to sendmmsg
+                        continue;
+                    }
+                    Err(e) => Err(e),
+                }
+            } else {
+                let slices: Vec<&[u8]> = buf.chunks(len).take(count).collect();
+                sys::send_many(fd, &slices)
+            };
+            match sent {
+                Ok(n) => {
+                    seq += n as u64;
+                    self.counters.add((n * len) as u64, n as u64);
+                    self.counters.touch(self.shared.now_ns());
+                }
+                // The peer's port is not open (yet or any more), or the queue is full: the
+                // datagrams were not sent, so their sequence numbers are reused.
+                Err(e) if is_transient_udp(&e) => std::thread::yield_now(),
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(())
+    }
+
+    fn udp_recv(&self) -> io::Result<()> {
+        let fd = self.socket.as_raw_fd();
+        if self.spec.window.is_none() {
+            // Large enough to ride out a scheduling hiccup at multi-gigabit rates.
+            sys::raise_rcvbuf(fd, 8 << 20);
+        }
+        let _ = self.socket.set_read_timeout(Some(Duration::from_millis(20)));
+        let gro = sys::enable_udp_gro(fd);
+        sys::enable_rx_timestamps(fd);
+        let mut batch = if gro {
+            RecvBatchSize::Coalesced.make()
+        } else {
+            RecvBatchSize::Single(self.spec.length as usize).make()
+        };
+        let mut stats = ReceiverStats::default();
+        let mut last_packet = Instant::now();
+        loop {
+            match batch.recv(fd) {
+                Ok(n) => {
+                    let fallback_stamp = sys::realtime_ns();
+                    for i in 0..n {
+                        let got = batch.got[i];
+                        let stamp = got.stamp_ns.unwrap_or(fallback_stamp);
+                        for dgram in batch.payload(i).chunks(got.segment.max(1)) {
+                            if dgram.starts_with(&HELLO_MAGIC) || dgram.starts_with(&HELLO_ACK_MAGIC) {
+                                continue; // a repeated stream hello, not data
+                            }
+                            if let Some((seq, sent)) = read_header(dgram) {
+                                stats.record(seq, dgram.len(), sent, stamp);
+                            }
+                        }
+                    }
+                    self.counters.publish(&stats.totals());
+                    self.counters.touch(self.shared.now_ns());
+                    last_packet = Instant::now();
+                }
+                Err(e) if is_timeout(&e) || is_transient_udp(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e) => return Err(e),
+            }
+            if self.shared.aborted() {
+                return Ok(());
+            }
+            if self.shared.drain.load(Relaxed) {
+                let draining_for = self.shared.now_ns().saturating_sub(self.shared.drain_started_ns.load(Relaxed));
+                if last_packet.elapsed() >= UDP_QUIET || draining_for >= UDP_DRAIN_MAX.as_nanos() as u64 {
+                    return Ok(());
+                }
+            }
+        }
+    }
+}
+
+enum RecvBatchSize {
+    Coalesced,
+    Single(usize),
+}
+
+impl RecvBatchSize {
+    fn make(self) -> sys::RecvBatch {
+        match self {
+            // With GRO one slot may hold up to 64 KiB of coalesced datagrams.
+            Self::Coalesced => sys::RecvBatch::new(8, 65_536),
+            Self::Single(len) => sys::RecvBatch::new(MAX_BATCH, len.max(2048)),
+        }
+    }
+}
+
+fn is_timeout(e: &io::Error) -> bool {
+    matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut)
+}
+
+fn is_transient_udp(e: &io::Error) -> bool {
+    matches!(e.raw_os_error(), Some(libc::ECONNREFUSED | libc::ENOBUFS | libc::EAGAIN))
+}
+
+/// A flow's name in messages.
+pub fn flow_name(flow: Flow) -> &'static str {
+    match flow {
+        Flow::Upload => "upload",
+        Flow::Download => "download",
+    }
+}
+
+fn role_name(role: Role) -> &'static str {
+    match role {
+        Role::Send => "sender",
+        Role::Recv => "receiver",
+    }
+}
+
+/// Applies the spec's socket options to a TCP data socket (before connect for the client).
+/// Returns notes for options the OS would not take.
+pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+    let fd = sock.as_raw_fd();
+    let mut notes = Vec::new();
+    if let Some(w) = spec.window {
+        if let Err(e) = sys::set_buffers(fd, w) {
+            notes.push(format!("window {w} not applied: {e}"));
+        }
+    }
+    if let Some(cc) = &spec.congestion {
+        if let Err(e) = sys::set_congestion(fd, cc) {
+            notes.push(format!("congestion control '{cc}' not applied: {e}"));
+        }
+    }
+    if let Some(mss) = spec.mss {
+        if let Err(e) = sys::set_int(fd, libc::IPPROTO_TCP, libc::TCP_MAXSEG, mss as libc::c_int) {
+            notes.push(format!("MSS {mss} not applied: {e}"));
+        }
+    }
+    if spec.no_delay {
+        let _ = sock.set_tcp_nodelay(true);
+    }
+    if let Some(d) = spec.dscp {
+        if let Err(e) = sys::set_dscp(fd, ipv6, d) {
+            notes.push(format!("DSCP {d} not applied: {e}"));
+        }
+    }
+    if spec.bitrate_bps > 0 {
+        // Let TCP space its packets too, not only our writes.
+        let _ = sys::set_max_pacing_rate(fd, spec.bitrate_bps / 8);
+    }
+    notes
+}
+
+/// Applies the spec's socket options to a UDP data socket.
+pub fn tune_udp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+    let fd = sock.as_raw_fd();
+    let mut notes = Vec::new();
+    if let Some(w) = spec.window {
+        if let Err(e) = sys::set_buffers(fd, w) {
+            notes.push(format!("window {w} not applied: {e}"));
+        }
+    }
+    if let Some(d) = spec.dscp {
+        if let Err(e) = sys::set_dscp(fd, ipv6, d) {
+            notes.push(format!("DSCP {d} not applied: {e}"));
+        }
+    }
+    notes
+}

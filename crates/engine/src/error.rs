@@ -1,0 +1,67 @@
+//! What can go wrong for a client, one variant per cause a user can act on. The binary maps
+//! each to a documented exit code.
+
+use std::io;
+use std::net::SocketAddr;
+
+use wirespeed_proto::control::RefuseCode;
+
+/// A test that could not run or could not finish.
+#[derive(Debug, thiserror::Error)]
+pub enum ClientError {
+    /// The host name did not resolve.
+    #[error("cannot resolve '{host}': {source}")]
+    Resolve {
+        /// The name.
+        host: String,
+        /// The resolver's error.
+        source: io::Error,
+    },
+    /// The name resolved, but not to an address of the family asked for.
+    #[error("'{host}' has no {family} address")]
+    NoAddress {
+        /// The name.
+        host: String,
+        /// "IPv4" or "IPv6".
+        family: &'static str,
+    },
+    /// The server could not be reached.
+    #[error("cannot connect to {addr}: {source}")]
+    Connect {
+        /// Where.
+        addr: SocketAddr,
+        /// Why (refused, unreachable, timed out).
+        source: io::Error,
+    },
+    /// The server said no.
+    #[error("the server refused the test: {message}")]
+    Refused {
+        /// Category.
+        code: RefuseCode,
+        /// The server's explanation.
+        message: String,
+    },
+    /// The server wants a token and none was given.
+    #[error("the server requires a token: pass --token (or set WIRESPEED_TOKEN)")]
+    TokenRequired,
+    /// The peer does not speak wirespeed's protocol, or broke its rules.
+    #[error("protocol error: {0}")]
+    Protocol(String),
+    /// The server stopped answering or closed the connection mid-test.
+    #[error("lost the server mid-test: {0}")]
+    ServerGone(String),
+    /// The server ended the test early.
+    #[error("the server aborted the test: {0}")]
+    Aborted(String),
+    /// A data stream failed.
+    #[error("a data stream failed: {0}")]
+    Stream(String),
+    /// A local resource problem (sockets, threads).
+    #[error("{context}: {source}")]
+    Local {
+        /// What was being done.
+        context: String,
+        /// The error.
+        source: io::Error,
+    },
+}

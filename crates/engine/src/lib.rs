@@ -1,0 +1,20 @@
+//! wirespeed's engine: sockets, data threads, pacing, and the client and server halves of each
+//! test kind. It takes validated specs and options, emits [`wirespeed_model::Event`]s while a
+//! test runs, and returns a [`wirespeed_model::Report`]. It never formats text for people.
+//!
+//! - [`server`]: the multi-client `wirespeed server` and its listeners.
+//! - [`bandwidth`]: the bandwidth test.
+//! - [`sys`], [`pacer`], [`counters`], [`framed`]: the shared machinery.
+
+#[cfg(not(target_os = "linux"))]
+compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg, TCP_INFO); other systems are not supported yet");
+
+pub mod bandwidth;
+pub mod counters;
+pub mod error;
+pub mod framed;
+pub mod pacer;
+pub mod server;
+pub mod sys;
+
+pub use error::ClientError;

@@ -1,0 +1,336 @@
+//! `wirespeed server`: one TCP and one UDP listener per bound address, all on one port. Each
+//! TCP connection announces what it is in its first bytes (control or data); UDP datagrams on
+//! the listener are stream hellos. Tests are isolated sessions, any number at once up to
+//! `--max-tests`; a shutdown signal reaches every session, which tells its client before
+//! stopping.
+
+use std::collections::HashMap;
+use std::io;
+use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::{Arc, Mutex};
+use std::time::Duration;
+
+use ipnet::IpNet;
+use socket2::{Domain, Protocol as SockProto, Socket, Type};
+use tokio::io::AsyncReadExt;
+use tokio::net::{TcpListener, TcpStream, UdpSocket};
+use tokio::sync::{mpsc, Semaphore};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use wirespeed_proto::codec::{ConnKind, DataHello, Preamble, DecodeError, SESSION_ID_LEN, PREAMBLE_LEN, DATA_HELLO_LEN};
+use wirespeed_proto::datagram::{UdpHello, HELLO_LEN};
+
+use crate::bandwidth::workers::Attached;
+use crate::framed::Framed;
+
+/// How the server behaves and what it allows.
+#[derive(Debug, Clone)]
+pub struct ServerConfig {
+    /// Most tests running at once; further clients are refused as busy.
+    pub max_tests: usize,
+    /// Longest test allowed (warm-up included); byte-count tests are cut off here. Zero: no limit.
+    pub max_duration: Duration,
+    /// Most bits per second one test may move, all streams and directions together. Zero: no limit.
+    pub max_bitrate_bps: u64,
+    /// Shared secret clients must prove they know.
+    pub token: Option<String>,
+    /// Networks clients may come from; empty allows everyone.
+    pub allow: Vec<IpNet>,
+    /// How long a connection may stay silent before its test starts.
+    pub idle_timeout: Duration,
+    /// Version announced to clients.
+    pub version: String,
+}
+
+impl Default for ServerConfig {
+    fn default() -> Self {
+        Self {
+            max_tests: 16,
+            max_duration: Duration::from_secs(86_400),
+            max_bitrate_bps: 0,
+            token: None,
+            allow: Vec::new(),
+            idle_timeout: Duration::from_secs(10),
+            version: env!("CARGO_PKG_VERSION").to_string(),
+        }
+    }
+}
+
+impl ServerConfig {
+    /// True when `ip` may use the server.
+    pub fn allows(&self, ip: IpAddr) -> bool {
+        let ip = canonical(ip);
+        self.allow.is_empty() || self.allow.iter().any(|net| net.contains(&ip))
+    }
+}
+
+/// An IPv4-mapped IPv6 address as the IPv4 address it stands for.
+pub fn canonical(ip: IpAddr) -> IpAddr {
+    match ip {
+        IpAddr::V6(v6) => v6.to_ipv4_mapped().map_or(ip, IpAddr::V4),
+        v4 => v4,
+    }
+}
+
+/// The bound sockets a server listens on.
+#[derive(Debug)]
+pub struct Listeners {
+    tcp: Vec<TcpListener>,
+    udp: Vec<UdpSocket>,
+}
+
+impl Listeners {
+    /// Binds TCP and UDP on `addr`. An unspecified IPv6 address accepts IPv4 too (dual stack).
+    pub fn bind(addrs: &[SocketAddr]) -> io::Result<Self> {
+        let mut tcp = Vec::new();
+        let mut udp = Vec::new();
+        for addr in addrs {
+            let t = tcp_listener(*addr)?;
+            // Port 0 means "any": bind UDP to the port TCP got, so both share one number.
+            let port = t.local_addr()?.as_socket().map_or(addr.port(), |a| a.port());
+            let u = udp_socket(SocketAddr::new(addr.ip(), port))?;
+            u.set_nonblocking(true)?;
+            tcp.push(TcpListener::from_std(t.into())?);
+            udp.push(UdpSocket::from_std(u.into())?);
+        }
+        Ok(Self { tcp, udp })
+    }
+
+    /// Binds the default `[::]:port` dual-stack, or `0.0.0.0:port` where IPv6 is unavailable.
+    pub fn bind_default(port: u16) -> io::Result<Self> {
+        Self::bind(&[SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), port)])
+            .or_else(|_| Self::bind(&[SocketAddr::from(([0, 0, 0, 0], port))]))
+    }
+
+    /// The TCP addresses bound.
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.tcp.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+}
+
+fn tcp_listener(addr: SocketAddr) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), Type::STREAM, Some(SockProto::TCP))?;
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        let _ = s.set_only_v6(false);
+    }
+    s.set_nonblocking(true)?;
+    s.bind(&addr.into())?;
+    s.listen(1024)?;
+    Ok(s)
+}
+
+/// A UDP socket on `addr` that shares its port with the listener and the other streams.
+pub(crate) fn udp_socket(addr: SocketAddr) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), Type::DGRAM, Some(SockProto::UDP))?;
+    // Every stream's socket binds the listener's port and connects to its client; the kernel
+    // delivers each datagram to the socket whose connected peer matches.
+    s.set_reuse_address(true)?;
+    if addr.is_ipv6() {
+        let _ = s.set_only_v6(false);
+    }
+    s.bind(&addr.into())?;
+    Ok(s)
+}
+
+/// A session waiting for its data streams.
+#[derive(Debug)]
+pub(crate) struct Pending {
+    pub peer: IpAddr,
+    pub attach: mpsc::Sender<Attached>,
+}
+
+/// Sessions by id, shared by the accept loops.
+pub(crate) type Registry = Arc<Mutex<HashMap<[u8; SESSION_ID_LEN], Pending>>>;
+
+/// Everything a connection handler needs.
+#[derive(Debug)]
+pub(crate) struct Ctx {
+    pub config: ServerConfig,
+    pub tests: Arc<Semaphore>,
+    pub sessions: Registry,
+    pub shutdown: CancellationToken,
+    pub tasks: TaskTracker,
+}
+
+/// Connections allowed to be mid-handshake at once; more are dropped unread.
+const MAX_HANDSHAKES: usize = 512;
+
+/// Serves until `shutdown` is cancelled, then tells running tests to stop and waits for them.
+pub async fn run(listeners: Listeners, config: ServerConfig, shutdown: CancellationToken) -> io::Result<()> {
+    let ctx = Arc::new(Ctx {
+        tests: Arc::new(Semaphore::new(config.max_tests.max(1))),
+        config,
+        sessions: Arc::default(),
+        shutdown: shutdown.clone(),
+        tasks: TaskTracker::new(),
+    });
+    let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
+    for listener in listeners.tcp {
+        let ctx = ctx.clone();
+        let handshakes = handshakes.clone();
+        ctx.tasks.clone().spawn(accept_loop(listener, ctx, handshakes));
+    }
+    for socket in listeners.udp {
+        let ctx = ctx.clone();
+        ctx.tasks.clone().spawn(udp_hello_loop(socket, ctx));
+    }
+    shutdown.cancelled().await;
+    ctx.tasks.close();
+    ctx.tasks.wait().await;
+    Ok(())
+}
+
+async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semaphore>) {
+    let mut backoff = Duration::from_millis(5);
+    loop {
+        let accepted = tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            r = listener.accept() => r,
+        };
+        let (stream, peer) = match accepted {
+            Ok(x) => {
+                backoff = Duration::from_millis(5);
+                x
+            }
+            Err(e) => {
+                // Out of file descriptors and the like: wait instead of spinning.
+                tracing::warn!("accept failed: {e}");
+                tokio::time::sleep(backoff).await;
+                backoff = (backoff * 2).min(Duration::from_secs(1));
+                continue;
+            }
+        };
+        let Ok(permit) = handshakes.clone().try_acquire_owned() else {
+            tracing::warn!(%peer, "too many connections mid-handshake; dropping one");
+            continue;
+        };
+        let ctx2 = ctx.clone();
+        ctx.tasks.spawn(async move {
+            let routed = route(stream, peer, &ctx2).await;
+            drop(permit);
+            match routed {
+                Ok(Route::Control(framed)) => crate::bandwidth::server::serve(framed, peer, ctx2).await,
+                Ok(Route::Done) => {}
+                Err(why) => tracing::debug!(%peer, "connection dropped: {why}"),
+            }
+        });
+    }
+}
+
+enum Route {
+    Control(Framed),
+    Done,
+}
+
+/// Reads a connection's preamble and sends it where it belongs.
+async fn route(mut stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<Route, String> {
+    let idle = ctx.config.idle_timeout;
+    let mut buf = Vec::with_capacity(64);
+    let preamble = loop {
+        match Preamble::decode(&buf) {
+            Ok(p) => break p,
+            Err(DecodeError::Invalid(why)) => return Err(why),
+            Err(DecodeError::Incomplete(_)) => read_more(&mut stream, &mut buf, idle).await?,
+        }
+    };
+    buf.drain(..PREAMBLE_LEN);
+    match preamble.kind {
+        ConnKind::Control => Ok(Route::Control(Framed::new(stream, buf))),
+        ConnKind::Data => {
+            let hello = loop {
+                match DataHello::decode(&buf) {
+                    Ok(h) => break h,
+                    Err(DecodeError::Invalid(why)) => return Err(why),
+                    Err(DecodeError::Incomplete(_)) => read_more(&mut stream, &mut buf, idle).await?,
+                }
+            };
+            if buf.len() > DATA_HELLO_LEN {
+                return Err("data sent before the test began".into());
+            }
+            let std = stream.into_std().map_err(|e| e.to_string())?;
+            std.set_nonblocking(false).map_err(|e| e.to_string())?;
+            attach(ctx, peer.ip(), hello.session, Attached { flow: hello.flow, id: hello.stream, socket: Socket::from(std) })?;
+            Ok(Route::Done)
+        }
+    }
+}
+
+async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>, idle: Duration) -> Result<(), String> {
+    buf.reserve(64);
+    match tokio::time::timeout(idle, stream.read_buf(buf)).await {
+        Err(_) => Err(format!("silent for {idle:?}")),
+        Ok(Ok(0)) => Err("closed before saying what it is".into()),
+        Ok(Ok(_)) if buf.len() > 1024 => Err("handshake too long".into()),
+        Ok(Ok(_)) => Ok(()),
+        Ok(Err(e)) => Err(e.to_string()),
+    }
+}
+
+/// Hands a data socket to the session it names, if that session exists and the socket comes
+/// from the same host as the session's control connection.
+fn attach(ctx: &Ctx, from: IpAddr, session: [u8; SESSION_ID_LEN], socket: Attached) -> Result<(), String> {
+    let sessions = ctx.sessions.lock().map_err(|_| "session table poisoned".to_string())?;
+    let pending = sessions.get(&session).ok_or("unknown session")?;
+    if canonical(pending.peer) != canonical(from) {
+        return Err(format!("data stream from {from} for a session of {}", pending.peer));
+    }
+    pending.attach.try_send(socket).map_err(|_| "session is not accepting streams".to_string())
+}
+
+async fn udp_hello_loop(socket: UdpSocket, ctx: Arc<Ctx>) {
+    let Ok(local) = socket.local_addr() else { return };
+    let mut buf = [0u8; 64];
+    loop {
+        let (n, peer) = tokio::select! {
+            _ = ctx.shutdown.cancelled() => return,
+            r = socket.recv_from(&mut buf) => match r {
+                Ok(x) => x,
+                Err(_) => continue, // ICMP errors from earlier sends; nothing to do
+            },
+        };
+        if n != HELLO_LEN {
+            continue;
+        }
+        let Ok(hello) = UdpHello::decode(&buf[..n]) else { continue };
+        if hello.ack {
+            continue;
+        }
+        match connect_udp_stream(local, peer) {
+            Ok(sock) => {
+                let ack = UdpHello { ack: true, ..hello }.encode();
+                if sock.send(&ack).is_err() {
+                    continue;
+                }
+                let attached = Attached { flow: hello.flow, id: hello.stream, socket: sock };
+                if let Err(why) = attach(&ctx, peer.ip(), hello.session, attached) {
+                    tracing::debug!(%peer, "UDP hello refused: {why}");
+                }
+            }
+            Err(e) => tracing::warn!(%peer, "could not open a UDP stream socket: {e}"),
+        }
+    }
+}
+
+/// A blocking UDP socket on the listener's address, connected to `peer`.
+fn connect_udp_stream(local: SocketAddr, peer: SocketAddr) -> io::Result<Socket> {
+    let sock = udp_socket(local)?;
+    sock.connect(&peer.into())?;
+    Ok(sock)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn allow_list_matches_mapped_addresses() {
+        let mut c = ServerConfig::default();
+        assert!(c.allows("192.0.2.1".parse().unwrap()));
+        c.allow = vec!["127.0.0.0/8".parse().unwrap()];
+        assert!(c.allows("127.0.0.1".parse().unwrap()));
+        assert!(c.allows("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!c.allows("::1".parse().unwrap()));
+        assert!(!c.allows("10.0.0.1".parse().unwrap()));
+    }
+}
