@@ -150,9 +150,9 @@ pub struct FlowSummary {
     /// Totals of all streams.
     #[serde(flatten)]
     pub total: Figures,
-    /// TCP: smoothed RTT sampled each interval (min/max/mean over intervals and streams).
+    /// TCP: smoothed RTT sampled each interval: min, mean and max over intervals and streams.
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub rtt_ns: Option<GaugeStats>,
+    pub rtt_range_ns: Option<GaugeStats>,
     /// TCP: largest congestion window seen on any stream.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub cwnd_max_bytes: Option<u64>,

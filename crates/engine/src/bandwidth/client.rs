@@ -299,7 +299,9 @@ async fn drive(
     let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
     active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
     let local = LocalEnd { at_omit, at_end: side.snapshot(), end_ns: side.shared.now_ns(), active_ns, cpu_ns: side.cpu_ns() };
+    let live = collector.emitted();
     let (intervals, summary) = collector.finish(&local, &results);
+    emit(intervals[live.min(intervals.len())..].to_vec());
     Ok((intervals, summary, interrupted))
 }
 

@@ -113,8 +113,13 @@ impl Collector {
         }
     }
 
-    /// Completes the run: the final interval (from the last tick to the end, folded into the
-    /// previous one when shorter than a tenth of an interval), and the summary.
+    /// How many intervals have been returned so far by the tick methods.
+    pub fn emitted(&self) -> usize {
+        self.emitted
+    }
+
+    /// Completes the run: every interval (the ones already returned, then the rest up to the
+    /// end) and the summary.
     pub fn finish(mut self, local: &LocalEnd, server: &ServerResults) -> (Vec<BandwidthInterval>, BandwidthSummary) {
         // Intervals still waiting for a server tick use the server's final totals.
         let server_end = to_snap(&server.at_end);
@@ -129,23 +134,14 @@ impl Collector {
             self.intervals.push(iv);
             self.emitted += 1;
         }
+        // The last stretch, from the last tick to the end, is its own interval (in a timed test
+        // the client takes no tick at the deadline, so this is a full interval plus the drain).
         let n = self.local_ticks.len();
         let last_end = self.local_ticks.last().map_or(0, |t| t.0);
-        let tail = local.end_ns.saturating_sub(last_end);
-        if n > 0 && tail < self.spec.interval_ns / 10 {
-            // Too short to stand alone: extend the last interval to the end.
-            self.intervals.pop();
-            let start = if n == 1 { 0 } else { self.local_ticks[n - 2].0 };
-            self.local_ticks[n - 1] = (local.end_ns, local_end.clone());
-            self.remote_ticks.insert(n as u32 - 1, server_end.clone());
-            let iv = self.interval(n - 1, start, local.end_ns, &local_end, &server_end);
-            self.intervals.push(iv);
-        } else {
-            self.local_ticks.push((local.end_ns, local_end.clone()));
-            self.remote_ticks.insert(n as u32, server_end.clone());
-            let iv = self.interval(n, last_end, local.end_ns, &local_end, &server_end);
-            self.intervals.push(iv);
-        }
+        self.local_ticks.push((local.end_ns, local_end.clone()));
+        self.remote_ticks.insert(n as u32, server_end);
+        let iv = self.interval(n, last_end, local.end_ns, &local_end, &self.remote_ticks[&(n as u32)].clone());
+        self.intervals.push(iv);
         let summary = self.summary(local, server);
         (self.intervals, summary)
     }
@@ -192,7 +188,7 @@ impl Collector {
                     sender,
                     duration_ns: recv_span,
                     total,
-                    rtt_ns: GaugeStats::of(rtts),
+                    rtt_range_ns: GaugeStats::of(rtts),
                     cwnd_max_bytes: cwnd_max,
                     streams,
                 }
@@ -272,16 +268,17 @@ mod tests {
     }
 
     #[test]
-    fn a_short_tail_folds_into_the_last_interval() {
+    fn the_tail_is_its_own_interval() {
         let spec = BandwidthSpec::new("h", Protocol::Tcp);
         let mut c = Collector::new(spec);
         c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 100)]);
         c.remote_tick(0, &[st(Flow::Upload, 1, 100)]);
         let local = LocalEnd { at_end: vec![st(Flow::Upload, 1, 110)], end_ns: 1_010_000_000, ..Default::default() };
         let (ivs, _) = c.finish(&local, &results(vec![st(Flow::Upload, 1, 110)], 1_010_000_000));
-        assert_eq!(ivs.len(), 1);
-        assert_eq!(ivs[0].end_ns, 1_010_000_000);
-        assert_eq!(ivs[0].flows[0].total.sent_bytes, 110);
+        assert_eq!(ivs.len(), 2);
+        assert_eq!(ivs[1].start_ns, 1_000_000_000);
+        assert_eq!(ivs[1].end_ns, 1_010_000_000);
+        assert_eq!(ivs[1].flows[0].total.sent_bytes, 10);
     }
 
     #[test]

@@ -1,0 +1,117 @@
+//! CSV: a header, one row per interval per flow (streams summed), then one summary row per
+//! flow. Empty cells where a figure does not apply (TCP has no loss, UDP no retransmits).
+
+use std::io::{self, Write};
+
+use wirespeed_model::spec::Flow;
+use wirespeed_model::stats::Figures;
+use wirespeed_model::{Event, ReportBody};
+
+use crate::Renderer;
+
+const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
+sent_packets,received_packets,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
+retransmits,cwnd_bytes,rtt_ns";
+
+/// The CSV renderer.
+#[derive(Debug, Default)]
+pub struct Csv {
+    header_done: bool,
+}
+
+fn opt<T: ToString>(v: Option<T>) -> String {
+    v.map_or(String::new(), |v| v.to_string())
+}
+
+fn flow_name(f: Flow) -> &'static str {
+    match f {
+        Flow::Upload => "upload",
+        Flow::Download => "download",
+    }
+}
+
+fn cells(f: &Figures) -> String {
+    [
+        f.sent_bytes.to_string(),
+        f.received_bytes.to_string(),
+        format!("{:.0}", f.sent_bps),
+        format!("{:.0}", f.received_bps),
+        opt(f.sent_packets),
+        opt(f.received_packets),
+        opt(f.lost_packets),
+        opt(f.loss_ratio),
+        opt(f.out_of_order_packets),
+        opt(f.duplicate_packets),
+        opt(f.jitter_ns.map(|j| format!("{j:.0}"))),
+        opt(f.retransmits),
+        opt(f.cwnd_bytes),
+        opt(f.rtt_ns),
+    ]
+    .join(",")
+}
+
+impl Csv {
+    fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if !self.header_done {
+            writeln!(out, "{COLUMNS}")?;
+            self.header_done = true;
+        }
+        Ok(())
+    }
+}
+
+impl Renderer for Csv {
+    fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::Start { .. } => self.header(out)?,
+            Event::Interval(iv) => {
+                self.header(out)?;
+                for f in &iv.flows {
+                    writeln!(
+                        out,
+                        "interval,{},{:.3},{:.3},{},{},{}",
+                        iv.index,
+                        iv.start_ns as f64 / 1e9,
+                        iv.end_ns as f64 / 1e9,
+                        iv.omitted,
+                        flow_name(f.flow),
+                        cells(&f.total)
+                    )?;
+                }
+            }
+            Event::Notice(_) => {}
+            Event::End(report) => {
+                self.header(out)?;
+                let ReportBody::Bandwidth(b) = &report.body;
+                let start = b.spec.omit_ns as f64 / 1e9;
+                for f in b.summary.flows() {
+                    writeln!(
+                        out,
+                        "summary,,{start:.3},{:.3},false,{},{}",
+                        start + f.duration_ns as f64 / 1e9,
+                        flow_name(f.flow),
+                        cells(&f.total)
+                    )?;
+                }
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::report;
+    use crate::{render_report, Format};
+    use wirespeed_model::spec::{Direction, Protocol};
+
+    #[test]
+    fn tcp_bidir_rows() {
+        let mut out = Vec::new();
+        render_report(&report(Protocol::Tcp, Direction::Bidir), Format::Csv, false, &mut out).unwrap();
+        let text = String::from_utf8(out).unwrap();
+        let width = text.lines().next().unwrap().split(',').count();
+        assert!(text.lines().all(|l| l.split(',').count() == width), "ragged rows");
+        insta::assert_snapshot!(text);
+    }
+}

@@ -1,0 +1,161 @@
+//! Renderers: the only place numbers become text. Each output format implements [`Renderer`],
+//! which consumes the same [`Event`] stream a live run produces; a saved [`Report`] is rendered
+//! by replaying its events ([`events_of`]), so `show` prints exactly what the run printed.
+//! Nothing here touches the network or the clock.
+
+use std::io::{self, Write};
+
+use wirespeed_model::{Event, Report, ReportBody, TestSpec};
+
+pub mod csv;
+pub mod json;
+pub mod quick;
+pub mod text;
+pub mod units;
+
+/// An output format.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// Human tables.
+    Text,
+    /// One JSON document at the end.
+    Json,
+    /// One JSON object per event, as they happen (NDJSON).
+    JsonStream,
+    /// Comma-separated rows: one per interval and flow, then the summary.
+    Csv,
+}
+
+/// Turns events into bytes.
+pub trait Renderer {
+    /// Handles one event, writing whatever this format prints for it.
+    fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()>;
+}
+
+/// A renderer for `format`. `color` applies to text only.
+pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
+    match format {
+        Format::Text => Box::new(text::Text::new(color)),
+        Format::Json => Box::new(json::Json),
+        Format::JsonStream => Box::new(json::JsonStream),
+        Format::Csv => Box::new(csv::Csv::default()),
+    }
+}
+
+/// The events a finished report stands for: start, each interval, end.
+pub fn events_of(report: &Report) -> Vec<Event> {
+    let ReportBody::Bandwidth(b) = &report.body;
+    let mut events = vec![Event::Start { spec: TestSpec::Bandwidth(b.spec.clone()), meta: report.meta.clone() }];
+    events.extend(b.intervals.iter().cloned().map(Event::Interval));
+    events.push(Event::End(Box::new(report.clone())));
+    events
+}
+
+/// Renders a whole report in `format`.
+pub fn render_report(report: &Report, format: Format, color: bool, out: &mut dyn Write) -> io::Result<()> {
+    let mut r = renderer(format, color);
+    for ev in events_of(report) {
+        r.on_event(&ev, out)?;
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+pub(crate) mod fixtures {
+    //! Fixed reports for the renderers' snapshot tests.
+    use wirespeed_model::report::*;
+    use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
+    use wirespeed_model::stats::{Figures, GaugeStats};
+
+    fn figures(udp: bool, bytes: u64, span_s: f64) -> Figures {
+        let mut f = Figures {
+            sent_bytes: bytes,
+            received_bytes: bytes - if udp { 2800 } else { 0 },
+            sent_bps: bytes as f64 * 8.0 / span_s,
+            received_bps: (bytes - if udp { 2800 } else { 0 }) as f64 * 8.0 / span_s,
+            ..Default::default()
+        };
+        if udp {
+            f.sent_packets = Some(bytes / 1400);
+            f.received_packets = Some(bytes / 1400 - 2);
+            f.lost_packets = Some(2);
+            f.loss_ratio = Some(2.0 / (bytes / 1400) as f64);
+            f.out_of_order_packets = Some(0);
+            f.duplicate_packets = Some(0);
+            f.jitter_ns = Some(12_345.0);
+        } else {
+            f.retransmits = Some(3);
+            f.cwnd_bytes = Some(1_572_864);
+            f.rtt_ns = Some(45_000);
+            f.rttvar_ns = Some(5_000);
+        }
+        f
+    }
+
+    /// A two-interval report of `protocol` in `direction`.
+    pub fn report(protocol: Protocol, direction: Direction) -> Report {
+        let udp = protocol == Protocol::Udp;
+        let mut spec = BandwidthSpec::new("127.0.0.1", protocol);
+        spec.duration_ns = 2_000_000_000;
+        spec.direction = direction;
+        let flows = Flow::of(direction);
+        let intervals = (0..2u32)
+            .map(|i| BandwidthInterval {
+                index: i,
+                start_ns: u64::from(i) * 1_000_000_000,
+                end_ns: u64::from(i + 1) * 1_000_000_000,
+                omitted: false,
+                flows: flows
+                    .iter()
+                    .map(|&flow| {
+                        let f = figures(udp, 1_400_000_000, 1.0);
+                        FlowFigures { flow, total: f.clone(), streams: vec![StreamFigures { id: 1, figures: f }] }
+                    })
+                    .collect(),
+            })
+            .collect();
+        let summaries: Vec<FlowSummary> = flows
+            .iter()
+            .map(|&flow| {
+                let f = figures(udp, 2_800_000_000, 2.0);
+                FlowSummary {
+                    flow,
+                    sender: flow.sender(),
+                    duration_ns: 2_000_000_000,
+                    total: f.clone(),
+                    rtt_range_ns: (!udp).then_some(GaugeStats { min: 40_000, max: 50_000, mean: 45_000 }),
+                    cwnd_max_bytes: (!udp).then_some(1_572_864),
+                    streams: vec![StreamFigures { id: 1, figures: f }],
+                }
+            })
+            .collect();
+        let mut s = summaries.into_iter();
+        Report {
+            body: ReportBody::Bandwidth(BandwidthReport {
+                spec,
+                intervals,
+                summary: BandwidthSummary {
+                    primary: s.next().unwrap(),
+                    reverse: s.next(),
+                    client_cpu: CpuUsage::from_nanos(100_000_000, 900_000_000, 2_000_000_000),
+                    server_cpu: Some(CpuUsage::from_nanos(50_000_000, 950_000_000, 2_000_000_000)),
+                },
+            }),
+            meta: Meta {
+                version: "0.1.0".into(),
+                host: "testhost".into(),
+                start_time: "2026-12-02T10:00:00Z".into(),
+                start_unix_ms: 1_796_205_600_000,
+                local_addr: Some("127.0.0.1:40000".into()),
+                remote_addr: Some("127.0.0.1:5201".into()),
+                server_version: Some("0.1.0".into()),
+                notes: vec![],
+            },
+        }
+    }
+
+    #[allow(dead_code)]
+    pub fn sender_of(flow: Flow) -> End {
+        flow.sender()
+    }
+}

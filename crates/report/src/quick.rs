@@ -1,0 +1,52 @@
+//! The one table `wirespeed quick` prints: a row per test with its headline figures.
+
+use std::io::{self, Write};
+
+use wirespeed_model::spec::{Direction, Protocol};
+use wirespeed_model::{Report, ReportBody};
+
+use crate::units::{nanos, percent, rate};
+
+/// One row of the quick table: a test's name and its outcome.
+#[derive(Debug)]
+pub struct QuickRow {
+    /// What ran, e.g. "TCP upload".
+    pub name: String,
+    /// The report, or why the test failed.
+    pub outcome: Result<Report, String>,
+}
+
+/// Renders the quick table.
+pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "{:<22}{:>14}{:>14}  {}", "test", "sent", "received", "details")?;
+    for row in rows {
+        match &row.outcome {
+            Err(why) => writeln!(out, "{:<22}{:>14}{:>14}  FAILED: {why}", row.name, "-", "-")?,
+            Ok(report) => {
+                let ReportBody::Bandwidth(b) = &report.body;
+                for f in b.summary.flows() {
+                    let name = if b.spec.direction == Direction::Bidir {
+                        format!("{} ({:?})", row.name, f.flow).to_lowercase()
+                    } else {
+                        row.name.clone()
+                    };
+                    let t = &f.total;
+                    let details = match b.spec.protocol {
+                        Protocol::Tcp => format!(
+                            "retransmits {}, RTT {}",
+                            t.retransmits.unwrap_or(0),
+                            f.rtt_range_ns.map_or("-".into(), |r| nanos(r.mean as f64))
+                        ),
+                        Protocol::Udp => format!(
+                            "loss {}, jitter {}",
+                            percent(t.loss_ratio.unwrap_or(0.0)),
+                            nanos(t.jitter_ns.unwrap_or(0.0))
+                        ),
+                    };
+                    writeln!(out, "{:<22}{:>14}{:>14}  {details}", name, rate(t.sent_bps), rate(t.received_bps))?;
+                }
+            }
+        }
+    }
+    Ok(())
+}

@@ -1,0 +1,277 @@
+//! The human format: an iperf3-style interval table while the test runs, then a summary with
+//! both ends' figures. Colour (bold headings, dim warm-up rows) only when asked for, which the
+//! binary does on a TTY without `NO_COLOR`.
+
+use std::io::{self, Write};
+
+use wirespeed_model::report::{BandwidthInterval, BandwidthSummary, CpuUsage, FlowSummary};
+use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
+use wirespeed_model::stats::Figures;
+use wirespeed_model::{Event, ReportBody, TestSpec};
+
+use crate::units::{bytes, nanos, percent, rate};
+use crate::Renderer;
+
+/// The text renderer.
+#[derive(Debug)]
+pub struct Text {
+    color: bool,
+    spec: Option<BandwidthSpec>,
+}
+
+impl Text {
+    /// A text renderer, with ANSI colour when `color`.
+    pub fn new(color: bool) -> Self {
+        Self { color, spec: None }
+    }
+
+    fn bold(&self, s: &str) -> String {
+        if self.color {
+            format!("\x1b[1m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn dim(&self, s: &str) -> String {
+        if self.color {
+            format!("\x1b[2m{s}\x1b[0m")
+        } else {
+            s.to_string()
+        }
+    }
+}
+
+fn flow_label(flow: Flow, bidir: bool) -> &'static str {
+    match (flow, bidir) {
+        (Flow::Upload, false) | (Flow::Download, false) => "",
+        (Flow::Upload, true) => "up ",
+        (Flow::Download, true) => "dn ",
+    }
+}
+
+fn describe(spec: &BandwidthSpec) -> String {
+    let proto = match spec.protocol {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+    };
+    let dir = match spec.direction {
+        Direction::Upload => "upload (client → server)",
+        Direction::Download => "download (server → client, -R)",
+        Direction::Bidir => "both directions (--bidir)",
+    };
+    let streams = if spec.parallel == 1 { "1 stream".to_string() } else { format!("{} streams", spec.parallel) };
+    let limit = match spec.bytes {
+        Some(b) => bytes(b),
+        None => format!("{} s", spec.duration_ns as f64 / 1e9),
+    };
+    let rate_part = if spec.bitrate_bps > 0 { format!(", {} per stream", rate(spec.bitrate_bps as f64)) } else { String::new() };
+    let unit = match spec.protocol {
+        Protocol::Tcp => format!("{} writes", bytes(u64::from(spec.length))),
+        Protocol::Udp => format!("{}-byte datagrams", spec.length),
+    };
+    format!("{proto}, {streams}, {dir}, {limit}, {unit}{rate_part}")
+}
+
+fn header(udp: bool) -> String {
+    if udp {
+        format!("{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}", "[ ID]", "Interval", "Transfer", "Bitrate", "Lost/Total", "Jitter")
+    } else {
+        format!("{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}", "[ ID]", "Interval", "Transfer", "Bitrate", "Retr", "Cwnd", "RTT")
+    }
+}
+
+/// One interval row, from the receiver's view for UDP and the sender's for TCP (as iperf3).
+fn row(id: &str, start: f64, end: f64, f: &Figures, udp: bool) -> String {
+    let span = format!("{start:.2}-{end:.2} s");
+    if udp {
+        let lost = format!("{}/{}", f.lost_packets.unwrap_or(0), f.sent_packets.unwrap_or(0));
+        format!(
+            "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
+            id,
+            span,
+            bytes(f.received_bytes),
+            rate(f.received_bps),
+            lost,
+            nanos(f.jitter_ns.unwrap_or(0.0))
+        )
+    } else {
+        format!(
+            "{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}",
+            id,
+            span,
+            bytes(f.sent_bytes),
+            rate(f.sent_bps),
+            f.retransmits.map_or("-".into(), |r| r.to_string()),
+            f.cwnd_bytes.map_or("-".into(), bytes),
+            f.rtt_ns.map_or("-".into(), |r| nanos(r as f64))
+        )
+    }
+}
+
+impl Text {
+    fn interval(&self, spec: &BandwidthSpec, iv: &BandwidthInterval, out: &mut dyn Write) -> io::Result<()> {
+        let udp = spec.protocol == Protocol::Udp;
+        let bidir = spec.direction == Direction::Bidir;
+        let (start, end) = (iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9);
+        for flow in &iv.flows {
+            let label = flow_label(flow.flow, bidir);
+            if spec.parallel > 1 {
+                for s in &flow.streams {
+                    writeln!(out, "{}", self.maybe_dim(iv.omitted, &row(&format!("[{label}{:>2}]", s.id), start, end, &s.figures, udp)))?;
+                }
+            }
+            let id = if spec.parallel > 1 { format!("[{label}SUM]") } else { format!("[{label}{:>2}]", 1) };
+            let mut line = row(&id, start, end, &flow.total, udp);
+            if iv.omitted {
+                line.push_str("  (omitted)");
+            }
+            writeln!(out, "{}", self.maybe_dim(iv.omitted, &line))?;
+        }
+        Ok(())
+    }
+
+    fn maybe_dim(&self, dim: bool, s: &str) -> String {
+        if dim {
+            self.dim(s)
+        } else {
+            s.to_string()
+        }
+    }
+
+    fn summary(&self, spec: &BandwidthSpec, s: &BandwidthSummary, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", "- ".repeat(36).trim_end())?;
+        for flow in s.flows() {
+            self.flow_summary(spec, flow, out)?;
+        }
+        writeln!(
+            out,
+            "CPU        client {}{}",
+            cpu(&s.client_cpu),
+            s.server_cpu.map_or(String::new(), |c| format!("   server {}", cpu(&c)))
+        )?;
+        Ok(())
+    }
+
+    fn flow_summary(&self, spec: &BandwidthSpec, f: &FlowSummary, out: &mut dyn Write) -> io::Result<()> {
+        let udp = spec.protocol == Protocol::Udp;
+        let (from, to) = match f.sender {
+            End::Client => ("client", "server"),
+            End::Server => ("server", "client"),
+        };
+        let what = match f.flow {
+            Flow::Upload => "upload",
+            Flow::Download => "download",
+        };
+        writeln!(out, "{}", self.bold(&format!("{what} ({from} → {to}), measured over {:.2} s", f.duration_ns as f64 / 1e9)))?;
+        let t = &f.total;
+        let mut sender = format!("  sender   {:>11} {:>14}", bytes(t.sent_bytes), rate(t.sent_bps));
+        let mut receiver = format!("  receiver {:>11} {:>14}", bytes(t.received_bytes), rate(t.received_bps));
+        if udp {
+            sender.push_str(&format!("   {} datagrams", t.sent_packets.unwrap_or(0)));
+            receiver.push_str(&format!(
+                "   lost {}/{} ({})  jitter {}  out of order {}  duplicates {}",
+                t.lost_packets.unwrap_or(0),
+                t.sent_packets.unwrap_or(0),
+                percent(t.loss_ratio.unwrap_or(0.0)),
+                nanos(t.jitter_ns.unwrap_or(0.0)),
+                t.out_of_order_packets.unwrap_or(0),
+                t.duplicate_packets.unwrap_or(0)
+            ));
+        } else {
+            if let Some(r) = t.retransmits {
+                sender.push_str(&format!("   retransmits {r}"));
+            }
+            if let Some(c) = f.cwnd_max_bytes {
+                sender.push_str(&format!("  cwnd max {}", bytes(c)));
+            }
+            if let Some(rtt) = f.rtt_range_ns {
+                sender.push_str(&format!(
+                    "  RTT min/mean/max {}/{}/{}",
+                    nanos(rtt.min as f64),
+                    nanos(rtt.mean as f64),
+                    nanos(rtt.max as f64)
+                ));
+            }
+        }
+        writeln!(out, "{sender}")?;
+        writeln!(out, "{receiver}")?;
+        if spec.parallel > 1 {
+            for s in &f.streams {
+                writeln!(
+                    out,
+                    "  [{:>2}]     sent {:>11} {:>14}   received {:>11} {:>14}",
+                    s.id,
+                    bytes(s.figures.sent_bytes),
+                    rate(s.figures.sent_bps),
+                    bytes(s.figures.received_bytes),
+                    rate(s.figures.received_bps)
+                )?;
+            }
+        }
+        Ok(())
+    }
+}
+
+fn cpu(c: &CpuUsage) -> String {
+    format!("{} (user {}, system {})", percent(c.total_ratio), percent(c.user_ratio), percent(c.system_ratio))
+}
+
+impl Renderer for Text {
+    fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::Start { spec: TestSpec::Bandwidth(spec), meta } => {
+                writeln!(
+                    out,
+                    "wirespeed {} → {} (server {})",
+                    meta.version,
+                    meta.remote_addr.as_deref().unwrap_or(&spec.target),
+                    meta.server_version.as_deref().unwrap_or("?")
+                )?;
+                writeln!(out, "{}", describe(spec))?;
+                for n in &meta.notes {
+                    writeln!(out, "note: {n}")?;
+                }
+                writeln!(out, "{}", self.bold(&header(spec.protocol == Protocol::Udp)))?;
+                self.spec = Some(spec.clone());
+            }
+            Event::Interval(iv) => {
+                if let Some(spec) = &self.spec {
+                    self.interval(spec, iv, out)?;
+                }
+            }
+            Event::Notice(n) => writeln!(out, "note: {n}")?,
+            Event::End(report) => {
+                let ReportBody::Bandwidth(b) = &report.body;
+                for n in report.meta.notes.iter().filter(|n| n.starts_with("interrupted")) {
+                    writeln!(out, "note: {n}")?;
+                }
+                self.summary(&b.spec, &b.summary, out)?;
+            }
+        }
+        Ok(())
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use crate::fixtures::report;
+    use crate::{render_report, Format};
+    use wirespeed_model::spec::{Direction, Protocol};
+
+    fn render(p: Protocol, d: Direction) -> String {
+        let mut out = Vec::new();
+        render_report(&report(p, d), Format::Text, false, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn tcp_upload() {
+        insta::assert_snapshot!(render(Protocol::Tcp, Direction::Upload));
+    }
+
+    #[test]
+    fn udp_bidir() {
+        insta::assert_snapshot!(render(Protocol::Udp, Direction::Bidir));
+    }
+}
