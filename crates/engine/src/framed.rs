@@ -81,7 +81,10 @@ impl Framed {
     }
 
     /// Receives one message, failing after `limit`.
-    pub async fn recv_within<T: DeserializeOwned>(&mut self, limit: Duration) -> Result<T, FrameError> {
+    pub async fn recv_within<T: DeserializeOwned>(
+        &mut self,
+        limit: Duration,
+    ) -> Result<T, FrameError> {
         tokio::time::timeout(limit, self.recv()).await.map_err(|_| FrameError::Timeout(limit))?
     }
 

@@ -28,7 +28,8 @@ impl Pacer {
 
     /// When the next `bytes` may go out, nanoseconds on the same clock as `start_ns`.
     fn due_ns(&self) -> u64 {
-        let ns = u128::from(self.scheduled_bytes) * 8 * 1_000_000_000 / u128::from(self.bits_per_sec);
+        let ns =
+            u128::from(self.scheduled_bytes) * 8 * 1_000_000_000 / u128::from(self.bits_per_sec);
         self.start_ns.saturating_add(ns.min(u128::from(u64::MAX)) as u64)
     }
 
@@ -44,7 +45,8 @@ impl Pacer {
             // than bursting to catch up.
             let behind = now_ns - self.max_debt_ns;
             self.start_ns = behind.saturating_sub(
-                (u128::from(self.scheduled_bytes) * 8 * 1_000_000_000 / u128::from(self.bits_per_sec)) as u64,
+                (u128::from(self.scheduled_bytes) * 8 * 1_000_000_000
+                    / u128::from(self.bits_per_sec)) as u64,
             );
         }
         let due = self.due_ns();

@@ -17,7 +17,9 @@ use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use wirespeed_proto::codec::{ConnKind, DataHello, Preamble, DecodeError, SESSION_ID_LEN, PREAMBLE_LEN, DATA_HELLO_LEN};
+use wirespeed_proto::codec::{
+    ConnKind, DataHello, DecodeError, Preamble, DATA_HELLO_LEN, PREAMBLE_LEN, SESSION_ID_LEN,
+};
 use wirespeed_proto::datagram::{UdpHello, HELLO_LEN};
 
 use crate::bandwidth::workers::Attached;
@@ -157,7 +159,11 @@ pub(crate) struct Ctx {
 const MAX_HANDSHAKES: usize = 512;
 
 /// Serves until `shutdown` is cancelled, then tells running tests to stop and waits for them.
-pub async fn run(listeners: Listeners, config: ServerConfig, shutdown: CancellationToken) -> io::Result<()> {
+pub async fn run(
+    listeners: Listeners,
+    config: ServerConfig,
+    shutdown: CancellationToken,
+) -> io::Result<()> {
     let ctx = Arc::new(Ctx {
         tests: Arc::new(Semaphore::new(config.max_tests.max(1))),
         config,
@@ -210,7 +216,9 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
             let routed = route(stream, peer, &ctx2).await;
             drop(permit);
             match routed {
-                Ok(Route::Control(framed)) => crate::bandwidth::server::serve(framed, peer, ctx2).await,
+                Ok(Route::Control(framed)) => {
+                    crate::bandwidth::server::serve(framed, peer, ctx2).await
+                }
                 Ok(Route::Done) => {}
                 Err(why) => tracing::debug!(%peer, "connection dropped: {why}"),
             }
@@ -242,7 +250,9 @@ async fn route(mut stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<Rou
                 match DataHello::decode(&buf) {
                     Ok(h) => break h,
                     Err(DecodeError::Invalid(why)) => return Err(why),
-                    Err(DecodeError::Incomplete(_)) => read_more(&mut stream, &mut buf, idle).await?,
+                    Err(DecodeError::Incomplete(_)) => {
+                        read_more(&mut stream, &mut buf, idle).await?
+                    }
                 }
             };
             if buf.len() > DATA_HELLO_LEN {
@@ -250,13 +260,22 @@ async fn route(mut stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<Rou
             }
             let std = stream.into_std().map_err(|e| e.to_string())?;
             std.set_nonblocking(false).map_err(|e| e.to_string())?;
-            attach(ctx, peer.ip(), hello.session, Attached { flow: hello.flow, id: hello.stream, socket: Socket::from(std) })?;
+            attach(
+                ctx,
+                peer.ip(),
+                hello.session,
+                Attached { flow: hello.flow, id: hello.stream, socket: Socket::from(std) },
+            )?;
             Ok(Route::Done)
         }
     }
 }
 
-async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>, idle: Duration) -> Result<(), String> {
+async fn read_more(
+    stream: &mut TcpStream,
+    buf: &mut Vec<u8>,
+    idle: Duration,
+) -> Result<(), String> {
     buf.reserve(64);
     match tokio::time::timeout(idle, stream.read_buf(buf)).await {
         Err(_) => Err(format!("silent for {idle:?}")),
@@ -269,7 +288,12 @@ async fn read_more(stream: &mut TcpStream, buf: &mut Vec<u8>, idle: Duration) ->
 
 /// Hands a data socket to the session it names, if that session exists and the socket comes
 /// from the same host as the session's control connection.
-fn attach(ctx: &Ctx, from: IpAddr, session: [u8; SESSION_ID_LEN], socket: Attached) -> Result<(), String> {
+fn attach(
+    ctx: &Ctx,
+    from: IpAddr,
+    session: [u8; SESSION_ID_LEN],
+    socket: Attached,
+) -> Result<(), String> {
     let sessions = ctx.sessions.lock().map_err(|_| "session table poisoned".to_string())?;
     let pending = sessions.get(&session).ok_or("unknown session")?;
     if canonical(pending.peer) != canonical(from) {

@@ -24,7 +24,12 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// Sets an integer socket option.
-pub fn set_int(fd: RawFd, level: libc::c_int, name: libc::c_int, value: libc::c_int) -> io::Result<()> {
+pub fn set_int(
+    fd: RawFd,
+    level: libc::c_int,
+    name: libc::c_int,
+    value: libc::c_int,
+) -> io::Result<()> {
     // SAFETY: passes a pointer to a live c_int and its size.
     cvt(unsafe {
         libc::setsockopt(
@@ -43,7 +48,9 @@ pub fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<l
     let mut value: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: value and len are live and sized for the option.
-    cvt(unsafe { libc::getsockopt(fd, level, name, (&mut value as *mut libc::c_int).cast(), &mut len) })?;
+    cvt(unsafe {
+        libc::getsockopt(fd, level, name, (&mut value as *mut libc::c_int).cast(), &mut len)
+    })?;
     Ok(value)
 }
 
@@ -67,7 +74,15 @@ pub fn congestion(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 32];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf and len are live and len is buf's size.
-    cvt(unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_CONGESTION, buf.as_mut_ptr().cast(), &mut len) })?;
+    cvt(unsafe {
+        libc::getsockopt(
+            fd,
+            libc::IPPROTO_TCP,
+            libc::TCP_CONGESTION,
+            buf.as_mut_ptr().cast(),
+            &mut len,
+        )
+    })?;
     let end = buf[..len as usize].iter().position(|&b| b == 0).unwrap_or(len as usize);
     Ok(String::from_utf8_lossy(&buf[..end]).into_owned())
 }
@@ -137,7 +152,9 @@ pub fn tcp_sample(fd: RawFd) -> Option<TcpSample> {
     let mut info = MaybeUninit::<libc::tcp_info>::zeroed();
     let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: info is a zeroed tcp_info and len its size; the kernel writes at most len bytes.
-    let r = unsafe { libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, info.as_mut_ptr().cast(), &mut len) };
+    let r = unsafe {
+        libc::getsockopt(fd, libc::IPPROTO_TCP, libc::TCP_INFO, info.as_mut_ptr().cast(), &mut len)
+    };
     if r < 0 {
         return None;
     }
@@ -199,7 +216,7 @@ pub fn send_gso(fd: RawFd, buf: &[u8], segment: u16) -> io::Result<usize> {
     // SAFETY: CMSG_SPACE is a pure size computation.
     let space = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
     let mut control = [0u64; 4]; // 32 bytes, aligned, more than CMSG_SPACE(2)
-    // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+                                 // SAFETY: msghdr is plain data; zeroed is a valid empty header.
     let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
     msg.msg_iov = &mut iov;
     msg.msg_iovlen = 1;
@@ -225,10 +242,13 @@ pub fn send_gso(fd: RawFd, buf: &[u8], segment: u16) -> io::Result<usize> {
 /// Sends each of `bufs` as its own datagram, in as few calls as the kernel allows; returns
 /// how many were sent.
 pub fn send_many(fd: RawFd, bufs: &[&[u8]]) -> io::Result<usize> {
-    let mut iovs: Vec<libc::iovec> =
-        bufs.iter().map(|b| libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() }).collect();
+    let mut iovs: Vec<libc::iovec> = bufs
+        .iter()
+        .map(|b| libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() })
+        .collect();
     // SAFETY: mmsghdr is plain data; zeroed is valid.
-    let mut msgs: Vec<libc::mmsghdr> = (0..bufs.len()).map(|_| unsafe { std::mem::zeroed() }).collect();
+    let mut msgs: Vec<libc::mmsghdr> =
+        (0..bufs.len()).map(|_| unsafe { std::mem::zeroed() }).collect();
     for (m, iov) in msgs.iter_mut().zip(iovs.iter_mut()) {
         m.msg_hdr.msg_iov = iov;
         m.msg_hdr.msg_iovlen = 1;
@@ -264,7 +284,11 @@ pub struct RecvBatch {
 impl RecvBatch {
     /// Buffers for `count` datagrams of up to `size` bytes each.
     pub fn new(count: usize, size: usize) -> Self {
-        Self { bufs: vec![vec![0; size]; count], controls: vec![[0; 16]; count], got: vec![Received::default(); count] }
+        Self {
+            bufs: vec![vec![0; size]; count],
+            controls: vec![[0; 16]; count],
+            got: vec![Received::default(); count],
+        }
     }
 
     /// The payload of slot `i` from the last call.
@@ -291,7 +315,13 @@ impl RecvBatch {
         }
         // SAFETY: every pointer in msgs refers to buffers owned by self or locals alive for the call.
         let r = unsafe {
-            libc::recvmmsg(fd, msgs.as_mut_ptr(), n as libc::c_uint, libc::MSG_WAITFORONE, std::ptr::null_mut())
+            libc::recvmmsg(
+                fd,
+                msgs.as_mut_ptr(),
+                n as libc::c_uint,
+                libc::MSG_WAITFORONE,
+                std::ptr::null_mut(),
+            )
         };
         if r < 0 {
             return Err(io::Error::last_os_error());
@@ -307,12 +337,17 @@ impl RecvBatch {
                 while !cmsg.is_null() {
                     let c = &*cmsg;
                     if c.cmsg_level == libc::SOL_UDP && c.cmsg_type == UDP_GRO {
-                        let seg = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
+                        let seg =
+                            std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::c_int>());
                         if seg > 0 {
                             got.segment = seg as usize;
                         }
-                    } else if c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_TIMESTAMPNS {
-                        let ts = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast::<libc::timespec>());
+                    } else if c.cmsg_level == libc::SOL_SOCKET
+                        && c.cmsg_type == libc::SCM_TIMESTAMPNS
+                    {
+                        let ts = std::ptr::read_unaligned(
+                            libc::CMSG_DATA(cmsg).cast::<libc::timespec>(),
+                        );
                         got.stamp_ns = Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec);
                     }
                     cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
@@ -369,7 +404,8 @@ mod tests {
         match send_gso(tx.as_raw_fd(), &payload, 100) {
             Ok(n) => assert_eq!(n, 300),
             Err(_) => {
-                send_many(tx.as_raw_fd(), &[&payload[..100], &payload[100..200], &payload[200..]]).unwrap();
+                send_many(tx.as_raw_fd(), &[&payload[..100], &payload[100..200], &payload[200..]])
+                    .unwrap();
             }
         }
         let mut batch = RecvBatch::new(4, 2048);

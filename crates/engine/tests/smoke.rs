@@ -16,7 +16,16 @@ async fn smoke() {
         let mut spec = BandwidthSpec::new("127.0.0.1", proto);
         spec.duration_ns = 2_000_000_000;
         spec.bitrate_bps = 0;
-        let opts = ClientOptions { spec, host: "127.0.0.1".into(), port, family: None, bind: None, token: None, connect_timeout: Duration::from_secs(2), version: "t".into() };
+        let opts = ClientOptions {
+            spec,
+            host: "127.0.0.1".into(),
+            port,
+            family: None,
+            bind: None,
+            token: None,
+            connect_timeout: Duration::from_secs(2),
+            version: "t".into(),
+        };
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let r = run(opts, tx, CancellationToken::new()).await.unwrap();
         let ReportBody::Bandwidth(b) = &r.body;

@@ -177,7 +177,10 @@ impl BandwidthSpec {
     pub fn validate(&self) -> Result<(), SpecError> {
         let fail = |msg: String| Err(SpecError(msg));
         if self.parallel == 0 || self.parallel > MAX_PARALLEL {
-            return fail(format!("parallel streams must be 1..={MAX_PARALLEL}, got {}", self.parallel));
+            return fail(format!(
+                "parallel streams must be 1..={MAX_PARALLEL}, got {}",
+                self.parallel
+            ));
         }
         if self.bytes.is_none() && self.duration_ns == 0 {
             return fail("the test needs a time (-t) above 0 or a byte count (-n)".into());
@@ -219,7 +222,10 @@ impl BandwidthSpec {
             }
         }
         if let Some(cc) = &self.congestion {
-            if cc.is_empty() || cc.len() > 15 || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
+            if cc.is_empty()
+                || cc.len() > 15
+                || !cc.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_')
+            {
                 return fail(format!("'{cc}' is not a congestion-control algorithm name"));
             }
         }

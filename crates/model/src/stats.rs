@@ -283,7 +283,12 @@ mod tests {
 
     #[test]
     fn delta_subtracts_counters_and_keeps_gauges() {
-        let a = Totals { bytes: 10, packets: 1, tcp: Some(TcpSample { retransmits: 3, ..Default::default() }), ..Default::default() };
+        let a = Totals {
+            bytes: 10,
+            packets: 1,
+            tcp: Some(TcpSample { retransmits: 3, ..Default::default() }),
+            ..Default::default()
+        };
         let b = Totals {
             bytes: 25,
             packets: 4,
@@ -311,8 +316,22 @@ mod tests {
 
     #[test]
     fn merge_adds_counts_and_weights_jitter() {
-        let a = Figures { sent_bytes: 1, received_packets: Some(1), jitter_ns: Some(10.0), sent_packets: Some(1), lost_packets: Some(0), ..Default::default() };
-        let b = Figures { sent_bytes: 2, received_packets: Some(3), jitter_ns: Some(2.0), sent_packets: Some(4), lost_packets: Some(1), ..Default::default() };
+        let a = Figures {
+            sent_bytes: 1,
+            received_packets: Some(1),
+            jitter_ns: Some(10.0),
+            sent_packets: Some(1),
+            lost_packets: Some(0),
+            ..Default::default()
+        };
+        let b = Figures {
+            sent_bytes: 2,
+            received_packets: Some(3),
+            jitter_ns: Some(2.0),
+            sent_packets: Some(4),
+            lost_packets: Some(1),
+            ..Default::default()
+        };
         let m = Figures::merge([&a, &b]);
         assert_eq!(m.sent_bytes, 3);
         assert_eq!(m.jitter_ns, Some(4.0));

@@ -80,7 +80,9 @@ impl Preamble {
         let kind = match buf[5] {
             b'C' => ConnKind::Control,
             b'D' => ConnKind::Data,
-            other => return Err(DecodeError::Invalid(format!("unknown connection kind {other:#04x}"))),
+            other => {
+                return Err(DecodeError::Invalid(format!("unknown connection kind {other:#04x}")))
+            }
         };
         Ok(Self { version, kind })
     }
@@ -256,7 +258,10 @@ mod tests {
     fn oversized_and_garbage_frames_are_invalid() {
         let huge = (MAX_FRAME_LEN + 1).to_be_bytes();
         assert!(matches!(decode_frame::<ClientMessage>(&huge), Err(DecodeError::Invalid(_))));
-        assert!(matches!(decode_frame::<ClientMessage>(&[0, 0, 0, 0]), Err(DecodeError::Invalid(_))));
+        assert!(matches!(
+            decode_frame::<ClientMessage>(&[0, 0, 0, 0]),
+            Err(DecodeError::Invalid(_))
+        ));
         let mut garbage = 3u32.to_be_bytes().to_vec();
         garbage.extend_from_slice(b"{x]");
         assert!(matches!(decode_frame::<ClientMessage>(&garbage), Err(DecodeError::Invalid(_))));

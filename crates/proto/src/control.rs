@@ -280,8 +280,14 @@ mod tests {
     fn client_accepts_the_normal_order_only() {
         let mut c = ClientState::default();
         assert!(c.on_server(&ServerMessage::Begin).is_err());
-        c.on_server(&ServerMessage::Challenge { version: "1".into(), nonce: "00".into(), auth_required: false }).unwrap();
-        c.on_server(&ServerMessage::Refused { code: RefuseCode::Busy, message: "busy".into() }).unwrap();
+        c.on_server(&ServerMessage::Challenge {
+            version: "1".into(),
+            nonce: "00".into(),
+            auth_required: false,
+        })
+        .unwrap();
+        c.on_server(&ServerMessage::Refused { code: RefuseCode::Busy, message: "busy".into() })
+            .unwrap();
         assert_eq!(c, ClientState::Done);
     }
 

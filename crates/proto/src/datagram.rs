@@ -162,7 +162,8 @@ impl ReceiverStats {
         for i in (0..n).rev() {
             let src = i as isize - words as isize;
             let hi = if src >= 0 { self.seen[src as usize] << bits } else { 0 };
-            let lo = if bits > 0 && src >= 1 { self.seen[src as usize - 1] >> (64 - bits) } else { 0 };
+            let lo =
+                if bits > 0 && src >= 1 { self.seen[src as usize - 1] >> (64 - bits) } else { 0 };
             self.seen[i] = hi | lo;
         }
     }

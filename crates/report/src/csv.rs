@@ -108,7 +108,8 @@ mod tests {
     #[test]
     fn tcp_bidir_rows() {
         let mut out = Vec::new();
-        render_report(&report(Protocol::Tcp, Direction::Bidir), Format::Csv, false, &mut out).unwrap();
+        render_report(&report(Protocol::Tcp, Direction::Bidir), Format::Csv, false, &mut out)
+            .unwrap();
         let text = String::from_utf8(out).unwrap();
         let width = text.lines().next().unwrap().split(',').count();
         assert!(text.lines().all(|l| l.split(',').count() == width), "ragged rows");

@@ -60,9 +60,18 @@ mod tests {
     #[test]
     fn stream_is_one_event_per_line() {
         let mut out = Vec::new();
-        render_report(&report(Protocol::Udp, Direction::Upload), Format::JsonStream, false, &mut out).unwrap();
-        let lines: Vec<serde_json::Value> =
-            String::from_utf8(out).unwrap().lines().map(|l| serde_json::from_str(l).unwrap()).collect();
+        render_report(
+            &report(Protocol::Udp, Direction::Upload),
+            Format::JsonStream,
+            false,
+            &mut out,
+        )
+        .unwrap();
+        let lines: Vec<serde_json::Value> = String::from_utf8(out)
+            .unwrap()
+            .lines()
+            .map(|l| serde_json::from_str(l).unwrap())
+            .collect();
         let kinds: Vec<&str> = lines.iter().map(|l| l["event"].as_str().unwrap()).collect();
         assert_eq!(kinds, ["start", "interval", "interval", "end"]);
         assert_eq!(lines[1]["data"]["flows"][0]["jitter_ns"], 12345.0);

@@ -45,14 +45,20 @@ pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
 /// The events a finished report stands for: start, each interval, end.
 pub fn events_of(report: &Report) -> Vec<Event> {
     let ReportBody::Bandwidth(b) = &report.body;
-    let mut events = vec![Event::Start { spec: TestSpec::Bandwidth(b.spec.clone()), meta: report.meta.clone() }];
+    let mut events =
+        vec![Event::Start { spec: TestSpec::Bandwidth(b.spec.clone()), meta: report.meta.clone() }];
     events.extend(b.intervals.iter().cloned().map(Event::Interval));
     events.push(Event::End(Box::new(report.clone())));
     events
 }
 
 /// Renders a whole report in `format`.
-pub fn render_report(report: &Report, format: Format, color: bool, out: &mut dyn Write) -> io::Result<()> {
+pub fn render_report(
+    report: &Report,
+    format: Format,
+    color: bool,
+    out: &mut dyn Write,
+) -> io::Result<()> {
     let mut r = renderer(format, color);
     for ev in events_of(report) {
         r.on_event(&ev, out)?;
@@ -109,7 +115,11 @@ pub(crate) mod fixtures {
                     .iter()
                     .map(|&flow| {
                         let f = figures(udp, 1_400_000_000, 1.0);
-                        FlowFigures { flow, total: f.clone(), streams: vec![StreamFigures { id: 1, figures: f }] }
+                        FlowFigures {
+                            flow,
+                            total: f.clone(),
+                            streams: vec![StreamFigures { id: 1, figures: f }],
+                        }
                     })
                     .collect(),
             })
@@ -123,7 +133,11 @@ pub(crate) mod fixtures {
                     sender: flow.sender(),
                     duration_ns: 2_000_000_000,
                     total: f.clone(),
-                    rtt_range_ns: (!udp).then_some(GaugeStats { min: 40_000, max: 50_000, mean: 45_000 }),
+                    rtt_range_ns: (!udp).then_some(GaugeStats {
+                        min: 40_000,
+                        max: 50_000,
+                        mean: 45_000,
+                    }),
                     cwnd_max_bytes: (!udp).then_some(1_572_864),
                     streams: vec![StreamFigures { id: 1, figures: f }],
                 }

@@ -43,7 +43,13 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
                             nanos(t.jitter_ns.unwrap_or(0.0))
                         ),
                     };
-                    writeln!(out, "{:<22}{:>14}{:>14}  {details}", name, rate(t.sent_bps), rate(t.received_bps))?;
+                    writeln!(
+                        out,
+                        "{:<22}{:>14}{:>14}  {details}",
+                        name,
+                        rate(t.sent_bps),
+                        rate(t.received_bps)
+                    )?;
                 }
             }
         }

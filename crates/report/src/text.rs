@@ -60,12 +60,20 @@ fn describe(spec: &BandwidthSpec) -> String {
         Direction::Download => "download (server → client, -R)",
         Direction::Bidir => "both directions (--bidir)",
     };
-    let streams = if spec.parallel == 1 { "1 stream".to_string() } else { format!("{} streams", spec.parallel) };
+    let streams = if spec.parallel == 1 {
+        "1 stream".to_string()
+    } else {
+        format!("{} streams", spec.parallel)
+    };
     let limit = match spec.bytes {
         Some(b) => bytes(b),
         None => format!("{} s", spec.duration_ns as f64 / 1e9),
     };
-    let rate_part = if spec.bitrate_bps > 0 { format!(", {} per stream", rate(spec.bitrate_bps as f64)) } else { String::new() };
+    let rate_part = if spec.bitrate_bps > 0 {
+        format!(", {} per stream", rate(spec.bitrate_bps as f64))
+    } else {
+        String::new()
+    };
     let unit = match spec.protocol {
         Protocol::Tcp => format!("{} writes", bytes(u64::from(spec.length))),
         Protocol::Udp => format!("{}-byte datagrams", spec.length),
@@ -75,9 +83,15 @@ fn describe(spec: &BandwidthSpec) -> String {
 
 fn header(udp: bool) -> String {
     if udp {
-        format!("{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}", "[ ID]", "Interval", "Transfer", "Bitrate", "Lost/Total", "Jitter")
+        format!(
+            "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
+            "[ ID]", "Interval", "Transfer", "Bitrate", "Lost/Total", "Jitter"
+        )
     } else {
-        format!("{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}", "[ ID]", "Interval", "Transfer", "Bitrate", "Retr", "Cwnd", "RTT")
+        format!(
+            "{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}",
+            "[ ID]", "Interval", "Transfer", "Bitrate", "Retr", "Cwnd", "RTT"
+        )
     }
 }
 
@@ -110,7 +124,12 @@ fn row(id: &str, start: f64, end: f64, f: &Figures, udp: bool) -> String {
 }
 
 impl Text {
-    fn interval(&self, spec: &BandwidthSpec, iv: &BandwidthInterval, out: &mut dyn Write) -> io::Result<()> {
+    fn interval(
+        &self,
+        spec: &BandwidthSpec,
+        iv: &BandwidthInterval,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         let udp = spec.protocol == Protocol::Udp;
         let bidir = spec.direction == Direction::Bidir;
         let (start, end) = (iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9);
@@ -118,10 +137,21 @@ impl Text {
             let label = flow_label(flow.flow, bidir);
             if spec.parallel > 1 {
                 for s in &flow.streams {
-                    writeln!(out, "{}", self.maybe_dim(iv.omitted, &row(&format!("[{label}{:>2}]", s.id), start, end, &s.figures, udp)))?;
+                    writeln!(
+                        out,
+                        "{}",
+                        self.maybe_dim(
+                            iv.omitted,
+                            &row(&format!("[{label}{:>2}]", s.id), start, end, &s.figures, udp)
+                        )
+                    )?;
                 }
             }
-            let id = if spec.parallel > 1 { format!("[{label}SUM]") } else { format!("[{label}{:>2}]", 1) };
+            let id = if spec.parallel > 1 {
+                format!("[{label}SUM]")
+            } else {
+                format!("[{label}{:>2}]", 1)
+            };
             let mut line = row(&id, start, end, &flow.total, udp);
             if iv.omitted {
                 line.push_str("  (omitted)");
@@ -139,7 +169,12 @@ impl Text {
         }
     }
 
-    fn summary(&self, spec: &BandwidthSpec, s: &BandwidthSummary, out: &mut dyn Write) -> io::Result<()> {
+    fn summary(
+        &self,
+        spec: &BandwidthSpec,
+        s: &BandwidthSummary,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         writeln!(out, "{}", "- ".repeat(36).trim_end())?;
         for flow in s.flows() {
             self.flow_summary(spec, flow, out)?;
@@ -153,7 +188,12 @@ impl Text {
         Ok(())
     }
 
-    fn flow_summary(&self, spec: &BandwidthSpec, f: &FlowSummary, out: &mut dyn Write) -> io::Result<()> {
+    fn flow_summary(
+        &self,
+        spec: &BandwidthSpec,
+        f: &FlowSummary,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
         let udp = spec.protocol == Protocol::Udp;
         let (from, to) = match f.sender {
             End::Client => ("client", "server"),
@@ -163,10 +203,18 @@ impl Text {
             Flow::Upload => "upload",
             Flow::Download => "download",
         };
-        writeln!(out, "{}", self.bold(&format!("{what} ({from} → {to}), measured over {:.2} s", f.duration_ns as f64 / 1e9)))?;
+        writeln!(
+            out,
+            "{}",
+            self.bold(&format!(
+                "{what} ({from} → {to}), measured over {:.2} s",
+                f.duration_ns as f64 / 1e9
+            ))
+        )?;
         let t = &f.total;
         let mut sender = format!("  sender   {:>11} {:>14}", bytes(t.sent_bytes), rate(t.sent_bps));
-        let mut receiver = format!("  receiver {:>11} {:>14}", bytes(t.received_bytes), rate(t.received_bps));
+        let mut receiver =
+            format!("  receiver {:>11} {:>14}", bytes(t.received_bytes), rate(t.received_bps));
         if udp {
             sender.push_str(&format!("   {} datagrams", t.sent_packets.unwrap_or(0)));
             receiver.push_str(&format!(
@@ -214,7 +262,12 @@ impl Text {
 }
 
 fn cpu(c: &CpuUsage) -> String {
-    format!("{} (user {}, system {})", percent(c.total_ratio), percent(c.user_ratio), percent(c.system_ratio))
+    format!(
+        "{} (user {}, system {})",
+        percent(c.total_ratio),
+        percent(c.user_ratio),
+        percent(c.system_ratio)
+    )
 }
 
 impl Renderer for Text {

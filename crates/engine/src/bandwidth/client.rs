@@ -72,13 +72,19 @@ fn lost(e: FrameError) -> ClientError {
     }
 }
 
-async fn recv_server(ctl: &mut Framed, state: &mut ClientState, limit: Option<Duration>) -> Result<ServerMessage, ClientError> {
+async fn recv_server(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    limit: Option<Duration>,
+) -> Result<ServerMessage, ClientError> {
     let msg: ServerMessage = match limit {
         Some(l) => ctl.recv_within(l).await,
         None => ctl.recv().await,
     }
     .map_err(|e| match e {
-        FrameError::Invalid(why) => ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}")),
+        FrameError::Invalid(why) => {
+            ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}"))
+        }
         other => ClientError::ServerGone(other.to_string()),
     })?;
     state.on_server(&msg).map_err(protocol)?;
@@ -90,7 +96,11 @@ async fn recv_server(ctl: &mut Framed, state: &mut ClientState, limit: Option<Du
 }
 
 /// Resolves `host:port`, keeping only addresses of `family`.
-pub async fn resolve(host: &str, port: u16, family: Option<Family>) -> Result<Vec<SocketAddr>, ClientError> {
+pub async fn resolve(
+    host: &str,
+    port: u16,
+    family: Option<Family>,
+) -> Result<Vec<SocketAddr>, ClientError> {
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let found: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
         .await
@@ -111,7 +121,11 @@ pub async fn resolve(host: &str, port: u16, family: Option<Family>) -> Result<Ve
     Ok(keep)
 }
 
-async fn connect_control(addrs: &[SocketAddr], bind: Option<IpAddr>, limit: Duration) -> Result<TcpStream, ClientError> {
+async fn connect_control(
+    addrs: &[SocketAddr],
+    bind: Option<IpAddr>,
+    limit: Duration,
+) -> Result<TcpStream, ClientError> {
     let mut last = None;
     for &addr in addrs {
         let attempt = async {
@@ -130,7 +144,10 @@ async fn connect_control(addrs: &[SocketAddr], bind: Option<IpAddr>, limit: Dura
             Err(_) => {
                 last = Some(ClientError::Connect {
                     addr,
-                    source: std::io::Error::new(std::io::ErrorKind::TimedOut, format!("no answer within {limit:?}")),
+                    source: std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no answer within {limit:?}"),
+                    ),
                 })
             }
         }
@@ -140,11 +157,17 @@ async fn connect_control(addrs: &[SocketAddr], bind: Option<IpAddr>, limit: Dura
 
 /// Runs one bandwidth test and returns its report. Events go to `events` as they happen;
 /// cancelling `cancel` ends the test early but still collects and reports what was measured.
-pub async fn run(opts: ClientOptions, events: UnboundedSender<Event>, cancel: CancellationToken) -> Result<Report, ClientError> {
+pub async fn run(
+    opts: ClientOptions,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
     let start_wall = SystemTime::now();
     let addrs = resolve(&opts.host, opts.port, opts.family).await?;
     let stream = connect_control(&addrs, opts.bind, opts.connect_timeout).await?;
-    let server_addr = stream.peer_addr().map_err(|source| ClientError::Local { context: "control socket".into(), source })?;
+    let server_addr = stream
+        .peer_addr()
+        .map_err(|source| ClientError::Local { context: "control socket".into(), source })?;
     let local_addr = stream.local_addr().ok();
     let mut ctl = Framed::new(stream, Vec::new());
     let mut state = ClientState::default();
@@ -157,19 +180,25 @@ pub async fn run(opts: ClientOptions, events: UnboundedSender<Event>, cancel: Ca
     };
     let proof = match (&opts.token, auth_required) {
         (Some(token), _) => {
-            let nonce = from_hex::<{ auth::NONCE_LEN }>(&nonce).ok_or_else(|| protocol("malformed nonce"))?;
+            let nonce = from_hex::<{ auth::NONCE_LEN }>(&nonce)
+                .ok_or_else(|| protocol("malformed nonce"))?;
             Some(auth::prove(token, &nonce))
         }
         (None, true) => return Err(ClientError::TokenRequired),
         (None, false) => None,
     };
     ctl.send(&ClientMessage::Start { spec: opts.spec.clone(), auth: proof }).await.map_err(lost)?;
-    let ServerMessage::Accepted { session, spec, notes } = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+    let ServerMessage::Accepted { session, spec, notes } =
+        recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {
         unreachable!("the state machine only lets accepted or refused through")
     };
-    let session = from_hex::<SESSION_ID_LEN>(&session).ok_or_else(|| protocol("malformed session id"))?;
-    if spec.protocol != opts.spec.protocol || spec.parallel != opts.spec.parallel || spec.direction != opts.spec.direction {
+    let session =
+        from_hex::<SESSION_ID_LEN>(&session).ok_or_else(|| protocol("malformed session id"))?;
+    if spec.protocol != opts.spec.protocol
+        || spec.parallel != opts.spec.parallel
+        || spec.direction != opts.spec.direction
+    {
         return Err(protocol("the server changed the test's shape"));
     }
 
@@ -188,25 +217,37 @@ pub async fn run(opts: ClientOptions, events: UnboundedSender<Event>, cancel: Ca
         let bind = opts.bind;
         tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
             .await
-            .map_err(|e| ClientError::Local { context: "opening data streams".into(), source: std::io::Error::other(e) })??
+            .map_err(|e| ClientError::Local {
+                context: "opening data streams".into(),
+                source: std::io::Error::other(e),
+            })??
     };
     meta.notes.extend(sockets.1);
-    let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await? else {
+    let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+    else {
         unreachable!("the state machine only lets begin through after accepted")
     };
-    let side = Side::start(End::Client, &spec, sockets.0).map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
-    let _ = events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
-    let (intervals, summary, interrupted) = drive(&mut ctl, &mut state, side, &spec, &events, &cancel).await?;
+    let side = Side::start(End::Client, &spec, sockets.0)
+        .map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
+    let _ =
+        events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
+    let (intervals, summary, interrupted) =
+        drive(&mut ctl, &mut state, side, &spec, &events, &cancel).await?;
     if interrupted {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
     ctl.close().await;
-    let report = Report { body: ReportBody::Bandwidth(BandwidthReport { spec, intervals, summary }), meta };
+    let report =
+        Report { body: ReportBody::Bandwidth(BandwidthReport { spec, intervals, summary }), meta };
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
 }
 
-type Outcome = (Vec<wirespeed_model::report::BandwidthInterval>, wirespeed_model::report::BandwidthSummary, bool);
+type Outcome = (
+    Vec<wirespeed_model::report::BandwidthInterval>,
+    wirespeed_model::report::BandwidthSummary,
+    bool,
+);
 
 async fn drive(
     ctl: &mut Framed,
@@ -224,7 +265,9 @@ async fn drive(
     let omit_at = tokio::time::sleep_until(begin + Duration::from_nanos(spec.omit_ns));
     tokio::pin!(omit_at);
     let timed = spec.bytes.is_none();
-    let deadline = tokio::time::sleep_until(begin + Duration::from_nanos(if timed { spec.total_ns() } else { u64::MAX / 4 }));
+    let deadline = tokio::time::sleep_until(
+        begin + Duration::from_nanos(if timed { spec.total_ns() } else { u64::MAX / 4 }),
+    );
     tokio::pin!(deadline);
     let mut remote_sent_download = 0u64;
     let mut interrupted = false;
@@ -236,7 +279,9 @@ async fn drive(
     let bytes_done = |side: &Side, remote_sent: u64| {
         let download_done = match spec.protocol {
             // UDP has no end-of-stream: the server's ticks say when it has sent its budget.
-            Protocol::Udp => !spec.direction.server_sends() || spec.bytes.is_some_and(|b| remote_sent >= b),
+            Protocol::Udp => {
+                !spec.direction.server_sends() || spec.bytes.is_some_and(|b| remote_sent >= b)
+            }
             Protocol::Tcp => side.finished(Role::Recv),
         };
         side.finished(Role::Send) && download_done
@@ -275,14 +320,20 @@ async fn drive(
     let results = tokio::time::timeout(RESULTS_TIMEOUT, async {
         loop {
             match recv_server(ctl, state, None).await? {
-                ServerMessage::Tick { index, streams } => emit(collector.remote_tick(index, &streams)),
+                ServerMessage::Tick { index, streams } => {
+                    emit(collector.remote_tick(index, &streams))
+                }
                 ServerMessage::Results(r) => return Ok::<ServerResults, ClientError>(*r),
-                other => return Err(protocol(format!("unexpected {} message after stop", other.name()))),
+                other => {
+                    return Err(protocol(format!("unexpected {} message after stop", other.name())))
+                }
             }
         }
     })
     .await
-    .map_err(|_| ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?} of stopping")))??;
+    .map_err(|_| {
+        ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?} of stopping"))
+    })??;
     // The server has stopped sending by now: TCP receivers see EOF, UDP receivers drain.
     side.drain();
     let finished = tokio::time::timeout(Duration::from_secs(5), async {
@@ -291,14 +342,22 @@ async fn drive(
     })
     .await;
     if finished.is_err() {
-        return Err(ClientError::Stream("local data streams did not finish after the server's results".into()));
+        return Err(ClientError::Stream(
+            "local data streams did not finish after the server's results".into(),
+        ));
     }
     if let Some(err) = side.first_error() {
         return Err(ClientError::Stream(err));
     }
     let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
     active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
-    let local = LocalEnd { at_omit, at_end: side.snapshot(), end_ns: side.shared.now_ns(), active_ns, cpu_ns: side.cpu_ns() };
+    let local = LocalEnd {
+        at_omit,
+        at_end: side.snapshot(),
+        end_ns: side.shared.now_ns(),
+        active_ns,
+        cpu_ns: side.cpu_ns(),
+    };
     let live = collector.emitted();
     let (intervals, summary) = collector.finish(&local, &results);
     emit(intervals[live.min(intervals.len())..].to_vec());
@@ -318,8 +377,20 @@ fn open_streams(
     for &flow in Flow::of(spec.direction) {
         for id in 1..=spec.parallel {
             let socket = match spec.protocol {
-                Protocol::Tcp => open_tcp(spec, server, bind, DataHello { session, flow, stream: id }, &mut notes)?,
-                Protocol::Udp => open_udp(spec, server, bind, UdpHello { ack: false, session, flow, stream: id }, &mut notes)?,
+                Protocol::Tcp => open_tcp(
+                    spec,
+                    server,
+                    bind,
+                    DataHello { session, flow, stream: id },
+                    &mut notes,
+                )?,
+                Protocol::Udp => open_udp(
+                    spec,
+                    server,
+                    bind,
+                    UdpHello { ack: false, session, flow, stream: id },
+                    &mut notes,
+                )?,
             };
             out.push(Attached { flow, id, socket });
         }
@@ -340,15 +411,20 @@ fn open_tcp(
     hello: DataHello,
     notes: &mut Vec<String>,
 ) -> Result<Socket, ClientError> {
-    let sock = Socket::new(Domain::for_address(server), Type::STREAM, Some(SockProto::TCP)).map_err(local_err("data socket"))?;
+    let sock = Socket::new(Domain::for_address(server), Type::STREAM, Some(SockProto::TCP))
+        .map_err(local_err("data socket"))?;
     notes.extend(workers::tune_tcp(&sock, spec, server.is_ipv6()));
     if let Some(ip) = bind {
-        sock.bind(&SockAddr::from(SocketAddr::new(ip, 0))).map_err(local_err("binding the data socket"))?;
+        sock.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
+            .map_err(local_err("binding the data socket"))?;
     }
-    sock.connect_timeout(&server.into(), HANDSHAKE_TIMEOUT).map_err(|source| ClientError::Connect { addr: server, source })?;
+    sock.connect_timeout(&server.into(), HANDSHAKE_TIMEOUT)
+        .map_err(|source| ClientError::Connect { addr: server, source })?;
     let mut hello_bytes = Preamble::encode(ConnKind::Data).to_vec();
     hello_bytes.extend_from_slice(&hello.encode());
-    (&sock).write_all(&hello_bytes).map_err(|e| ClientError::ServerGone(format!("data stream hello: {e}")))?;
+    (&sock)
+        .write_all(&hello_bytes)
+        .map_err(|e| ClientError::ServerGone(format!("data stream hello: {e}")))?;
     Ok(sock)
 }
 
@@ -359,13 +435,15 @@ fn open_udp(
     hello: UdpHello,
     notes: &mut Vec<String>,
 ) -> Result<Socket, ClientError> {
-    let sock = Socket::new(Domain::for_address(server), Type::DGRAM, Some(SockProto::UDP)).map_err(local_err("UDP socket"))?;
+    let sock = Socket::new(Domain::for_address(server), Type::DGRAM, Some(SockProto::UDP))
+        .map_err(local_err("UDP socket"))?;
     notes.extend(workers::tune_udp(&sock, spec, server.is_ipv6()));
     let local = bind.unwrap_or(match server {
         SocketAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
         SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
     });
-    sock.bind(&SockAddr::from(SocketAddr::new(local, 0))).map_err(local_err("binding the UDP socket"))?;
+    sock.bind(&SockAddr::from(SocketAddr::new(local, 0)))
+        .map_err(local_err("binding the UDP socket"))?;
     sock.connect(&server.into()).map_err(|source| ClientError::Connect { addr: server, source })?;
     sock.set_read_timeout(Some(UDP_HELLO_RETRY)).map_err(local_err("UDP socket"))?;
     let bytes = hello.encode();
@@ -374,7 +452,12 @@ fn open_udp(
         // Refused means nothing listens on the port; keep trying until the tries run out.
         let _ = sock.send(&bytes);
         if let Ok(n) = (&sock).read_ack(&mut buf) {
-            if UdpHello::decode(&buf[..n]).is_ok_and(|a| a.ack && a.session == hello.session && a.stream == hello.stream && a.flow == hello.flow) {
+            if UdpHello::decode(&buf[..n]).is_ok_and(|a| {
+                a.ack
+                    && a.session == hello.session
+                    && a.stream == hello.stream
+                    && a.flow == hello.flow
+            }) {
                 return Ok(sock);
             }
         }
@@ -420,7 +503,12 @@ pub fn humantime_rfc3339(t: SystemTime) -> String {
     let day = doy - (153 * mp + 2) / 5 + 1;
     let month = if mp < 10 { mp + 3 } else { mp - 9 };
     let year = yoe + era * 400 + i64::from(month <= 2);
-    format!("{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z", rem / 3600, rem % 3600 / 60, rem % 60)
+    format!(
+        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
+        rem / 3600,
+        rem % 3600 / 60,
+        rem % 60
+    )
 }
 
 #[cfg(test)]
@@ -430,7 +518,13 @@ mod tests {
     #[test]
     fn rfc3339_dates() {
         assert_eq!(humantime_rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        assert_eq!(humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(1_796_212_800)), "2026-12-02T12:40:00Z");
-        assert_eq!(humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)), "2000-02-29T00:00:00Z");
+        assert_eq!(
+            humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(1_796_212_800)),
+            "2026-12-02T12:40:00Z"
+        );
+        assert_eq!(
+            humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
     }
 }

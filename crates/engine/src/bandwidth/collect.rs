@@ -48,7 +48,13 @@ pub struct Collector {
 impl Collector {
     /// A collector for a test run by the client with `spec`.
     pub fn new(spec: BandwidthSpec) -> Self {
-        Self { spec, local_ticks: Vec::new(), remote_ticks: BTreeMap::new(), emitted: 0, intervals: Vec::new() }
+        Self {
+            spec,
+            local_ticks: Vec::new(),
+            remote_ticks: BTreeMap::new(),
+            emitted: 0,
+            intervals: Vec::new(),
+        }
     }
 
     /// The client's snapshot at the end of its interval `local_ticks.len()`, taken `end_ns` after
@@ -88,7 +94,14 @@ impl Collector {
         (local, remote)
     }
 
-    fn interval(&self, i: usize, start_ns: u64, end_ns: u64, local: &Snap, remote: &Snap) -> BandwidthInterval {
+    fn interval(
+        &self,
+        i: usize,
+        start_ns: u64,
+        end_ns: u64,
+        local: &Snap,
+        remote: &Snap,
+    ) -> BandwidthInterval {
         let (prev_local, prev_remote) = self.prev(i);
         let span = end_ns.saturating_sub(start_ns);
         let udp = self.spec.protocol == Protocol::Udp;
@@ -97,11 +110,19 @@ impl Collector {
             .map(|&flow| {
                 let streams: Vec<StreamFigures> = (1..=self.spec.parallel)
                     .map(|id| {
-                        let (sent, recv) = sides(flow, id, (&prev_local, local), (&prev_remote, remote));
-                        StreamFigures { id, figures: Figures::from_sides(udp, &sent, &recv, span, false) }
+                        let (sent, recv) =
+                            sides(flow, id, (&prev_local, local), (&prev_remote, remote));
+                        StreamFigures {
+                            id,
+                            figures: Figures::from_sides(udp, &sent, &recv, span, false),
+                        }
                     })
                     .collect();
-                FlowFigures { flow, total: Figures::merge(streams.iter().map(|s| &s.figures)), streams }
+                FlowFigures {
+                    flow,
+                    total: Figures::merge(streams.iter().map(|s| &s.figures)),
+                    streams,
+                }
             })
             .collect();
         BandwidthInterval {
@@ -120,13 +141,18 @@ impl Collector {
 
     /// Completes the run: every interval (the ones already returned, then the rest up to the
     /// end) and the summary.
-    pub fn finish(mut self, local: &LocalEnd, server: &ServerResults) -> (Vec<BandwidthInterval>, BandwidthSummary) {
+    pub fn finish(
+        mut self,
+        local: &LocalEnd,
+        server: &ServerResults,
+    ) -> (Vec<BandwidthInterval>, BandwidthSummary) {
         // Intervals still waiting for a server tick use the server's final totals.
         let server_end = to_snap(&server.at_end);
         let local_end = to_snap(&local.at_end);
         while self.emitted < self.local_ticks.len() {
             let i = self.emitted;
-            let remote = self.remote_ticks.get(&(i as u32)).cloned().unwrap_or_else(|| server_end.clone());
+            let remote =
+                self.remote_ticks.get(&(i as u32)).cloned().unwrap_or_else(|| server_end.clone());
             self.remote_ticks.insert(i as u32, remote.clone());
             let start = if i == 0 { 0 } else { self.local_ticks[i - 1].0 };
             let (end, snap) = self.local_ticks[i].clone();
@@ -140,7 +166,13 @@ impl Collector {
         let last_end = self.local_ticks.last().map_or(0, |t| t.0);
         self.local_ticks.push((local.end_ns, local_end.clone()));
         self.remote_ticks.insert(n as u32, server_end);
-        let iv = self.interval(n, last_end, local.end_ns, &local_end, &self.remote_ticks[&(n as u32)].clone());
+        let iv = self.interval(
+            n,
+            last_end,
+            local.end_ns,
+            &local_end,
+            &self.remote_ticks[&(n as u32)].clone(),
+        );
         self.intervals.push(iv);
         let summary = self.summary(local, server);
         (self.intervals, summary)
@@ -173,7 +205,9 @@ impl Collector {
                 total.sent_bps = bits_per_second(total.sent_bytes, send_span);
                 total.received_bps = bits_per_second(total.received_bytes, recv_span);
                 let measured = self.intervals.iter().filter(|iv| !iv.omitted);
-                let per_stream = measured.flat_map(|iv| iv.flows.iter().filter(|f| f.flow == flow)).flat_map(|f| &f.streams);
+                let per_stream = measured
+                    .flat_map(|iv| iv.flows.iter().filter(|f| f.flow == flow))
+                    .flat_map(|f| &f.streams);
                 let (mut rtts, mut cwnd_max) = (Vec::new(), None::<u64>);
                 for s in per_stream {
                     if let Some(r) = s.figures.rtt_ns {
@@ -200,13 +234,22 @@ impl Collector {
             primary,
             reverse: flows.next(),
             client_cpu: CpuUsage::from_nanos(local.cpu_ns.0, local.cpu_ns.1, local.end_ns),
-            server_cpu: Some(CpuUsage::from_nanos(server.cpu_user_ns, server.cpu_system_ns, server.wall_ns)),
+            server_cpu: Some(CpuUsage::from_nanos(
+                server.cpu_user_ns,
+                server.cpu_system_ns,
+                server.wall_ns,
+            )),
         }
     }
 }
 
 /// The sender's and receiver's deltas of stream (`flow`, `id`) between two snapshots per side.
-fn sides(flow: Flow, id: u16, local: (&Snap, &Snap), remote: (&Snap, &Snap)) -> (SideDelta, SideDelta) {
+fn sides(
+    flow: Flow,
+    id: u16,
+    local: (&Snap, &Snap),
+    remote: (&Snap, &Snap),
+) -> (SideDelta, SideDelta) {
     let delta = |(a, b): (&Snap, &Snap)| {
         let zero = Totals::default();
         let before = a.get(&(flow, id)).unwrap_or(&zero);
@@ -273,7 +316,11 @@ mod tests {
         let mut c = Collector::new(spec);
         c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 100)]);
         c.remote_tick(0, &[st(Flow::Upload, 1, 100)]);
-        let local = LocalEnd { at_end: vec![st(Flow::Upload, 1, 110)], end_ns: 1_010_000_000, ..Default::default() };
+        let local = LocalEnd {
+            at_end: vec![st(Flow::Upload, 1, 110)],
+            end_ns: 1_010_000_000,
+            ..Default::default()
+        };
         let (ivs, _) = c.finish(&local, &results(vec![st(Flow::Upload, 1, 110)], 1_010_000_000));
         assert_eq!(ivs.len(), 2);
         assert_eq!(ivs[1].start_ns, 1_000_000_000);
@@ -289,7 +336,10 @@ mod tests {
         c.local_tick(1_000_000_000, &[st(Flow::Download, 1, 40)]);
         let iv = c.remote_tick(0, &[st(Flow::Download, 1, 50)]);
         assert_eq!(iv[0].flows[0].flow, Flow::Download);
-        assert_eq!((iv[0].flows[0].total.sent_bytes, iv[0].flows[0].total.received_bytes), (50, 40));
+        assert_eq!(
+            (iv[0].flows[0].total.sent_bytes, iv[0].flows[0].total.received_bytes),
+            (50, 40)
+        );
     }
 
     #[test]

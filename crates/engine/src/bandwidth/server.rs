@@ -12,7 +12,9 @@ use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
-use wirespeed_proto::control::{ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState};
+use wirespeed_proto::control::{
+    ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState,
+};
 
 use super::workers::{self, Attached, Role, Side};
 use crate::framed::{FrameError, Framed};
@@ -77,7 +79,11 @@ async fn refuse(ctl: &mut Framed, code: RefuseCode, message: String) -> Ended {
     quiet(format!("refused: {message}"))
 }
 
-async fn recv_checked(ctl: &mut Framed, state: &mut ServerState, limit: Option<Duration>) -> Result<ClientMessage, Ended> {
+async fn recv_checked(
+    ctl: &mut Framed,
+    state: &mut ServerState,
+    limit: Option<Duration>,
+) -> Result<ClientMessage, Ended> {
     let msg: ClientMessage = match limit {
         Some(l) => ctl.recv_within(l).await?,
         None => ctl.recv().await?,
@@ -92,24 +98,41 @@ async fn recv_checked(ctl: &mut Framed, state: &mut ServerState, limit: Option<D
 async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Result<(), Ended> {
     let cfg = &ctx.config;
     let mut state = ServerState::default();
-    let ClientMessage::Hello { version } = recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await? else {
+    let ClientMessage::Hello { version } =
+        recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await?
+    else {
         unreachable!("the state machine only lets hello through first")
     };
     tracing::debug!(%peer, client_version = %version, "hello");
     if !cfg.allows(peer.ip()) {
-        return Err(refuse(ctl, RefuseCode::NotAllowed, format!("{} is not allowed to use this server", canonical(peer.ip()))).await);
+        return Err(refuse(
+            ctl,
+            RefuseCode::NotAllowed,
+            format!("{} is not allowed to use this server", canonical(peer.ip())),
+        )
+        .await);
     }
     let mut nonce = [0u8; NONCE_LEN];
     sys::fill_random(&mut nonce);
-    ctl.send(&ServerMessage::Challenge { version: cfg.version.clone(), nonce: to_hex(&nonce), auth_required: cfg.token.is_some() })
-        .await?;
-    let ClientMessage::Start { mut spec, auth } = recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await? else {
+    ctl.send(&ServerMessage::Challenge {
+        version: cfg.version.clone(),
+        nonce: to_hex(&nonce),
+        auth_required: cfg.token.is_some(),
+    })
+    .await?;
+    let ClientMessage::Start { mut spec, auth } =
+        recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await?
+    else {
         unreachable!("the state machine only lets start through second")
     };
     if let Some(token) = &cfg.token {
         let ok = auth.as_deref().is_some_and(|proof| auth::verify(token, &nonce, proof));
         if !ok {
-            let why = if auth.is_none() { "this server requires a token (--token)" } else { "wrong token" };
+            let why = if auth.is_none() {
+                "this server requires a token (--token)"
+            } else {
+                "wrong token"
+            };
             return Err(refuse(ctl, RefuseCode::Auth, why.into()).await);
         }
     }
@@ -121,7 +144,15 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         Err(why) => return Err(refuse(ctl, RefuseCode::Limit, why).await),
     };
     let Ok(_permit) = ctx.tests.clone().try_acquire_owned() else {
-        return Err(refuse(ctl, RefuseCode::Busy, format!("the server is running its maximum of {} tests; try again later", cfg.max_tests)).await);
+        return Err(refuse(
+            ctl,
+            RefuseCode::Busy,
+            format!(
+                "the server is running its maximum of {} tests; try again later",
+                cfg.max_tests
+            ),
+        )
+        .await);
     };
 
     let mut session = [0u8; SESSION_ID_LEN];
@@ -129,7 +160,8 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
     let expected = Flow::of(spec.direction).len() * usize::from(spec.parallel);
     let (attach_tx, attach_rx) = mpsc::channel(expected + 8);
     let _registration = Registration::new(ctx, session, peer.ip(), attach_tx);
-    ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: spec.clone(), notes }).await?;
+    ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: spec.clone(), notes })
+        .await?;
     tracing::info!(%peer, protocol = ?spec.protocol, direction = ?spec.direction, parallel = spec.parallel, "test accepted");
 
     let sockets = tokio::select! {
@@ -145,9 +177,16 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
 
 /// Applies the server's limits to a client's spec: refuses what cannot be capped, caps the
 /// rest, and says what changed.
-pub fn apply_limits(spec: &mut BandwidthSpec, max_duration: Duration, max_bitrate_bps: u64) -> Result<Vec<String>, String> {
+pub fn apply_limits(
+    spec: &mut BandwidthSpec,
+    max_duration: Duration,
+    max_bitrate_bps: u64,
+) -> Result<Vec<String>, String> {
     let mut notes = Vec::new();
-    if !max_duration.is_zero() && spec.bytes.is_none() && spec.total_ns() > max_duration.as_nanos() as u64 {
+    if !max_duration.is_zero()
+        && spec.bytes.is_none()
+        && spec.total_ns() > max_duration.as_nanos() as u64
+    {
         return Err(format!(
             "the test would run {:.0} s (warm-up included) but this server allows at most {} s",
             spec.total_ns() as f64 / 1e9,
@@ -174,7 +213,12 @@ struct Registration<'a> {
 }
 
 impl<'a> Registration<'a> {
-    fn new(ctx: &'a Ctx, id: [u8; SESSION_ID_LEN], peer: IpAddr, attach: mpsc::Sender<Attached>) -> Self {
+    fn new(
+        ctx: &'a Ctx,
+        id: [u8; SESSION_ID_LEN],
+        peer: IpAddr,
+        attach: mpsc::Sender<Attached>,
+    ) -> Self {
         if let Ok(mut s) = ctx.sessions.lock() {
             s.insert(id, Pending { peer, attach });
         }
@@ -190,16 +234,28 @@ impl Drop for Registration<'_> {
     }
 }
 
-async fn collect_streams(mut rx: mpsc::Receiver<Attached>, spec: &BandwidthSpec, peer: IpAddr) -> Result<Vec<Attached>, String> {
-    let want: HashSet<(Flow, u16)> =
-        Flow::of(spec.direction).iter().flat_map(|&f| (1..=spec.parallel).map(move |id| (f, id))).collect();
+async fn collect_streams(
+    mut rx: mpsc::Receiver<Attached>,
+    spec: &BandwidthSpec,
+    peer: IpAddr,
+) -> Result<Vec<Attached>, String> {
+    let want: HashSet<(Flow, u16)> = Flow::of(spec.direction)
+        .iter()
+        .flat_map(|&f| (1..=spec.parallel).map(move |id| (f, id)))
+        .collect();
     let mut got = Vec::with_capacity(want.len());
     let mut seen = HashSet::new();
     let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
     while seen.len() < want.len() {
         let a = match tokio::time::timeout_at(deadline, rx.recv()).await {
             Ok(Some(a)) => a,
-            _ => return Err(format!("only {} of {} data streams connected within {ATTACH_TIMEOUT:?}", seen.len(), want.len())),
+            _ => {
+                return Err(format!(
+                    "only {} of {} data streams connected within {ATTACH_TIMEOUT:?}",
+                    seen.len(),
+                    want.len()
+                ))
+            }
         };
         let key = (a.flow, a.id);
         if !want.contains(&key) || !seen.insert(key) {
@@ -226,7 +282,8 @@ async fn run_test(
     sockets: Vec<Attached>,
     peer: SocketAddr,
 ) -> Result<(), Ended> {
-    let mut side = Side::start(End::Server, &spec, sockets).map_err(|e| abort(format!("could not start streams: {e}")))?;
+    let mut side = Side::start(End::Server, &spec, sockets)
+        .map_err(|e| abort(format!("could not start streams: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
     let begin = tokio::time::Instant::now();
     let interval = Duration::from_nanos(spec.interval_ns);

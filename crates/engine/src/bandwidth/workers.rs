@@ -16,7 +16,9 @@ use socket2::Socket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
 use wirespeed_proto::control::StreamTotals;
-use wirespeed_proto::datagram::{read_header, write_header, ReceiverStats, HELLO_ACK_MAGIC, HELLO_MAGIC};
+use wirespeed_proto::datagram::{
+    read_header, write_header, ReceiverStats, HELLO_ACK_MAGIC, HELLO_MAGIC,
+};
 
 use crate::counters::Counters;
 use crate::pacer::{udp_batch, Pacer};
@@ -177,7 +179,12 @@ impl Side {
                 shared: shared.clone(),
                 done: done_tx.clone(),
             };
-            let name = format!("ws-{}-{}{}", if role == Role::Send { "tx" } else { "rx" }, flow_char(a.flow), a.id);
+            let name = format!(
+                "ws-{}-{}{}",
+                if role == Role::Send { "tx" } else { "rx" },
+                flow_char(a.flow),
+                a.id
+            );
             let thread = std::thread::Builder::new().name(name).spawn(move || job.run())?;
             ends.push(StreamEnd {
                 flow: a.flow,
@@ -197,7 +204,10 @@ impl Side {
         self.ends
             .iter()
             .map(|e| {
-                if e.tcp && e.role == Role::Send && e.thread.as_ref().is_some_and(|t| !t.is_finished()) {
+                if e.tcp
+                    && e.role == Role::Send
+                    && e.thread.as_ref().is_some_and(|t| !t.is_finished())
+                {
                     if let Some(s) = sys::tcp_sample(e.socket.as_raw_fd()) {
                         e.counters.set_tcp(s);
                     }
@@ -320,7 +330,12 @@ impl Job {
         let error = match result {
             Ok(()) => None,
             Err(_) if self.shared.aborted() => None,
-            Err(e) => Some(format!("{} stream {} ({}): {e}", flow_name(self.flow), self.id, role_name(self.role))),
+            Err(e) => Some(format!(
+                "{} stream {} ({}): {e}",
+                flow_name(self.flow),
+                self.id,
+                role_name(self.role)
+            )),
         };
         let _ = self.done.send(WorkerDone {
             flow: self.flow,
@@ -440,7 +455,12 @@ impl Job {
             let sent = if gso && count > 1 {
                 match sys::send_gso(fd, &buf[..count * len], len as u16) {
                     Ok(_) => Ok(count),
-                    Err(e) if matches!(e.raw_os_error(), Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP | libc::ENOPROTOOPT)) => {
+                    Err(e)
+                        if matches!(
+                            e.raw_os_error(),
+                            Some(libc::EIO | libc::EINVAL | libc::EOPNOTSUPP | libc::ENOPROTOOPT)
+                        ) =>
+                    {
                         gso = false; // no UDP GSO here: fall back to sendmmsg
                         continue;
                     }
@@ -489,7 +509,9 @@ impl Job {
                         let got = batch.got[i];
                         let stamp = got.stamp_ns.unwrap_or(fallback_stamp);
                         for dgram in batch.payload(i).chunks(got.segment.max(1)) {
-                            if dgram.starts_with(&HELLO_MAGIC) || dgram.starts_with(&HELLO_ACK_MAGIC) {
+                            if dgram.starts_with(&HELLO_MAGIC)
+                                || dgram.starts_with(&HELLO_ACK_MAGIC)
+                            {
                                 continue; // a repeated stream hello, not data
                             }
                             if let Some((seq, sent)) = read_header(dgram) {
@@ -501,15 +523,21 @@ impl Job {
                     self.counters.touch(self.shared.now_ns());
                     last_packet = Instant::now();
                 }
-                Err(e) if is_timeout(&e) || is_transient_udp(&e) || e.kind() == io::ErrorKind::Interrupted => {}
+                Err(e)
+                    if is_timeout(&e)
+                        || is_transient_udp(&e)
+                        || e.kind() == io::ErrorKind::Interrupted => {}
                 Err(e) => return Err(e),
             }
             if self.shared.aborted() {
                 return Ok(());
             }
             if self.shared.drain.load(Relaxed) {
-                let draining_for = self.shared.now_ns().saturating_sub(self.shared.drain_started_ns.load(Relaxed));
-                if last_packet.elapsed() >= UDP_QUIET || draining_for >= UDP_DRAIN_MAX.as_nanos() as u64 {
+                let draining_for =
+                    self.shared.now_ns().saturating_sub(self.shared.drain_started_ns.load(Relaxed));
+                if last_packet.elapsed() >= UDP_QUIET
+                    || draining_for >= UDP_DRAIN_MAX.as_nanos() as u64
+                {
                     return Ok(());
                 }
             }

@@ -1,0 +1,90 @@
+//! `wirespeed quick`: the main job. Starts a server in-process on loopback, runs every test
+//! kind against it, prints one table, saves every run.
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::server::{self, Listeners, ServerConfig};
+use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
+use wirespeed_model::units::parse_duration;
+use wirespeed_report::quick::QuickRow;
+use wirespeed_report::Format;
+
+use crate::exit;
+use crate::flags::QuickArgs;
+use crate::output;
+
+/// The tests `quick` runs: a name and how to change the default spec.
+fn plan() -> Vec<(&'static str, Protocol, Direction, u64)> {
+    vec![
+        ("TCP upload", Protocol::Tcp, Direction::Upload, 0),
+        ("TCP download", Protocol::Tcp, Direction::Download, 0),
+        ("TCP bidir", Protocol::Tcp, Direction::Bidir, 0),
+        // Paced, so the figure shows loss and jitter at a rate loopback can carry.
+        ("UDP upload 1 Gbit/s", Protocol::Udp, Direction::Upload, 1_000_000_000),
+    ]
+}
+
+pub async fn run(args: QuickArgs) -> Result<u8> {
+    let time = parse_duration(&args.time).with_context(|| format!("--time {}", args.time))?;
+    let listeners = Listeners::bind(&[SocketAddr::from(([127, 0, 0, 1], 0))])
+        .context("binding the in-process server")?;
+    let port = listeners.local_addrs()[0].port();
+    let stop = CancellationToken::new();
+    let server = tokio::spawn(server::run(listeners, ServerConfig::default(), stop.clone()));
+    let cancel = super::interrupt_token();
+    let mut rows = Vec::new();
+    for (name, protocol, direction, bitrate) in plan() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let mut spec = BandwidthSpec::new("127.0.0.1", protocol);
+        spec.direction = direction;
+        spec.bitrate_bps = bitrate;
+        spec.duration_ns = time.as_nanos() as u64;
+        spec.interval_ns = spec.duration_ns.clamp(100_000_000, 1_000_000_000);
+        let opts = ClientOptions {
+            spec,
+            host: "127.0.0.1".into(),
+            port,
+            family: None,
+            bind: None,
+            token: None,
+            connect_timeout: Duration::from_secs(5),
+            version: env!("CARGO_PKG_VERSION").into(),
+        };
+        let (tx, _rx) = unbounded_channel();
+        let outcome = client::run(opts, tx, cancel.clone()).await.map_err(|e| e.to_string());
+        rows.push(QuickRow { name: name.to_string(), outcome });
+    }
+    stop.cancel();
+    let _ = server.await;
+    let reports: Vec<_> = rows.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
+    let format = output::format_of(args.output.format);
+    let mut out = std::io::stdout().lock();
+    match format {
+        Format::Text => wirespeed_report::quick::render(&rows, &mut out)?,
+        other => {
+            for r in &reports {
+                wirespeed_report::render_report(r, other, false, &mut out)?;
+            }
+        }
+    }
+    drop(out);
+    let failed = rows.iter().any(|r| r.outcome.is_err());
+    if let Err(e) = output::save(&args.output, &reports) {
+        eprintln!("wirespeed: warning: results not saved: {e:#}");
+        return Ok(exit::NOT_SAVED);
+    }
+    Ok(if cancel.is_cancelled() {
+        exit::INTERRUPTED
+    } else if failed {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}

@@ -1,0 +1,50 @@
+//! Exit codes, defined once and documented in README.md:
+//!
+//! | code | meaning |
+//! |---|---|
+//! | 0 | success |
+//! | 1 | any other error |
+//! | 2 | bad command line (clap's own code) |
+//! | 3 | the server could not be reached (name does not resolve, connection refused or timed out) |
+//! | 4 | the server refused the test (token, allow list, busy, limits) |
+//! | 5 | the test failed while running (server gone or aborted, a data stream failed) |
+//! | 6 | the peer broke the protocol (not a wirespeed server, malformed messages) |
+//! | 7 | the test ran but its results could not be saved |
+//! | 130 | interrupted by the user (results so far are still reported) |
+
+use wirespeed_engine::ClientError;
+
+/// Success.
+pub const OK: u8 = 0;
+/// Any error not listed below.
+pub const OTHER: u8 = 1;
+/// The server could not be reached.
+pub const UNREACHABLE: u8 = 3;
+/// The server refused the test.
+pub const REFUSED: u8 = 4;
+/// The test failed mid-run.
+pub const FAILED: u8 = 5;
+/// The peer broke the protocol.
+pub const PROTOCOL: u8 = 6;
+/// The results could not be saved.
+pub const NOT_SAVED: u8 = 7;
+/// Interrupted by the user.
+pub const INTERRUPTED: u8 = 130;
+
+/// The exit code for a client error.
+pub fn of_client(e: &ClientError) -> u8 {
+    match e {
+        ClientError::Resolve { .. }
+        | ClientError::NoAddress { .. }
+        | ClientError::Connect { .. } => UNREACHABLE,
+        ClientError::Refused { .. } | ClientError::TokenRequired => REFUSED,
+        ClientError::ServerGone(_) | ClientError::Aborted(_) | ClientError::Stream(_) => FAILED,
+        ClientError::Protocol(_) => PROTOCOL,
+        ClientError::Local { .. } => OTHER,
+    }
+}
+
+/// The exit code for any error that reached `main`.
+pub fn code_of(err: &anyhow::Error) -> u8 {
+    err.chain().find_map(|e| e.downcast_ref::<ClientError>()).map_or(OTHER, of_client)
+}

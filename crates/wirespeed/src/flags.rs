@@ -1,0 +1,236 @@
+//! The command line, and nothing else: clap definitions with the help text people read.
+//! Turning these raw values into specs happens in `resolve.rs`.
+
+use std::path::PathBuf;
+
+use clap::{Args, Parser, Subcommand, ValueEnum};
+
+/// Network performance tests in one binary.
+#[derive(Debug, Parser)]
+#[command(name = "wirespeed", version, about, long_about = None, propagate_version = true)]
+pub struct Cli {
+    /// More log output on stderr (-v debug, -vv trace).
+    #[arg(short, long, action = clap::ArgAction::Count, global = true)]
+    pub verbose: u8,
+    /// What to do.
+    #[command(subcommand)]
+    pub command: Command,
+}
+
+/// Subcommands.
+#[derive(Debug, Subcommand)]
+pub enum Command {
+    /// Run the server that every test talks to (TCP and UDP on one port, many clients at once).
+    Server(ServerArgs),
+    /// Measure TCP or UDP throughput to a wirespeed server (like iperf3).
+    #[command(visible_alias = "bw")]
+    Bandwidth(BandwidthArgs),
+    /// Run every test kind against a server started in-process on loopback, and print one table.
+    Quick(QuickArgs),
+}
+
+/// `wirespeed server`.
+#[derive(Debug, Args)]
+pub struct ServerArgs {
+    /// Port for TCP and UDP.
+    #[arg(short, long, default_value_t = 5201)]
+    pub port: u16,
+    /// Address to listen on (repeatable). Default: every address, IPv4 and IPv6.
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    pub bind: Vec<std::net::IpAddr>,
+    /// Most tests running at once; further clients are told the server is busy.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub max_tests: usize,
+    /// Longest test allowed, warm-up included (e.g. 60, 10m); byte-count tests are cut off here. 0: no limit.
+    #[arg(long, default_value = "24h", value_name = "DURATION")]
+    pub max_duration: String,
+    /// Most a single test may move, all streams and directions together (e.g. 1G). Faster requests are paced down. 0: no limit.
+    #[arg(long, default_value = "0", value_name = "RATE")]
+    pub max_bitrate: String,
+    /// Require clients to prove they know this secret (HMAC challenge; the secret never crosses the network).
+    #[arg(long, env = "WIRESPEED_TOKEN", hide_env_values = true, value_name = "SECRET")]
+    pub token: Option<String>,
+    /// Only serve clients from this network (repeatable), e.g. 192.0.2.0/24 or ::1/128.
+    #[arg(long, value_name = "CIDR")]
+    pub allow: Vec<ipnet::IpNet>,
+    /// How long a connection may stay silent before its test starts.
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub idle_timeout: String,
+}
+
+/// Output formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum FormatArg {
+    /// Tables for people.
+    Text,
+    /// One JSON document when the test ends.
+    Json,
+    /// One JSON object per event while the test runs (NDJSON).
+    JsonStream,
+    /// Comma-separated rows.
+    Csv,
+}
+
+/// Where results go: shared by every test subcommand.
+#[derive(Debug, Args)]
+pub struct OutputArgs {
+    /// Output format.
+    #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
+    pub format: FormatArg,
+    /// Results database (default: the user's data directory, wirespeed/results.db).
+    #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
+    pub db: Option<PathBuf>,
+    /// Do not save the results.
+    #[arg(long)]
+    pub no_save: bool,
+    /// A free-text tag stored with the results, for finding them later.
+    #[arg(long)]
+    pub tag: Option<String>,
+}
+
+/// `wirespeed bandwidth`.
+#[derive(Debug, Args)]
+pub struct BandwidthArgs {
+    /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
+    #[arg(value_name = "HOST[:PORT]")]
+    pub target: String,
+    /// Server port (overrides a port in the target).
+    #[arg(short, long)]
+    pub port: Option<u16>,
+    /// Use UDP instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Parallel streams per direction (1-128).
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    pub parallel: u16,
+    /// How long to send, after the warm-up (e.g. 10, 30s, 2m).
+    #[arg(short, long, default_value = "10", value_name = "DURATION")]
+    pub time: String,
+    /// Send this many bytes per direction (e.g. 1G) instead of for a time.
+    #[arg(short = 'n', long, value_name = "SIZE")]
+    pub bytes: Option<String>,
+    /// Reverse: the server sends and the client receives.
+    #[arg(short = 'R', long, conflicts_with = "bidir")]
+    pub reverse: bool,
+    /// Send in both directions at once.
+    #[arg(long)]
+    pub bidir: bool,
+    /// Target rate per stream, e.g. 100M or 1G (bit/s, decimal). 0: unlimited. Default: unlimited for TCP, 1M for UDP.
+    #[arg(short, long, value_name = "RATE")]
+    pub bitrate: Option<String>,
+    /// Bytes per write (TCP, default 128K) or per datagram (UDP, default 1400).
+    #[arg(short, long, value_name = "SIZE")]
+    pub length: Option<String>,
+    /// Warm-up to leave out of the summary (e.g. 2).
+    #[arg(short = 'O', long, default_value = "0", value_name = "DURATION")]
+    pub omit: String,
+    /// Report interval (0.1 s to 60 s).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// Socket buffer size (SO_SNDBUF/SO_RCVBUF), both ends.
+    #[arg(short, long, value_name = "SIZE")]
+    pub window: Option<String>,
+    /// TCP congestion control algorithm, both ends (e.g. cubic, bbr).
+    #[arg(short = 'C', long, value_name = "ALGO")]
+    pub congestion: Option<String>,
+    /// TCP maximum segment size.
+    #[arg(short = 'M', long = "mss", value_name = "BYTES")]
+    pub mss: Option<u32>,
+    /// Disable Nagle's algorithm (TCP_NODELAY).
+    #[arg(short = 'N', long)]
+    pub no_delay: bool,
+    /// Use IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// Local address to send from.
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
+    /// DSCP to mark packets with: 0-63 or a name (ef, af11..af43, cs0..cs7).
+    #[arg(long, value_name = "DSCP")]
+    pub dscp: Option<String>,
+    /// Secret for a server started with --token.
+    #[arg(long, env = "WIRESPEED_TOKEN", hide_env_values = true, value_name = "SECRET")]
+    pub token: Option<String>,
+    /// Send TCP data with sendfile() instead of write(): one copy fewer on the sender.
+    #[arg(short = 'Z', long)]
+    pub zerocopy: bool,
+    /// How long connecting may take.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub connect_timeout: String,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `wirespeed quick`.
+#[derive(Debug, Args)]
+pub struct QuickArgs {
+    /// How long each test runs.
+    #[arg(short, long, default_value = "2", value_name = "DURATION")]
+    pub time: String,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use clap::CommandFactory;
+
+    #[test]
+    fn definitions_are_consistent() {
+        Cli::command().debug_assert();
+    }
+
+    #[test]
+    fn iperf3_style_flags_parse() {
+        let cli = Cli::try_parse_from([
+            "wirespeed",
+            "bw",
+            "host:5202",
+            "-u",
+            "-P",
+            "4",
+            "-t",
+            "5",
+            "-R",
+            "-b",
+            "1G",
+            "-l",
+            "1400",
+            "-O",
+            "1",
+            "-i",
+            "0.5",
+            "-w",
+            "4M",
+            "-C",
+            "bbr",
+            "-M",
+            "1400",
+            "-N",
+            "-4",
+            "-B",
+            "127.0.0.1",
+            "--dscp",
+            "ef",
+            "--format",
+            "json",
+        ])
+        .unwrap();
+        let Command::Bandwidth(b) = cli.command else { panic!("not bandwidth") };
+        assert!(b.udp && b.reverse && b.no_delay && b.ipv4);
+        assert_eq!(b.parallel, 4);
+        assert_eq!(b.output.format, FormatArg::Json);
+    }
+
+    #[test]
+    fn reverse_and_bidir_conflict() {
+        assert!(Cli::try_parse_from(["wirespeed", "bw", "h", "-R", "--bidir"]).is_err());
+        assert!(Cli::try_parse_from(["wirespeed", "bw", "h", "-4", "-6"]).is_err());
+    }
+}

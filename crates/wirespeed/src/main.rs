@@ -1,0 +1,44 @@
+//! The `wirespeed` binary: parse flags, run the subcommand, map the outcome to an exit code.
+//! All the work happens in the library crates; this file only wires them together.
+
+mod cmd;
+mod exit;
+mod flags;
+mod output;
+mod resolve;
+
+use std::process::ExitCode;
+
+use clap::Parser;
+
+fn main() -> ExitCode {
+    let cli = flags::Cli::parse();
+    init_logging(cli.verbose, matches!(cli.command, flags::Command::Server(_)));
+    let code = match cmd::run(cli.command) {
+        Ok(code) => code,
+        Err(err) => {
+            eprintln!("wirespeed: error: {err:#}");
+            exit::code_of(&err)
+        }
+    };
+    ExitCode::from(code)
+}
+
+/// Logs go to stderr: info and above for the server, warnings for clients; `-v` adds debug,
+/// `-vv` trace; `RUST_LOG` overrides both.
+fn init_logging(verbose: u8, server: bool) {
+    let level = match (verbose, server) {
+        (0, false) => "warn",
+        (0, true) => "info",
+        (1, _) => "debug",
+        _ => "trace",
+    };
+    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
+        tracing_subscriber::EnvFilter::new(format!("wirespeed={level},wirespeed_engine={level}"))
+    });
+    tracing_subscriber::fmt()
+        .with_env_filter(filter)
+        .with_writer(std::io::stderr)
+        .with_target(false)
+        .init();
+}

@@ -1,0 +1,90 @@
+//! Where events and reports go: the chosen renderer on stdout, a one-line live progress on
+//! stderr when stderr is a terminal and stdout is not already showing intervals, and the store.
+
+use std::io::{IsTerminal, Write};
+use std::path::PathBuf;
+
+use anyhow::{Context, Result};
+use tokio::sync::mpsc::UnboundedReceiver;
+use wirespeed_model::{Event, Report};
+use wirespeed_report::units::rate;
+use wirespeed_report::Format;
+use wirespeed_store::Store;
+
+use crate::flags::{FormatArg, OutputArgs};
+
+/// The renderer format for a flag value.
+pub fn format_of(f: FormatArg) -> Format {
+    match f {
+        FormatArg::Text => Format::Text,
+        FormatArg::Json => Format::Json,
+        FormatArg::JsonStream => Format::JsonStream,
+        FormatArg::Csv => Format::Csv,
+    }
+}
+
+/// True when text output may be coloured: stdout is a terminal and `NO_COLOR` is unset.
+pub fn color() -> bool {
+    std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
+}
+
+/// Renders events as they arrive until the channel closes.
+pub fn spawn_printer(
+    format: Format,
+    mut events: UnboundedReceiver<Event>,
+) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let color = color();
+    let live = format != Format::Text && std::io::stderr().is_terminal();
+    tokio::task::spawn_blocking(move || {
+        let mut renderer = wirespeed_report::renderer(format, color);
+        let stdout = std::io::stdout();
+        while let Some(ev) = events.blocking_recv() {
+            let mut out = stdout.lock();
+            renderer.on_event(&ev, &mut out)?;
+            out.flush()?;
+            if live {
+                progress(&ev);
+            }
+        }
+        Ok(())
+    })
+}
+
+/// Rewrites one stderr line with the latest interval, and clears it at the end.
+fn progress(ev: &Event) {
+    let mut err = std::io::stderr().lock();
+    match ev {
+        Event::Interval(iv) => {
+            let flows: Vec<String> = iv
+                .flows
+                .iter()
+                .map(|f| format!("{:?} {}", f.flow, rate(f.total.received_bps)))
+                .collect();
+            let _ = write!(err, "\r\x1b[2K{:.1} s  {}", iv.end_ns as f64 / 1e9, flows.join("  "));
+        }
+        Event::End(_) => {
+            let _ = write!(err, "\r\x1b[2K");
+        }
+        _ => {}
+    }
+    let _ = err.flush();
+}
+
+/// The database path from the flags or the default location.
+pub fn db_path(args: &OutputArgs) -> Result<PathBuf> {
+    match &args.db {
+        Some(p) => Ok(p.clone()),
+        None => Store::default_path()
+            .context("no data directory for the results database; pass --db PATH"),
+    }
+}
+
+/// Saves reports unless `--no-save`; returns the ids.
+pub fn save(args: &OutputArgs, reports: &[&Report]) -> Result<Vec<i64>> {
+    if args.no_save || reports.is_empty() {
+        return Ok(Vec::new());
+    }
+    let path = db_path(args)?;
+    let store = Store::open(&path)?;
+    reports.iter().map(|r| store.save(r, args.tag.as_deref()).map_err(Into::into)).collect()
+}

@@ -1,0 +1,216 @@
+//! Raw flag values → validated specs and options. Every rule about what a flag means lives
+//! here, next to its tests, so the engine only ever sees values that make sense.
+
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
+use wirespeed_engine::server::ServerConfig;
+use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
+use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
+
+use crate::flags::{BandwidthArgs, ServerArgs};
+
+/// Default port of the wirespeed server (the same as iperf3's).
+pub const DEFAULT_PORT: u16 = 5201;
+
+fn duration(flag: &str, text: &str) -> Result<Duration> {
+    parse_duration(text).with_context(|| format!("{flag} {text}"))
+}
+
+fn size(flag: &str, text: &str) -> Result<u64> {
+    parse_bytes(text).with_context(|| format!("{flag} {text}"))
+}
+
+/// Splits `HOST`, `HOST:PORT`, `[V6]`, `[V6]:PORT` or a bare IPv6 address.
+pub fn split_target(target: &str) -> Result<(String, Option<u16>)> {
+    if let Some(rest) = target.strip_prefix('[') {
+        let (host, after) =
+            rest.split_once(']').with_context(|| format!("'{target}': missing ']'"))?;
+        let port = match after.strip_prefix(':') {
+            Some(p) => Some(p.parse().with_context(|| format!("'{target}': bad port"))?),
+            None if after.is_empty() => None,
+            None => bail!("'{target}': unexpected text after ']'"),
+        };
+        return Ok((host.to_string(), port));
+    }
+    match target.matches(':').count() {
+        0 => Ok((target.to_string(), None)),
+        1 => {
+            let (host, port) = target.split_once(':').unwrap_or((target, ""));
+            Ok((
+                host.to_string(),
+                Some(port.parse().with_context(|| format!("'{target}': bad port '{port}'"))?),
+            ))
+        }
+        _ => Ok((target.to_string(), None)), // a bare IPv6 address
+    }
+    .and_then(|(h, p): (String, Option<u16>)| {
+        if h.is_empty() {
+            bail!("'{target}': empty host name");
+        }
+        Ok((h, p))
+    })
+}
+
+/// A DSCP value from a number (0-63) or a name.
+pub fn parse_dscp(text: &str) -> Result<u8> {
+    let lower = text.to_ascii_lowercase();
+    let value = match lower.as_str() {
+        "ef" => 46,
+        "va" => 44,
+        "le" => 1,
+        n if n.starts_with("cs") && n.len() == 3 => {
+            let class = n[2..]
+                .parse::<u8>()
+                .ok()
+                .filter(|c| *c <= 7)
+                .with_context(|| format!("unknown DSCP '{text}'"))?;
+            class << 3
+        }
+        n if n.starts_with("af") && n.len() == 4 => {
+            let class = n[2..3].parse::<u8>().ok().filter(|c| (1..=4).contains(c));
+            let drop = n[3..4].parse::<u8>().ok().filter(|d| (1..=3).contains(d));
+            match (class, drop) {
+                (Some(c), Some(d)) => (c << 3) | (d << 1),
+                _ => bail!("unknown DSCP '{text}'"),
+            }
+        }
+        n => n.parse::<u8>().ok().filter(|v| *v <= 63).with_context(|| {
+            format!("DSCP must be 0-63 or a name like ef or af41, got '{text}'")
+        })?,
+    };
+    Ok(value)
+}
+
+/// `wirespeed bandwidth` flags → client options.
+pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
+    let (host, target_port) = split_target(&args.target)?;
+    let port = args.port.or(target_port).unwrap_or(DEFAULT_PORT);
+    let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
+    let mut spec = BandwidthSpec::new(args.target.clone(), protocol);
+    spec.parallel = args.parallel;
+    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.bytes = args.bytes.as_deref().map(|b| size("--bytes", b)).transpose()?;
+    spec.direction = match (args.reverse, args.bidir) {
+        (true, _) => Direction::Download,
+        (_, true) => Direction::Bidir,
+        _ => Direction::Upload,
+    };
+    spec.bitrate_bps = match &args.bitrate {
+        Some(b) => parse_bitrate(b).with_context(|| format!("--bitrate {b}"))?,
+        None if protocol == Protocol::Udp => DEFAULT_UDP_BITRATE,
+        None => 0,
+    };
+    if let Some(l) = &args.length {
+        spec.length = u32::try_from(size("--length", l)?).context("--length is too large")?;
+    }
+    spec.omit_ns = duration("--omit", &args.omit)?.as_nanos() as u64;
+    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.window = args
+        .window
+        .as_deref()
+        .map(|w| size("--window", w).map(|v| v.min(u64::from(u32::MAX)) as u32))
+        .transpose()?;
+    spec.congestion = args.congestion.clone();
+    spec.mss = args.mss;
+    spec.no_delay = args.no_delay;
+    spec.dscp = args.dscp.as_deref().map(parse_dscp).transpose()?;
+    spec.zerocopy = args.zerocopy;
+    spec.validate()?;
+    Ok(ClientOptions {
+        spec,
+        host,
+        port,
+        family: if args.ipv4 {
+            Some(Family::V4)
+        } else if args.ipv6 {
+            Some(Family::V6)
+        } else {
+            None
+        },
+        bind: args.bind,
+        token: args.token.clone(),
+        connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
+        version: version.to_string(),
+    })
+}
+
+/// `wirespeed server` flags → server configuration.
+pub fn server(args: &ServerArgs, version: &str) -> Result<ServerConfig> {
+    if args.max_tests == 0 {
+        bail!("--max-tests must be at least 1");
+    }
+    Ok(ServerConfig {
+        max_tests: args.max_tests,
+        max_duration: duration("--max-duration", &args.max_duration)?,
+        max_bitrate_bps: parse_bitrate(&args.max_bitrate)
+            .with_context(|| format!("--max-bitrate {}", args.max_bitrate))?,
+        token: args.token.clone(),
+        allow: args.allow.clone(),
+        idle_timeout: duration("--idle-timeout", &args.idle_timeout)?
+            .max(Duration::from_millis(100)),
+        version: version.to_string(),
+    })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::flags::{Cli, Command};
+    use clap::Parser;
+
+    fn bw(args: &[&str]) -> Result<ClientOptions> {
+        let mut all = vec!["wirespeed", "bw"];
+        all.extend_from_slice(args);
+        let Command::Bandwidth(b) = Cli::try_parse_from(all).unwrap().command else {
+            unreachable!()
+        };
+        bandwidth(&b, "t")
+    }
+
+    #[test]
+    fn targets() {
+        assert_eq!(split_target("host").unwrap(), ("host".into(), None));
+        assert_eq!(split_target("host:99").unwrap(), ("host".into(), Some(99)));
+        assert_eq!(split_target("[::1]:99").unwrap(), ("::1".into(), Some(99)));
+        assert_eq!(split_target("[::1]").unwrap(), ("::1".into(), None));
+        assert_eq!(split_target("::1").unwrap(), ("::1".into(), None));
+        assert!(split_target("host:notaport").is_err());
+        assert!(split_target("[::1").is_err());
+        assert!(split_target(":80").is_err());
+    }
+
+    #[test]
+    fn dscp_names() {
+        assert_eq!(parse_dscp("ef").unwrap(), 46);
+        assert_eq!(parse_dscp("AF41").unwrap(), 34);
+        assert_eq!(parse_dscp("cs1").unwrap(), 8);
+        assert_eq!(parse_dscp("10").unwrap(), 10);
+        assert!(parse_dscp("64").is_err());
+        assert!(parse_dscp("af51").is_err());
+    }
+
+    #[test]
+    fn defaults_and_overrides() {
+        let o = bw(&["127.0.0.1"]).unwrap();
+        assert_eq!((o.port, o.spec.bitrate_bps, o.spec.length), (5201, 0, 131_072));
+        let o = bw(&["127.0.0.1:7000", "-u"]).unwrap();
+        assert_eq!((o.port, o.spec.bitrate_bps, o.spec.length), (7000, 1_000_000, 1400));
+        let o = bw(&["127.0.0.1:7000", "-p", "7001", "-n", "1M", "--bidir", "-b", "0"]).unwrap();
+        assert_eq!(
+            (o.port, o.spec.bytes, o.spec.direction, o.spec.bitrate_bps),
+            (7001, Some(1 << 20), Direction::Bidir, 0)
+        );
+    }
+
+    #[test]
+    fn bad_values_name_their_flag() {
+        let err = bw(&["h", "-t", "ten"]).unwrap_err();
+        assert!(format!("{err:#}").contains("--time"), "{err:#}");
+        let err = bw(&["h", "-u", "-l", "8"]).unwrap_err();
+        assert!(format!("{err:#}").contains("UDP length"), "{err:#}");
+        assert!(bw(&["h", "-P", "0"]).is_err());
+        assert!(bw(&["h", "-b", "fast"]).is_err());
+    }
+}
