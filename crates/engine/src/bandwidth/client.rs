@@ -261,7 +261,7 @@ async fn drive(
     let begin = tokio::time::Instant::now();
     let interval = Duration::from_nanos(spec.interval_ns);
     let mut ticks = tokio::time::interval_at(begin + interval, interval);
-    let mut at_omit = if spec.omit_ns == 0 { Some(side.snapshot()) } else { None };
+    let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
     let omit_at = tokio::time::sleep_until(begin + Duration::from_nanos(spec.omit_ns));
     tokio::pin!(omit_at);
     let timed = spec.bytes.is_none();
@@ -270,6 +270,10 @@ async fn drive(
     );
     tokio::pin!(deadline);
     let mut remote_sent_download = 0u64;
+    // When the warm-up ends on an interval boundary, the tick's snapshot is the warm-up's end,
+    // so the summary equals the sum of the measured intervals exactly.
+    let omit_on_tick = spec.omit_ns % spec.interval_ns == 0;
+    let mut tick_count = 0u64;
     let mut interrupted = false;
     let emit = |ivs: Vec<_>| {
         for iv in ivs {
@@ -295,11 +299,16 @@ async fn drive(
             _ = cancel.cancelled() => { interrupted = true; break; }
             _ = ticks.tick() => {
                 let now = side.shared.now_ns();
+                tick_count += 1;
                 if !timed || now + 1_000_000 < spec.total_ns() {
-                    emit(collector.local_tick(now, &side.snapshot()));
+                    let snap = side.snapshot();
+                    if omit_on_tick && at_omit.is_none() && tick_count * spec.interval_ns == spec.omit_ns {
+                        at_omit = Some(snap.clone());
+                    }
+                    emit(collector.local_tick(now, &snap));
                 }
             }
-            _ = &mut omit_at, if at_omit.is_none() => at_omit = Some(side.snapshot()),
+            _ = &mut omit_at, if at_omit.is_none() && !omit_on_tick => at_omit = Some(side.snapshot()),
             msg = recv_server(ctl, state, None) => match msg? {
                 ServerMessage::Tick { index, streams } => {
                     remote_sent_download = streams.iter().filter(|s| s.flow == Flow::Download).map(|s| s.totals.bytes).sum();

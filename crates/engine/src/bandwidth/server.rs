@@ -291,7 +291,9 @@ async fn run_test(
     let omit = Duration::from_nanos(spec.omit_ns);
     let omit_at = tokio::time::sleep_until(begin + omit);
     tokio::pin!(omit_at);
-    let mut at_omit = if spec.omit_ns == 0 { Some(side.snapshot()) } else { None };
+    let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
+    // As on the client: a warm-up ending on a tick uses that tick's snapshot.
+    let omit_on_tick = spec.omit_ns % spec.interval_ns == 0;
     let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
         (None, _) => Duration::from_nanos(spec.total_ns()) + STOP_GRACE,
         (Some(_), false) => ctx.config.max_duration,
@@ -312,6 +314,9 @@ async fn run_test(
             }
             _ = ticks.tick() => {
                 let streams = side.snapshot();
+                if omit_on_tick && at_omit.is_none() && u64::from(index + 1) * spec.interval_ns == spec.omit_ns {
+                    at_omit = Some(streams.clone());
+                }
                 if cap > 0 {
                     // Enforce the cap on what clients send us; our own sends are paced to it.
                     let up: u64 = streams.iter().filter(|s| s.flow == Flow::Upload).map(|s| s.totals.bytes).sum();
@@ -325,7 +330,7 @@ async fn run_test(
                 ctl.send(&ServerMessage::Tick { index, streams }).await?;
                 index += 1;
             }
-            _ = &mut omit_at, if at_omit.is_none() => at_omit = Some(side.snapshot()),
+            _ = &mut omit_at, if at_omit.is_none() && !omit_on_tick => at_omit = Some(side.snapshot()),
             Some(done) = side.next_done() => {
                 if let Some(err) = done.error {
                     return Err(abort(err));

@@ -1,0 +1,166 @@
+//! Bandwidth tests against a real in-process server on loopback: every option, both address
+//! families, and the accounting rules that must hold (bytes sent = bytes received for TCP,
+//! UDP datagrams sent = received + lost, data flowing the way the direction says).
+
+mod common;
+
+use common::{run, spec, TestServer};
+use wirespeed_model::spec::{Direction, End, Flow, Protocol};
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn tcp_upload_bytes_sent_equal_bytes_received_on_ipv4_and_ipv6() {
+    for bind in ["127.0.0.1:0", "[::1]:0"] {
+        let server = TestServer::start(bind, Default::default()).await;
+        let r = run(server.opts(spec(Protocol::Tcp, 0.6))).await.unwrap();
+        let t = &r.summary.primary.total;
+        assert!(t.sent_bytes > 0, "{bind}: nothing sent");
+        assert_eq!(t.sent_bytes, t.received_bytes, "{bind}");
+        assert_eq!(r.summary.primary.sender, End::Client);
+        assert!(t.retransmits.is_some() && t.rtt_ns.is_some(), "{bind}: TCP_INFO figures missing");
+        let interval_sum: u64 = r.intervals.iter().map(|i| i.flows[0].total.received_bytes).sum();
+        assert_eq!(interval_sum, t.received_bytes, "{bind}: intervals must add up to the total");
+        assert!(r.summary.server_cpu.is_some());
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn reverse_and_bidir_move_data_the_right_way() {
+    let server = TestServer::loopback().await;
+    let mut s = spec(Protocol::Tcp, 0.5);
+    s.direction = Direction::Download;
+    let r = run(server.opts(s.clone())).await.unwrap();
+    assert_eq!(r.summary.primary.flow, Flow::Download);
+    assert_eq!(r.summary.primary.sender, End::Server);
+    assert!(r.summary.reverse.is_none());
+    let t = &r.summary.primary.total;
+    assert!(t.received_bytes > 0);
+    assert_eq!(t.sent_bytes, t.received_bytes);
+
+    s.direction = Direction::Bidir;
+    s.parallel = 2;
+    let r = run(server.opts(s)).await.unwrap();
+    let flows: Vec<_> = r.summary.flows().map(|f| (f.flow, f.sender)).collect();
+    assert_eq!(flows, vec![(Flow::Upload, End::Client), (Flow::Download, End::Server)]);
+    for f in r.summary.flows() {
+        assert_eq!(f.streams.len(), 2);
+        assert!(f.streams.iter().all(|s| s.figures.received_bytes > 0), "every stream moves data");
+        assert_eq!(f.total.sent_bytes, f.total.received_bytes);
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn byte_count_stops_at_exactly_n_bytes_each_way() {
+    let server = TestServer::loopback().await;
+    for direction in [Direction::Upload, Direction::Download, Direction::Bidir] {
+        let mut s = spec(Protocol::Tcp, 0.0);
+        s.bytes = Some(3 * 1024 * 1024 + 17);
+        s.parallel = 3;
+        s.direction = direction;
+        let r = run(server.opts(s)).await.unwrap();
+        for f in r.summary.flows() {
+            assert_eq!(f.total.sent_bytes, 3 * 1024 * 1024 + 17, "{direction:?}");
+            assert_eq!(f.total.received_bytes, 3 * 1024 * 1024 + 17, "{direction:?}");
+        }
+    }
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_paced_rate_and_packet_accounting() {
+    let server = TestServer::loopback().await;
+    let mut s = spec(Protocol::Udp, 1.0);
+    s.bitrate_bps = 50_000_000;
+    s.length = 1200;
+    let r = run(server.opts(s)).await.unwrap();
+    let t = &r.summary.primary.total;
+    let sent = t.sent_packets.unwrap();
+    assert_eq!(t.sent_bytes, sent * 1200);
+    assert_eq!(sent, t.received_packets.unwrap() + t.lost_packets.unwrap());
+    // Pacing: the schedule allows exactly rate × time; allow for start-up and a busy machine.
+    let ratio = t.sent_bps / 50e6;
+    assert!((0.9..=1.02).contains(&ratio), "paced at {:.3} of the target", ratio);
+    assert!(t.jitter_ns.is_some() && t.loss_ratio.is_some());
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_reverse_and_bidir_and_bytes() {
+    let server = TestServer::loopback().await;
+    let mut s = spec(Protocol::Udp, 0.5);
+    s.bitrate_bps = 20_000_000;
+    s.direction = Direction::Bidir;
+    let r = run(server.opts(s.clone())).await.unwrap();
+    for f in r.summary.flows() {
+        assert!(f.total.received_packets.unwrap() > 0, "{:?} received nothing", f.flow);
+        assert_eq!(f.total.sent_packets.unwrap(), f.total.received_packets.unwrap() + f.total.lost_packets.unwrap());
+    }
+    s.direction = Direction::Download;
+    s.bytes = Some(1400 * 1000);
+    let r = run(server.opts(s)).await.unwrap();
+    assert_eq!(r.summary.primary.total.sent_packets, Some(1000));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn socket_options_omit_and_interval_are_honoured() {
+    let server = TestServer::loopback().await;
+    let mut s = spec(Protocol::Tcp, 1.0);
+    s.omit_ns = 500_000_000;
+    s.interval_ns = 500_000_000;
+    s.window = Some(1 << 20);
+    s.congestion = Some("reno".into());
+    s.mss = Some(1400);
+    s.no_delay = true;
+    s.dscp = Some(46);
+    s.zerocopy = true;
+    s.length = 64 * 1024;
+    s.bitrate_bps = 200_000_000;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let report = wirespeed_engine::bandwidth::client::run(server.opts(s), tx, Default::default()).await.unwrap();
+    assert!(report.meta.notes.is_empty(), "options rejected: {:?}", report.meta.notes);
+    let wirespeed_model::ReportBody::Bandwidth(r) = report.body;
+    // 0.5 s warm-up + 1 s: three half-second intervals, the first omitted.
+    assert_eq!(r.intervals.len(), 3);
+    assert!(r.intervals[0].omitted && !r.intervals[1].omitted && !r.intervals[2].omitted);
+    let t = &r.summary.primary.total;
+    // Each end's warm-up ends at its own moment, so only whole-run totals match exactly.
+    let all_sent: u64 = r.intervals.iter().map(|i| i.flows[0].total.sent_bytes).sum();
+    let all_received: u64 = r.intervals.iter().map(|i| i.flows[0].total.received_bytes).sum();
+    assert_eq!(all_sent, all_received);
+    let measured: u64 = r.intervals[1..].iter().map(|i| i.flows[0].total.sent_bytes).sum();
+    assert_eq!(measured, t.sent_bytes, "the summary leaves the warm-up out");
+    let ratio = t.sent_bps / 200e6;
+    assert!((0.8..=1.1).contains(&ratio), "paced TCP at {ratio:.3} of the target");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_clients_at_once_each_get_their_own_test() {
+    let server = TestServer::loopback().await;
+    let runs = (0..3).map(|i| {
+        let mut s = spec(if i == 1 { Protocol::Udp } else { Protocol::Tcp }, 0.6);
+        if i == 1 {
+            s.bitrate_bps = 10_000_000;
+        }
+        run(server.opts(s))
+    });
+    for r in futures_join(runs).await {
+        let r = r.unwrap();
+        assert!(r.summary.primary.total.received_bytes > 0);
+    }
+    server.shutdown().await;
+}
+
+async fn futures_join<F: std::future::Future + Send + 'static>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
+where
+    F::Output: Send,
+{
+    let handles: Vec<_> = fs.map(tokio::spawn).collect();
+    let mut out = Vec::new();
+    for h in handles {
+        out.push(h.await.unwrap());
+    }
+    out
+}

@@ -1,0 +1,69 @@
+//! Shared helpers: a real wirespeed server in-process on a loopback port, and client options.
+#![allow(dead_code)]
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use tokio::task::JoinHandle;
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::server::{self, Listeners, ServerConfig};
+use wirespeed_engine::ClientError;
+use wirespeed_model::report::BandwidthReport;
+use wirespeed_model::spec::{BandwidthSpec, Protocol};
+use wirespeed_model::ReportBody;
+
+/// A running in-process server.
+pub struct TestServer {
+    pub addr: SocketAddr,
+    pub stop: CancellationToken,
+    pub task: JoinHandle<std::io::Result<()>>,
+}
+
+impl TestServer {
+    pub async fn start(bind: &str, config: ServerConfig) -> Self {
+        let listeners = Listeners::bind(&[bind.parse().unwrap()]).unwrap();
+        let addr = listeners.local_addrs()[0];
+        let stop = CancellationToken::new();
+        let task = tokio::spawn(server::run(listeners, config, stop.clone()));
+        Self { addr, stop, task }
+    }
+
+    pub async fn loopback() -> Self {
+        Self::start("127.0.0.1:0", ServerConfig::default()).await
+    }
+
+    pub async fn shutdown(self) {
+        self.stop.cancel();
+        tokio::time::timeout(Duration::from_secs(20), self.task).await.expect("server stops").unwrap().unwrap();
+    }
+
+    /// Client options for `spec` against this server.
+    pub fn opts(&self, spec: BandwidthSpec) -> ClientOptions {
+        ClientOptions {
+            spec,
+            host: self.addr.ip().to_string(),
+            port: self.addr.port(),
+            family: None,
+            bind: None,
+            token: None,
+            connect_timeout: Duration::from_secs(5),
+            version: "test".into(),
+        }
+    }
+}
+
+/// A short spec: `secs` seconds (fractions allowed), 0.25 s intervals.
+pub fn spec(protocol: Protocol, secs: f64) -> BandwidthSpec {
+    let mut s = BandwidthSpec::new("test", protocol);
+    s.duration_ns = (secs * 1e9) as u64;
+    s.interval_ns = 250_000_000;
+    s
+}
+
+pub async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let report = client::run(opts, tx, CancellationToken::new()).await?;
+    let ReportBody::Bandwidth(b) = report.body;
+    Ok(b)
+}
