@@ -327,6 +327,7 @@ impl RecvBatch {
             return Err(io::Error::last_os_error());
         }
         let filled = r as usize;
+        #[allow(clippy::needless_range_loop)] // msgs and self.got are indexed together
         for i in 0..filled {
             let len = msgs[i].msg_len as usize;
             let mut got = Received { len, segment: len, stamp_ns: None };

@@ -94,7 +94,10 @@ async fn udp_reverse_and_bidir_and_bytes() {
     let r = run(server.opts(s.clone())).await.unwrap();
     for f in r.summary.flows() {
         assert!(f.total.received_packets.unwrap() > 0, "{:?} received nothing", f.flow);
-        assert_eq!(f.total.sent_packets.unwrap(), f.total.received_packets.unwrap() + f.total.lost_packets.unwrap());
+        assert_eq!(
+            f.total.sent_packets.unwrap(),
+            f.total.received_packets.unwrap() + f.total.lost_packets.unwrap()
+        );
     }
     s.direction = Direction::Download;
     s.bytes = Some(1400 * 1000);
@@ -118,7 +121,9 @@ async fn socket_options_omit_and_interval_are_honoured() {
     s.length = 64 * 1024;
     s.bitrate_bps = 200_000_000;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let report = wirespeed_engine::bandwidth::client::run(server.opts(s), tx, Default::default()).await.unwrap();
+    let report = wirespeed_engine::bandwidth::client::run(server.opts(s), tx, Default::default())
+        .await
+        .unwrap();
     assert!(report.meta.notes.is_empty(), "options rejected: {:?}", report.meta.notes);
     let wirespeed_model::ReportBody::Bandwidth(r) = report.body;
     // 0.5 s warm-up + 1 s: three half-second intervals, the first omitted.
@@ -153,7 +158,9 @@ async fn many_clients_at_once_each_get_their_own_test() {
     server.shutdown().await;
 }
 
-async fn futures_join<F: std::future::Future + Send + 'static>(fs: impl Iterator<Item = F>) -> Vec<F::Output>
+async fn futures_join<F: std::future::Future + Send + 'static>(
+    fs: impl Iterator<Item = F>,
+) -> Vec<F::Output>
 where
     F::Output: Send,
 {

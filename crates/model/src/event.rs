@@ -9,6 +9,7 @@ use crate::spec::TestSpec;
 /// One thing that happened during a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // events are few (one per interval); boxing buys nothing
 pub enum Event {
     /// The server accepted the test and data is about to flow.
     Start {

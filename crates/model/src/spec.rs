@@ -260,7 +260,8 @@ mod tests {
     #[test]
     fn validation_rejects_each_bad_field() {
         let base = BandwidthSpec::new("h", Protocol::Udp);
-        let cases: Vec<Box<dyn Fn(&mut BandwidthSpec)>> = vec![
+        type Mutation = Box<dyn Fn(&mut BandwidthSpec)>;
+        let cases: Vec<Mutation> = vec![
             Box::new(|s| s.parallel = 0),
             Box::new(|s| s.parallel = 129),
             Box::new(|s| s.length = 8),

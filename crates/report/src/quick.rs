@@ -18,7 +18,7 @@ pub struct QuickRow {
 
 /// Renders the quick table.
 pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
-    writeln!(out, "{:<22}{:>14}{:>14}  {}", "test", "sent", "received", "details")?;
+    writeln!(out, "{:<22}{:>14}{:>14}  details", "test", "sent", "received")?;
     for row in rows {
         match &row.outcome {
             Err(why) => writeln!(out, "{:<22}{:>14}{:>14}  FAILED: {why}", row.name, "-", "-")?,

@@ -24,7 +24,7 @@ pub enum Command {
     Server(ServerArgs),
     /// Measure TCP or UDP throughput to a wirespeed server (like iperf3).
     #[command(visible_alias = "bw")]
-    Bandwidth(BandwidthArgs),
+    Bandwidth(Box<BandwidthArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }

@@ -247,15 +247,12 @@ async fn collect_streams(
     let mut seen = HashSet::new();
     let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
     while seen.len() < want.len() {
-        let a = match tokio::time::timeout_at(deadline, rx.recv()).await {
-            Ok(Some(a)) => a,
-            _ => {
-                return Err(format!(
-                    "only {} of {} data streams connected within {ATTACH_TIMEOUT:?}",
-                    seen.len(),
-                    want.len()
-                ))
-            }
+        let Ok(Some(a)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+            return Err(format!(
+                "only {} of {} data streams connected within {ATTACH_TIMEOUT:?}",
+                seen.len(),
+                want.len()
+            ));
         };
         let key = (a.flow, a.id);
         if !want.contains(&key) || !seen.insert(key) {

@@ -220,7 +220,10 @@ impl Side {
     /// All-zero totals for every stream end: the state before any data moved, which is the
     /// warm-up's end when there is no warm-up (a snapshot would already count some bytes).
     pub fn zeros(&self) -> Vec<StreamTotals> {
-        self.ends.iter().map(|e| StreamTotals { flow: e.flow, id: e.id, totals: Default::default() }).collect()
+        self.ends
+            .iter()
+            .map(|e| StreamTotals { flow: e.flow, id: e.id, totals: Default::default() })
+            .collect()
     }
 
     /// Tells senders to stop; each then half-closes its TCP stream so the receiver sees EOF.

@@ -35,7 +35,11 @@ impl TestServer {
 
     pub async fn shutdown(self) {
         self.stop.cancel();
-        tokio::time::timeout(Duration::from_secs(20), self.task).await.expect("server stops").unwrap().unwrap();
+        tokio::time::timeout(Duration::from_secs(20), self.task)
+            .await
+            .expect("server stops")
+            .unwrap()
+            .unwrap();
     }
 
     /// Client options for `spec` against this server.

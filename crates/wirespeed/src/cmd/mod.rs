@@ -19,7 +19,7 @@ pub fn run(command: Command) -> Result<u8> {
     runtime.block_on(async move {
         match command {
             Command::Server(args) => server::run(args).await,
-            Command::Bandwidth(args) => bandwidth::run(args).await,
+            Command::Bandwidth(args) => bandwidth::run(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
     })

@@ -1,0 +1,28 @@
+#!/usr/bin/env bash
+# Runs every check wirespeed has: installs what the tests need on a fresh Debian machine
+# (only what is missing), then formatting, lints and the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+
+need_apt=()
+command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+fi
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+echo "== cargo fmt --check"
+cargo fmt --all -- --check
+echo "== cargo clippy"
+cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== tests"
+if command -v cargo-nextest >/dev/null 2>&1; then
+  cargo nextest run --workspace --locked --no-fail-fast
+else
+  cargo test --workspace --locked --no-fail-fast
+fi
