@@ -234,7 +234,8 @@ impl ClientState {
     pub fn on_server(&mut self, msg: &ServerMessage) -> Result<(), OrderError> {
         use ServerMessage as M;
         let next = match (*self, msg) {
-            (_, M::Abort { .. }) | (Self::AwaitAccept, M::Refused { .. }) => Self::Done,
+            (_, M::Abort { .. })
+            | (Self::AwaitChallenge | Self::AwaitAccept, M::Refused { .. }) => Self::Done,
             (Self::AwaitChallenge, M::Challenge { .. }) => Self::AwaitAccept,
             (Self::AwaitAccept, M::Accepted { .. }) => Self::AwaitBegin,
             (Self::AwaitBegin, M::Begin) => Self::Running,

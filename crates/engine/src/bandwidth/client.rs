@@ -318,7 +318,7 @@ async fn drive(
             },
             Some(done) = side.next_done() => {
                 if let Some(err) = done.error {
-                    return Err(ClientError::Stream(err));
+                    return Err(explain_stream_failure(ctl, state, err).await);
                 }
             }
         }
@@ -371,6 +371,22 @@ async fn drive(
     let (intervals, summary) = collector.finish(&local, &results);
     emit(intervals[live.min(intervals.len())..].to_vec());
     Ok((intervals, summary, interrupted))
+}
+
+/// A data stream failed: if the server said why (it aborted the test, or closed the control
+/// connection), that is the better message; otherwise the stream's own error.
+async fn explain_stream_failure(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    err: String,
+) -> ClientError {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), recv_server(ctl, state, None)).await {
+            Ok(Ok(ServerMessage::Tick { .. })) => continue,
+            Ok(Err(e @ (ClientError::Aborted(_) | ClientError::ServerGone(_)))) => return e,
+            _ => return ClientError::Stream(err),
+        }
+    }
 }
 
 /// Opens every data stream of the session (blocking); returns the sockets and any notes about

@@ -143,7 +143,7 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         Ok(notes) => notes,
         Err(why) => return Err(refuse(ctl, RefuseCode::Limit, why).await),
     };
-    let Ok(_permit) = ctx.tests.clone().try_acquire_owned() else {
+    let Ok(permit) = ctx.tests.clone().try_acquire_owned() else {
         return Err(refuse(
             ctl,
             RefuseCode::Busy,
@@ -172,7 +172,7 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
     };
     drop(_registration);
-    run_test(ctl, &mut state, ctx, spec, sockets, peer).await
+    run_test(ctl, &mut state, ctx, spec, sockets, peer, permit).await
 }
 
 /// Applies the server's limits to a client's spec: refuses what cannot be capped, caps the
@@ -278,6 +278,7 @@ async fn run_test(
     spec: BandwidthSpec,
     sockets: Vec<Attached>,
     peer: SocketAddr,
+    permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<(), Ended> {
     let mut side = Side::start(End::Server, &spec, sockets)
         .map_err(|e| abort(format!("could not start streams: {e}")))?;
@@ -358,6 +359,10 @@ async fn run_test(
     let (cpu_user_ns, cpu_system_ns) = side.cpu_ns();
     let moved: u64 = at_end.iter().map(|s| s.totals.bytes).sum();
     let results = ServerResults { at_omit, at_end, active_ns, cpu_user_ns, cpu_system_ns, wall_ns };
+    // Release the streams and the test slot before answering, so a client that starts its
+    // next test as soon as it has these results finds the slot free.
+    drop(side);
+    drop(permit);
     ctl.send(&ServerMessage::Results(Box::new(results))).await?;
     tracing::info!(%peer, bytes = moved, seconds = wall_ns as f64 / 1e9, "test finished");
     Ok(())

@@ -1,0 +1,167 @@
+//! Bad input and hostile or broken peers: each gets a precise error, and the server keeps
+//! serving everyone else.
+
+mod common;
+
+use std::time::Duration;
+
+use common::{run, spec, TestServer};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use wirespeed_engine::server::ServerConfig;
+use wirespeed_engine::ClientError;
+use wirespeed_model::spec::Protocol;
+use wirespeed_proto::codec::{ConnKind, Preamble, MAX_FRAME_LEN};
+use wirespeed_proto::control::RefuseCode;
+
+async fn still_serves(server: &TestServer) {
+    let r = run(server.opts(spec(Protocol::Tcp, 0.3))).await.expect("server still serves");
+    assert!(r.summary.primary.total.received_bytes > 0);
+}
+
+/// Reads until the server closes; returns what it sent. Fails if it never closes.
+async fn read_until_closed(mut s: TcpStream) -> Vec<u8> {
+    let mut out = Vec::new();
+    tokio::time::timeout(Duration::from_secs(15), s.read_to_end(&mut out))
+        .await
+        .expect("server closes")
+        .ok();
+    out
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn malformed_oversized_and_silent_control_connections() {
+    let config = ServerConfig { idle_timeout: Duration::from_millis(300), ..Default::default() };
+    let server = TestServer::start("127.0.0.1:0", config).await;
+
+    // Not our protocol at all (an HTTP request).
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(b"GET / HTTP/1.1\r\n\r\n").await.unwrap();
+    assert!(read_until_closed(s).await.is_empty());
+
+    // A length prefix beyond the cap: refused before anything is allocated.
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    s.write_all(&(MAX_FRAME_LEN + 1).to_be_bytes()).await.unwrap();
+    let answer = String::from_utf8_lossy(&read_until_closed(s).await).into_owned();
+    assert!(answer.contains("exceeds"), "got {answer:?}");
+
+    // Valid JSON of the wrong shape.
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    let body = br#"{"type":"hello","version":7}"#;
+    s.write_all(&(body.len() as u32).to_be_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let answer = String::from_utf8_lossy(&read_until_closed(s).await).into_owned();
+    assert!(answer.contains("malformed"), "got {answer:?}");
+
+    // Messages out of order.
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    let body = br#"{"type":"stop"}"#;
+    s.write_all(&(body.len() as u32).to_be_bytes()).await.unwrap();
+    s.write_all(body).await.unwrap();
+    let answer = String::from_utf8_lossy(&read_until_closed(s).await).into_owned();
+    assert!(answer.contains("unexpected stop"), "got {answer:?}");
+
+    // A truncated frame, then silence: dropped after the idle timeout.
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    s.write_all(&[0, 0, 0, 50, b'{']).await.unwrap();
+    read_until_closed(s).await;
+
+    // Connects and says nothing at all.
+    let s = TcpStream::connect(server.addr).await.unwrap();
+    assert!(read_until_closed(s).await.is_empty());
+
+    // A data connection naming a session that does not exist.
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Data)).await.unwrap();
+    s.write_all(&[0u8; 16]).await.unwrap();
+    s.write_all(&[b'U', 0, 1]).await.unwrap();
+    assert!(read_until_closed(s).await.is_empty());
+
+    still_serves(&server).await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn token_is_required_checked_and_never_sent() {
+    let config = ServerConfig { token: Some("s3cret".into()), ..Default::default() };
+    let server = TestServer::start("127.0.0.1:0", config).await;
+    let missing = run(server.opts(spec(Protocol::Tcp, 0.3))).await.unwrap_err();
+    assert!(matches!(missing, ClientError::TokenRequired), "{missing}");
+    let mut wrong = server.opts(spec(Protocol::Tcp, 0.3));
+    wrong.token = Some("guess".into());
+    let err = run(wrong).await.unwrap_err();
+    assert!(matches!(err, ClientError::Refused { code: RefuseCode::Auth, .. }), "{err}");
+    let mut right = server.opts(spec(Protocol::Tcp, 0.3));
+    right.token = Some("s3cret".into());
+    run(right).await.unwrap();
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn allow_list_and_limits_refuse_with_reasons() {
+    let config =
+        ServerConfig { allow: vec!["192.0.2.0/24".parse().unwrap()], ..Default::default() };
+    let server = TestServer::start("127.0.0.1:0", config).await;
+    let err = run(server.opts(spec(Protocol::Tcp, 0.3))).await.unwrap_err();
+    assert!(matches!(err, ClientError::Refused { code: RefuseCode::NotAllowed, .. }), "{err}");
+    server.shutdown().await;
+
+    let config = ServerConfig {
+        max_duration: Duration::from_secs(1),
+        max_bitrate_bps: 40_000_000,
+        ..Default::default()
+    };
+    let server = TestServer::start("127.0.0.1:0", config).await;
+    let err = run(server.opts(spec(Protocol::Tcp, 5.0))).await.unwrap_err();
+    assert!(matches!(err, ClientError::Refused { code: RefuseCode::Limit, .. }), "{err}");
+    let mut fast = spec(Protocol::Tcp, 0.5);
+    fast.parallel = 2;
+    let r = run(server.opts(fast)).await.unwrap();
+    assert_eq!(r.spec.bitrate_bps, 20_000_000, "each of two streams gets half the cap");
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn more_clients_than_max_tests_are_told_busy() {
+    let config = ServerConfig { max_tests: 1, ..Default::default() };
+    let server = TestServer::start("127.0.0.1:0", config).await;
+    let first = tokio::spawn(run(server.opts(spec(Protocol::Tcp, 1.5))));
+    tokio::time::sleep(Duration::from_millis(400)).await;
+    let err = run(server.opts(spec(Protocol::Tcp, 0.3))).await.unwrap_err();
+    assert!(matches!(err, ClientError::Refused { code: RefuseCode::Busy, .. }), "{err}");
+    first.await.unwrap().unwrap();
+    still_serves(&server).await;
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn refused_port_and_unresolvable_name() {
+    // Bind then drop: nothing listens on this port any more.
+    let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
+    let server = TestServer::loopback().await;
+    let mut opts = server.opts(spec(Protocol::Tcp, 0.3));
+    opts.port = port;
+    assert!(matches!(run(opts.clone()).await.unwrap_err(), ClientError::Connect { .. }));
+    // A 64-character label is invalid, so the resolver fails without sending any query.
+    opts.host = format!("{}.invalid", "x".repeat(64));
+    assert!(matches!(run(opts).await.unwrap_err(), ClientError::Resolve { .. }));
+    server.shutdown().await;
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn server_shutdown_mid_test_tells_the_client() {
+    let server = TestServer::loopback().await;
+    let test = tokio::spawn(run(server.opts(spec(Protocol::Tcp, 10.0))));
+    tokio::time::sleep(Duration::from_millis(500)).await;
+    server.shutdown().await;
+    let err = tokio::time::timeout(Duration::from_secs(10), test)
+        .await
+        .expect("client ends")
+        .unwrap()
+        .unwrap_err();
+    assert!(matches!(err, ClientError::Aborted(ref why) if why.contains("shutting down")), "{err}");
+}
