@@ -1,0 +1,162 @@
+//! The built binary, end to end: a real `wirespeed server` process, clients run as processes,
+//! their exit codes, output formats and saved results.
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+
+struct Server(Child, u16);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+}
+
+/// Starts `wirespeed server` on loopback and waits for its "listening" line.
+fn server(extra: &[&str]) -> Server {
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["server", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("server printed nothing").unwrap();
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    Server(child, port)
+}
+
+fn client(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
+}
+
+#[test]
+fn json_output_has_the_documented_shape_and_exit_0() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let out = client(&["bw", &target, "-t", "0.5", "-i", "0.25", "--format", "json", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "bandwidth");
+    assert!(v["summary"]["received_bps"].as_f64().unwrap() > 0.0);
+    assert!(v["meta"]["start_time"].as_str().unwrap().ends_with('Z'));
+    assert!(!v["intervals"].as_array().unwrap().is_empty());
+}
+
+#[test]
+fn every_format_renders_and_results_are_saved() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let text = client(&["bw", &target, "-u", "-b", "10M", "-t", "0.5", "--db", db, "--tag", "cli"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("Lost/Total") && text.contains("jitter"), "{text}");
+    let csv = client(&["bw", &target, "-R", "-t", "0.5", "--format", "csv", "--db", db]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert!(csv.starts_with("row,index,") && csv.contains("\nsummary,"), "{csv}");
+    let stream =
+        client(&["bw", &target, "--bidir", "-t", "0.5", "--format", "json-stream", "--db", db]);
+    let events: Vec<serde_json::Value> = String::from_utf8(stream.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(events.first().unwrap()["event"], "start");
+    assert_eq!(events.last().unwrap()["event"], "end");
+    let store = wirespeed_store::Store::open(std::path::Path::new(db)).unwrap();
+    let runs = store.list(10).unwrap();
+    assert_eq!(runs.len(), 3);
+    assert_eq!(runs.iter().filter(|r| r.tag.as_deref() == Some("cli")).count(), 1);
+}
+
+#[test]
+fn exit_codes_say_what_went_wrong() {
+    let port = free_port().to_string();
+    let unreachable = client(&["bw", "127.0.0.1", "-p", &port, "-t", "0.5", "--no-save"]);
+    assert_eq!(unreachable.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&unreachable.stderr).contains("cannot connect"));
+
+    let s = server(&["--token", "abc"]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let no_token = client(&["bw", &target, "-t", "0.5", "--no-save"]);
+    assert_eq!(no_token.status.code(), Some(4));
+    assert!(String::from_utf8_lossy(&no_token.stderr).contains("--token"));
+    let wrong = client(&["bw", &target, "-t", "0.5", "--no-save", "--token", "abd"]);
+    assert_eq!(wrong.status.code(), Some(4));
+    let right = client(&["bw", &target, "-t", "0.5", "--no-save", "--token", "abc"]);
+    assert_eq!(right.status.code(), Some(0));
+
+    let usage = client(&["bw", &target, "-P", "0"]);
+    assert_eq!(usage.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&usage.stderr).contains("parallel"));
+    assert_eq!(client(&["bw"]).status.code(), Some(2));
+}
+
+#[test]
+fn server_killed_mid_test_gives_exit_5() {
+    let mut s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let child = Command::new(BIN)
+        .args(["bw", &target, "-t", "10", "--no-save"])
+        .stdout(Stdio::null())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    std::thread::sleep(std::time::Duration::from_millis(700));
+    // SIGTERM: the server shuts down cleanly and tells its client.
+    send_sigterm(s.0.id());
+    let out = child.wait_with_output().unwrap();
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("shutting down"));
+    assert!(s.0.wait().unwrap().success(), "server exits 0 after SIGTERM");
+}
+
+fn send_sigterm(pid: u32) {
+    Command::new("kill").args(["-TERM", &pid.to_string()]).status().unwrap();
+}
+
+#[test]
+fn quick_runs_every_test_kind_in_process() {
+    let out = client(&["quick", "-t", "0.5", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let table = String::from_utf8(out.stdout).unwrap();
+    for row in ["TCP upload", "TCP download", "bidir", "UDP upload"] {
+        assert!(table.contains(row), "missing {row}: {table}");
+    }
+    assert!(!table.contains("FAILED"), "{table}");
+}
+
+#[test]
+fn help_reads_well() {
+    let out = client(&["bw", "--help"]);
+    let help = String::from_utf8(out.stdout).unwrap();
+    for flag in [
+        "--udp",
+        "--parallel",
+        "--reverse",
+        "--bidir",
+        "--bitrate",
+        "--omit",
+        "--congestion",
+        "--dscp",
+        "--token",
+    ] {
+        assert!(help.contains(flag), "--help lacks {flag}");
+    }
+}
