@@ -33,7 +33,7 @@ const UDP_DRAIN_MAX: Duration = Duration::from_secs(1);
 /// How often blocked socket calls wake up to look at the flags.
 const POLL: Duration = Duration::from_millis(100);
 /// Read buffer for TCP receivers: large reads mean fewer system calls per byte.
-const TCP_READ_BUF: usize = 512 * 1024;
+const TCP_READ_BUF: usize = 256 * 1024;
 
 /// State shared between one side's control task and its data threads.
 #[derive(Debug)]

@@ -1,0 +1,65 @@
+#!/usr/bin/env bash
+# wirespeed vs Debian's iperf3 on loopback, side by side in one run, alternating A B A B.
+# Prints each run and the median ratio wirespeed / iperf3 per case, plus the wirespeed
+# server's peak RSS during the 4-stream TCP runs. Loopback only; every run is bounded by -t.
+#   RUNS=3 SECS=5 [ONLY=tcp-1] scripts/bench/bandwidth.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-3}
+SECS=${SECS:-5}
+command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install iperf3" >&2; exit 1; }
+command -v jq >/dev/null || { echo "jq is needed: apt-get install jq" >&2; exit 1; }
+cargo build --release -q
+WS=target/release/wirespeed
+WS_PORT=15201
+IP_PORT=15202
+tmp=$(mktemp -d)
+$WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & ws_pid=$!
+iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & ip_pid=$!
+trap 'kill $ws_pid $ip_pid 2>/dev/null; rm -rf "$tmp"' EXIT
+sleep 0.5
+
+# Each case: name, wirespeed args, iperf3 args, jq path for wirespeed, jq path for iperf3.
+ws_recv='.summary.received_bps'
+ip_tcp_recv='.end.sum_received.bits_per_second'
+ip_udp_recv='.end.sum_received.bits_per_second // .end.sum.bits_per_second'
+cases=(
+  "tcp-1|-t $SECS|-t $SECS|$ws_recv|$ip_tcp_recv"
+  "tcp-4|-P 4 -t $SECS|-P 4 -t $SECS|$ws_recv|$ip_tcp_recv"
+  "udp-1400-unlimited|-u -b 0 -l 1400 -t $SECS|-u -b 0 -l 1400 -t $SECS|$ws_recv|$ip_udp_recv"
+  "udp-1G-rate|-u -b 1G -l 1400 -t $SECS|-u -b 1G -l 1400 -t $SECS|$ws_recv|$ip_udp_recv"
+)
+
+peak_rss_kib() { awk '/VmHWM/ {print $2}' /proc/$ws_pid/status; }
+
+median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
+
+echo "case                   run  wirespeed_bps     iperf3_bps        ratio   extra"
+for c in "${cases[@]}"; do
+  [ -n "${ONLY:-}" ] && [[ "$c" != "$ONLY"* ]] && continue
+  IFS='|' read -r name ws_args ip_args ws_jq ip_jq <<<"$c"
+  : >"$tmp/ratios"
+  for i in $(seq 1 "$RUNS"); do
+    # shellcheck disable=SC2086
+    $WS bw 127.0.0.1 -p $WS_PORT $ws_args --format json --no-save >"$tmp/ws.json"
+    # shellcheck disable=SC2086
+    iperf3 -c 127.0.0.1 -p $IP_PORT $ip_args -J >"$tmp/ip.json"
+    w=$(jq -r "$ws_jq" "$tmp/ws.json")
+    p=$(jq -r "$ip_jq" "$tmp/ip.json")
+    r=$(awk -v w="$w" -v p="$p" 'BEGIN {printf "%.3f", w/p}')
+    extra=""
+    case $name in
+      udp-1G-rate)
+        wl=$(jq -r '.summary.loss_ratio' "$tmp/ws.json")
+        il=$(jq -r '.end.sum.lost_percent / 100' "$tmp/ip.json")
+        ws_sent=$(jq -r '.summary.sent_bps' "$tmp/ws.json")
+        extra="ws_sent/target=$(awk -v s="$ws_sent" 'BEGIN {printf "%.4f", s/1e9}') loss ws=$wl iperf3=$il"
+        ;;
+      tcp-4) extra="ws_server_peak_rss=$(peak_rss_kib) KiB" ;;
+    esac
+    printf "%-22s %3d  %-15.0f %-15.0f %-7s %s\n" "$name" "$i" "$w" "$p" "$r" "$extra"
+    echo "$r" >>"$tmp/ratios"
+  done
+  echo "$name median ratio: $(median <"$tmp/ratios")"
+done
+echo "wirespeed server peak RSS over the whole run: $(peak_rss_kib) KiB"
