@@ -1,28 +1,12 @@
-//! The fuzz target's body (fuzz/fuzz_targets/control.rs) run over seeded random and mutated
+//! The fuzz target's body (`exercise_decoders`) run over seeded random and mutated
 //! inputs, so every CI run exercises the decoders without a nightly toolchain.
 
 use wirespeed_model::spec::{BandwidthSpec, Protocol};
-use wirespeed_proto::codec::{decode_frame, encode_frame, DataHello, Preamble};
-use wirespeed_proto::control::{ClientMessage, ServerMessage, ServerState};
-use wirespeed_proto::datagram::{read_header, ReceiverStats, UdpHello};
+use wirespeed_proto::codec::encode_frame;
+use wirespeed_proto::control::ClientMessage;
 
 fn exercise(data: &[u8]) {
-    let _ = Preamble::decode(data);
-    let _ = DataHello::decode(data);
-    let _ = UdpHello::decode(data);
-    let _ = decode_frame::<ServerMessage>(data);
-    let mut state = ServerState::default();
-    let mut rest = data;
-    while let Ok((msg, used)) = decode_frame::<ClientMessage>(rest) {
-        let _ = state.on_client(&msg);
-        rest = &rest[used..];
-    }
-    let mut stats = ReceiverStats::default();
-    for chunk in data.chunks(16) {
-        if let Some((seq, sent)) = read_header(chunk) {
-            stats.record(seq, chunk.len(), sent, sent.wrapping_add(seq as i64));
-        }
-    }
+    wirespeed_proto::exercise_decoders(data);
 }
 
 /// xorshift64*: a fixed seed makes every run check the same inputs.
