@@ -596,12 +596,7 @@ fn role_name(role: Role) -> &'static str {
 /// Returns notes for options the OS would not take.
 pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
     let fd = sock.as_raw_fd();
-    let mut notes = Vec::new();
-    if let Some(w) = spec.window {
-        if let Err(e) = sys::set_buffers(fd, w) {
-            notes.push(format!("window {w} not applied: {e}"));
-        }
-    }
+    let mut notes = tune_udp(sock, spec, ipv6);
     if let Some(cc) = &spec.congestion {
         if let Err(e) = sys::set_congestion(fd, cc) {
             notes.push(format!("congestion control '{cc}' not applied: {e}"));
@@ -615,11 +610,6 @@ pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> 
     if spec.no_delay {
         let _ = sock.set_tcp_nodelay(true);
     }
-    if let Some(d) = spec.dscp {
-        if let Err(e) = sys::set_dscp(fd, ipv6, d) {
-            notes.push(format!("DSCP {d} not applied: {e}"));
-        }
-    }
     if spec.bitrate_bps > 0 {
         // Let TCP space its packets too, not only our writes.
         let _ = sys::set_max_pacing_rate(fd, spec.bitrate_bps / 8);
@@ -627,7 +617,7 @@ pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> 
     notes
 }
 
-/// Applies the spec's socket options to a UDP data socket.
+/// Applies the options every data socket takes (window, DSCP); all a UDP socket needs.
 pub fn tune_udp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
     let fd = sock.as_raw_fd();
     let mut notes = Vec::new();
