@@ -2,7 +2,10 @@
 # wirespeed vs Debian's iperf3 on loopback, side by side in one run, alternating A B A B.
 # Prints each run and the median ratio wirespeed / iperf3 per case, plus the wirespeed
 # server's peak RSS during the 4-stream TCP runs. Loopback only; every run is bounded by -t.
-#   RUNS=3 SECS=5 [ONLY=tcp-1] scripts/bench/bandwidth.sh
+# Each tool first runs once unmeasured: the first test after a server starts is reliably slow.
+#   RUNS=3 SECS=5 [ONLY=tcp-1] [PIN=1] scripts/bench/bandwidth.sh
+# PIN=1 pins both servers to CPU 1 and both clients to CPU 0 (taskset), so neither tool's
+# sender and receiver fight for one core; unpinned is the default because that is how people run.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-3}
@@ -13,11 +16,15 @@ cargo build --release -q
 WS=target/release/wirespeed
 WS_PORT=15201
 IP_PORT=15202
+SRV=(); CLI=()
+if [ -n "${PIN:-}" ]; then SRV=(taskset -c 1); CLI=(taskset -c 0); fi
 tmp=$(mktemp -d)
-$WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & ws_pid=$!
-iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & ip_pid=$!
+"${SRV[@]}" $WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & ws_pid=$!
+"${SRV[@]}" iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & ip_pid=$!
 trap 'kill $ws_pid $ip_pid 2>/dev/null; rm -rf "$tmp"' EXIT
 sleep 0.5
+"${CLI[@]}" $WS bw 127.0.0.1 -p $WS_PORT -t 1 --no-save >/dev/null
+"${CLI[@]}" iperf3 -c 127.0.0.1 -p $IP_PORT -t 1 >/dev/null
 
 # Each case: name, wirespeed args, iperf3 args, jq path for wirespeed, jq path for iperf3.
 ws_recv='.summary.received_bps'
@@ -25,6 +32,7 @@ ip_tcp_recv='.end.sum_received.bits_per_second'
 ip_udp_recv='.end.sum_received.bits_per_second // .end.sum.bits_per_second'
 cases=(
   "tcp-1|-t $SECS|-t $SECS|$ws_recv|$ip_tcp_recv"
+  "tcp-1-zerocopy|-Z -t $SECS|-Z -t $SECS|$ws_recv|$ip_tcp_recv"
   "tcp-4|-P 4 -t $SECS|-P 4 -t $SECS|$ws_recv|$ip_tcp_recv"
   "udp-1400-unlimited|-u -b 0 -l 1400 -t $SECS|-u -b 0 -l 1400 -t $SECS|$ws_recv|$ip_udp_recv"
   "udp-1G-rate|-u -b 1G -l 1400 -t $SECS|-u -b 1G -l 1400 -t $SECS|$ws_recv|$ip_udp_recv"
@@ -41,9 +49,9 @@ for c in "${cases[@]}"; do
   : >"$tmp/ratios"
   for i in $(seq 1 "$RUNS"); do
     # shellcheck disable=SC2086
-    $WS bw 127.0.0.1 -p $WS_PORT $ws_args --format json --no-save >"$tmp/ws.json"
+    "${CLI[@]}" $WS bw 127.0.0.1 -p $WS_PORT $ws_args --format json --no-save >"$tmp/ws.json"
     # shellcheck disable=SC2086
-    iperf3 -c 127.0.0.1 -p $IP_PORT $ip_args -J >"$tmp/ip.json"
+    "${CLI[@]}" iperf3 -c 127.0.0.1 -p $IP_PORT $ip_args -J >"$tmp/ip.json"
     w=$(jq -r "$ws_jq" "$tmp/ws.json")
     p=$(jq -r "$ip_jq" "$tmp/ip.json")
     r=$(awk -v w="$w" -v p="$p" 'BEGIN {printf "%.3f", w/p}')

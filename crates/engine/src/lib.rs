@@ -4,12 +4,13 @@
 //!
 //! - [`server`]: the multi-client `wirespeed server` and its listeners.
 //! - [`bandwidth`]: the bandwidth test.
-//! - [`sys`], [`pacer`], [`counters`], [`framed`]: the shared machinery.
+//! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg, TCP_INFO); other systems are not supported yet");
 
 pub mod bandwidth;
+pub mod buffer;
 pub mod counters;
 pub mod error;
 pub mod framed;

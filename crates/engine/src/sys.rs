@@ -7,8 +7,11 @@ use std::fs::File;
 use std::io;
 use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
+use std::os::unix::fs::OpenOptionsExt;
 
 use wirespeed_model::stats::TcpSample;
+
+use crate::buffer::PageBuf;
 
 /// `UDP_SEGMENT` (linux/udp.h): GSO segment size for a send.
 const UDP_SEGMENT: libc::c_int = 103;
@@ -275,7 +278,7 @@ pub struct Received {
 
 /// Buffers for receiving up to `N` datagrams with one `recvmmsg` call.
 pub struct RecvBatch {
-    bufs: Vec<Vec<u8>>,
+    bufs: Vec<PageBuf>,
     controls: Vec<[u64; 16]>,
     /// What each slot received in the last call.
     pub got: Vec<Received>,
@@ -285,7 +288,7 @@ impl RecvBatch {
     /// Buffers for `count` datagrams of up to `size` bytes each.
     pub fn new(count: usize, size: usize) -> Self {
         Self {
-            bufs: vec![vec![0; size]; count],
+            bufs: (0..count).map(|_| PageBuf::zeroed(size)).collect(),
             controls: vec![[0; 16]; count],
             got: vec![Received::default(); count],
         }
@@ -360,14 +363,29 @@ impl RecvBatch {
     }
 }
 
-/// An anonymous in-memory file holding `data`, for `sendfile`.
-pub fn memfd_with(data: &[u8]) -> io::Result<File> {
+/// A nameless file holding `data`, for `sendfile`.
+///
+/// An unlinked file (`O_TMPFILE`) in the temporary directory comes first: on a disk filesystem
+/// the page cache hands `sendfile` pages in batches, while shmem (memfd, tmpfs) looks each page
+/// up alone, which made the zero-copy sender about a fifth slower on loopback. A memfd is the
+/// fallback where the temporary directory refuses `O_TMPFILE`.
+pub fn payload_file(data: &[u8]) -> io::Result<File> {
+    let file = std::fs::OpenOptions::new()
+        .read(true)
+        .write(true)
+        .custom_flags(libc::O_TMPFILE)
+        .mode(0o600)
+        .open(std::env::temp_dir())
+        .or_else(|_| memfd())?;
+    io::Write::write_all(&mut &file, data)?;
+    Ok(file)
+}
+
+fn memfd() -> io::Result<File> {
     // SAFETY: the name is a NUL-terminated literal.
     let fd = cvt(unsafe { libc::memfd_create(c"wirespeed-payload".as_ptr(), libc::MFD_CLOEXEC) })?;
     // SAFETY: fd was just created and is owned by nobody else.
-    let file = unsafe { File::from_raw_fd(fd) };
-    io::Write::write_all(&mut &file, data)?;
-    Ok(file)
+    Ok(unsafe { File::from_raw_fd(fd) })
 }
 
 /// Sends up to `count` bytes of `file` from `offset` to socket `out` without copying them
@@ -394,6 +412,7 @@ mod tests {
     use super::*;
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
+    use std::os::unix::fs::MetadataExt;
 
     #[test]
     fn gso_send_and_batched_receive_on_loopback() {
@@ -435,8 +454,15 @@ mod tests {
     }
 
     #[test]
-    fn memfd_holds_data() {
-        let f = memfd_with(b"hello").unwrap();
+    fn payload_file_is_nameless_and_sends_its_data() {
+        let f = payload_file(b"hello").unwrap();
         assert_eq!(f.metadata().unwrap().len(), 5);
+        // Nameless: no directory entry links to it.
+        assert_eq!(f.metadata().unwrap().nlink(), 0);
+        let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
+        assert_eq!(sendfile(b.as_raw_fd(), &f, 1, 4).unwrap(), 4);
+        let mut got = [0u8; 4];
+        std::io::Read::read_exact(&mut a, &mut got).unwrap();
+        assert_eq!(&got, b"ello");
     }
 }
