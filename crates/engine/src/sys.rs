@@ -462,7 +462,7 @@ mod tests {
         let (mut a, b) = std::os::unix::net::UnixStream::pair().unwrap();
         assert_eq!(sendfile(b.as_raw_fd(), &f, 1, 4).unwrap(), 4);
         let mut got = [0u8; 4];
-        std::io::Read::read_exact(&mut a, &mut got).unwrap();
+        io::Read::read_exact(&mut a, &mut got).unwrap();
         assert_eq!(&got, b"ello");
     }
 }
