@@ -5,6 +5,7 @@
 //! - [`control`]: control messages and the order they may come in.
 //! - [`auth`]: the token challenge/response.
 //! - [`datagram`]: the UDP data header, the UDP stream hello, and receiver-side loss/jitter accounting.
+//! - [`iperf3`]: iperf3's control protocol, for interoperating with stock iperf3.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
@@ -12,6 +13,7 @@ pub mod auth;
 pub mod codec;
 pub mod control;
 pub mod datagram;
+pub mod iperf3;
 
 /// Version of the control protocol; a server refuses a client whose major version differs.
 pub const PROTOCOL_VERSION: u8 = 1;
@@ -31,6 +33,19 @@ pub fn exercise_decoders(data: &[u8]) {
     while let Ok((msg, used)) = codec::decode_frame::<ClientMessage>(rest) {
         let _ = state.on_client(&msg);
         rest = &rest[used..];
+    }
+    let _ = iperf3::Cookie::decode(data);
+    if let Some(&b) = data.first() {
+        let _ = iperf3::State::from_byte(b);
+    }
+    if let Ok((map, _)) = iperf3::wire::decode_json(data, iperf3::wire::MAX_RESULTS_LEN) {
+        if let Ok(p) = iperf3::Params::from_json(&map) {
+            let _ = p.to_spec("fuzz");
+        }
+        let _ = iperf3::Results::from_json(&map);
+    }
+    for wide in [false, true] {
+        let _ = iperf3::wire::read_udp_header(data, wide);
     }
     let mut stats = datagram::ReceiverStats::default();
     for chunk in data.chunks(16) {

@@ -36,11 +36,21 @@ fn random_and_mutated_inputs() {
     .unwrap();
     encode_frame(&ClientMessage::Stop, &mut valid).unwrap();
     exercise(&valid);
+    // An iperf3 cookie and parameter document, so mutations reach the iperf3 decoders too.
+    let mut iperf3 = b"abcdefghijklmnopqrstuvwxyz2345672345\0".to_vec();
+    iperf3.extend(wirespeed_proto::iperf3::wire::encode_json(&serde_json::json!({
+        "udp": true, "omit": 0, "time": 3, "num": 0, "blockcount": 0, "parallel": 2,
+        "reverse": true, "len": 1200, "bandwidth": 10_000_000, "udp_counters_64bit": 1,
+    })));
+    exercise(&iperf3);
+    let iperf3_params = iperf3.split_off(37);
+    exercise(&iperf3_params);
     for _ in 0..20_000 {
         let len = (rng.next() % 300) as usize;
         let random: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         exercise(&random);
-        let mut mutated = valid.clone();
+        let seed = if rng.next() % 2 == 0 { &valid } else { &iperf3_params };
+        let mut mutated = seed.clone();
         for _ in 0..1 + rng.next() % 4 {
             let at = (rng.next() as usize) % mutated.len();
             mutated[at] = rng.next() as u8;
