@@ -1,18 +1,20 @@
 //! `wirespeed server`: one TCP and one UDP listener per bound address, all on one port. Each
-//! TCP connection announces what it is in its first bytes (control or data); UDP datagrams on
-//! the listener are stream hellos. Tests are isolated sessions, any number at once up to
+//! TCP connection announces what it is in its first bytes: `WSPD` for ours (control or data),
+//! a lower-case iperf3 cookie for a stock iperf3 client; UDP datagrams on the listener are
+//! stream hellos (ours, or iperf3's 4-byte connect datagram). Tests are isolated sessions, any number at once up to
 //! `--max-tests`; a shutdown signal reaches every session, which tells its client before
 //! stopping.
 
 use std::collections::HashMap;
 use std::io;
 use std::net::{IpAddr, Ipv6Addr, SocketAddr};
+use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use ipnet::IpNet;
 use socket2::{Domain, Protocol as SockProto, Socket, Type};
-use tokio::io::AsyncReadExt;
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::{TcpListener, TcpStream, UdpSocket};
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
@@ -21,6 +23,8 @@ use wirespeed_proto::codec::{
     ConnKind, DataHello, DecodeError, Preamble, DATA_HELLO_LEN, PREAMBLE_LEN, SESSION_ID_LEN,
 };
 use wirespeed_proto::datagram::{UdpHello, HELLO_LEN};
+use wirespeed_proto::iperf3::wire as iperf3_wire;
+use wirespeed_proto::iperf3::{Cookie, State, COOKIE_LEN};
 
 use crate::bandwidth::workers::Attached;
 use crate::framed::Framed;
@@ -145,12 +149,33 @@ pub(crate) struct Pending {
 /// Sessions by id, shared by the accept loops.
 pub(crate) type Registry = Arc<Mutex<HashMap<[u8; SESSION_ID_LEN], Pending>>>;
 
+/// iperf3 tests waiting for their data connections: TCP ones by cookie (with the client's
+/// address), UDP ones by the client's address alone, since iperf3's UDP connect datagram
+/// carries no cookie.
+#[derive(Debug, Default)]
+pub(crate) struct Iperf3Waiting {
+    pub tcp: HashMap<Cookie, (IpAddr, mpsc::Sender<ArrivedStream>)>,
+    pub udp: HashMap<IpAddr, mpsc::Sender<ArrivedStream>>,
+}
+
+/// An iperf3 data connection and when it arrived. iperf3 numbers streams in connection order
+/// and the client connects them one after another, so the accept order is the stream order;
+/// routing runs concurrently and may finish out of order, hence the number.
+#[derive(Debug)]
+pub(crate) struct ArrivedStream {
+    pub arrival: u64,
+    pub socket: Socket,
+}
+
 /// Everything a connection handler needs.
 #[derive(Debug)]
 pub(crate) struct Ctx {
     pub config: ServerConfig,
     pub tests: Arc<Semaphore>,
     pub sessions: Registry,
+    pub iperf3: Mutex<Iperf3Waiting>,
+    /// Counts accepted connections and UDP hellos, for [`ArrivedStream::arrival`].
+    pub arrivals: AtomicU64,
     pub shutdown: CancellationToken,
     pub tasks: TaskTracker,
 }
@@ -168,6 +193,8 @@ pub async fn run(
         tests: Arc::new(Semaphore::new(config.max_tests.max(1))),
         config,
         sessions: Arc::default(),
+        iperf3: Mutex::default(),
+        arrivals: AtomicU64::new(0),
         shutdown: shutdown.clone(),
         tasks: TaskTracker::new(),
     });
@@ -194,6 +221,7 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
             _ = ctx.shutdown.cancelled() => return,
             r = listener.accept() => r,
         };
+        let arrival = ctx.arrivals.fetch_add(1, Ordering::Relaxed);
         let (stream, peer) = match accepted {
             Ok(x) => {
                 backoff = Duration::from_millis(5);
@@ -213,11 +241,14 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
         };
         let ctx2 = ctx.clone();
         ctx.tasks.spawn(async move {
-            let routed = route(stream, peer, &ctx2).await;
+            let routed = route(stream, peer, arrival, &ctx2).await;
             drop(permit);
             match routed {
                 Ok(Route::Control(framed)) => {
                     crate::bandwidth::server::serve(framed, peer, ctx2).await
+                }
+                Ok(Route::Iperf3(stream, cookie)) => {
+                    crate::bandwidth::iperf3_server::serve(stream, cookie, peer, ctx2).await
                 }
                 Ok(Route::Done) => {}
                 Err(why) => tracing::debug!(%peer, "connection dropped: {why}"),
@@ -228,13 +259,25 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
 
 enum Route {
     Control(Framed),
+    Iperf3(TcpStream, Cookie),
     Done,
 }
 
 /// Reads a connection's preamble and sends it where it belongs.
-async fn route(mut stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<Route, String> {
+async fn route(
+    mut stream: TcpStream,
+    peer: SocketAddr,
+    arrival: u64,
+    ctx: &Ctx,
+) -> Result<Route, String> {
     let idle = ctx.config.idle_timeout;
     let mut buf = Vec::with_capacity(64);
+    while buf.is_empty() {
+        read_more(&mut stream, &mut buf, idle).await?;
+    }
+    if iperf3_wire::could_be_cookie(buf[0]) {
+        return route_iperf3(stream, buf, peer, arrival, ctx).await;
+    }
     let preamble = loop {
         match Preamble::decode(&buf) {
             Ok(p) => break p,
@@ -269,6 +312,44 @@ async fn route(mut stream: TcpStream, peer: SocketAddr, ctx: &Ctx) -> Result<Rou
             Ok(Route::Done)
         }
     }
+}
+
+/// An iperf3 connection: a data stream of a test setting up, or a new control connection.
+async fn route_iperf3(
+    mut stream: TcpStream,
+    mut buf: Vec<u8>,
+    peer: SocketAddr,
+    arrival: u64,
+    ctx: &Ctx,
+) -> Result<Route, String> {
+    let cookie = loop {
+        match Cookie::decode(&buf) {
+            Ok(c) => break c,
+            Err(DecodeError::Invalid(why)) => return Err(why),
+            Err(DecodeError::Incomplete(_)) => {
+                read_more(&mut stream, &mut buf, ctx.config.idle_timeout).await?
+            }
+        }
+    };
+    if buf.len() > COOKIE_LEN {
+        // A client writes its cookie and waits; anything after it is not iperf3.
+        return Err("bytes after the iperf3 cookie".into());
+    }
+    let waiting = {
+        let reg = ctx.iperf3.lock().map_err(|_| "iperf3 registry poisoned".to_string())?;
+        reg.tcp.get(&cookie).cloned()
+    };
+    let Some((owner, tx)) = waiting else { return Ok(Route::Iperf3(stream, cookie)) };
+    if owner != canonical(peer.ip()) {
+        // iperf3 answers a data connection with a foreign cookie with ACCESS_DENIED.
+        let _ = stream.write_all(&[State::AccessDenied.byte()]).await;
+        return Err(format!("iperf3 data stream from {} for a test of {owner}", peer.ip()));
+    }
+    let std = stream.into_std().map_err(|e| e.to_string())?;
+    std.set_nonblocking(false).map_err(|e| e.to_string())?;
+    tx.try_send(ArrivedStream { arrival, socket: Socket::from(std) })
+        .map_err(|_| "iperf3 test is not accepting streams".to_string())?;
+    Ok(Route::Done)
 }
 
 async fn read_more(
@@ -313,6 +394,10 @@ async fn udp_hello_loop(socket: UdpSocket, ctx: Arc<Ctx>) {
                 Err(_) => continue, // ICMP errors from earlier sends; nothing to do
             },
         };
+        if n == 4 {
+            iperf3_udp_connect(&buf[..4], local, peer, &ctx);
+            continue;
+        }
         if n != HELLO_LEN {
             continue;
         }
@@ -333,6 +418,35 @@ async fn udp_hello_loop(socket: UdpSocket, ctx: Arc<Ctx>) {
             }
             Err(e) => tracing::warn!(%peer, "could not open a UDP stream socket: {e}"),
         }
+    }
+}
+
+/// An iperf3 client's UDP connect datagram: gives the client's UDP test a socket connected to
+/// it and answers with iperf3's reply.
+fn iperf3_udp_connect(msg: &[u8], local: SocketAddr, peer: SocketAddr, ctx: &Ctx) {
+    const LEGACY_CONNECT_MSG: [u8; 4] = 123_456_789u32.to_le_bytes();
+    if msg != iperf3_wire::UDP_CONNECT_MSG && msg != LEGACY_CONNECT_MSG {
+        return;
+    }
+    let tx = match ctx.iperf3.lock() {
+        Ok(reg) => reg.udp.get(&canonical(peer.ip())).cloned(),
+        Err(_) => None,
+    };
+    let Some(tx) = tx else {
+        tracing::debug!(%peer, "iperf3 UDP connect with no test setting up");
+        return;
+    };
+    match connect_udp_stream(local, peer) {
+        Ok(sock) => {
+            let arrival = ctx.arrivals.fetch_add(1, Ordering::Relaxed);
+            let stream = ArrivedStream { arrival, socket: sock };
+            if stream.socket.send(&iperf3_wire::UDP_CONNECT_REPLY).is_ok()
+                && tx.try_send(stream).is_err()
+            {
+                tracing::debug!(%peer, "iperf3 UDP stream beyond what its test expects");
+            }
+        }
+        Err(e) => tracing::warn!(%peer, "could not open a UDP stream socket: {e}"),
     }
 }
 

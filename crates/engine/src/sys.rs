@@ -203,6 +203,14 @@ pub fn realtime_ns() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// Nanoseconds of `CLOCK_MONOTONIC` (what iperf3 stamps its datagrams with).
+pub fn monotonic_ns() -> i64 {
+    let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
+    // SAFETY: ts is a valid out-pointer.
+    unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
+    ts.tv_sec * 1_000_000_000 + ts.tv_nsec
+}
+
 /// Turns on UDP receive coalescing (GRO); false if the kernel does not support it.
 pub fn enable_udp_gro(fd: RawFd) -> bool {
     set_int(fd, libc::SOL_UDP, UDP_GRO, 1).is_ok()

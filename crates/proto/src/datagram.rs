@@ -34,6 +34,40 @@ pub fn read_header(buf: &[u8]) -> Option<(u64, i64)> {
     Some((seq, sent))
 }
 
+/// How a test's datagrams lay out their header: ours, or iperf3's for interoperating with it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub enum Wire {
+    /// `seq: u64`, `sent_ns: i64` ([`write_header`]).
+    #[default]
+    Wirespeed,
+    /// iperf3's seconds, microseconds and a 32-bit (or, with `--udp-counters-64bit`, 64-bit)
+    /// sequence number.
+    Iperf3 {
+        /// True for 64-bit sequence numbers.
+        seq64: bool,
+    },
+}
+
+impl Wire {
+    /// Writes the header of datagram `seq`, sent at `sent_ns`, into the start of `buf`.
+    pub fn write(self, buf: &mut [u8], seq: u64, sent_ns: i64) {
+        match self {
+            Self::Wirespeed => write_header(buf, seq, sent_ns),
+            Self::Iperf3 { seq64 } => {
+                crate::iperf3::wire::write_udp_header(buf, seq, sent_ns, seq64)
+            }
+        }
+    }
+
+    /// Reads `(seq, sent_ns)`; `None` when the datagram is too short for a header.
+    pub fn read(self, buf: &[u8]) -> Option<(u64, i64)> {
+        match self {
+            Self::Wirespeed => read_header(buf),
+            Self::Iperf3 { seq64 } => crate::iperf3::wire::read_udp_header(buf, seq64),
+        }
+    }
+}
+
 /// The datagram that binds a UDP socket to one stream of a session, and its answer.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct UdpHello {

@@ -7,6 +7,7 @@ mod flags;
 mod output;
 mod resolve;
 
+use std::io::IsTerminal;
 use std::process::ExitCode;
 
 use clap::Parser;
@@ -39,6 +40,8 @@ fn init_logging(verbose: u8, server: bool) {
     tracing_subscriber::fmt()
         .with_env_filter(filter)
         .with_writer(std::io::stderr)
+        // Escape codes only where a person reads them, not in log files or pipes.
+        .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_target(false)
         .init();
 }

@@ -16,7 +16,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::auth;
 use wirespeed_proto::codec::{from_hex, ConnKind, DataHello, Preamble, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, ServerResults};
-use wirespeed_proto::datagram::UdpHello;
+use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
 use super::workers::{self, Attached, Role, Side};
@@ -227,7 +227,7 @@ pub async fn run(
     else {
         unreachable!("the state machine only lets begin through after accepted")
     };
-    let side = Side::start(End::Client, &spec, sockets.0)
+    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0)
         .map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
     let _ =
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });

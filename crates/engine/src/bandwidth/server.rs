@@ -15,6 +15,7 @@ use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{
     ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState,
 };
+use wirespeed_proto::datagram::Wire;
 
 use super::workers::{self, Attached, Role, Side};
 use crate::framed::{FrameError, Framed};
@@ -280,7 +281,7 @@ async fn run_test(
     peer: SocketAddr,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<(), Ended> {
-    let mut side = Side::start(End::Server, &spec, sockets)
+    let mut side = Side::start(End::Server, &spec, Wire::Wirespeed, sockets)
         .map_err(|e| abort(format!("could not start streams: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
     let begin = tokio::time::Instant::now();

@@ -16,9 +16,7 @@ use socket2::Socket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
 use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
 use wirespeed_proto::control::StreamTotals;
-use wirespeed_proto::datagram::{
-    read_header, write_header, ReceiverStats, HELLO_ACK_MAGIC, HELLO_MAGIC,
-};
+use wirespeed_proto::datagram::{ReceiverStats, Wire, HELLO_ACK_MAGIC, HELLO_MAGIC};
 
 use crate::buffer::PageBuf;
 use crate::counters::Counters;
@@ -164,8 +162,14 @@ pub struct Side {
 }
 
 impl Side {
-    /// Starts a worker thread per attached socket. `me` says which end this side is.
-    pub fn start(me: End, spec: &BandwidthSpec, mut sockets: Vec<Attached>) -> io::Result<Self> {
+    /// Starts a worker thread per attached socket. `me` says which end this side is; `wire`
+    /// how UDP datagrams carry their header.
+    pub fn start(
+        me: End,
+        spec: &BandwidthSpec,
+        wire: Wire,
+        mut sockets: Vec<Attached>,
+    ) -> io::Result<Self> {
         sockets.sort_by_key(|a| (a.flow, a.id));
         let shared = Arc::new(Shared::new(Instant::now(), spec));
         let (done_tx, done_rx) = unbounded_channel();
@@ -179,6 +183,7 @@ impl Side {
                 id: a.id,
                 role,
                 spec: spec.clone(),
+                wire,
                 socket: socket.clone(),
                 counters: counters.clone(),
                 shared: shared.clone(),
@@ -324,6 +329,7 @@ struct Job {
     id: u16,
     role: Role,
     spec: BandwidthSpec,
+    wire: Wire,
     socket: Arc<Socket>,
     counters: Arc<Counters>,
     shared: Arc<Shared>,
@@ -473,9 +479,14 @@ impl Job {
                 break;
             }
             self.pace(&mut pacer, (count * len) as u64);
-            let now = sys::realtime_ns();
+            // iperf3 receivers turn the stamp into a double of seconds: a monotonic clock keeps
+            // its microseconds exact, where the epoch's 1.7e9 s would round them away.
+            let now = match self.wire {
+                Wire::Wirespeed => sys::realtime_ns(),
+                Wire::Iperf3 { .. } => sys::monotonic_ns(),
+            };
             for (i, dgram) in buf.chunks_mut(len).take(count).enumerate() {
-                write_header(dgram, seq + i as u64, now);
+                self.wire.write(dgram, seq + i as u64, now);
             }
             let sent = if gso && count > 1 {
                 match sys::send_gso(fd, &buf[..count * len], len as u16) {
@@ -539,7 +550,7 @@ impl Job {
                             {
                                 continue; // a repeated stream hello, not data
                             }
-                            if let Some((seq, sent)) = read_header(dgram) {
+                            if let Some((seq, sent)) = self.wire.read(dgram) {
                                 stats.record(seq, dgram.len(), sent, stamp);
                             }
                         }

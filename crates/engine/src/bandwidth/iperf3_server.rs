@@ -1,0 +1,547 @@
+//! `wirespeed server` answering a stock iperf3 client: the iperf3 conversation from the cookie
+//! to IPERF_DONE, run on our own stream workers. Each client gets its own test, so unlike
+//! iperf3's server a second client is not turned away while the first one runs.
+
+use std::net::{IpAddr, SocketAddr};
+use std::sync::Arc;
+use std::time::Duration;
+
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
+use wirespeed_model::stats::Totals;
+use wirespeed_model::units::bits_per_second;
+use wirespeed_proto::control::StreamTotals;
+use wirespeed_proto::datagram::Wire;
+use wirespeed_proto::iperf3::wire::{self, encode_json, encode_server_error, errno};
+use wirespeed_proto::iperf3::{stream_id, Cookie, Params, Results, State, StreamResult};
+
+use super::server::apply_limits;
+use super::workers::{self, Attached, Side};
+use crate::server::{canonical, ArrivedStream, Ctx};
+
+/// How long the client has to connect every data stream after CREATE_STREAMS.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Grace after a timed test's end before the server gives up waiting for TEST_END (iperf3's
+/// own server allows 40 s).
+const END_GRACE: Duration = Duration::from_secs(40);
+/// How long stream ends may take to stop once the test is over.
+const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
+
+/// How a conversation ended early, and what the client is told.
+#[derive(Debug)]
+struct Ended {
+    message: String,
+    answer: Answer,
+}
+
+#[derive(Debug, Clone, Copy)]
+enum Answer {
+    /// Nothing: the client is gone or already knows.
+    Nothing,
+    /// The ACCESS_DENIED byte (busy, or not on the allow list), as iperf3's server sends.
+    Denied,
+    /// SERVER_ERROR with an iperf3 error number.
+    Error(i32),
+    /// SERVER_TERMINATE: the server is shutting down.
+    Terminate,
+}
+
+fn ended(answer: Answer, message: impl Into<String>) -> Ended {
+    Ended { message: message.into(), answer }
+}
+
+/// Serves one iperf3 control connection whose cookie has been read.
+pub(crate) async fn serve(mut ctl: TcpStream, cookie: Cookie, peer: SocketAddr, ctx: Arc<Ctx>) {
+    let _ = ctl.set_nodelay(true);
+    match conversation(&mut ctl, cookie, peer, &ctx).await {
+        Ok(()) => {}
+        Err(e) => {
+            tracing::info!(%peer, "iperf3 test ended: {}", e.message);
+            let bytes: Vec<u8> = match e.answer {
+                Answer::Nothing => Vec::new(),
+                Answer::Denied => vec![State::AccessDenied.byte()],
+                Answer::Error(code) => encode_server_error(code, 0).to_vec(),
+                Answer::Terminate => vec![State::ServerTerminate.byte()],
+            };
+            if !bytes.is_empty() {
+                let _ = tokio::time::timeout(Duration::from_secs(1), ctl.write_all(&bytes)).await;
+            }
+        }
+    }
+    let _ = ctl.shutdown().await;
+}
+
+async fn send_state(ctl: &mut TcpStream, state: State) -> Result<(), Ended> {
+    ctl.write_all(&[state.byte()])
+        .await
+        .map_err(|e| ended(Answer::Nothing, format!("control connection: {e}")))
+}
+
+/// Reads one JSON frame of at most `cap` bytes within `limit`.
+async fn read_json(
+    ctl: &mut TcpStream,
+    cap: u32,
+    limit: Duration,
+    what: &str,
+    code: i32,
+) -> Result<serde_json::Map<String, serde_json::Value>, Ended> {
+    let read = async {
+        let mut head = [0u8; 4];
+        ctl.read_exact(&mut head).await?;
+        let len = u32::from_be_bytes(head);
+        if len == 0 || len > cap {
+            return Ok(Err(format!("{what} of {len} bytes; the limit is {cap}")));
+        }
+        let mut frame = head.to_vec();
+        frame.resize(4 + len as usize, 0);
+        ctl.read_exact(&mut frame[4..]).await?;
+        Ok::<_, std::io::Error>(
+            wire::decode_json(&frame, cap).map(|(m, _)| m).map_err(|e| format!("{what}: {e}")),
+        )
+    };
+    match tokio::time::timeout(limit, read).await {
+        Err(_) => Err(ended(Answer::Error(code), format!("no {what} within {limit:?}"))),
+        Ok(Err(e)) => Err(ended(Answer::Nothing, format!("reading the {what}: {e}"))),
+        Ok(Ok(Err(why))) => Err(ended(Answer::Error(code), why)),
+        Ok(Ok(Ok(map))) => Ok(map),
+    }
+}
+
+async fn conversation(
+    ctl: &mut TcpStream,
+    cookie: Cookie,
+    peer: SocketAddr,
+    ctx: &Arc<Ctx>,
+) -> Result<(), Ended> {
+    let cfg = &ctx.config;
+    if !cfg.allows(peer.ip()) {
+        return Err(ended(
+            Answer::Denied,
+            format!("{} is not on the allow list", canonical(peer.ip())),
+        ));
+    }
+    let Ok(permit) = ctx.tests.clone().try_acquire_owned() else {
+        return Err(ended(Answer::Denied, format!("busy: {} tests running", cfg.max_tests)));
+    };
+    send_state(ctl, State::ParamExchange).await?;
+    let doc =
+        read_json(ctl, wire::MAX_PARAMS_LEN, cfg.idle_timeout, "parameters", errno::RECV_PARAMS)
+            .await?;
+    let params = Params::from_json(&doc)
+        .map_err(|e| ended(Answer::Error(e.errno), format!("bad parameters: {e}")))?;
+    if cfg.token.is_some() {
+        return Err(ended(
+            Answer::Error(errno::AUTH_TEST),
+            "this server requires a wirespeed --token, which iperf3 clients cannot give",
+        ));
+    }
+    let mut spec = params
+        .to_spec(&peer.to_string())
+        .map_err(|e| ended(Answer::Error(e.errno), format!("refused parameters: {e}")))?;
+    check_client_rate(&spec, cfg.max_bitrate_bps)?;
+    let notes = apply_limits(&mut spec, cfg.max_duration, cfg.max_bitrate_bps)
+        .map_err(|why| ended(Answer::Error(errno::DURATION), why))?;
+    for n in notes {
+        tracing::info!(%peer, "{n}");
+    }
+    let wire = match spec.protocol {
+        Protocol::Tcp => Wire::Wirespeed,
+        Protocol::Udp => Wire::Iperf3 { seq64: params.udp_counters_64bit },
+    };
+    tracing::info!(%peer, protocol = ?spec.protocol, direction = ?spec.direction, parallel = spec.parallel,
+        client_version = params.client_version.as_deref().unwrap_or("?"), "iperf3 test accepted");
+
+    let expected = Flow::of(spec.direction).len() * usize::from(spec.parallel);
+    let (tx, rx) = mpsc::channel(expected + 8);
+    let registration = Registration::new(ctx, &spec, cookie, peer.ip(), tx).await?;
+    send_state(ctl, State::CreateStreams).await?;
+    let sockets = tokio::select! {
+        r = collect_streams(rx, &spec, expected, peer.ip()) => r?,
+        r = read_state(ctl) => return Err(match r {
+            Ok(s) => ended(Answer::Error(errno::MESSAGE), format!("{s:?} before the streams connected")),
+            Err(e) => e,
+        }),
+        _ = ctx.shutdown.cancelled() => return Err(ended(Answer::Terminate, "the server is shutting down")),
+    };
+    drop(registration);
+    run_test(ctl, ctx, &spec, &params, wire, sockets, peer).await?;
+    drop(permit);
+    Ok(())
+}
+
+/// iperf3's server refuses a test whose requested total rate is over its limit. We pace our
+/// own senders to the limit, but an iperf3 client sends at the rate it chose, so a test where
+/// the client sends faster than the limit allows is refused up front.
+fn check_client_rate(spec: &BandwidthSpec, cap: u64) -> Result<(), Ended> {
+    if cap == 0 || !spec.direction.client_sends() {
+        return Ok(());
+    }
+    let streams = u64::from(spec.parallel) * Flow::of(spec.direction).len() as u64;
+    let total = spec.bitrate_bps.saturating_mul(streams);
+    if spec.bitrate_bps == 0 || total > cap {
+        return Err(ended(
+            Answer::Error(errno::TOTAL_RATE),
+            format!(
+                "the client would send {} but this server allows {cap} bit/s per test (use -b)",
+                if spec.bitrate_bps == 0 {
+                    "unlimited".to_string()
+                } else {
+                    format!("{total} bit/s")
+                }
+            ),
+        ));
+    }
+    Ok(())
+}
+
+/// Where data connections find their test: TCP ones by cookie, UDP ones (which carry no cookie)
+/// by the client's address, one setting-up test per address at a time.
+struct Registration {
+    ctx: Arc<Ctx>,
+    key: RegKey,
+}
+
+enum RegKey {
+    Tcp(Cookie),
+    Udp(IpAddr),
+}
+
+impl Registration {
+    async fn new(
+        ctx: &Arc<Ctx>,
+        spec: &BandwidthSpec,
+        cookie: Cookie,
+        peer: IpAddr,
+        tx: mpsc::Sender<ArrivedStream>,
+    ) -> Result<Self, Ended> {
+        let peer = canonical(peer);
+        let key = match spec.protocol {
+            Protocol::Tcp => {
+                let mut reg = ctx.iperf3.lock().map_err(|_| poisoned())?;
+                reg.tcp.insert(cookie, (peer, tx));
+                RegKey::Tcp(cookie)
+            }
+            Protocol::Udp => {
+                // A UDP connect datagram names no test, so two clients at one address must not
+                // set up UDP streams at the same moment: the second waits for the first.
+                let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
+                loop {
+                    {
+                        let mut reg = ctx.iperf3.lock().map_err(|_| poisoned())?;
+                        if let std::collections::hash_map::Entry::Vacant(slot) = reg.udp.entry(peer)
+                        {
+                            slot.insert(tx);
+                            break;
+                        }
+                    }
+                    if tokio::time::Instant::now() >= deadline {
+                        return Err(ended(
+                            Answer::Error(errno::NEW_TEST),
+                            "another test from this address kept setting up its UDP streams",
+                        ));
+                    }
+                    tokio::time::sleep(Duration::from_millis(10)).await;
+                }
+                RegKey::Udp(peer)
+            }
+        };
+        Ok(Self { ctx: ctx.clone(), key })
+    }
+}
+
+fn poisoned() -> Ended {
+    ended(Answer::Error(errno::NEW_TEST), "stream registry poisoned")
+}
+
+impl Drop for Registration {
+    fn drop(&mut self) {
+        if let Ok(mut reg) = self.ctx.iperf3.lock() {
+            match &self.key {
+                RegKey::Tcp(c) => {
+                    reg.tcp.remove(c);
+                }
+                RegKey::Udp(ip) => {
+                    reg.udp.remove(ip);
+                }
+            }
+        }
+    }
+}
+
+/// The (flow, per-flow id) of the stream accepted `index`-th. In `--bidir` the client connects
+/// its sending streams first.
+fn stream_slot(spec: &BandwidthSpec, index: usize) -> (Flow, u16) {
+    let n = usize::from(spec.parallel);
+    let flow = match spec.direction {
+        Direction::Upload => Flow::Upload,
+        Direction::Download => Flow::Download,
+        Direction::Bidir if index < n => Flow::Upload,
+        Direction::Bidir => Flow::Download,
+    };
+    (flow, (index % n) as u16 + 1)
+}
+
+async fn collect_streams(
+    mut rx: mpsc::Receiver<ArrivedStream>,
+    spec: &BandwidthSpec,
+    expected: usize,
+    peer: IpAddr,
+) -> Result<Vec<Attached>, Ended> {
+    let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
+    let mut arrived = Vec::with_capacity(expected);
+    while arrived.len() < expected {
+        let Ok(Some(stream)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+            return Err(ended(
+                Answer::Error(errno::ACCEPT),
+                format!(
+                    "only {} of {expected} data streams connected within {ATTACH_TIMEOUT:?}",
+                    arrived.len()
+                ),
+            ));
+        };
+        arrived.push(stream);
+    }
+    arrived.sort_by_key(|s| s.arrival);
+    let ipv6 = matches!(peer, IpAddr::V6(_));
+    let mut got = Vec::with_capacity(expected);
+    for (index, stream) in arrived.into_iter().enumerate() {
+        let notes = match spec.protocol {
+            Protocol::Tcp => workers::tune_tcp(&stream.socket, spec, ipv6),
+            Protocol::Udp => workers::tune_udp(&stream.socket, spec, ipv6),
+        };
+        for n in notes {
+            tracing::warn!("{n}");
+        }
+        let (flow, id) = stream_slot(spec, index);
+        got.push(Attached { flow, id, socket: stream.socket });
+    }
+    Ok(got)
+}
+
+/// Reads one state byte from the client.
+async fn read_state(ctl: &mut TcpStream) -> Result<State, Ended> {
+    let mut b = [0u8; 1];
+    match ctl.read(&mut b).await {
+        Ok(0) => Err(ended(Answer::Nothing, "the client closed the control connection")),
+        Ok(_) => {
+            State::from_byte(b[0]).map_err(|e| ended(Answer::Error(errno::MESSAGE), e.to_string()))
+        }
+        Err(e) => Err(ended(Answer::Nothing, format!("control connection: {e}"))),
+    }
+}
+
+#[allow(clippy::too_many_arguments)]
+async fn run_test(
+    ctl: &mut TcpStream,
+    ctx: &Arc<Ctx>,
+    spec: &BandwidthSpec,
+    params: &Params,
+    wire: Wire,
+    sockets: Vec<Attached>,
+    peer: SocketAddr,
+) -> Result<(), Ended> {
+    let mut side = Side::start(End::Server, spec, wire, sockets).map_err(|e| {
+        ended(Answer::Error(errno::NEW_TEST), format!("could not start streams: {e}"))
+    })?;
+    send_state(ctl, State::TestStart).await?;
+    send_state(ctl, State::TestRunning).await?;
+    let begin = tokio::time::Instant::now();
+    let omit_at = tokio::time::sleep_until(begin + Duration::from_nanos(spec.omit_ns));
+    tokio::pin!(omit_at);
+    let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
+    let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
+        (None, _) => Duration::from_nanos(spec.total_ns()) + END_GRACE,
+        (Some(_), false) => ctx.config.max_duration,
+        (Some(_), true) => Duration::from_secs(86_400 * 365),
+    };
+    let deadline = tokio::time::sleep_until(begin + limit);
+    tokio::pin!(deadline);
+    let interval = Duration::from_nanos(spec.interval_ns);
+    let mut ticks = tokio::time::interval_at(begin + interval, interval);
+    let cap = ctx.config.max_bitrate_bps;
+    let (mut last_upload, mut over_cap) = (0u64, 0u32);
+    let outcome: Result<(), Ended> = loop {
+        tokio::select! {
+            s = read_state(ctl) => match s {
+                Ok(State::TestEnd) => break Ok(()),
+                Ok(State::ClientTerminate) => break Err(ended(Answer::Nothing, "the client was interrupted")),
+                Ok(other) => break Err(ended(Answer::Error(errno::MESSAGE), format!("unexpected {other:?} during the test"))),
+                Err(e) => break Err(e),
+            },
+            _ = &mut omit_at, if at_omit.is_none() => at_omit = Some(side.snapshot()),
+            _ = ticks.tick(), if cap > 0 => {
+                let up: u64 = side.snapshot().iter().filter(|s| s.flow == Flow::Upload).map(|s| s.totals.bytes).sum();
+                let rate = bits_per_second(up - last_upload, spec.interval_ns);
+                last_upload = up;
+                over_cap = if rate > cap as f64 * 1.5 { over_cap + 1 } else { 0 };
+                if over_cap >= 2 {
+                    break Err(ended(Answer::Error(errno::TOTAL_RATE), format!("the client sent {rate:.0} bit/s, above the limit of {cap} bit/s")));
+                }
+            }
+            Some(done) = side.next_done() => {
+                // A receiver whose peer went away ends with an error; a sender that spent its
+                // -n budget ends cleanly and the client decides when the test is over.
+                if let Some(err) = done.error {
+                    break Err(ended(Answer::Error(errno::NO_MSG), err));
+                }
+            }
+            _ = &mut deadline => break Err(ended(Answer::Error(errno::TEST_EXPIRED), format!("no TEST_END within {} s", limit.as_secs()))),
+            _ = ctx.shutdown.cancelled() => break Err(ended(Answer::Terminate, "the server is shutting down")),
+        }
+    };
+    // iperf3 ends a test by closing the data connections: what is still in flight is lost, as
+    // with iperf3's own server.
+    let at_end = side.snapshot();
+    let at_omit = at_omit.unwrap_or_else(|| side.zeros());
+    let wall_ns = side.shared.now_ns();
+    side.abort();
+    let _ =
+        tokio::time::timeout(FINISH_TIMEOUT, async { while side.next_done().await.is_some() {} })
+            .await;
+    outcome?;
+
+    send_state(ctl, State::ExchangeResults).await?;
+    let theirs = read_json(
+        ctl,
+        wire::MAX_RESULTS_LEN,
+        ctx.config.idle_timeout,
+        "results",
+        errno::RECV_RESULTS,
+    )
+    .await?;
+    let theirs = Results::from_json(&theirs)
+        .map_err(|e| ended(Answer::Error(errno::RECV_RESULTS), e.to_string()))?;
+    let (user, system) = side.cpu_ns();
+    let mut ours = our_results(spec, &at_omit, &at_end, (user, system), wall_ns);
+    if params.get_server_output {
+        ours.server_output_text = Some(server_text(spec, &ours));
+    }
+    ctl.write_all(&encode_json(&ours.to_json()))
+        .await
+        .map_err(|e| ended(Answer::Nothing, format!("sending results: {e}")))?;
+    send_state(ctl, State::DisplayResults).await?;
+    log_outcome(peer, spec, &ours, &theirs);
+    // The client answers IPERF_DONE and closes; either is the end.
+    let mut b = [0u8; 1];
+    let _ = tokio::time::timeout(ctx.config.idle_timeout, ctl.read(&mut b)).await;
+    Ok(())
+}
+
+fn totals_of(list: &[StreamTotals], flow: Flow, id: u16) -> Totals {
+    list.iter().find(|s| s.flow == flow && s.id == id).map(|s| s.totals).unwrap_or_default()
+}
+
+/// Our results document: per stream, in the client's creation order.
+fn our_results(
+    spec: &BandwidthSpec,
+    at_omit: &[StreamTotals],
+    at_end: &[StreamTotals],
+    (user_ns, system_ns): (u64, u64),
+    wall_ns: u64,
+) -> Results {
+    let total = Flow::of(spec.direction).len() * usize::from(spec.parallel);
+    let streams = (0..total)
+        .map(|i| {
+            let (flow, id) = stream_slot(spec, i);
+            let sending = flow.sender() == End::Server;
+            let d = totals_of(at_end, flow, id).since(&totals_of(at_omit, flow, id));
+            let end = totals_of(at_end, flow, id);
+            StreamResult {
+                id: stream_id(i),
+                bytes: d.bytes,
+                retransmits: match (sending, d.tcp) {
+                    (true, Some(t)) => t.retransmits as i64,
+                    _ => -1,
+                },
+                jitter_s: if sending { 0.0 } else { end.jitter_ns / 1e9 },
+                errors: if sending { 0 } else { d.lost },
+                // iperf3's receiver reports the highest sequence number seen, its sender the
+                // datagrams sent; both are the count the peer divides lost datagrams by.
+                packets: if sending { d.packets } else { d.packets + d.lost },
+                // The warm-up is not part of the measured span.
+                start_time_s: spec.omit_ns as f64 / 1e9,
+                end_time_s: wall_ns as f64 / 1e9,
+            }
+        })
+        .collect();
+    let pct = |ns: u64| if wall_ns == 0 { 0.0 } else { ns as f64 * 100.0 / wall_ns as f64 };
+    let server_sends_tcp = spec.protocol == Protocol::Tcp && spec.direction.server_sends();
+    Results {
+        cpu_util: [pct(user_ns + system_ns), pct(user_ns), pct(system_ns)],
+        sender_has_retransmits: if spec.direction.server_sends() {
+            i64::from(server_sends_tcp)
+        } else {
+            -1
+        },
+        congestion_used: spec.congestion.clone(),
+        streams,
+        server_output_json: None,
+        server_output_text: None,
+    }
+}
+
+/// The server's view as text lines in iperf3's summary style, for `--get-server-output`.
+fn server_text(spec: &BandwidthSpec, ours: &Results) -> String {
+    let mut out = format!(
+        "wirespeed {} server: {:?} {:?}, {} stream(s) per direction\n",
+        env!("CARGO_PKG_VERSION"),
+        spec.protocol,
+        spec.direction,
+        spec.parallel
+    );
+    for (i, s) in ours.streams.iter().enumerate() {
+        let (flow, _) = stream_slot(spec, i);
+        let role = if flow.sender() == End::Server { "sender" } else { "receiver" };
+        let secs = s.end_time_s - s.start_time_s;
+        let rate = if secs > 0.0 { s.bytes as f64 * 8.0 / secs } else { 0.0 };
+        out.push_str(&format!(
+            "[{:>3}] 0.00-{secs:.2} sec  {} bytes  {:.0} bits/sec  {role}\n",
+            s.id, s.bytes, rate
+        ));
+    }
+    out
+}
+
+fn log_outcome(peer: SocketAddr, spec: &BandwidthSpec, ours: &Results, theirs: &Results) {
+    let sum = |r: &Results| r.streams.iter().map(|s| s.bytes).sum::<u64>();
+    tracing::info!(
+        %peer,
+        protocol = ?spec.protocol,
+        direction = ?spec.direction,
+        server_bytes = sum(ours),
+        client_bytes = sum(theirs),
+        "iperf3 test finished"
+    );
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn bidir_streams_are_the_clients_senders_first() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.parallel = 2;
+        spec.direction = Direction::Bidir;
+        let slots: Vec<_> = (0..4).map(|i| stream_slot(&spec, i)).collect();
+        assert_eq!(
+            slots,
+            [(Flow::Upload, 1), (Flow::Upload, 2), (Flow::Download, 1), (Flow::Download, 2)]
+        );
+    }
+
+    #[test]
+    fn a_client_sending_past_the_cap_is_refused() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        assert!(check_client_rate(&spec, 0).is_ok());
+        assert!(check_client_rate(&spec, 1_000_000).is_err());
+        spec.bitrate_bps = 100_000;
+        spec.parallel = 4;
+        assert!(check_client_rate(&spec, 1_000_000).is_ok());
+        spec.direction = Direction::Download;
+        spec.bitrate_bps = 0;
+        assert!(check_client_rate(&spec, 1_000_000).is_ok());
+    }
+}
