@@ -89,6 +89,10 @@ pub struct BandwidthInterval {
     pub end_ns: u64,
     /// True when inside the `--omit` warm-up.
     pub omitted: bool,
+    /// Set when only this end measured the interval: an iperf3 peer shares no interval
+    /// figures, so the other end's side of each figure is zero (its totals are in the summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_at: Option<End>,
     /// One entry per flow (upload, download).
     pub flows: Vec<FlowFigures>,
 }

@@ -111,6 +111,7 @@ pub(crate) mod fixtures {
                 start_ns: u64::from(i) * 1_000_000_000,
                 end_ns: u64::from(i + 1) * 1_000_000_000,
                 omitted: false,
+                measured_at: None,
                 flows: flows
                     .iter()
                     .map(|&flow| {

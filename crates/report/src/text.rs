@@ -95,30 +95,79 @@ fn header(udp: bool) -> String {
     }
 }
 
-/// One interval row, from the receiver's view for UDP and the sender's for TCP (as iperf3).
-fn row(id: &str, start: f64, end: f64, f: &Figures, udp: bool) -> String {
+/// Which end's counts an interval row shows.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum View {
+    Sender,
+    Receiver,
+}
+
+/// The view of a row: the receiver's for UDP and the sender's for TCP (as iperf3), unless only
+/// one end measured the interval.
+fn view_of(udp: bool, flow: Flow, measured_at: Option<End>) -> View {
+    match measured_at {
+        Some(end) if flow.sender() == end => View::Sender,
+        Some(_) => View::Receiver,
+        None if udp => View::Receiver,
+        None => View::Sender,
+    }
+}
+
+/// One interval row.
+fn row(
+    id: &str,
+    start: f64,
+    end: f64,
+    f: &Figures,
+    udp: bool,
+    view: View,
+    one_sided: bool,
+) -> String {
     let span = format!("{start:.2}-{end:.2} s");
+    let (moved, bitrate) = match view {
+        View::Sender => (f.sent_bytes, f.sent_bps),
+        View::Receiver => (f.received_bytes, f.received_bps),
+    };
     if udp {
-        let lost = format!("{}/{}", f.lost_packets.unwrap_or(0), f.sent_packets.unwrap_or(0));
+        let (lost, jitter) = match view {
+            View::Receiver => (
+                format!("{}/{}", f.lost_packets.unwrap_or(0), {
+                    // Without the sender's count, the total is what arrived plus the gaps.
+                    let seen = f.received_packets.unwrap_or(0) + f.lost_packets.unwrap_or(0);
+                    if one_sided {
+                        seen
+                    } else {
+                        f.sent_packets.unwrap_or(0)
+                    }
+                }),
+                nanos(f.jitter_ns.unwrap_or(0.0)),
+            ),
+            // Loss and jitter are the receiver's to measure.
+            View::Sender => (format!("-/{}", f.sent_packets.unwrap_or(0)), "-".into()),
+        };
         format!(
             "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
             id,
             span,
-            bytes(f.received_bytes),
-            rate(f.received_bps),
+            bytes(moved),
+            rate(bitrate),
             lost,
-            nanos(f.jitter_ns.unwrap_or(0.0))
+            jitter
         )
     } else {
+        let tcp = |v: Option<String>| match view {
+            View::Sender => v.unwrap_or_else(|| "-".into()),
+            View::Receiver => "-".into(),
+        };
         format!(
             "{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}",
             id,
             span,
-            bytes(f.sent_bytes),
-            rate(f.sent_bps),
-            f.retransmits.map_or("-".into(), |r| r.to_string()),
-            f.cwnd_bytes.map_or("-".into(), bytes),
-            f.rtt_ns.map_or("-".into(), |r| nanos(r as f64))
+            bytes(moved),
+            rate(bitrate),
+            tcp(f.retransmits.map(|r| r.to_string())),
+            tcp(f.cwnd_bytes.map(bytes)),
+            tcp(f.rtt_ns.map(|r| nanos(r as f64)))
         )
     }
 }
@@ -135,6 +184,8 @@ impl Text {
         let (start, end) = (iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9);
         for flow in &iv.flows {
             let label = flow_label(flow.flow, bidir);
+            let view = view_of(udp, flow.flow, iv.measured_at);
+            let one_sided = iv.measured_at.is_some();
             if spec.parallel > 1 {
                 for s in &flow.streams {
                     writeln!(
@@ -142,7 +193,15 @@ impl Text {
                         "{}",
                         self.maybe_dim(
                             iv.omitted,
-                            &row(&format!("[{label}{:>2}]", s.id), start, end, &s.figures, udp)
+                            &row(
+                                &format!("[{label}{:>2}]", s.id),
+                                start,
+                                end,
+                                &s.figures,
+                                udp,
+                                view,
+                                one_sided
+                            )
                         )
                     )?;
                 }
@@ -152,7 +211,7 @@ impl Text {
             } else {
                 format!("[{label}{:>2}]", 1)
             };
-            let mut line = row(&id, start, end, &flow.total, udp);
+            let mut line = row(&id, start, end, &flow.total, udp, view, one_sided);
             if iv.omitted {
                 line.push_str("  (omitted)");
             }

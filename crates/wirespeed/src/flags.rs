@@ -157,6 +157,9 @@ pub struct BandwidthArgs {
     /// Send TCP data with sendfile() instead of write(): one copy fewer on the sender.
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
+    /// The server is a stock `iperf3 -s`: speak iperf3's protocol (same options, same report).
+    #[arg(long)]
+    pub iperf3: bool,
     /// How long connecting may take.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub connect_timeout: String,

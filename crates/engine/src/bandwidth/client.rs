@@ -121,7 +121,7 @@ pub async fn resolve(
     Ok(keep)
 }
 
-async fn connect_control(
+pub(crate) async fn connect_control(
     addrs: &[SocketAddr],
     bind: Option<IpAddr>,
     limit: Duration,
@@ -425,7 +425,7 @@ fn open_streams(
     Ok((out, notes))
 }
 
-fn local_err(context: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
+pub(crate) fn local_err(context: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
     move |source| ClientError::Local { context: context.to_string(), source }
 }
 
@@ -503,7 +503,7 @@ impl ReadAck for &Socket {
     }
 }
 
-fn hostname() -> String {
+pub(crate) fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its whole length.
     let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

@@ -43,6 +43,9 @@ pub struct Collector {
     remote_ticks: BTreeMap<u32, Snap>,
     emitted: usize,
     intervals: Vec<BandwidthInterval>,
+    /// True when the server sends no ticks (an iperf3 server): intervals carry the client's
+    /// side alone, and only the summary pairs both ends.
+    client_only: bool,
 }
 
 impl Collector {
@@ -54,7 +57,13 @@ impl Collector {
             remote_ticks: BTreeMap::new(),
             emitted: 0,
             intervals: Vec::new(),
+            client_only: false,
         }
+    }
+
+    /// A collector for a server that reports only final totals (iperf3).
+    pub fn client_only(spec: BandwidthSpec) -> Self {
+        Self { client_only: true, ..Self::new(spec) }
     }
 
     /// The client's snapshot at the end of its interval `local_ticks.len()`, taken `end_ns` after
@@ -74,7 +83,12 @@ impl Collector {
         let mut out = Vec::new();
         while self.emitted < self.local_ticks.len() {
             let i = self.emitted;
-            let Some(remote) = self.remote_ticks.get(&(i as u32)).cloned() else { break };
+            let remote = if self.client_only {
+                Snap::new()
+            } else {
+                let Some(remote) = self.remote_ticks.get(&(i as u32)).cloned() else { break };
+                remote
+            };
             let start = if i == 0 { 0 } else { self.local_ticks[i - 1].0 };
             let local = self.local_ticks[i].1.clone();
             let iv = self.interval(i, start, self.local_ticks[i].0, &local, &remote);
@@ -130,6 +144,7 @@ impl Collector {
             start_ns,
             end_ns,
             omitted: start_ns < self.spec.omit_ns,
+            measured_at: self.client_only.then_some(End::Client),
             flows,
         }
     }
@@ -147,7 +162,7 @@ impl Collector {
         server: &ServerResults,
     ) -> (Vec<BandwidthInterval>, BandwidthSummary) {
         // Intervals still waiting for a server tick use the server's final totals.
-        let server_end = to_snap(&server.at_end);
+        let server_end = if self.client_only { Snap::new() } else { to_snap(&server.at_end) };
         let local_end = to_snap(&local.at_end);
         while self.emitted < self.local_ticks.len() {
             let i = self.emitted;

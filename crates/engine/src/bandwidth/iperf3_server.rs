@@ -9,14 +9,13 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
-use wirespeed_model::stats::Totals;
+use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
 use wirespeed_model::units::bits_per_second;
-use wirespeed_proto::control::StreamTotals;
 use wirespeed_proto::datagram::Wire;
 use wirespeed_proto::iperf3::wire::{self, encode_json, encode_server_error, errno};
-use wirespeed_proto::iperf3::{stream_id, Cookie, Params, Results, State, StreamResult};
+use wirespeed_proto::iperf3::{stream_slot, Cookie, Params, Results, State};
 
+use super::iperf3_results::local_results;
 use super::server::apply_limits;
 use super::workers::{self, Attached, Side};
 use crate::server::{canonical, ArrivedStream, Ctx};
@@ -270,19 +269,6 @@ impl Drop for Registration {
     }
 }
 
-/// The (flow, per-flow id) of the stream accepted `index`-th. In `--bidir` the client connects
-/// its sending streams first.
-fn stream_slot(spec: &BandwidthSpec, index: usize) -> (Flow, u16) {
-    let n = usize::from(spec.parallel);
-    let flow = match spec.direction {
-        Direction::Upload => Flow::Upload,
-        Direction::Download => Flow::Download,
-        Direction::Bidir if index < n => Flow::Upload,
-        Direction::Bidir => Flow::Download,
-    };
-    (flow, (index % n) as u16 + 1)
-}
-
 async fn collect_streams(
     mut rx: mpsc::Receiver<ArrivedStream>,
     spec: &BandwidthSpec,
@@ -314,7 +300,7 @@ async fn collect_streams(
         for n in notes {
             tracing::warn!("{n}");
         }
-        let (flow, id) = stream_slot(spec, index);
+        let (flow, id) = stream_slot(spec.direction, spec.parallel, index);
         got.push(Attached { flow, id, socket: stream.socket });
     }
     Ok(got)
@@ -414,7 +400,7 @@ async fn run_test(
     let theirs = Results::from_json(&theirs)
         .map_err(|e| ended(Answer::Error(errno::RECV_RESULTS), e.to_string()))?;
     let (user, system) = side.cpu_ns();
-    let mut ours = our_results(spec, &at_omit, &at_end, (user, system), wall_ns);
+    let mut ours = local_results(spec, End::Server, &at_omit, &at_end, (user, system), wall_ns);
     if params.get_server_output {
         ours.server_output_text = Some(server_text(spec, &ours));
     }
@@ -429,59 +415,6 @@ async fn run_test(
     Ok(())
 }
 
-fn totals_of(list: &[StreamTotals], flow: Flow, id: u16) -> Totals {
-    list.iter().find(|s| s.flow == flow && s.id == id).map(|s| s.totals).unwrap_or_default()
-}
-
-/// Our results document: per stream, in the client's creation order.
-fn our_results(
-    spec: &BandwidthSpec,
-    at_omit: &[StreamTotals],
-    at_end: &[StreamTotals],
-    (user_ns, system_ns): (u64, u64),
-    wall_ns: u64,
-) -> Results {
-    let total = Flow::of(spec.direction).len() * usize::from(spec.parallel);
-    let streams = (0..total)
-        .map(|i| {
-            let (flow, id) = stream_slot(spec, i);
-            let sending = flow.sender() == End::Server;
-            let d = totals_of(at_end, flow, id).since(&totals_of(at_omit, flow, id));
-            let end = totals_of(at_end, flow, id);
-            StreamResult {
-                id: stream_id(i),
-                bytes: d.bytes,
-                retransmits: match (sending, d.tcp) {
-                    (true, Some(t)) => t.retransmits as i64,
-                    _ => -1,
-                },
-                jitter_s: if sending { 0.0 } else { end.jitter_ns / 1e9 },
-                errors: if sending { 0 } else { d.lost },
-                // iperf3's receiver reports the highest sequence number seen, its sender the
-                // datagrams sent; both are the count the peer divides lost datagrams by.
-                packets: if sending { d.packets } else { d.packets + d.lost },
-                // The warm-up is not part of the measured span.
-                start_time_s: spec.omit_ns as f64 / 1e9,
-                end_time_s: wall_ns as f64 / 1e9,
-            }
-        })
-        .collect();
-    let pct = |ns: u64| if wall_ns == 0 { 0.0 } else { ns as f64 * 100.0 / wall_ns as f64 };
-    let server_sends_tcp = spec.protocol == Protocol::Tcp && spec.direction.server_sends();
-    Results {
-        cpu_util: [pct(user_ns + system_ns), pct(user_ns), pct(system_ns)],
-        sender_has_retransmits: if spec.direction.server_sends() {
-            i64::from(server_sends_tcp)
-        } else {
-            -1
-        },
-        congestion_used: spec.congestion.clone(),
-        streams,
-        server_output_json: None,
-        server_output_text: None,
-    }
-}
-
 /// The server's view as text lines in iperf3's summary style, for `--get-server-output`.
 fn server_text(spec: &BandwidthSpec, ours: &Results) -> String {
     let mut out = format!(
@@ -492,7 +425,7 @@ fn server_text(spec: &BandwidthSpec, ours: &Results) -> String {
         spec.parallel
     );
     for (i, s) in ours.streams.iter().enumerate() {
-        let (flow, _) = stream_slot(spec, i);
+        let (flow, _) = stream_slot(spec.direction, spec.parallel, i);
         let role = if flow.sender() == End::Server { "sender" } else { "receiver" };
         let secs = s.end_time_s - s.start_time_s;
         let rate = if secs > 0.0 { s.bytes as f64 * 8.0 / secs } else { 0.0 };
@@ -519,18 +452,7 @@ fn log_outcome(peer: SocketAddr, spec: &BandwidthSpec, ours: &Results, theirs: &
 #[cfg(test)]
 mod tests {
     use super::*;
-
-    #[test]
-    fn bidir_streams_are_the_clients_senders_first() {
-        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
-        spec.parallel = 2;
-        spec.direction = Direction::Bidir;
-        let slots: Vec<_> = (0..4).map(|i| stream_slot(&spec, i)).collect();
-        assert_eq!(
-            slots,
-            [(Flow::Upload, 1), (Flow::Upload, 2), (Flow::Download, 1), (Flow::Download, 2)]
-        );
-    }
+    use wirespeed_model::spec::Direction;
 
     #[test]
     fn a_client_sending_past_the_cap_is_refused() {

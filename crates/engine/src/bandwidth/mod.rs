@@ -3,11 +3,14 @@
 //! - [`client`]: the client half, from resolving the target to the finished report.
 //! - `server`: the server half of one test (reached through [`crate::server`]).
 //! - `iperf3_server`: the server half for a stock iperf3 client, on the same port.
+//! - [`iperf3_client`]: the client half against a stock `iperf3 -s`.
 //! - [`workers`]: the data threads of both halves.
 //! - [`collect`]: pairs both ends' counters into intervals and the summary.
 
 pub mod client;
 pub mod collect;
+pub mod iperf3_client;
+mod iperf3_results;
 pub(crate) mod iperf3_server;
 pub(crate) mod server;
 pub mod workers;

@@ -2,6 +2,7 @@
 //! retransmit counts, and one entry per stream. Read with types and ranges checked.
 
 use serde_json::{json, Map, Value};
+use wirespeed_model::spec::{Direction, Flow};
 
 use crate::codec::DecodeError;
 
@@ -175,6 +176,19 @@ pub fn stream_id(index: usize) -> u32 {
     }
 }
 
+/// The (flow, per-flow stream number) of the `index`-th stream in creation order. In `--bidir`
+/// the client creates its sending streams first.
+pub fn stream_slot(direction: Direction, parallel: u16, index: usize) -> (Flow, u16) {
+    let n = usize::from(parallel.max(1));
+    let flow = match direction {
+        Direction::Upload => Flow::Upload,
+        Direction::Download => Flow::Download,
+        Direction::Bidir if index < n => Flow::Upload,
+        Direction::Bidir => Flow::Download,
+    };
+    (flow, (index % n) as u16 + 1)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -209,6 +223,16 @@ mod tests {
         let mut bad = v;
         bad.as_object_mut().unwrap().remove("cpu_util_user");
         assert!(Results::from_json(bad.as_object().unwrap()).is_err());
+    }
+
+    #[test]
+    fn bidir_streams_are_the_clients_senders_first() {
+        let slots: Vec<_> = (0..4).map(|i| stream_slot(Direction::Bidir, 2, i)).collect();
+        assert_eq!(
+            slots,
+            [(Flow::Upload, 1), (Flow::Upload, 2), (Flow::Download, 1), (Flow::Download, 2)]
+        );
+        assert_eq!(stream_slot(Direction::Download, 3, 2), (Flow::Download, 3));
     }
 
     #[test]

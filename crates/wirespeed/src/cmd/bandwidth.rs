@@ -2,7 +2,7 @@
 
 use anyhow::Result;
 use tokio::sync::mpsc::unbounded_channel;
-use wirespeed_engine::bandwidth::client;
+use wirespeed_engine::bandwidth::{client, iperf3_client};
 
 use crate::exit;
 use crate::flags::BandwidthArgs;
@@ -14,7 +14,11 @@ pub async fn run(args: BandwidthArgs) -> Result<u8> {
     let cancel = super::interrupt_token();
     let (tx, rx) = unbounded_channel();
     let printer = output::spawn_printer(output::format_of(args.output.format), rx);
-    let result = client::run(opts, tx, cancel.clone()).await;
+    let result = if args.iperf3 {
+        iperf3_client::run(opts, tx, cancel.clone()).await
+    } else {
+        client::run(opts, tx, cancel.clone()).await
+    };
     printer.await??;
     let report = result?;
     if let Err(e) = output::save(&args.output, &[&report]) {
