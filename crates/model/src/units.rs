@@ -122,6 +122,42 @@ fn to_u64(value: f64, text: &str) -> Result<u64, ParseError> {
     Ok(value.round() as u64)
 }
 
+/// A moment in UTC broken into calendar fields.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct CivilTime {
+    /// Year (proleptic Gregorian).
+    pub year: i64,
+    /// Month, 1..=12.
+    pub month: u32,
+    /// Day of the month, 1..=31.
+    pub day: u32,
+    /// Hour, minute, second.
+    pub hms: (u32, u32, u32),
+    /// Day of the week, 0 = Sunday.
+    pub weekday: u32,
+}
+
+impl CivilTime {
+    /// The calendar fields of `secs` seconds since the Unix epoch, in UTC.
+    pub fn from_unix(secs: i64) -> Self {
+        let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
+        // Civil-from-days (Howard Hinnant's algorithm).
+        let z = days + 719_468;
+        let era = z.div_euclid(146_097);
+        let doe = z - era * 146_097;
+        let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
+        let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
+        let mp = (5 * doy + 2) / 153;
+        let day = (doy - (153 * mp + 2) / 5 + 1) as u32;
+        let month = if mp < 10 { mp + 3 } else { mp - 9 } as u32;
+        let year = yoe + era * 400 + i64::from(month <= 2);
+        let hms = ((rem / 3600) as u32, (rem % 3600 / 60) as u32, (rem % 60) as u32);
+        // 1970-01-01 was a Thursday.
+        let weekday = (days + 4).rem_euclid(7) as u32;
+        Self { year, month, day, hms, weekday }
+    }
+}
+
 /// Bits per second over `bytes` moved in `nanos` nanoseconds; 0 when no time passed.
 pub fn bits_per_second(bytes: u64, nanos: u64) -> f64 {
     if nanos == 0 {

@@ -8,6 +8,7 @@ use std::io::{self, Write};
 use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 
 pub mod csv;
+pub mod iperf3_json;
 pub mod json;
 pub mod quick;
 pub mod text;
@@ -24,6 +25,8 @@ pub enum Format {
     JsonStream,
     /// Comma-separated rows: one per interval and flow, then the summary.
     Csv,
+    /// One document in iperf3's `-J` schema at the end.
+    Iperf3Json,
 }
 
 /// Turns events into bytes.
@@ -39,6 +42,7 @@ pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
         Format::Json => Box::new(json::Json),
         Format::JsonStream => Box::new(json::JsonStream),
         Format::Csv => Box::new(csv::Csv::default()),
+        Format::Iperf3Json => Box::new(iperf3_json::Iperf3Json),
     }
 }
 

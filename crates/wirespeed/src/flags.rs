@@ -69,6 +69,9 @@ pub enum FormatArg {
     JsonStream,
     /// Comma-separated rows.
     Csv,
+    /// One document in iperf3's -J schema, for tools that parse iperf3 output.
+    #[value(name = "iperf3-json")]
+    Iperf3Json,
 }
 
 /// Where results go: shared by every test subcommand.

@@ -20,6 +20,7 @@ pub fn format_of(f: FormatArg) -> Format {
         FormatArg::Json => Format::Json,
         FormatArg::JsonStream => Format::JsonStream,
         FormatArg::Csv => Format::Csv,
+        FormatArg::Iperf3Json => Format::Iperf3Json,
     }
 }
 

@@ -160,3 +160,98 @@ fn help_reads_well() {
         assert!(help.contains(flag), "--help lacks {flag}");
     }
 }
+
+/// Every key path of a JSON value (array elements collapsed to `[]`).
+fn key_paths(v: &serde_json::Value, prefix: &str, out: &mut std::collections::BTreeSet<String>) {
+    match v {
+        serde_json::Value::Object(m) => {
+            for (k, x) in m {
+                key_paths(x, &format!("{prefix}.{k}"), out);
+            }
+        }
+        serde_json::Value::Array(a) => {
+            for x in a {
+                key_paths(x, &format!("{prefix}[]"), out);
+            }
+        }
+        _ => {
+            out.insert(prefix.to_string());
+        }
+    }
+}
+
+/// Keys of iperf3's -J that wirespeed does not measure (documented in docs/metrics.md).
+const IPERF3_KEYS_NOT_FILLED: &[&str] = &[
+    ".intervals[].streams[].pmtu",
+    ".intervals[].streams[].snd_wnd",
+    ".end.streams[].sender.max_snd_wnd",
+    ".start.cookie",
+    ".start.tcp_mss_default",
+    ".start.sndbuf_actual",
+    ".start.rcvbuf_actual",
+    ".start.timestamp.timemillisecs",
+    ".start.test_start.fqrate",
+    ".start.test_start.interval",
+    ".start.test_start.gso",
+    ".start.test_start.gro",
+    ".start.fq_rate",
+];
+
+#[test]
+fn iperf3_json_has_every_key_stock_iperf3_writes() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    for args in [&["-t", "1"][..], &["-t", "1", "--bidir"], &["-t", "1", "-u", "-b", "10M", "-R"]] {
+        // The stock client against our server: iperf3's own -J for this test.
+        let stock = Command::new("iperf3")
+            .args(["-c", "127.0.0.1", "-p", &s.1.to_string(), "-J"])
+            .args(args)
+            .output()
+            .expect("iperf3 is installed (scripts/test.sh installs it)");
+        let stock: serde_json::Value = serde_json::from_slice(&stock.stdout).unwrap();
+        let mut ours_args = vec!["bw", &target, "--format", "iperf3-json", "--no-save"];
+        ours_args.extend_from_slice(args);
+        let out = client(&ours_args);
+        assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+        let ours: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        let (mut want, mut got) = (Default::default(), Default::default());
+        key_paths(&stock, "", &mut want);
+        key_paths(&ours, "", &mut got);
+        let missing: Vec<_> = want
+            .iter()
+            .filter(|k| !got.contains(*k) && !IPERF3_KEYS_NOT_FILLED.contains(&k.as_str()))
+            .collect();
+        assert!(missing.is_empty(), "{args:?}: keys iperf3 writes and we do not: {missing:?}");
+        // Same numbers a script would read.
+        let sum = if args.contains(&"-u") { "sum" } else { "sum_received" };
+        assert!(ours["end"][sum]["bits_per_second"].as_f64().unwrap() > 0.0);
+    }
+}
+
+#[test]
+fn bandwidth_against_a_stock_iperf3_server() {
+    let port = free_port();
+    let mut stock = Command::new("iperf3")
+        .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .stdout(Stdio::null())
+        .stderr(Stdio::null())
+        .spawn()
+        .expect("iperf3 is installed");
+    let target = format!("127.0.0.1:{port}");
+    // Until the stock server listens, the client exits 3 (unreachable).
+    let mut out = client(&["bw", &target, "--iperf3", "-t", "1", "--format", "json", "--no-save"]);
+    for _ in 0..50 {
+        if out.status.code() != Some(3) {
+            break;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+        out = client(&["bw", &target, "--iperf3", "-t", "1", "--format", "json", "--no-save"]);
+    }
+    let _ = stock.kill();
+    let _ = stock.wait();
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["meta"]["server_version"], "iperf3");
+    assert!(v["summary"]["received_bytes"].as_u64().unwrap() > 0);
+    assert_eq!(v["intervals"][0]["measured_at"], "client");
+}

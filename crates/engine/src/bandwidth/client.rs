@@ -12,6 +12,7 @@ use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::report::{BandwidthReport, Meta, Report, ReportBody};
 use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol, TestSpec};
+use wirespeed_model::units::CivilTime;
 use wirespeed_model::Event;
 use wirespeed_proto::auth;
 use wirespeed_proto::codec::{from_hex, ConnKind, DataHello, Preamble, SESSION_ID_LEN};
@@ -517,23 +518,9 @@ pub(crate) fn hostname() -> String {
 /// `t` as RFC 3339 in UTC with second precision.
 pub fn humantime_rfc3339(t: SystemTime) -> String {
     let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let (days, rem) = (secs.div_euclid(86_400), secs.rem_euclid(86_400));
-    // Civil-from-days (Howard Hinnant's algorithm), proleptic Gregorian calendar.
-    let z = days + 719_468;
-    let era = z.div_euclid(146_097);
-    let doe = z - era * 146_097;
-    let yoe = (doe - doe / 1460 + doe / 36_524 - doe / 146_096) / 365;
-    let doy = doe - (365 * yoe + yoe / 4 - yoe / 100);
-    let mp = (5 * doy + 2) / 153;
-    let day = doy - (153 * mp + 2) / 5 + 1;
-    let month = if mp < 10 { mp + 3 } else { mp - 9 };
-    let year = yoe + era * 400 + i64::from(month <= 2);
-    format!(
-        "{year:04}-{month:02}-{day:02}T{:02}:{:02}:{:02}Z",
-        rem / 3600,
-        rem % 3600 / 60,
-        rem % 60
-    )
+    let c = CivilTime::from_unix(secs);
+    let (h, m, s) = c.hms;
+    format!("{:04}-{:02}-{:02}T{h:02}:{m:02}:{s:02}Z", c.year, c.month, c.day)
 }
 
 #[cfg(test)]
