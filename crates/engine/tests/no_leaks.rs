@@ -33,6 +33,24 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
         let mut c = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         c.write_all(b"garbage that is not a preamble").await.unwrap();
     }
+    // Stock iperf3 clients (separate processes, so their sockets are not counted here): a
+    // finished TCP and UDP test, and one killed mid-test.
+    for args in ["-t 1 --bidir -P 2", "-t 1 -u -b 10M --bidir -P 2"] {
+        let mut cmd = stock_iperf3(server.addr, args);
+        let status = tokio::task::spawn_blocking(move || cmd.status()).await.unwrap().unwrap();
+        assert!(status.success(), "iperf3 {args}");
+    }
+    let mut killed = stock_iperf3(server.addr, "-t 5 -P 2").spawn().unwrap();
+    tokio::time::sleep(Duration::from_millis(700)).await;
+    killed.kill().unwrap();
+    killed.wait().unwrap();
+    // An iperf3 cookie and then silence, and a truncated parameter frame.
+    let mut c = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    c.write_all(b"abcdefghijklmnopqrstuvwxyz2345672345\0").await.unwrap();
+    let mut t = tokio::net::TcpStream::connect(server.addr).await.unwrap();
+    t.write_all(b"abcdefghijklmnopqrstuvwxyz2345672346\0\0\0\0\x40{").await.unwrap();
+    drop(t);
+    drop(c);
     // A client that vanishes mid-test.
     let abandoned = tokio::spawn(run(server.opts(spec(Protocol::Tcp, 5.0))));
     tokio::time::sleep(Duration::from_millis(300)).await;
@@ -50,6 +68,14 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
     assert!(settled, "fds {fds} -> {}, threads {tasks} -> {}", open_fds(), threads());
     still(&server).await;
     server.shutdown().await;
+}
+
+fn stock_iperf3(addr: std::net::SocketAddr, args: &str) -> std::process::Command {
+    let mut cmd = std::process::Command::new("iperf3");
+    cmd.args(["-c", &addr.ip().to_string(), "-p", &addr.port().to_string()]);
+    cmd.args(args.split_whitespace());
+    cmd.stdout(std::process::Stdio::null()).stderr(std::process::Stdio::null());
+    cmd
 }
 
 async fn still(server: &TestServer) {

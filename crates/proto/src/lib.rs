@@ -34,6 +34,19 @@ pub fn exercise_decoders(data: &[u8]) {
         let _ = state.on_client(&msg);
         rest = &rest[used..];
     }
+    exercise_iperf3_decoders(data);
+    let mut stats = datagram::ReceiverStats::default();
+    for chunk in data.chunks(16) {
+        if let Some((seq, sent)) = datagram::read_header(chunk) {
+            stats.record(seq, chunk.len(), sent, sent.wrapping_add(seq as i64));
+        }
+    }
+}
+
+/// Feeds `data` to every iperf3 decoder (cookie, state byte, JSON frame, parameter and results
+/// documents, UDP header). For the `iperf3` fuzz target and [`exercise_decoders`].
+#[doc(hidden)]
+pub fn exercise_iperf3_decoders(data: &[u8]) {
     let _ = iperf3::Cookie::decode(data);
     if let Some(&b) = data.first() {
         let _ = iperf3::State::from_byte(b);
@@ -46,11 +59,5 @@ pub fn exercise_decoders(data: &[u8]) {
     }
     for wide in [false, true] {
         let _ = iperf3::wire::read_udp_header(data, wide);
-    }
-    let mut stats = datagram::ReceiverStats::default();
-    for chunk in data.chunks(16) {
-        if let Some((seq, sent)) = datagram::read_header(chunk) {
-            stats.record(seq, chunk.len(), sent, sent.wrapping_add(seq as i64));
-        }
     }
 }
