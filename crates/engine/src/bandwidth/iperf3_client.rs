@@ -5,6 +5,7 @@
 
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
@@ -338,6 +339,14 @@ async fn drive(
     let end_ns = side.shared.now_ns();
     let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
     active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
+    if spec.direction.client_sends() {
+        // iperf3's server stops counting at TEST_END; let what we just sent arrive first, or
+        // the last datagrams would read as lost. About one round trip, from the control
+        // connection's TCP_INFO.
+        let rtt = sys::tcp_sample(ctl.as_raw_fd()).map_or(20_000_000, |s| s.rtt_ns);
+        let grace = Duration::from_nanos(rtt.saturating_mul(2)) + Duration::from_millis(5);
+        tokio::time::sleep(grace.min(Duration::from_millis(250))).await;
+    }
     send(ctl, &[State::TestEnd.byte()]).await?;
     let theirs = tokio::time::timeout(
         RESULTS_TIMEOUT,
