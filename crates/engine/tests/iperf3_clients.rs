@@ -182,9 +182,17 @@ async fn udp_every_direction_and_counter_width() {
         "-u -b 30M -t 1 -P 2 --udp-counters-64bit",
         "-u -b 30M -t 1 -R --udp-counters-64bit -l 1200",
         "-u -b 100M -n 4M",
+        "-u -b 20M -t 2 -O 1",
+        "-u -b 20M -t 2 -O 1 -R",
     ] {
         let json = ok_run(server.addr, args).await;
         assert_udp_consistent(&json["end"]["sum"]);
+        // Both ends count the same datagrams (a warm-up must be left out the same way).
+        let end = &json["end"];
+        let (sent, received) = (&end["sum_sent"]["packets"], &end["sum_received"]["packets"]);
+        if let (Some(s), Some(r)) = (sent.as_u64(), received.as_u64()) {
+            assert!(s.abs_diff(r) <= 2, "{args}: sent {s} vs received {r} datagrams");
+        }
         if args.contains("--bidir") {
             assert_udp_consistent(&json["end"]["sum_bidir_reverse"]);
         }

@@ -26,7 +26,7 @@ use super::client::{
     connect_control, hostname, humantime_rfc3339, local_err, resolve, ClientOptions,
 };
 use super::collect::{Collector, LocalEnd};
-use super::iperf3_results::{local_results, stream_count};
+use super::iperf3_results::{local_results, stream_count, totals_of};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::sys;
@@ -362,7 +362,7 @@ async fn drive(
     })
     .await;
     let local = LocalEnd { at_omit, at_end, end_ns, active_ns, cpu_ns: side.cpu_ns() };
-    let server = server_results(spec, &theirs);
+    let server = server_results(spec, &theirs, &local.at_omit);
     let live = collector.emitted();
     let (intervals, summary) = collector.finish(&local, &server);
     emit(intervals[live.min(intervals.len())..].to_vec());
@@ -420,10 +420,18 @@ async fn exchange_results(
     Ok(theirs)
 }
 
-/// The server's final figures in the shape our collector pairs with ours. iperf3's counts
-/// already leave out the warm-up.
-fn server_results(spec: &BandwidthSpec, theirs: &Results) -> ServerResults {
+/// The server's final figures in the shape our collector pairs with ours. iperf3's byte
+/// counts already leave out the warm-up, but its UDP datagram counts (highest sequence seen,
+/// gaps, datagrams sent) run from the start; the warm-up's share is taken from what this end
+/// had seen of the stream when its warm-up ended (`ours_at_omit`), counting every warm-up
+/// datagram as delivered, so any loss in the warm-up shows in the measured span.
+fn server_results(
+    spec: &BandwidthSpec,
+    theirs: &Results,
+    ours_at_omit: &[StreamTotals],
+) -> ServerResults {
     let mut at_end = Vec::new();
+    let mut at_omit = Vec::new();
     let mut active_ns: Vec<(Flow, u64)> = Vec::new();
     let mut wall_ns = 0u64;
     for i in 0..stream_count(spec) {
@@ -441,6 +449,17 @@ fn server_results(spec: &BandwidthSpec, theirs: &Results) -> ServerResults {
             ..Default::default()
         };
         at_end.push(StreamTotals { flow, id, totals });
+        if spec.protocol == Protocol::Udp && spec.omit_ns > 0 {
+            let mine = totals_of(ours_at_omit, flow, id);
+            // A sending server had sent what we had seen by then (received + gaps); a
+            // receiving one had received what we had sent.
+            let packets = if server_sends { mine.packets + mine.lost } else { mine.packets };
+            at_omit.push(StreamTotals {
+                flow,
+                id,
+                totals: Totals { packets, ..Default::default() },
+            });
+        }
         let span = ((r.end_time_s - r.start_time_s).max(0.0) * 1e9) as u64;
         wall_ns = wall_ns.max((r.end_time_s.max(0.0) * 1e9) as u64);
         match active_ns.iter_mut().find(|(f, _)| *f == flow) {
@@ -450,7 +469,7 @@ fn server_results(spec: &BandwidthSpec, theirs: &Results) -> ServerResults {
     }
     let cpu = |pct: f64| (pct.max(0.0) / 100.0 * wall_ns as f64) as u64;
     ServerResults {
-        at_omit: Vec::new(),
+        at_omit,
         at_end,
         active_ns,
         cpu_user_ns: cpu(theirs.cpu_util[1]),

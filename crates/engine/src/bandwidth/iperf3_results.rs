@@ -40,10 +40,12 @@ pub(crate) fn local_results(
                     _ => -1,
                 },
                 jitter_s: if sending { 0.0 } else { end.jitter_ns / 1e9 },
-                errors: if sending { 0 } else { d.lost },
+                // Datagram counts run from the start, warm-up included, as iperf3's do (its
+                // peer subtracts its own warm-up count); bytes leave the warm-up out.
+                errors: if sending { 0 } else { end.lost },
                 // iperf3's receiver reports the highest sequence number seen, its sender the
                 // datagrams sent; both are the count the peer divides lost datagrams by.
-                packets: if sending { d.packets } else { d.packets + d.lost },
+                packets: if sending { end.packets } else { end.packets + end.lost },
                 // The warm-up is not part of the measured span.
                 start_time_s: spec.omit_ns as f64 / 1e9,
                 end_time_s: wall_ns as f64 / 1e9,
