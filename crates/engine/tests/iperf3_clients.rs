@@ -187,11 +187,13 @@ async fn udp_every_direction_and_counter_width() {
     ] {
         let json = ok_run(server.addr, args).await;
         assert_udp_consistent(&json["end"]["sum"]);
-        // Both ends count the same datagrams (a warm-up must be left out the same way).
+        // Both ends count the same datagrams (a warm-up must be left out the same way). What
+        // the sender wrote after the receiver stopped counting is neither received nor lost:
+        // allow 2 % for that.
         let end = &json["end"];
         let (sent, received) = (&end["sum_sent"]["packets"], &end["sum_received"]["packets"]);
         if let (Some(s), Some(r)) = (sent.as_u64(), received.as_u64()) {
-            assert!(s.abs_diff(r) <= 2, "{args}: sent {s} vs received {r} datagrams");
+            assert!(s.abs_diff(r) <= 2 + s / 50, "{args}: sent {s} vs received {r} datagrams");
         }
         if args.contains("--bidir") {
             assert_udp_consistent(&json["end"]["sum_bidir_reverse"]);

@@ -232,7 +232,12 @@ async fn udp_paced_every_direction() {
         assert_agrees(&r, &json);
         let t = &r.summary.primary.total;
         let (sent, received) = (t.sent_packets.unwrap(), t.received_packets.unwrap());
-        assert!(sent.abs_diff(received) <= 2, "{direction:?}: sent {sent} vs received {received}");
+        // Datagrams sent after the receiver stopped counting are neither received nor lost.
+        let slack = 2 + sent / 50;
+        assert!(
+            sent.abs_diff(received) <= slack,
+            "{direction:?}: {sent} sent, {received} received"
+        );
     }
 }
 
