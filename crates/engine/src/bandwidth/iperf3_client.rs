@@ -331,14 +331,11 @@ async fn drive(
         }
     }
     let at_omit = at_omit.unwrap_or_else(|| side.snapshot());
-    // As iperf3's client: stop sending, take the counts, then tell the server. What is still
-    // in flight then is not counted by the receiver, on either side.
+    // As iperf3's client: stop sending, take the counts, then tell the server.
     side.stop_sending();
     let _ = tokio::time::timeout(Duration::from_secs(5), side.wait_role(Role::Send)).await;
-    let at_end = side.snapshot();
-    let end_ns = side.shared.now_ns();
-    let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
-    active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
+    let at_stop = side.snapshot();
+    let stop_ns = side.shared.now_ns();
     if spec.direction.client_sends() {
         // iperf3's server stops counting at TEST_END; let what we just sent arrive first, or
         // the last datagrams would read as lost. About one round trip, from the control
@@ -350,12 +347,21 @@ async fn drive(
     send(ctl, &[State::TestEnd.byte()]).await?;
     let theirs = tokio::time::timeout(
         RESULTS_TIMEOUT,
-        exchange_results(ctl, spec, &at_omit, &at_end, &side, end_ns),
+        exchange_results(ctl, spec, &at_omit, &at_stop, &side, stop_ns),
     )
     .await
     .map_err(|_| {
         ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?} of the end"))
     })??;
+    // The server stopped sending at TEST_END and has counted what it sent; our receivers keep
+    // counting what was still in flight (TCP to end-of-stream, UDP until quiet), so the
+    // summary's loss is not inflated by data that was merely late.
+    side.drain();
+    let _ = tokio::time::timeout(Duration::from_secs(2), side.wait_role(Role::Recv)).await;
+    let at_end = side.snapshot();
+    let end_ns = side.shared.now_ns();
+    let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
+    active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
     side.abort();
     let _ = tokio::time::timeout(Duration::from_secs(5), async {
         while side.next_done().await.is_some() {}
