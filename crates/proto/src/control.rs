@@ -16,7 +16,7 @@
 //! instead of confusing the other side.
 
 use serde::{Deserialize, Serialize};
-use wirespeed_model::spec::{BandwidthSpec, Flow};
+use wirespeed_model::spec::{Flow, TestSpec};
 use wirespeed_model::stats::Totals;
 
 /// Messages a client sends on the control connection.
@@ -30,8 +30,8 @@ pub enum ClientMessage {
     },
     /// The test to run, and the answer to the challenge if the server wants one.
     Start {
-        /// The test.
-        spec: BandwidthSpec,
+        /// The test, tagged with its `kind`.
+        spec: TestSpec,
         /// Hex HMAC-SHA256 of the server's nonce under the shared token (see [`crate::auth`]).
         #[serde(default)]
         auth: Option<String>,
@@ -79,7 +79,7 @@ pub enum ServerMessage {
         /// Session id (16 bytes, hex) that each data stream presents.
         session: String,
         /// The spec as the server will run it (a bitrate may have been capped).
-        spec: BandwidthSpec,
+        spec: TestSpec,
         /// Why the spec changed, if it did.
         #[serde(default)]
         notes: Vec<String>,
@@ -261,11 +261,22 @@ impl ClientState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_model::spec::Protocol;
+    use wirespeed_model::spec::{BandwidthSpec, Protocol};
+
+    #[test]
+    fn start_carries_the_kind_of_test() {
+        let msg = ClientMessage::Start {
+            spec: TestSpec::Bandwidth(BandwidthSpec::new("h", Protocol::Udp)),
+            auth: None,
+        };
+        let v = serde_json::to_value(&msg).unwrap();
+        assert_eq!(v["spec"]["kind"], "bandwidth");
+        assert_eq!(serde_json::from_value::<ClientMessage>(v).unwrap(), msg);
+    }
 
     #[test]
     fn server_accepts_the_normal_order_only() {
-        let spec = BandwidthSpec::new("h", Protocol::Tcp);
+        let spec = TestSpec::Bandwidth(BandwidthSpec::new("h", Protocol::Tcp));
         let mut s = ServerState::default();
         assert!(s.on_client(&ClientMessage::Stop).is_err());
         s.on_client(&ClientMessage::Hello { version: "1".into() }).unwrap();

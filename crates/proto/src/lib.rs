@@ -16,7 +16,7 @@ pub mod datagram;
 pub mod iperf3;
 
 /// Version of the control protocol; a server refuses a client whose major version differs.
-pub const PROTOCOL_VERSION: u8 = 1;
+pub const PROTOCOL_VERSION: u8 = 2;
 
 /// Feeds `data` to every decoder a peer's bytes can reach (preamble, data hello, UDP hello,
 /// control frames both ways with the order check, UDP receiver accounting). For the fuzz

@@ -2,6 +2,7 @@
 //! inputs, so every CI run exercises the decoders without a nightly toolchain.
 
 use wirespeed_model::spec::{BandwidthSpec, Protocol};
+use wirespeed_model::TestSpec;
 use wirespeed_proto::codec::encode_frame;
 use wirespeed_proto::control::ClientMessage;
 
@@ -28,7 +29,7 @@ fn random_and_mutated_inputs() {
     encode_frame(&ClientMessage::Hello { version: "1".into() }, &mut valid).unwrap();
     encode_frame(
         &ClientMessage::Start {
-            spec: BandwidthSpec::new("h", Protocol::Udp),
+            spec: TestSpec::Bandwidth(BandwidthSpec::new("h", Protocol::Udp)),
             auth: Some("00".into()),
         },
         &mut valid,

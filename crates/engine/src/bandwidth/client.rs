@@ -188,12 +188,14 @@ pub async fn run(
         (None, true) => return Err(ClientError::TokenRequired),
         (None, false) => None,
     };
-    ctl.send(&ClientMessage::Start { spec: opts.spec.clone(), auth: proof }).await.map_err(lost)?;
+    let start = ClientMessage::Start { spec: TestSpec::Bandwidth(opts.spec.clone()), auth: proof };
+    ctl.send(&start).await.map_err(lost)?;
     let ServerMessage::Accepted { session, spec, notes } =
         recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {
         unreachable!("the state machine only lets accepted or refused through")
     };
+    let TestSpec::Bandwidth(spec) = spec;
     let session =
         from_hex::<SESSION_ID_LEN>(&session).ok_or_else(|| protocol("malformed session id"))?;
     if spec.protocol != opts.spec.protocol

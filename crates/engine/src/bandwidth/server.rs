@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol, TestSpec};
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
@@ -121,7 +121,7 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         auth_required: cfg.token.is_some(),
     })
     .await?;
-    let ClientMessage::Start { mut spec, auth } =
+    let ClientMessage::Start { spec, auth } =
         recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await?
     else {
         unreachable!("the state machine only lets start through second")
@@ -137,6 +137,8 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
             return Err(refuse(ctl, RefuseCode::Auth, why.into()).await);
         }
     }
+    // One arm per test kind; each validates its own spec and applies its own limits.
+    let TestSpec::Bandwidth(mut spec) = spec;
     if let Err(e) = spec.validate() {
         return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
     }
@@ -161,8 +163,8 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
     let expected = Flow::of(spec.direction).len() * usize::from(spec.parallel);
     let (attach_tx, attach_rx) = mpsc::channel(expected + 8);
     let _registration = Registration::new(ctx, session, peer.ip(), attach_tx);
-    ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: spec.clone(), notes })
-        .await?;
+    let accepted = TestSpec::Bandwidth(spec.clone());
+    ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: accepted, notes }).await?;
     tracing::info!(%peer, protocol = ?spec.protocol, direction = ?spec.direction, parallel = spec.parallel, "test accepted");
 
     let sockets = tokio::select! {
