@@ -4,6 +4,7 @@
 //!
 //! - [`server`]: the multi-client `wirespeed server` and its listeners.
 //! - [`bandwidth`]: the bandwidth test.
+//! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
 #[cfg(not(target_os = "linux"))]
@@ -14,6 +15,7 @@ pub mod buffer;
 pub mod counters;
 pub mod error;
 pub mod framed;
+pub mod handshake;
 pub mod pacer;
 pub mod server;
 pub mod sys;

@@ -3,43 +3,31 @@
 //! ends' figures into a [`Report`].
 
 use std::net::{IpAddr, SocketAddr};
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::Duration;
 
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
 use std::io::Write;
-use tokio::net::TcpStream;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::report::{BandwidthReport, Meta, Report, ReportBody};
+use wirespeed_model::report::{BandwidthReport, Report, ReportBody};
 use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol, TestSpec};
-use wirespeed_model::units::CivilTime;
 use wirespeed_model::Event;
-use wirespeed_proto::auth;
-use wirespeed_proto::codec::{from_hex, ConnKind, DataHello, Preamble, SESSION_ID_LEN};
+use wirespeed_proto::codec::{ConnKind, DataHello, Preamble, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, ServerResults};
 use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
-use crate::framed::{FrameError, Framed};
+use crate::framed::Framed;
+use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
+pub use crate::handshake::Family;
 
-/// How long each handshake step may take.
-const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
 /// How long to wait for the server's results after `Stop`.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
 /// How often a UDP stream hello is repeated until answered, and how many times.
 const UDP_HELLO_RETRY: Duration = Duration::from_millis(200);
 const UDP_HELLO_TRIES: u32 = 25;
-
-/// IP version to use for the target.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Family {
-    /// IPv4 only (`-4`).
-    V4,
-    /// IPv6 only (`-6`).
-    V6,
-}
 
 /// Everything the client needs besides the spec.
 #[derive(Debug, Clone)]
@@ -62,98 +50,19 @@ pub struct ClientOptions {
     pub version: String,
 }
 
-fn protocol<E: std::fmt::Display>(e: E) -> ClientError {
-    ClientError::Protocol(e.to_string())
-}
-
-fn lost(e: FrameError) -> ClientError {
-    match e {
-        FrameError::Invalid(why) => ClientError::Protocol(why),
-        other => ClientError::ServerGone(other.to_string()),
-    }
-}
-
-async fn recv_server(
-    ctl: &mut Framed,
-    state: &mut ClientState,
-    limit: Option<Duration>,
-) -> Result<ServerMessage, ClientError> {
-    let msg: ServerMessage = match limit {
-        Some(l) => ctl.recv_within(l).await,
-        None => ctl.recv().await,
-    }
-    .map_err(|e| match e {
-        FrameError::Invalid(why) => {
-            ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}"))
-        }
-        other => ClientError::ServerGone(other.to_string()),
-    })?;
-    state.on_server(&msg).map_err(protocol)?;
-    match msg {
-        ServerMessage::Abort { reason } => Err(ClientError::Aborted(reason)),
-        ServerMessage::Refused { code, message } => Err(ClientError::Refused { code, message }),
-        other => Ok(other),
-    }
-}
-
-/// Resolves `host:port`, keeping only addresses of `family`.
-pub async fn resolve(
-    host: &str,
-    port: u16,
-    family: Option<Family>,
-) -> Result<Vec<SocketAddr>, ClientError> {
-    let bare = host.trim_start_matches('[').trim_end_matches(']');
-    let found: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
-        .await
-        .map_err(|source| ClientError::Resolve { host: host.to_string(), source })?
-        .collect();
-    let keep: Vec<SocketAddr> = found
-        .into_iter()
-        .filter(|a| match family {
-            Some(Family::V4) => a.is_ipv4(),
-            Some(Family::V6) => a.is_ipv6(),
-            None => true,
-        })
-        .collect();
-    if keep.is_empty() {
-        let family = if family == Some(Family::V6) { "IPv6" } else { "IPv4" };
-        return Err(ClientError::NoAddress { host: host.to_string(), family });
-    }
-    Ok(keep)
-}
-
-pub(crate) async fn connect_control(
-    addrs: &[SocketAddr],
-    bind: Option<IpAddr>,
-    limit: Duration,
-) -> Result<TcpStream, ClientError> {
-    let mut last = None;
-    for &addr in addrs {
-        let attempt = async {
-            let sock = match addr {
-                SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
-                SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
-            };
-            if let Some(ip) = bind {
-                sock.bind(SocketAddr::new(ip, 0))?;
-            }
-            sock.connect(addr).await
-        };
-        match tokio::time::timeout(limit, attempt).await {
-            Ok(Ok(s)) => return Ok(s),
-            Ok(Err(source)) => last = Some(ClientError::Connect { addr, source }),
-            Err(_) => {
-                last = Some(ClientError::Connect {
-                    addr,
-                    source: std::io::Error::new(
-                        std::io::ErrorKind::TimedOut,
-                        format!("no answer within {limit:?}"),
-                    ),
-                })
-            }
+impl ClientOptions {
+    /// Where the server is, without the spec.
+    pub fn endpoint(&self) -> Endpoint {
+        Endpoint {
+            host: self.host.clone(),
+            port: self.port,
+            family: self.family,
+            bind: self.bind,
+            token: self.token.clone(),
+            connect_timeout: self.connect_timeout,
+            version: self.version.clone(),
         }
     }
-    Err(last.unwrap_or_else(|| unreachable!("resolve returns at least one address")))
 }
 
 /// Runs one bandwidth test and returns its report. Events go to `events` as they happen;
@@ -163,58 +72,16 @@ pub async fn run(
     events: UnboundedSender<Event>,
     cancel: CancellationToken,
 ) -> Result<Report, ClientError> {
-    let start_wall = SystemTime::now();
-    let addrs = resolve(&opts.host, opts.port, opts.family).await?;
-    let stream = connect_control(&addrs, opts.bind, opts.connect_timeout).await?;
-    let server_addr = stream
-        .peer_addr()
-        .map_err(|source| ClientError::Local { context: "control socket".into(), source })?;
-    let local_addr = stream.local_addr().ok();
-    let mut ctl = Framed::new(stream, Vec::new());
-    let mut state = ClientState::default();
-    ctl.send_raw(&Preamble::encode(ConnKind::Control)).await.map_err(lost)?;
-    ctl.send(&ClientMessage::Hello { version: opts.version.clone() }).await.map_err(lost)?;
-    let ServerMessage::Challenge { version: server_version, nonce, auth_required } =
-        recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
-    else {
-        unreachable!("the state machine only lets a challenge through first")
-    };
-    let proof = match (&opts.token, auth_required) {
-        (Some(token), _) => {
-            let nonce = from_hex::<{ auth::NONCE_LEN }>(&nonce)
-                .ok_or_else(|| protocol("malformed nonce"))?;
-            Some(auth::prove(token, &nonce))
-        }
-        (None, true) => return Err(ClientError::TokenRequired),
-        (None, false) => None,
-    };
-    let start = ClientMessage::Start { spec: TestSpec::Bandwidth(opts.spec.clone()), auth: proof };
-    ctl.send(&start).await.map_err(lost)?;
-    let ServerMessage::Accepted { session, spec, notes } =
-        recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
-    else {
-        unreachable!("the state machine only lets accepted or refused through")
-    };
+    let opened = handshake::open(&opts.endpoint(), TestSpec::Bandwidth(opts.spec.clone())).await?;
+    let mut meta = opened.meta();
+    let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
     let TestSpec::Bandwidth(spec) = spec;
-    let session =
-        from_hex::<SESSION_ID_LEN>(&session).ok_or_else(|| protocol("malformed session id"))?;
     if spec.protocol != opts.spec.protocol
         || spec.parallel != opts.spec.parallel
         || spec.direction != opts.spec.direction
     {
         return Err(protocol("the server changed the test's shape"));
     }
-
-    let mut meta = Meta {
-        version: opts.version.clone(),
-        host: hostname(),
-        start_time: humantime_rfc3339(start_wall),
-        start_unix_ms: start_wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
-        local_addr: local_addr.map(|a| a.to_string()),
-        remote_addr: Some(server_addr.to_string()),
-        server_version: Some(server_version),
-        notes,
-    };
     let sockets = {
         let spec = spec.clone();
         let bind = opts.bind;
@@ -503,42 +370,5 @@ trait ReadAck {
 impl ReadAck for &Socket {
     fn read_ack(&self, buf: &mut [u8]) -> std::io::Result<usize> {
         std::io::Read::read(&mut &**self, buf)
-    }
-}
-
-pub(crate) fn hostname() -> String {
-    let mut buf = [0u8; 256];
-    // SAFETY: buf is writable for its whole length.
-    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
-    if r != 0 {
-        return String::new();
-    }
-    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
-    String::from_utf8_lossy(&buf[..end]).into_owned()
-}
-
-/// `t` as RFC 3339 in UTC with second precision.
-pub fn humantime_rfc3339(t: SystemTime) -> String {
-    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
-    let c = CivilTime::from_unix(secs);
-    let (h, m, s) = c.hms;
-    format!("{:04}-{:02}-{:02}T{h:02}:{m:02}:{s:02}Z", c.year, c.month, c.day)
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn rfc3339_dates() {
-        assert_eq!(humantime_rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
-        assert_eq!(
-            humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(1_796_212_800)),
-            "2026-12-02T12:00:00Z"
-        );
-        assert_eq!(
-            humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
-            "2000-02-29T00:00:00Z"
-        );
     }
 }

@@ -22,13 +22,12 @@ use wirespeed_proto::datagram::Wire;
 use wirespeed_proto::iperf3::wire::{self, errno, errno_text, COOKIE_LEN};
 use wirespeed_proto::iperf3::{stream_id, stream_slot, Cookie, Params, Results, State};
 
-use super::client::{
-    connect_control, hostname, humantime_rfc3339, local_err, resolve, ClientOptions,
-};
+use super::client::{local_err, ClientOptions};
 use super::collect::{Collector, LocalEnd};
 use super::iperf3_results::{local_results, stream_count, totals_of};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
+use crate::handshake::{connect_control, hostname, humantime_rfc3339, resolve};
 use crate::sys;
 
 /// How long each handshake step may take.
