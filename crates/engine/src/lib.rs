@@ -18,6 +18,7 @@ pub mod framed;
 pub mod handshake;
 pub mod pacer;
 pub mod server;
+mod session;
 pub mod sys;
 
 pub use error::ClientError;

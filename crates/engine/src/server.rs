@@ -244,9 +244,7 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
             let routed = route(stream, peer, arrival, &ctx2).await;
             drop(permit);
             match routed {
-                Ok(Route::Control(framed)) => {
-                    crate::bandwidth::server::serve(framed, peer, ctx2).await
-                }
+                Ok(Route::Control(framed)) => crate::session::serve(framed, peer, ctx2).await,
                 Ok(Route::Iperf3(stream, cookie)) => {
                     crate::bandwidth::iperf3_server::serve(stream, cookie, peer, ctx2).await
                 }

@@ -20,8 +20,8 @@ use super::collect::{Collector, LocalEnd};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::framed::Framed;
-use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 pub use crate::handshake::Family;
+use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 
 /// How long to wait for the server's results after `Stop`.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);

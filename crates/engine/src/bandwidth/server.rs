@@ -1,6 +1,6 @@
-//! The server half of a bandwidth test: one control conversation from `Hello` to `Results`.
-//! It checks the client (allow list, token, limits), hands out a session id, collects the data
-//! streams, runs its stream ends, reports ticks, and on `Stop` reports its final totals.
+//! The server half of a bandwidth test, after the shared handshake (`crate::session`): it
+//! applies the server's limits, hands out a session id, collects the data streams, runs its
+//! stream ends, reports ticks, and on `Stop` reports its final totals.
 
 use std::collections::HashSet;
 use std::net::{IpAddr, SocketAddr};
@@ -10,7 +10,6 @@ use std::time::Duration;
 use tokio::sync::mpsc;
 use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol, TestSpec};
 use wirespeed_model::units::bits_per_second;
-use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{
     ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState,
@@ -18,8 +17,9 @@ use wirespeed_proto::control::{
 use wirespeed_proto::datagram::Wire;
 
 use super::workers::{self, Attached, Role, Side};
-use crate::framed::{FrameError, Framed};
-use crate::server::{canonical, Ctx, Pending};
+use crate::framed::Framed;
+use crate::server::Ctx;
+use crate::session::{abort, recv_checked, refuse, Ended, Registration};
 use crate::sys;
 
 /// How long the client has to connect every data stream after `Accepted`.
@@ -29,116 +29,16 @@ const STOP_GRACE: Duration = Duration::from_secs(15);
 /// How long stream ends may take to finish after `Stop`.
 const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
 
-/// Serves one control connection to its end, logging how it went.
-pub(crate) async fn serve(mut ctl: Framed, peer: SocketAddr, ctx: Arc<Ctx>) {
-    match conversation(&mut ctl, peer, &ctx).await {
-        Ok(()) => {}
-        Err(why) => {
-            tracing::info!(%peer, "test ended: {why}");
-            if why.tell_client {
-                let _ = ctl.send(&ServerMessage::Abort { reason: why.message.clone() }).await;
-            }
-        }
-    }
-    ctl.close().await;
-}
-
-/// Why a conversation ended early.
-#[derive(Debug)]
-struct Ended {
-    message: String,
-    /// Whether the client should get an `Abort` with the message.
-    tell_client: bool,
-}
-
-impl std::fmt::Display for Ended {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.message)
-    }
-}
-
-fn quiet(message: impl Into<String>) -> Ended {
-    Ended { message: message.into(), tell_client: false }
-}
-
-fn abort(message: impl Into<String>) -> Ended {
-    Ended { message: message.into(), tell_client: true }
-}
-
-impl From<FrameError> for Ended {
-    fn from(e: FrameError) -> Self {
-        match e {
-            // Tell a client that sent garbage what was wrong; a closed or dead one can't hear it.
-            FrameError::Invalid(_) => abort(e.to_string()),
-            _ => quiet(e.to_string()),
-        }
-    }
-}
-
-async fn refuse(ctl: &mut Framed, code: RefuseCode, message: String) -> Ended {
-    let _ = ctl.send(&ServerMessage::Refused { code, message: message.clone() }).await;
-    quiet(format!("refused: {message}"))
-}
-
-async fn recv_checked(
+/// Runs an accepted-to-be bandwidth test: validates and limits the spec, registers the session,
+/// collects the streams and runs them.
+pub(crate) async fn run(
     ctl: &mut Framed,
-    state: &mut ServerState,
-    limit: Option<Duration>,
-) -> Result<ClientMessage, Ended> {
-    let msg: ClientMessage = match limit {
-        Some(l) => ctl.recv_within(l).await?,
-        None => ctl.recv().await?,
-    };
-    state.on_client(&msg).map_err(|e| abort(e.to_string()))?;
-    if let ClientMessage::Abort { reason } = &msg {
-        return Err(quiet(format!("client aborted: {reason}")));
-    }
-    Ok(msg)
-}
-
-async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Result<(), Ended> {
+    mut state: ServerState,
+    ctx: &Arc<Ctx>,
+    mut spec: BandwidthSpec,
+    peer: SocketAddr,
+) -> Result<(), Ended> {
     let cfg = &ctx.config;
-    let mut state = ServerState::default();
-    let ClientMessage::Hello { version } =
-        recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await?
-    else {
-        unreachable!("the state machine only lets hello through first")
-    };
-    tracing::debug!(%peer, client_version = %version, "hello");
-    if !cfg.allows(peer.ip()) {
-        return Err(refuse(
-            ctl,
-            RefuseCode::NotAllowed,
-            format!("{} is not allowed to use this server", canonical(peer.ip())),
-        )
-        .await);
-    }
-    let mut nonce = [0u8; NONCE_LEN];
-    sys::fill_random(&mut nonce);
-    ctl.send(&ServerMessage::Challenge {
-        version: cfg.version.clone(),
-        nonce: to_hex(&nonce),
-        auth_required: cfg.token.is_some(),
-    })
-    .await?;
-    let ClientMessage::Start { spec, auth } =
-        recv_checked(ctl, &mut state, Some(cfg.idle_timeout)).await?
-    else {
-        unreachable!("the state machine only lets start through second")
-    };
-    if let Some(token) = &cfg.token {
-        let ok = auth.as_deref().is_some_and(|proof| auth::verify(token, &nonce, proof));
-        if !ok {
-            let why = if auth.is_none() {
-                "this server requires a token (--token)"
-            } else {
-                "wrong token"
-            };
-            return Err(refuse(ctl, RefuseCode::Auth, why.into()).await);
-        }
-    }
-    // One arm per test kind; each validates its own spec and applies its own limits.
-    let TestSpec::Bandwidth(mut spec) = spec;
     if let Err(e) = spec.validate() {
         return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
     }
@@ -207,34 +107,6 @@ pub fn apply_limits(
         }
     }
     Ok(notes)
-}
-
-/// Removes the session from the registry when dropped, whatever path the conversation takes.
-struct Registration<'a> {
-    ctx: &'a Ctx,
-    id: [u8; SESSION_ID_LEN],
-}
-
-impl<'a> Registration<'a> {
-    fn new(
-        ctx: &'a Ctx,
-        id: [u8; SESSION_ID_LEN],
-        peer: IpAddr,
-        attach: mpsc::Sender<Attached>,
-    ) -> Self {
-        if let Ok(mut s) = ctx.sessions.lock() {
-            s.insert(id, Pending { peer, attach });
-        }
-        Self { ctx, id }
-    }
-}
-
-impl Drop for Registration<'_> {
-    fn drop(&mut self) {
-        if let Ok(mut s) = self.ctx.sessions.lock() {
-            s.remove(&self.id);
-        }
-    }
 }
 
 async fn collect_streams(
