@@ -66,11 +66,13 @@ fn assert_tcp_agrees(json: &Value, sent: &str, received: &str) {
     let (s, r) = (num(json, sent) as u64, num(json, received) as u64);
     let streams = json["start"]["test_start"]["num_streams"].as_u64().unwrap_or(1);
     let slack = streams * tcp_in_flight_per_stream();
-    // With a warm-up each end starts counting at its own moment, so either may be ahead.
+    // With a warm-up each end starts counting at its own moment (the server's clock starts
+    // when it sends TEST_START, the client's when it reads it), so either may be ahead by what
+    // moves in that gap: allowed up to 5 % of the bytes on top of what was in flight.
     let warm_up = json["start"]["test_start"]["omit"].as_u64().unwrap_or(0) > 0;
     let agree = |s: u64, r: u64, slack: u64| {
         if warm_up {
-            s.abs_diff(r) <= slack
+            s.abs_diff(r) <= slack + s / 20
         } else {
             r <= s && s - r <= slack
         }

@@ -123,9 +123,11 @@ fn assert_agrees(report: &BandwidthReport, server: &Value) {
         assert!(t.received_bytes > 0, "{f:?}");
         if tcp {
             let slack = u64::from(report.spec.parallel) * tcp_in_flight_per_stream();
-            // With a warm-up each end starts counting at its own moment, so either may be ahead.
+            // With a warm-up each end starts counting at its own moment (the server's clock
+            // starts when it sends TEST_START, ours when we read it), so either may be ahead by
+            // what moves in that gap: allowed up to 5 % of the bytes on top of what was in flight.
             let ok = if report.spec.omit_ns > 0 {
-                t.received_bytes.abs_diff(t.sent_bytes) <= slack
+                t.received_bytes.abs_diff(t.sent_bytes) <= slack + t.sent_bytes / 20
             } else {
                 t.received_bytes <= t.sent_bytes && t.sent_bytes - t.received_bytes <= slack
             };
