@@ -91,15 +91,31 @@ impl Listeners {
         let mut tcp = Vec::new();
         let mut udp = Vec::new();
         for addr in addrs {
-            let t = tcp_listener(*addr)?;
-            // Port 0 means "any": bind UDP to the port TCP got, so both share one number.
-            let port = t.local_addr()?.as_socket().map_or(addr.port(), |a| a.port());
-            let u = udp_socket(SocketAddr::new(addr.ip(), port))?;
+            let (t, u) = Self::bind_pair(*addr)?;
             u.set_nonblocking(true)?;
             tcp.push(TcpListener::from_std(t.into())?);
             udp.push(UdpSocket::from_std(u.into())?);
         }
         Ok(Self { tcp, udp })
+    }
+
+    /// A TCP listener and a UDP socket on one port. Port 0 means "any": UDP takes the port TCP
+    /// got, and when some other UDP socket already holds that number, both try a fresh one.
+    fn bind_pair(addr: SocketAddr) -> io::Result<(Socket, Socket)> {
+        const TRIES: usize = 16;
+        for attempt in 1..=TRIES {
+            let t = tcp_listener(addr)?;
+            let port = t.local_addr()?.as_socket().map_or(addr.port(), |a| a.port());
+            match udp_socket(SocketAddr::new(addr.ip(), port)) {
+                Ok(u) => return Ok((t, u)),
+                Err(e)
+                    if addr.port() == 0
+                        && e.kind() == io::ErrorKind::AddrInUse
+                        && attempt < TRIES => {}
+                Err(e) => return Err(e),
+            }
+        }
+        unreachable!("the last attempt returns")
     }
 
     /// Binds the default `[::]:port` dual-stack, or `0.0.0.0:port` where IPv6 is unavailable.

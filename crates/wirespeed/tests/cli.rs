@@ -15,8 +15,15 @@ impl Drop for Server {
     }
 }
 
+/// A port free for both TCP and UDP on loopback right now (the server binds both).
 fn free_port() -> u16 {
-    std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port()
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
 }
 
 /// Starts `wirespeed server` on loopback and waits for its "listening" line.
