@@ -4,6 +4,7 @@
 //!
 //! - [`server`]: the multi-client `wirespeed server` and its listeners.
 //! - [`bandwidth`]: the bandwidth test.
+//! - [`latency`]: the latency (request/response round trip) test.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
@@ -16,6 +17,7 @@ pub mod counters;
 pub mod error;
 pub mod framed;
 pub mod handshake;
+pub mod latency;
 pub mod pacer;
 pub mod server;
 mod session;

@@ -131,6 +131,7 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         TestSpec::Bandwidth(spec) => {
             crate::bandwidth::server::run(ctl, state, ctx, spec, peer).await
         }
+        TestSpec::Latency(spec) => crate::latency::server::run(ctl, state, ctx, spec, peer).await,
     }
 }
 

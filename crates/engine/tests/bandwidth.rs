@@ -125,7 +125,7 @@ async fn socket_options_omit_and_interval_are_honoured() {
         .await
         .unwrap();
     assert!(report.meta.notes.is_empty(), "options rejected: {:?}", report.meta.notes);
-    let wirespeed_model::ReportBody::Bandwidth(r) = report.body;
+    let wirespeed_model::ReportBody::Bandwidth(r) = report.body else { panic!("not bandwidth") };
     // 0.5 s warm-up + 1 s: three half-second intervals, the first omitted.
     assert_eq!(r.intervals.len(), 3);
     assert!(r.intervals[0].omitted && !r.intervals[1].omitted && !r.intervals[2].omitted);

@@ -82,7 +82,7 @@ fn opts(addr: SocketAddr, spec: BandwidthSpec) -> ClientOptions {
 async fn run(addr: SocketAddr, spec: BandwidthSpec) -> Result<BandwidthReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let report = iperf3_client::run(opts(addr, spec), tx, CancellationToken::new()).await?;
-    let ReportBody::Bandwidth(b) = report.body;
+    let ReportBody::Bandwidth(b) = report.body else { panic!("not a bandwidth report") };
     Ok(b)
 }
 

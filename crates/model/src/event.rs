@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::latency::LatencyInterval;
 use crate::report::{BandwidthInterval, Meta, Report};
 use crate::spec::TestSpec;
 
@@ -20,6 +21,8 @@ pub enum Event {
     },
     /// A bandwidth interval is complete (both ends' figures merged).
     Interval(BandwidthInterval),
+    /// A latency interval is complete.
+    LatencyInterval(LatencyInterval),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.

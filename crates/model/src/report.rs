@@ -21,9 +21,12 @@ pub struct Report {
 /// One variant per test kind, tagged by `kind` in JSON.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 #[serde(tag = "kind", rename_all = "snake_case")]
+#[allow(clippy::large_enum_variant)] // one report per run; boxing buys nothing
 pub enum ReportBody {
     /// A bandwidth test.
     Bandwidth(BandwidthReport),
+    /// A latency test.
+    Latency(crate::latency::LatencyReport),
 }
 
 impl Report {
@@ -31,6 +34,7 @@ impl Report {
     pub fn kind(&self) -> &'static str {
         match self.body {
             ReportBody::Bandwidth(_) => "bandwidth",
+            ReportBody::Latency(_) => "latency",
         }
     }
 
@@ -38,6 +42,7 @@ impl Report {
     pub fn target(&self) -> &str {
         match &self.body {
             ReportBody::Bandwidth(b) => &b.spec.target,
+            ReportBody::Latency(l) => &l.spec.target,
         }
     }
 }

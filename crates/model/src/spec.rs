@@ -10,6 +10,8 @@ use serde::{Deserialize, Serialize};
 pub enum TestSpec {
     /// TCP or UDP throughput between a client and a wirespeed server.
     Bandwidth(BandwidthSpec),
+    /// Request/response round trips against a wirespeed server.
+    Latency(crate::latency::LatencySpec),
 }
 
 /// Transport used by a bandwidth test's data streams.

@@ -5,8 +5,9 @@ use std::io::{self, Write};
 
 use wirespeed_model::spec::Flow;
 use wirespeed_model::stats::Figures;
-use wirespeed_model::{Event, ReportBody};
+use wirespeed_model::{Event, ReportBody, TestSpec};
 
+use crate::latency;
 use crate::Renderer;
 
 const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
@@ -63,7 +64,14 @@ impl Csv {
 impl Renderer for Csv {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
         match event {
+            Event::Start { spec: TestSpec::Latency(_), .. } => {
+                if !self.header_done {
+                    writeln!(out, "{}", latency::CSV_COLUMNS)?;
+                    self.header_done = true;
+                }
+            }
             Event::Start { .. } => self.header(out)?,
+            Event::LatencyInterval(iv) => writeln!(out, "{}", latency::csv_interval(iv))?,
             Event::Interval(iv) => {
                 self.header(out)?;
                 for f in &iv.flows {
@@ -81,8 +89,17 @@ impl Renderer for Csv {
             }
             Event::Notice(_) => {}
             Event::End(report) => {
+                let b = match &report.body {
+                    ReportBody::Bandwidth(b) => b,
+                    ReportBody::Latency(l) => {
+                        if !self.header_done {
+                            writeln!(out, "{}", latency::CSV_COLUMNS)?;
+                            self.header_done = true;
+                        }
+                        return writeln!(out, "{}", latency::csv_summary(l));
+                    }
+                };
                 self.header(out)?;
-                let ReportBody::Bandwidth(b) = &report.body;
                 let start = b.spec.omit_ns as f64 / 1e9;
                 for f in b.summary.flows() {
                     writeln!(

@@ -31,7 +31,12 @@ pub struct Iperf3Json;
 impl Renderer for Iperf3Json {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
         if let Event::End(report) = event {
-            let ReportBody::Bandwidth(b) = &report.body;
+            let ReportBody::Bandwidth(b) = &report.body else {
+                return Err(io::Error::other(format!(
+                    "--format iperf3-json renders bandwidth tests only, not {} tests",
+                    report.kind()
+                )));
+            };
             serde_json::to_writer_pretty(&mut *out, &document(b, &report.meta))?;
             writeln!(out)?;
         }

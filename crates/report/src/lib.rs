@@ -10,6 +10,7 @@ use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 pub mod csv;
 pub mod iperf3_json;
 pub mod json;
+pub mod latency;
 pub mod quick;
 pub mod text;
 pub mod units;
@@ -48,10 +49,20 @@ pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
 
 /// The events a finished report stands for: start, each interval, end.
 pub fn events_of(report: &Report) -> Vec<Event> {
-    let ReportBody::Bandwidth(b) = &report.body;
-    let mut events =
-        vec![Event::Start { spec: TestSpec::Bandwidth(b.spec.clone()), meta: report.meta.clone() }];
-    events.extend(b.intervals.iter().cloned().map(Event::Interval));
+    let mut events = match &report.body {
+        ReportBody::Bandwidth(b) => {
+            let start = TestSpec::Bandwidth(b.spec.clone());
+            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
+            e.extend(b.intervals.iter().cloned().map(Event::Interval));
+            e
+        }
+        ReportBody::Latency(l) => {
+            let start = TestSpec::Latency(l.spec.clone());
+            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
+            e.extend(l.intervals.iter().cloned().map(Event::LatencyInterval));
+            e
+        }
+    };
     events.push(Event::End(Box::new(report.clone())));
     events
 }

@@ -23,7 +23,22 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
         match &row.outcome {
             Err(why) => writeln!(out, "{:<22}{:>14}{:>14}  FAILED: {why}", row.name, "-", "-")?,
             Ok(report) => {
-                let ReportBody::Bandwidth(b) = &report.body;
+                let b = match &report.body {
+                    ReportBody::Bandwidth(b) => b,
+                    ReportBody::Latency(l) => {
+                        let s = &l.summary;
+                        let details = format!(
+                            "RTT p50 {}, p99 {}, max {}{}",
+                            nanos(s.rtt.p50_ns as f64),
+                            nanos(s.rtt.p99_ns as f64),
+                            nanos(s.rtt.max_ns as f64),
+                            s.lost.map_or(String::new(), |l| format!(", {l} lost"))
+                        );
+                        let per_s = format!("{:.0} msg/s", s.messages_per_second);
+                        writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, per_s, "")?;
+                        continue;
+                    }
+                };
                 for f in b.summary.flows() {
                     let name = if b.spec.direction == Direction::Bidir {
                         format!("{} ({:?})", row.name, f.flow).to_lowercase()

@@ -9,6 +9,7 @@ use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
 use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
+use crate::latency;
 use crate::units::{bytes, nanos, percent, rate};
 use crate::Renderer;
 
@@ -352,13 +353,32 @@ impl Renderer for Text {
                     self.interval(spec, iv, out)?;
                 }
             }
+            Event::Start { spec: TestSpec::Latency(spec), meta } => {
+                writeln!(
+                    out,
+                    "wirespeed {} → {} (server {})",
+                    meta.version,
+                    meta.remote_addr.as_deref().unwrap_or(&spec.target),
+                    meta.server_version.as_deref().unwrap_or("?")
+                )?;
+                writeln!(out, "{}", latency::describe(spec))?;
+                for n in &meta.notes {
+                    writeln!(out, "note: {n}")?;
+                }
+                writeln!(out, "{}", self.bold(&latency::header()))?;
+            }
+            Event::LatencyInterval(iv) => {
+                writeln!(out, "{}", self.maybe_dim(iv.omitted, &latency::row(iv)))?
+            }
             Event::Notice(n) => writeln!(out, "note: {n}")?,
             Event::End(report) => {
-                let ReportBody::Bandwidth(b) = &report.body;
                 for n in report.meta.notes.iter().filter(|n| n.starts_with("interrupted")) {
                     writeln!(out, "note: {n}")?;
                 }
-                self.summary(&b.spec, &b.summary, out)?;
+                match &report.body {
+                    ReportBody::Bandwidth(b) => self.summary(&b.spec, &b.summary, out)?,
+                    ReportBody::Latency(l) => latency::summary(l, out)?,
+                }
             }
         }
         Ok(())

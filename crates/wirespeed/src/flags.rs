@@ -25,6 +25,9 @@ pub enum Command {
     /// Measure TCP or UDP throughput to a wirespeed server (like iperf3).
     #[command(visible_alias = "bw")]
     Bandwidth(Box<BandwidthArgs>),
+    /// Measure request/response round trips to a wirespeed server: percentiles from an HDR histogram.
+    #[command(visible_alias = "lat")]
+    Latency(Box<LatencyArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }
@@ -97,9 +100,6 @@ pub struct BandwidthArgs {
     /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
-    /// Server port (overrides a port in the target).
-    #[arg(short, long)]
-    pub port: Option<u16>,
     /// Use UDP instead of TCP.
     #[arg(short, long)]
     pub udp: bool,
@@ -142,6 +142,29 @@ pub struct BandwidthArgs {
     /// Disable Nagle's algorithm (TCP_NODELAY).
     #[arg(short = 'N', long)]
     pub no_delay: bool,
+    /// DSCP to mark packets with: 0-63 or a name (ef, af11..af43, cs0..cs7).
+    #[arg(long, value_name = "DSCP")]
+    pub dscp: Option<String>,
+    /// Send TCP data with sendfile() instead of write(): one copy fewer on the sender.
+    #[arg(short = 'Z', long)]
+    pub zerocopy: bool,
+    /// The server is a stock `iperf3 -s`: speak iperf3's protocol (same options, same report).
+    #[arg(long)]
+    pub iperf3: bool,
+    /// Where the server is and how to reach it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// How a client reaches the server: shared by every test that talks to one.
+#[derive(Debug, Args)]
+pub struct ConnectArgs {
+    /// Server port (overrides a port in the target).
+    #[arg(short, long)]
+    pub port: Option<u16>,
     /// Use IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -151,21 +174,50 @@ pub struct BandwidthArgs {
     /// Local address to send from.
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     pub bind: Option<std::net::IpAddr>,
-    /// DSCP to mark packets with: 0-63 or a name (ef, af11..af43, cs0..cs7).
-    #[arg(long, value_name = "DSCP")]
-    pub dscp: Option<String>,
     /// Secret for a server started with --token.
     #[arg(long, env = "WIRESPEED_TOKEN", hide_env_values = true, value_name = "SECRET")]
     pub token: Option<String>,
-    /// Send TCP data with sendfile() instead of write(): one copy fewer on the sender.
-    #[arg(short = 'Z', long)]
-    pub zerocopy: bool,
-    /// The server is a stock `iperf3 -s`: speak iperf3's protocol (same options, same report).
-    #[arg(long)]
-    pub iperf3: bool,
     /// How long connecting may take.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub connect_timeout: String,
+}
+
+/// `wirespeed latency`.
+#[derive(Debug, Args)]
+pub struct LatencyArgs {
+    /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
+    #[arg(value_name = "HOST[:PORT]")]
+    pub target: String,
+    /// Use UDP request/response instead of TCP.
+    #[arg(short, long)]
+    pub udp: bool,
+    /// Bytes per message (1 to 65507).
+    #[arg(short, long, default_value = "16", value_name = "SIZE")]
+    pub length: String,
+    /// Stop after this many round trips (all connections together) instead of after a time.
+    #[arg(short = 'n', long, value_name = "COUNT")]
+    pub count: Option<u64>,
+    /// How long to measure, after the warm-up.
+    #[arg(short, long, default_value = "10", value_name = "DURATION")]
+    pub time: String,
+    /// Connections (or UDP sockets), each with one message in flight.
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    pub parallel: u16,
+    /// Warm-up to leave out of the summary (ends at the next interval boundary).
+    #[arg(short = 'O', long = "warmup", default_value = "0", value_name = "DURATION")]
+    pub warmup: String,
+    /// Send on a fixed schedule: messages per second per connection (latency from the scheduled send time).
+    #[arg(long, value_name = "RATE")]
+    pub rate: Option<f64>,
+    /// Report interval (0.1 s to 60 s).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// UDP: how long an answer may take before the message counts as lost.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Where the server is and how to reach it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -229,7 +281,7 @@ mod tests {
         ])
         .unwrap();
         let Command::Bandwidth(b) = cli.command else { panic!("not bandwidth") };
-        assert!(b.udp && b.reverse && b.no_delay && b.ipv4);
+        assert!(b.udp && b.reverse && b.no_delay && b.connect.ipv4);
         assert_eq!(b.parallel, 4);
         assert_eq!(b.output.format, FormatArg::Json);
     }

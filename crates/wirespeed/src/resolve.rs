@@ -5,11 +5,14 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
+use wirespeed_engine::handshake::Endpoint;
+use wirespeed_engine::latency::client::LatencyOptions;
 use wirespeed_engine::server::ServerConfig;
+use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
-use crate::flags::{BandwidthArgs, ServerArgs};
+use crate::flags::{BandwidthArgs, ConnectArgs, LatencyArgs, ServerArgs};
 
 /// Default port of the wirespeed server (the same as iperf3's).
 pub const DEFAULT_PORT: u16 = 5201;
@@ -85,8 +88,7 @@ pub fn parse_dscp(text: &str) -> Result<u8> {
 
 /// `wirespeed bandwidth` flags → client options.
 pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
-    let (host, target_port) = split_target(&args.target)?;
-    let port = args.port.or(target_port).unwrap_or(DEFAULT_PORT);
+    let endpoint = endpoint(&args.target, &args.connect, version)?;
     let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
     let mut spec = BandwidthSpec::new(args.target.clone(), protocol);
     spec.parallel = args.parallel;
@@ -120,8 +122,22 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     spec.validate()?;
     Ok(ClientOptions {
         spec,
+        host: endpoint.host,
+        port: endpoint.port,
+        family: endpoint.family,
+        bind: endpoint.bind,
+        token: endpoint.token,
+        connect_timeout: endpoint.connect_timeout,
+        version: endpoint.version,
+    })
+}
+
+/// A target and the connection flags → where the server is.
+pub fn endpoint(target: &str, args: &ConnectArgs, version: &str) -> Result<Endpoint> {
+    let (host, target_port) = split_target(target)?;
+    Ok(Endpoint {
         host,
-        port,
+        port: args.port.or(target_port).unwrap_or(DEFAULT_PORT),
         family: if args.ipv4 {
             Some(Family::V4)
         } else if args.ipv6 {
@@ -134,6 +150,23 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
         connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
         version: version.to_string(),
     })
+}
+
+/// `wirespeed latency` flags → client options.
+pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
+    let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
+    let mut spec = LatencySpec::new(args.target.clone(), protocol);
+    spec.length =
+        u32::try_from(size("--length", &args.length)?).context("--length is too large")?;
+    spec.count = args.count;
+    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.parallel = args.parallel;
+    spec.warmup_ns = duration("--warmup", &args.warmup)?.as_nanos() as u64;
+    spec.rate = args.rate;
+    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.validate()?;
+    Ok(LatencyOptions { spec, endpoint: endpoint(&args.target, &args.connect, version)? })
 }
 
 /// `wirespeed server` flags → server configuration.

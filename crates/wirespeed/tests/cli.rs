@@ -143,7 +143,7 @@ fn quick_runs_every_test_kind_in_process() {
     let out = client(&["quick", "-t", "0.5", "--no-save"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
-    for row in ["TCP upload", "TCP download", "bidir", "UDP upload"] {
+    for row in ["TCP upload", "TCP download", "bidir", "UDP upload", "TCP latency", "UDP latency"] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
     assert!(!table.contains("FAILED"), "{table}");
@@ -261,4 +261,66 @@ fn bandwidth_against_a_stock_iperf3_server() {
     assert_eq!(v["meta"]["server_version"], "iperf3");
     assert!(v["summary"]["received_bytes"].as_u64().unwrap() > 0);
     assert_eq!(v["intervals"][0]["measured_at"], "client");
+}
+
+#[test]
+fn latency_renders_every_format_and_saves() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("r.db");
+    let db_arg = db_path.to_str().unwrap();
+    let out = client(&["latency", &target, "-n", "500", "--format", "json", "--db", db_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "latency");
+    assert_eq!(v["summary"]["received"], 500);
+    let p50 = v["summary"]["rtt"]["p50_ns"].as_u64().unwrap();
+    assert!(p50 > 0 && p50 <= v["summary"]["rtt"]["p99_ns"].as_u64().unwrap());
+    let in_histogram: u64 = v["summary"]["histogram"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|b| b["count"].as_u64().unwrap())
+        .sum();
+    assert_eq!(in_histogram, 500);
+    let store = wirespeed_store::Store::open(&db_path).unwrap();
+    let runs = store.list(10).unwrap();
+    assert_eq!(runs.len(), 1);
+    let saved = store.get(runs[0].id).unwrap().unwrap();
+    assert_eq!(saved.kind(), "latency");
+
+    let text = client(&["lat", &target, "-u", "-n", "300", "-P", "2", "--no-save"]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("UDP latency, 2 connections") && text.contains("p99.99"), "{text}");
+
+    let csv = client(&["lat", &target, "-n", "200", "--format", "csv", "--no-save"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let width = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    assert!(csv.lines().any(|l| l.starts_with("summary,")));
+
+    // iperf3's schema has no latency test: a clear error, not a half document.
+    let iperf = client(&["lat", &target, "-n", "10", "--format", "iperf3-json", "--no-save"]);
+    assert_ne!(iperf.status.code(), Some(0));
+    assert!(String::from_utf8_lossy(&iperf.stderr).contains("bandwidth tests only"));
+}
+
+#[test]
+fn latency_errors_have_exit_codes() {
+    // Nothing listening: 3.
+    let port = free_port().to_string();
+    let out = client(&["latency", "127.0.0.1", "-p", &port, "-n", "10", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3));
+    // A listener that accepts and never answers: the handshake times out, 5.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let port = silent.local_addr().unwrap().port().to_string();
+    let out = client(&["latency", "127.0.0.1", "-p", &port, "-n", "10", "--no-save"]);
+    assert_eq!(out.status.code(), Some(5), "{}", String::from_utf8_lossy(&out.stderr));
+    drop(silent);
+    // Out-of-range options are refused before connecting: 1.
+    let out = client(&["latency", "127.0.0.1", "-l", "0", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("message length"));
 }

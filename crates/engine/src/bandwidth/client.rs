@@ -75,7 +75,9 @@ pub async fn run(
     let opened = handshake::open(&opts.endpoint(), TestSpec::Bandwidth(opts.spec.clone())).await?;
     let mut meta = opened.meta();
     let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
-    let TestSpec::Bandwidth(spec) = spec;
+    let TestSpec::Bandwidth(spec) = spec else {
+        return Err(protocol("the server accepted a different kind of test"));
+    };
     if spec.protocol != opts.spec.protocol
         || spec.parallel != opts.spec.parallel
         || spec.direction != opts.spec.direction
@@ -272,20 +274,16 @@ fn open_streams(
     for &flow in Flow::of(spec.direction) {
         for id in 1..=spec.parallel {
             let socket = match spec.protocol {
-                Protocol::Tcp => open_tcp(
-                    spec,
-                    server,
-                    bind,
-                    DataHello { session, flow, stream: id },
-                    &mut notes,
-                )?,
-                Protocol::Udp => open_udp(
-                    spec,
-                    server,
-                    bind,
-                    UdpHello { ack: false, session, flow, stream: id },
-                    &mut notes,
-                )?,
+                Protocol::Tcp => {
+                    let tune = |s: &Socket| workers::tune_tcp(s, spec, server.is_ipv6());
+                    let hello = DataHello { session, flow, stream: id };
+                    open_tcp(server, bind, hello, &tune, &mut notes)?
+                }
+                Protocol::Udp => {
+                    let tune = |s: &Socket| workers::tune_udp(s, spec, server.is_ipv6());
+                    let hello = UdpHello { ack: false, session, flow, stream: id };
+                    open_udp(server, bind, hello, &tune, &mut notes)?
+                }
             };
             out.push(Attached { flow, id, socket });
         }
@@ -299,16 +297,18 @@ pub(crate) fn local_err(context: &str) -> impl Fn(std::io::Error) -> ClientError
     move |source| ClientError::Local { context: context.to_string(), source }
 }
 
-fn open_tcp(
-    spec: &BandwidthSpec,
+/// Connects one TCP data stream of a session and sends its hello; `tune` sets socket options
+/// before connecting and says which ones the OS refused.
+pub(crate) fn open_tcp(
     server: SocketAddr,
     bind: Option<IpAddr>,
     hello: DataHello,
+    tune: &dyn Fn(&Socket) -> Vec<String>,
     notes: &mut Vec<String>,
 ) -> Result<Socket, ClientError> {
     let sock = Socket::new(Domain::for_address(server), Type::STREAM, Some(SockProto::TCP))
         .map_err(local_err("data socket"))?;
-    notes.extend(workers::tune_tcp(&sock, spec, server.is_ipv6()));
+    notes.extend(tune(&sock));
     if let Some(ip) = bind {
         sock.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
             .map_err(local_err("binding the data socket"))?;
@@ -323,16 +323,17 @@ fn open_tcp(
     Ok(sock)
 }
 
-fn open_udp(
-    spec: &BandwidthSpec,
+/// Opens one UDP stream of a session: a connected socket whose hello the server answered.
+pub(crate) fn open_udp(
     server: SocketAddr,
     bind: Option<IpAddr>,
     hello: UdpHello,
+    tune: &dyn Fn(&Socket) -> Vec<String>,
     notes: &mut Vec<String>,
 ) -> Result<Socket, ClientError> {
     let sock = Socket::new(Domain::for_address(server), Type::DGRAM, Some(SockProto::UDP))
         .map_err(local_err("UDP socket"))?;
-    notes.extend(workers::tune_udp(&sock, spec, server.is_ipv6()));
+    notes.extend(tune(&sock));
     let local = bind.unwrap_or(match server {
         SocketAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
         SocketAddr::V6(_) => IpAddr::from([0u16; 8]),

@@ -68,6 +68,6 @@ pub fn spec(protocol: Protocol, secs: f64) -> BandwidthSpec {
 pub async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let report = client::run(opts, tx, CancellationToken::new()).await?;
-    let ReportBody::Bandwidth(b) = report.body;
+    let ReportBody::Bandwidth(b) = report.body else { panic!("not a bandwidth report") };
     Ok(b)
 }

@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod bandwidth;
+mod latency;
 mod quick;
 mod server;
 
@@ -20,6 +21,7 @@ pub fn run(command: Command) -> Result<u8> {
         match command {
             Command::Server(args) => server::run(args).await,
             Command::Bandwidth(args) => bandwidth::run(*args).await,
+            Command::Latency(args) => latency::run(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
     })

@@ -8,7 +8,10 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::handshake::Endpoint;
+use wirespeed_engine::latency::client::{self as latency_client, LatencyOptions};
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
+use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
 use wirespeed_model::units::parse_duration;
 use wirespeed_report::quick::QuickRow;
@@ -18,14 +21,25 @@ use crate::exit;
 use crate::flags::QuickArgs;
 use crate::output;
 
-/// The tests `quick` runs: a name and how to change the default spec.
-fn plan() -> Vec<(&'static str, Protocol, Direction, u64)> {
+/// One test `quick` runs.
+enum Planned {
+    /// Protocol, direction and bitrate of a bandwidth test.
+    Bandwidth(Protocol, Direction, u64),
+    /// A latency test over this protocol.
+    Latency(Protocol),
+}
+
+/// The tests `quick` runs, with their names.
+fn plan() -> Vec<(&'static str, Planned)> {
+    use Planned::*;
     vec![
-        ("TCP upload", Protocol::Tcp, Direction::Upload, 0),
-        ("TCP download", Protocol::Tcp, Direction::Download, 0),
-        ("TCP bidir", Protocol::Tcp, Direction::Bidir, 0),
+        ("TCP upload", Bandwidth(Protocol::Tcp, Direction::Upload, 0)),
+        ("TCP download", Bandwidth(Protocol::Tcp, Direction::Download, 0)),
+        ("TCP bidir", Bandwidth(Protocol::Tcp, Direction::Bidir, 0)),
         // Paced, so the figure shows loss and jitter at a rate loopback can carry.
-        ("UDP upload 1 Gbit/s", Protocol::Udp, Direction::Upload, 1_000_000_000),
+        ("UDP upload 1 Gbit/s", Bandwidth(Protocol::Udp, Direction::Upload, 1_000_000_000)),
+        ("TCP latency", Latency(Protocol::Tcp)),
+        ("UDP latency", Latency(Protocol::Udp)),
     ]
 }
 
@@ -38,28 +52,50 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     let server = tokio::spawn(server::run(listeners, ServerConfig::default(), stop.clone()));
     let cancel = super::interrupt_token();
     let mut rows = Vec::new();
-    for (name, protocol, direction, bitrate) in plan() {
+    let endpoint = Endpoint {
+        host: "127.0.0.1".into(),
+        port,
+        family: None,
+        bind: None,
+        token: None,
+        connect_timeout: Duration::from_secs(5),
+        version: env!("CARGO_PKG_VERSION").into(),
+    };
+    let duration_ns = time.as_nanos() as u64;
+    let interval_ns = duration_ns.clamp(100_000_000, 1_000_000_000);
+    for (name, planned) in plan() {
         if cancel.is_cancelled() {
             break;
         }
-        let mut spec = BandwidthSpec::new("127.0.0.1", protocol);
-        spec.direction = direction;
-        spec.bitrate_bps = bitrate;
-        spec.duration_ns = time.as_nanos() as u64;
-        spec.interval_ns = spec.duration_ns.clamp(100_000_000, 1_000_000_000);
-        let opts = ClientOptions {
-            spec,
-            host: "127.0.0.1".into(),
-            port,
-            family: None,
-            bind: None,
-            token: None,
-            connect_timeout: Duration::from_secs(5),
-            version: env!("CARGO_PKG_VERSION").into(),
-        };
         let (tx, _rx) = unbounded_channel();
-        let outcome = client::run(opts, tx, cancel.clone()).await.map_err(|e| e.to_string());
-        rows.push(QuickRow { name: name.to_string(), outcome });
+        let outcome = match planned {
+            Planned::Bandwidth(protocol, direction, bitrate) => {
+                let mut spec = BandwidthSpec::new("127.0.0.1", protocol);
+                spec.direction = direction;
+                spec.bitrate_bps = bitrate;
+                spec.duration_ns = duration_ns;
+                spec.interval_ns = interval_ns;
+                let opts = ClientOptions {
+                    spec,
+                    host: endpoint.host.clone(),
+                    port,
+                    family: None,
+                    bind: None,
+                    token: None,
+                    connect_timeout: endpoint.connect_timeout,
+                    version: endpoint.version.clone(),
+                };
+                client::run(opts, tx, cancel.clone()).await
+            }
+            Planned::Latency(protocol) => {
+                let mut spec = LatencySpec::new("127.0.0.1", protocol);
+                spec.duration_ns = duration_ns;
+                spec.interval_ns = interval_ns;
+                let opts = LatencyOptions { spec, endpoint: endpoint.clone() };
+                latency_client::run(opts, tx, cancel.clone()).await
+            }
+        };
+        rows.push(QuickRow { name: name.to_string(), outcome: outcome.map_err(|e| e.to_string()) });
     }
     stop.cancel();
     let _ = server.await;

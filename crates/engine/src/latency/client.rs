@@ -1,0 +1,455 @@
+//! The client half of a latency test: after the shared handshake it opens `-P` streams, and a
+//! thread per stream sends a message and waits for its echo, again and again. In the closed
+//! model the next message leaves when the answer arrives; with `--rate` messages leave on a
+//! fixed schedule and each round trip is measured from its *scheduled* send time, so a stall
+//! shows in the figures instead of hiding (no coordinated omission). Each thread records into
+//! its own histogram; the sampler swaps them out once per interval.
+
+use std::io::{self, Read, Write};
+use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::latency::{
+    LatencyInterval, LatencyReport, LatencySpec, LatencySummary, RttHistogram,
+};
+use wirespeed_model::report::{Report, ReportBody};
+use wirespeed_model::spec::{Flow, Protocol, TestSpec};
+use wirespeed_model::Event;
+use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
+use wirespeed_proto::control::{ClientMessage, ServerMessage};
+use wirespeed_proto::datagram::UdpHello;
+
+use crate::bandwidth::client::{open_tcp, open_udp};
+use crate::error::ClientError;
+use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
+use crate::sys;
+
+/// How long to wait for the server's results after `Stop`.
+const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Everything a latency client needs.
+#[derive(Debug, Clone)]
+pub struct LatencyOptions {
+    /// The test.
+    pub spec: LatencySpec,
+    /// The server.
+    pub endpoint: Endpoint,
+}
+
+/// Runs one latency test and returns its report; events go to `events` as they happen.
+pub async fn run(
+    opts: LatencyOptions,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
+    let opened = handshake::open(&opts.endpoint, TestSpec::Latency(opts.spec.clone())).await?;
+    let mut meta = opened.meta();
+    let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
+    let TestSpec::Latency(spec) = spec else {
+        return Err(protocol("the server accepted a different kind of test"));
+    };
+    let sockets = {
+        let spec = spec.clone();
+        let bind = opts.endpoint.bind;
+        tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
+            .await
+            .map_err(|e| ClientError::Local {
+                context: "opening streams".into(),
+                source: io::Error::other(e),
+            })??
+    };
+    meta.notes.extend(sockets.1);
+    let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+    else {
+        unreachable!("the state machine only lets begin through after accepted")
+    };
+    let workers = Workers::start(&spec, sockets.0)
+        .map_err(|source| ClientError::Local { context: "starting threads".into(), source })?;
+    let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
+    let outcome = drive(&workers, &spec, &events, &cancel).await;
+    let _ = tokio::task::spawn_blocking(move || workers.stop()).await;
+    let (intervals, summary, interrupted) = outcome?;
+    ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
+    let results = tokio::time::timeout(RESULTS_TIMEOUT, recv_server(&mut ctl, &mut state, None))
+        .await
+        .map_err(|_| ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?}")))??;
+    if !matches!(results, ServerMessage::Results(_)) {
+        return Err(protocol(format!("unexpected {} message after stop", results.name())));
+    }
+    if interrupted {
+        meta.notes.push("interrupted: the test was stopped early by the user".into());
+    }
+    ctl.close().await;
+    let report =
+        Report { body: ReportBody::Latency(LatencyReport { spec, intervals, summary }), meta };
+    let _ = events.send(Event::End(Box::new(report.clone())));
+    Ok(report)
+}
+
+fn open_streams(
+    spec: &LatencySpec,
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    session: [u8; SESSION_ID_LEN],
+) -> Result<(Vec<Socket>, Vec<String>), ClientError> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for id in 1..=spec.parallel {
+        let socket = match spec.protocol {
+            Protocol::Tcp => {
+                // Nagle would hold small messages back a round trip.
+                let tune = |s: &Socket| match s.set_tcp_nodelay(true) {
+                    Ok(()) => Vec::new(),
+                    Err(e) => vec![format!("TCP_NODELAY not applied: {e}")],
+                };
+                let hello = DataHello { session, flow: Flow::Upload, stream: id };
+                open_tcp(server, bind, hello, &tune, &mut notes)?
+            }
+            Protocol::Udp => {
+                let hello = UdpHello { ack: false, session, flow: Flow::Upload, stream: id };
+                open_udp(server, bind, hello, &|_| Vec::new(), &mut notes)?
+            }
+        };
+        out.push(socket);
+    }
+    notes.sort();
+    notes.dedup();
+    Ok((out, notes))
+}
+
+/// What one stream's thread has counted so far; the sampler takes the histogram each interval.
+#[derive(Default)]
+struct StreamCounts {
+    histogram: Mutex<RttHistogram>,
+    sent: AtomicU64,
+    received: AtomicU64,
+    lost: AtomicU64,
+    /// Why the stream failed, if it did.
+    error: Mutex<Option<String>>,
+}
+
+struct Workers {
+    stop: Arc<AtomicBool>,
+    begin: Instant,
+    counts: Vec<Arc<StreamCounts>>,
+    sockets: Vec<Arc<Socket>>,
+    threads: Vec<JoinHandle<(u64, u64)>>,
+}
+
+impl Workers {
+    fn start(spec: &LatencySpec, sockets: Vec<Socket>) -> io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let budget = spec.count.map(|n| Arc::new(AtomicU64::new(n)));
+        let begin = Instant::now();
+        let (mut counts, mut shared, mut threads) = (Vec::new(), Vec::new(), Vec::new());
+        for (i, s) in sockets.into_iter().enumerate() {
+            let s = Arc::new(s);
+            let c = Arc::new(StreamCounts::default());
+            let job = Job {
+                spec: spec.clone(),
+                socket: s.clone(),
+                counts: c.clone(),
+                stop: stop.clone(),
+                budget: budget.clone(),
+                begin,
+            };
+            threads.push(std::thread::Builder::new().name(format!("ws-rtt-{}", i + 1)).spawn(
+                move || {
+                    if let Err(e) = job.run() {
+                        if !job.stop.load(Relaxed) {
+                            if let Ok(mut slot) = job.counts.error.lock() {
+                                *slot = Some(format!("stream {}: {e}", i + 1));
+                            }
+                        }
+                    }
+                    sys::thread_cpu_ns()
+                },
+            )?);
+            counts.push(c);
+            shared.push(s);
+        }
+        Ok(Self { stop, begin, counts, sockets: shared, threads })
+    }
+
+    /// Takes every stream's histogram since the last call, merged, and the running counts.
+    fn take(&self) -> (RttHistogram, u64, u64, u64) {
+        let mut h = RttHistogram::default();
+        let (mut sent, mut received, mut lost) = (0, 0, 0);
+        for c in &self.counts {
+            if let Ok(mut mine) = c.histogram.lock() {
+                h.add(&mine);
+                mine.clear();
+            }
+            sent += c.sent.load(Relaxed);
+            received += c.received.load(Relaxed);
+            lost += c.lost.load(Relaxed);
+        }
+        (h, sent, received, lost)
+    }
+
+    fn finished(&self) -> bool {
+        self.threads.iter().all(|t| t.is_finished())
+    }
+
+    fn first_error(&self) -> Option<String> {
+        self.counts.iter().find_map(|c| c.error.lock().ok().and_then(|e| e.clone()))
+    }
+
+    /// Stops the threads and returns their CPU time (user, system) in nanoseconds.
+    fn stop(self) -> (u64, u64) {
+        self.stop.store(true, Relaxed);
+        for s in &self.sockets {
+            let _ = s.shutdown(Shutdown::Both);
+        }
+        self.threads
+            .into_iter()
+            .filter_map(|t| t.join().ok())
+            .fold((0, 0), |(u, s), (a, b)| (u + a, s + b))
+    }
+}
+
+struct Job {
+    spec: LatencySpec,
+    socket: Arc<Socket>,
+    counts: Arc<StreamCounts>,
+    stop: Arc<AtomicBool>,
+    budget: Option<Arc<AtomicU64>>,
+    begin: Instant,
+}
+
+impl Job {
+    fn claim(&self) -> bool {
+        match &self.budget {
+            None => true,
+            Some(b) => b.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1)).is_ok(),
+        }
+    }
+
+    fn run(&self) -> io::Result<()> {
+        let len = self.spec.length as usize;
+        let mut msg = vec![0u8; len];
+        sys::fill_random(&mut msg);
+        let mut reply = vec![0u8; len.max(65_536)];
+        let udp = self.spec.protocol == Protocol::Udp;
+        let timeout = Duration::from_nanos(self.spec.timeout_ns);
+        self.socket.set_read_timeout(Some(if udp {
+            timeout
+        } else {
+            Duration::from_millis(100)
+        }))?;
+        let period = self.spec.rate.map(|r| Duration::from_secs_f64(1.0 / r));
+        if period.is_some() {
+            // A late wake-up is measured as latency in the open model; keep it small.
+            sys::tighten_timer_slack();
+        }
+        let mut k: u64 = 0;
+        let mut seq: u64 = 0;
+        while !self.stop.load(Relaxed) && self.claim() {
+            // Open model: the send time is the schedule's, whether or not we are late.
+            let sent_at = match period {
+                Some(p) => {
+                    let due = self.begin + p.mul_f64(k as f64);
+                    k += 1;
+                    let now = Instant::now();
+                    if due > now {
+                        std::thread::sleep(due - now);
+                    }
+                    due
+                }
+                None => Instant::now(),
+            };
+            seq += 1;
+            if len >= 8 {
+                msg[..8].copy_from_slice(&seq.to_be_bytes());
+            }
+            if udp {
+                self.socket.send(&msg)?;
+            } else {
+                (&*self.socket).write_all(&msg)?;
+            }
+            self.counts.sent.fetch_add(1, Relaxed);
+            let answered = if udp {
+                self.await_datagram(&mut reply, seq, len)?
+            } else {
+                self.await_bytes(&mut reply[..len])?
+            };
+            if !answered {
+                if self.stop.load(Relaxed) {
+                    break;
+                }
+                self.counts.lost.fetch_add(1, Relaxed);
+                continue;
+            }
+            let rtt = sent_at.elapsed().as_nanos() as u64;
+            if let Ok(mut h) = self.counts.histogram.lock() {
+                h.record(rtt);
+            }
+            self.counts.received.fetch_add(1, Relaxed);
+        }
+        Ok(())
+    }
+
+    /// Reads one whole echoed message; false when the test stopped first.
+    fn await_bytes(&self, buf: &mut [u8]) -> io::Result<bool> {
+        let mut got = 0;
+        while got < buf.len() {
+            match (&*self.socket).read(&mut buf[got..]) {
+                Ok(0) => {
+                    return Err(io::Error::new(
+                        io::ErrorKind::UnexpectedEof,
+                        "the server closed the stream",
+                    ))
+                }
+                Ok(n) => got += n,
+                Err(e)
+                    if matches!(
+                        e.kind(),
+                        io::ErrorKind::WouldBlock
+                            | io::ErrorKind::TimedOut
+                            | io::ErrorKind::Interrupted
+                    ) =>
+                {
+                    if self.stop.load(Relaxed) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+        Ok(true)
+    }
+
+    /// Waits for the echo of datagram `seq` (older echoes are late answers and skipped);
+    /// false when it did not come within the timeout.
+    fn await_datagram(&self, buf: &mut [u8], seq: u64, len: usize) -> io::Result<bool> {
+        loop {
+            match (&*self.socket).read(buf) {
+                Ok(n) if n == len && (len < 8 || buf[..8] == seq.to_be_bytes()) => return Ok(true),
+                Ok(_) => continue,
+                Err(e)
+                    if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
+                {
+                    return Ok(false)
+                }
+                Err(e)
+                    if e.kind() == io::ErrorKind::Interrupted
+                        || e.raw_os_error() == Some(libc::ECONNREFUSED) =>
+                {
+                    if self.stop.load(Relaxed) {
+                        return Ok(false);
+                    }
+                }
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+type Outcome = (Vec<LatencyInterval>, LatencySummary, bool);
+
+/// Turns the workers' counts into intervals and, over the intervals after the warm-up, the
+/// summary. The warm-up ends at the first interval boundary at or after `--warmup`.
+struct Sampler<'a> {
+    workers: &'a Workers,
+    spec: &'a LatencySpec,
+    total: RttHistogram,
+    intervals: Vec<LatencyInterval>,
+    last: (u64, u64, u64, u64), // end_ns, sent, received, lost at the last boundary
+    measured: (u64, u64, u64, u64), // ns, sent, received, lost after the warm-up
+}
+
+impl Sampler<'_> {
+    /// Closes the interval ending now (`end_ns`, measured); `nominal_ns` is where the schedule
+    /// put its end, which decides whether it belongs to the warm-up (ticks fire a little late).
+    fn close(&mut self, end_ns: u64, nominal_ns: u64, events: &UnboundedSender<Event>) {
+        let (h, sent, received, lost) = self.workers.take();
+        let (start_ns, s0, r0, l0) = self.last;
+        let omitted = nominal_ns <= self.spec.warmup_ns;
+        let span = end_ns.saturating_sub(start_ns).max(1);
+        if !omitted {
+            self.total.add(&h);
+            let m = &mut self.measured;
+            *m = (m.0 + span, m.1 + (sent - s0), m.2 + (received - r0), m.3 + (lost - l0));
+        }
+        let iv = LatencyInterval {
+            index: self.intervals.len() as u32,
+            start_ns,
+            end_ns,
+            omitted,
+            messages_per_second: (received - r0) as f64 * 1e9 / span as f64,
+            lost: (self.spec.protocol == Protocol::Udp).then_some(lost - l0),
+            rtt: h.stats(),
+        };
+        self.last = (end_ns, sent, received, lost);
+        let _ = events.send(Event::LatencyInterval(iv.clone()));
+        self.intervals.push(iv);
+    }
+
+    fn finish(self) -> (Vec<LatencyInterval>, LatencySummary) {
+        let (ns, sent, received, lost) = self.measured;
+        let summary = LatencySummary {
+            duration_ns: ns,
+            sent,
+            received,
+            lost: (self.spec.protocol == Protocol::Udp).then_some(lost),
+            messages_per_second: if ns == 0 { 0.0 } else { received as f64 * 1e9 / ns as f64 },
+            rtt: self.total.stats(),
+            histogram: self.total.buckets(),
+        };
+        (self.intervals, summary)
+    }
+}
+
+async fn drive(
+    workers: &Workers,
+    spec: &LatencySpec,
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+) -> Result<Outcome, ClientError> {
+    let begin = tokio::time::Instant::from_std(workers.begin);
+    let interval = Duration::from_nanos(spec.interval_ns);
+    let mut ticks = tokio::time::interval_at(begin + interval, interval);
+    let timed = spec.count.is_none();
+    let deadline = tokio::time::sleep_until(
+        begin + Duration::from_nanos(if timed { spec.total_ns() } else { u64::MAX / 4 }),
+    );
+    tokio::pin!(deadline);
+    let mut poll = tokio::time::interval(Duration::from_millis(10));
+    let mut sampler = Sampler {
+        workers,
+        spec,
+        total: RttHistogram::default(),
+        intervals: Vec::new(),
+        last: (0, 0, 0, 0),
+        measured: (0, 0, 0, 0),
+    };
+    let mut interrupted = false;
+    loop {
+        tokio::select! {
+            _ = &mut deadline => break,
+            _ = cancel.cancelled() => { interrupted = true; break; }
+            _ = poll.tick() => if workers.finished() { break },
+            _ = ticks.tick() => {
+                let now = workers.begin.elapsed().as_nanos() as u64;
+                if !timed || now + 1_000_000 < spec.total_ns() {
+                    let nominal = (sampler.intervals.len() as u64 + 1) * spec.interval_ns;
+                    sampler.close(now, nominal, events);
+                }
+            }
+        }
+    }
+    if let Some(e) = workers.first_error() {
+        return Err(ClientError::Stream(e));
+    }
+    workers.stop.store(true, Relaxed);
+    let end = workers.begin.elapsed().as_nanos() as u64;
+    sampler.close(end, end, events);
+    let (intervals, summary) = sampler.finish();
+    Ok((intervals, summary, interrupted))
+}

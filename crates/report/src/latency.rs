@@ -1,0 +1,147 @@
+//! How latency runs read in the text and CSV formats: a header, one line per interval, and
+//! the summary's percentiles. Used by [`crate::text`] and [`crate::csv`].
+
+use std::io::{self, Write};
+
+use wirespeed_model::latency::{LatencyInterval, LatencyReport, LatencySpec, LatencyStats};
+use wirespeed_model::spec::Protocol;
+
+use crate::units::nanos;
+
+/// "TCP, 1 connection, 16-byte messages, 10 s" and the like.
+pub fn describe(spec: &LatencySpec) -> String {
+    let proto = match spec.protocol {
+        Protocol::Tcp => "TCP",
+        Protocol::Udp => "UDP",
+    };
+    let streams = if spec.parallel == 1 {
+        "1 connection".to_string()
+    } else {
+        format!("{} connections", spec.parallel)
+    };
+    let limit = match spec.count {
+        Some(n) => format!("{n} round trips"),
+        None => format!("{} s", spec.duration_ns as f64 / 1e9),
+    };
+    let model = match spec.rate {
+        Some(r) => format!(", {r} messages/s per connection (from the scheduled send time)"),
+        None => String::new(),
+    };
+    format!("{proto} latency, {streams}, {}-byte messages, {limit}{model}", spec.length)
+}
+
+/// The interval table's header.
+pub fn header() -> String {
+    format!(
+        "{:<15}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        "Interval", "msgs/s", "min", "p50", "p90", "p99", "max", "lost"
+    )
+}
+
+/// One interval line.
+pub fn row(iv: &LatencyInterval) -> String {
+    let r = &iv.rtt;
+    let line = format!(
+        "{:<15}{:>10.0}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
+        format!("{:.2}-{:.2} s", iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9),
+        iv.messages_per_second,
+        nanos(r.min_ns as f64),
+        nanos(r.p50_ns as f64),
+        nanos(r.p90_ns as f64),
+        nanos(r.p99_ns as f64),
+        nanos(r.max_ns as f64),
+        iv.lost.map_or("-".into(), |l| l.to_string())
+    );
+    if iv.omitted {
+        format!("{line}  (warm-up)")
+    } else {
+        line
+    }
+}
+
+/// The summary block.
+pub fn summary(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
+    let s = &r.summary;
+    let st: &LatencyStats = &s.rtt;
+    writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
+    let lost = s.lost.map_or(String::new(), |l| format!(", {l} lost"));
+    writeln!(
+        out,
+        "{} round trips in {:.2} s ({:.0}/s), {} sent{lost}",
+        s.received,
+        s.duration_ns as f64 / 1e9,
+        s.messages_per_second,
+        s.sent
+    )?;
+    writeln!(
+        out,
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "avg", "min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max", "stddev"
+    )?;
+    let n = |v: u64| nanos(v as f64);
+    writeln!(
+        out,
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        nanos(st.mean_ns),
+        n(st.min_ns),
+        n(st.p50_ns),
+        n(st.p90_ns),
+        n(st.p95_ns),
+        n(st.p99_ns),
+        n(st.p999_ns),
+        n(st.p9999_ns),
+        n(st.max_ns),
+        nanos(st.stddev_ns)
+    )
+}
+
+/// CSV columns for latency runs.
+pub const CSV_COLUMNS: &str =
+    "row,index,start_s,end_s,omitted,messages_per_second,sent,received,lost,\
+count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
+
+fn stats_cells(s: &LatencyStats) -> String {
+    format!(
+        "{},{},{:.0},{},{},{},{},{},{},{},{:.0}",
+        s.count,
+        s.min_ns,
+        s.mean_ns,
+        s.p50_ns,
+        s.p90_ns,
+        s.p95_ns,
+        s.p99_ns,
+        s.p999_ns,
+        s.p9999_ns,
+        s.max_ns,
+        s.stddev_ns
+    )
+}
+
+/// One CSV row per interval.
+pub fn csv_interval(iv: &LatencyInterval) -> String {
+    format!(
+        "interval,{},{:.3},{:.3},{},{:.1},,,{},{}",
+        iv.index,
+        iv.start_ns as f64 / 1e9,
+        iv.end_ns as f64 / 1e9,
+        iv.omitted,
+        iv.messages_per_second,
+        iv.lost.map_or(String::new(), |l| l.to_string()),
+        stats_cells(&iv.rtt)
+    )
+}
+
+/// The CSV summary row.
+pub fn csv_summary(r: &LatencyReport) -> String {
+    let s = &r.summary;
+    let start = r.spec.warmup_ns as f64 / 1e9;
+    format!(
+        "summary,,{start:.3},{:.3},false,{:.1},{},{},{},{}",
+        start + s.duration_ns as f64 / 1e9,
+        s.messages_per_second,
+        s.sent,
+        s.received,
+        s.lost.map_or(String::new(), |l| l.to_string()),
+        stats_cells(&s.rtt)
+    )
+}
