@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc::UnboundedReceiver;
 use wirespeed_model::{Event, Report};
-use wirespeed_report::units::rate;
+use wirespeed_report::units::{nanos, rate};
 use wirespeed_report::Format;
 use wirespeed_store::Store;
 
@@ -62,6 +62,16 @@ fn progress(ev: &Event) {
                 .map(|f| format!("{:?} {}", f.flow, rate(f.total.received_bps)))
                 .collect();
             let _ = write!(err, "\r\x1b[2K{:.1} s  {}", iv.end_ns as f64 / 1e9, flows.join("  "));
+        }
+        Event::LatencyInterval(iv) => {
+            let _ = write!(
+                err,
+                "\r\x1b[2K{:.1} s  {:.0} msg/s  p50 {}  p99 {}",
+                iv.end_ns as f64 / 1e9,
+                iv.messages_per_second,
+                nanos(iv.rtt.p50_ns as f64),
+                nanos(iv.rtt.p99_ns as f64)
+            );
         }
         Event::End(_) => {
             let _ = write!(err, "\r\x1b[2K");
