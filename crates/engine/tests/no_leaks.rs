@@ -7,6 +7,8 @@ use std::time::Duration;
 
 use common::{run, spec, TestServer};
 use tokio::io::AsyncWriteExt;
+use wirespeed_engine::latency::client::{self as latency, LatencyOptions};
+use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{Direction, Protocol};
 
 fn open_fds() -> usize {
@@ -28,6 +30,14 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
         s.parallel = 3;
         s.bitrate_bps = if protocol == Protocol::Udp { 10_000_000 } else { 0 };
         run(server.opts(s)).await.unwrap();
+        // A latency test too: its echo threads and sockets must go as well.
+        let mut l = LatencySpec::new("test", protocol);
+        l.count = Some(300);
+        l.parallel = 3;
+        let endpoint = server.opts(spec(protocol, 0.1)).endpoint();
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = LatencyOptions { spec: l, endpoint };
+        latency::run(opts, tx, tokio_util::sync::CancellationToken::new()).await.unwrap();
     }
     for _ in 0..5 {
         let mut c = tokio::net::TcpStream::connect(server.addr).await.unwrap();
