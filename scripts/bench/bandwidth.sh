@@ -10,18 +10,15 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-3}
 SECS=${SECS:-5}
-command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install iperf3" >&2; exit 1; }
-command -v jq >/dev/null || { echo "jq is needed: apt-get install jq" >&2; exit 1; }
-cargo build --release -q
-WS=target/release/wirespeed
+source scripts/bench/common.sh
+need iperf3 jq
 WS_PORT=15201
 IP_PORT=15202
 SRV=(); CLI=()
 if [ -n "${PIN:-}" ]; then SRV=(taskset -c 1); CLI=(taskset -c 0); fi
-tmp=$(mktemp -d)
 "${SRV[@]}" $WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & ws_pid=$!
-"${SRV[@]}" iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & ip_pid=$!
-trap 'kill $ws_pid $ip_pid 2>/dev/null; rm -rf "$tmp"' EXIT
+PIDS+=($ws_pid)
+"${SRV[@]}" iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & PIDS+=($!)
 sleep 0.5
 "${CLI[@]}" $WS bw 127.0.0.1 -p $WS_PORT -t 1 --no-save >/dev/null
 "${CLI[@]}" iperf3 -c 127.0.0.1 -p $IP_PORT -t 1 >/dev/null
@@ -40,7 +37,6 @@ cases=(
 
 peak_rss_kib() { awk '/VmHWM/ {print $2}' /proc/$ws_pid/status; }
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 echo "case                   run  wirespeed_bps     iperf3_bps        ratio   extra"
 for c in "${cases[@]}"; do

@@ -8,23 +8,18 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
 SECS=${SECS:-5}
-command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install iperf3" >&2; exit 1; }
-command -v jq >/dev/null || { echo "jq is needed: apt-get install jq" >&2; exit 1; }
-cargo build --release -q
-WS=target/release/wirespeed
+source scripts/bench/common.sh
+need iperf3 jq
 WS_PORT=15211
 IP_PORT=15212
-tmp=$(mktemp -d)
-$WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & ws_pid=$!
-iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & ip_pid=$!
-trap 'kill $ws_pid $ip_pid 2>/dev/null; rm -rf "$tmp"' EXIT
+$WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & PIDS+=($!)
+iperf3 -s -B 127.0.0.1 -p $IP_PORT >/dev/null 2>&1 & PIDS+=($!)
 sleep 0.5
 # One unmeasured run of each pairing: the first test after a server starts is often slow.
 iperf3 -c 127.0.0.1 -p $WS_PORT -t 1 >/dev/null
 iperf3 -c 127.0.0.1 -p $IP_PORT -t 1 >/dev/null
 $WS bw 127.0.0.1 -p $IP_PORT --iperf3 -t 1 --no-save >/dev/null
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 stock_to() { iperf3 -c 127.0.0.1 -p "$1" -t "$SECS" -J | jq -r '.end.sum_received.bits_per_second'; }
 ws_to_stock() { $WS bw 127.0.0.1 -p $IP_PORT --iperf3 -t "$SECS" --format json --no-save | jq -r '.summary.received_bps'; }
 

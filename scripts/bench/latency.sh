@@ -8,21 +8,16 @@ set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
 SECS=${SECS:-3}
-command -v sockperf >/dev/null || { echo "sockperf is needed: apt-get install sockperf" >&2; exit 1; }
-command -v jq >/dev/null || { echo "jq is needed: apt-get install jq" >&2; exit 1; }
-cargo build --release -q
-WS=target/release/wirespeed
+source scripts/bench/common.sh
+need sockperf jq
 WS_PORT=15221
 SP_TCP=15222
 SP_UDP=15223
-tmp=$(mktemp -d)
-$WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & ws_pid=$!
-sockperf server -i 127.0.0.1 -p $SP_TCP --tcp >/dev/null 2>&1 & sp_tcp=$!
-sockperf server -i 127.0.0.1 -p $SP_UDP >/dev/null 2>&1 & sp_udp=$!
-trap 'kill $ws_pid $sp_tcp $sp_udp 2>/dev/null; rm -rf "$tmp"' EXIT
+$WS server -B 127.0.0.1 -p $WS_PORT 2>"$tmp/ws.log" & PIDS+=($!)
+sockperf server -i 127.0.0.1 -p $SP_TCP --tcp >/dev/null 2>&1 & PIDS+=($!)
+sockperf server -i 127.0.0.1 -p $SP_UDP >/dev/null 2>&1 & PIDS+=($!)
 sleep 0.5
 
-median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 # sockperf's percentile line for P, as a full round trip in microseconds.
 sp_pct() { awk -v p="$2" '$0 ~ "percentile " p " " {print $NF * 2}' "$1"; }
 

@@ -92,6 +92,12 @@ pub struct Figures {
     /// UDP: datagrams sent.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub sent_packets: Option<u64>,
+    /// UDP: `sent_packets / span`, datagrams per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub sent_pps: Option<f64>,
+    /// UDP: `received_packets / span`, datagrams per second.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub received_pps: Option<f64>,
     /// UDP: distinct datagrams received.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub received_packets: Option<u64>,
@@ -151,6 +157,8 @@ impl Figures {
             };
             f.sent_packets = Some(sent.packets);
             f.received_packets = Some(received.packets);
+            f.sent_pps = Some(per_second(sent.packets, span_ns));
+            f.received_pps = Some(per_second(received.packets, span_ns));
             f.lost_packets = Some(lost);
             f.loss_ratio = Some(ratio(lost, sent.packets.max(received.packets + lost)));
             f.out_of_order_packets = Some(received.out_of_order);
@@ -183,6 +191,8 @@ impl Figures {
             out.sent_bps += p.sent_bps;
             out.received_bps += p.received_bps;
             add_opt(&mut out.sent_packets, p.sent_packets);
+            add_opt_f(&mut out.sent_pps, p.sent_pps);
+            add_opt_f(&mut out.received_pps, p.received_pps);
             add_opt(&mut out.received_packets, p.received_packets);
             add_opt(&mut out.lost_packets, p.lost_packets);
             add_opt(&mut out.out_of_order_packets, p.out_of_order_packets);
@@ -224,6 +234,21 @@ impl Figures {
 fn add_opt(acc: &mut Option<u64>, v: Option<u64>) {
     if let Some(v) = v {
         *acc = Some(acc.unwrap_or(0) + v);
+    }
+}
+
+fn add_opt_f(acc: &mut Option<f64>, v: Option<f64>) {
+    if let Some(v) = v {
+        *acc = Some(acc.unwrap_or(0.0) + v);
+    }
+}
+
+/// Events per second: `count` over `nanos` nanoseconds; 0 when no time passed.
+pub fn per_second(count: u64, nanos: u64) -> f64 {
+    if nanos == 0 {
+        0.0
+    } else {
+        count as f64 * 1e9 / nanos as f64
     }
 }
 

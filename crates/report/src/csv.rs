@@ -11,7 +11,7 @@ use crate::latency;
 use crate::Renderer;
 
 const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
-sent_packets,received_packets,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
+sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
 retransmits,cwnd_bytes,rtt_ns";
 
 /// The CSV renderer.
@@ -39,6 +39,8 @@ fn cells(f: &Figures) -> String {
         format!("{:.0}", f.received_bps),
         opt(f.sent_packets),
         opt(f.received_packets),
+        opt(f.sent_pps.map(|p| format!("{p:.1}"))),
+        opt(f.received_pps.map(|p| format!("{p:.1}"))),
         opt(f.lost_packets),
         opt(f.loss_ratio),
         opt(f.out_of_order_packets),

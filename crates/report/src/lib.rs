@@ -99,6 +99,8 @@ pub(crate) mod fixtures {
         if udp {
             f.sent_packets = Some(bytes / 1400);
             f.received_packets = Some(bytes / 1400 - 2);
+            f.sent_pps = Some((bytes / 1400) as f64 / span_s);
+            f.received_pps = Some((bytes / 1400 - 2) as f64 / span_s);
             f.lost_packets = Some(2);
             f.loss_ratio = Some(2.0 / (bytes / 1400) as f64);
             f.out_of_order_packets = Some(0);

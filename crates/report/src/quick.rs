@@ -5,7 +5,7 @@ use std::io::{self, Write};
 use wirespeed_model::spec::{Direction, Protocol};
 use wirespeed_model::{Report, ReportBody};
 
-use crate::units::{nanos, percent, rate};
+use crate::units::{nanos, packet_rate, percent, rate};
 
 /// One row of the quick table: a test's name and its outcome.
 #[derive(Debug)]
@@ -53,9 +53,10 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
                             f.rtt_range_ns.map_or("-".into(), |r| nanos(r.mean as f64))
                         ),
                         Protocol::Udp => format!(
-                            "loss {}, jitter {}",
+                            "loss {}, jitter {}, {} received",
                             percent(t.loss_ratio.unwrap_or(0.0)),
-                            nanos(t.jitter_ns.unwrap_or(0.0))
+                            nanos(t.jitter_ns.unwrap_or(0.0)),
+                            packet_rate(t.received_pps.unwrap_or(0.0))
                         ),
                     };
                     writeln!(

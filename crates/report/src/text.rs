@@ -10,7 +10,7 @@ use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
 use crate::latency;
-use crate::units::{bytes, nanos, percent, rate};
+use crate::units::{bytes, nanos, packet_rate, percent, rate};
 use crate::Renderer;
 
 /// The text renderer.
@@ -146,6 +146,8 @@ fn row(
             // Loss and jitter are the receiver's to measure.
             View::Sender => (format!("-/{}", f.sent_packets.unwrap_or(0)), "-".into()),
         };
+        // Millions of datagrams overflow the column; keep the cells apart.
+        let lost = if lost.len() >= 14 { format!(" {lost}") } else { lost };
         format!(
             "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
             id,
@@ -276,9 +278,15 @@ impl Text {
         let mut receiver =
             format!("  receiver {:>11} {:>14}", bytes(t.received_bytes), rate(t.received_bps));
         if udp {
-            sender.push_str(&format!("   {} datagrams", t.sent_packets.unwrap_or(0)));
+            sender.push_str(&format!(
+                "   {} datagrams ({})",
+                t.sent_packets.unwrap_or(0),
+                packet_rate(t.sent_pps.unwrap_or(0.0))
+            ));
             receiver.push_str(&format!(
-                "   lost {}/{} ({})  jitter {}  out of order {}  duplicates {}",
+                "   {} datagrams ({})  lost {}/{} ({})  jitter {}  out of order {}  duplicates {}",
+                t.received_packets.unwrap_or(0),
+                packet_rate(t.received_pps.unwrap_or(0.0)),
                 t.lost_packets.unwrap_or(0),
                 t.sent_packets.unwrap_or(0),
                 percent(t.loss_ratio.unwrap_or(0.0)),

@@ -6,6 +6,11 @@ pub fn rate(bps: f64) -> String {
     scaled(bps, 1000.0, &["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"])
 }
 
+/// Datagrams per second such as `5.62 Mpkt/s`.
+pub fn packet_rate(pps: f64) -> String {
+    scaled(pps, 1000.0, &["pkt/s", "kpkt/s", "Mpkt/s", "Gpkt/s"])
+}
+
 /// A size such as `1.10 GiB`.
 pub fn bytes(n: u64) -> String {
     scaled(n as f64, 1024.0, &["B", "KiB", "MiB", "GiB", "TiB"])

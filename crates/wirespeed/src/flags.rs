@@ -28,6 +28,8 @@ pub enum Command {
     /// Measure request/response round trips to a wirespeed server: percentiles from an HDR histogram.
     #[command(visible_alias = "lat")]
     Latency(Box<LatencyArgs>),
+    /// Measure UDP packets per second with small datagrams (sender and receiver rates, loss).
+    Pps(Box<PpsArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }
@@ -215,6 +217,41 @@ pub struct LatencyArgs {
     /// UDP: how long an answer may take before the message counts as lost.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub timeout: String,
+    /// Where the server is and how to reach it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `wirespeed pps`.
+#[derive(Debug, Args)]
+pub struct PpsArgs {
+    /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
+    #[arg(value_name = "HOST[:PORT]")]
+    pub target: String,
+    /// Bytes per datagram (16 to 65507; the first 16 carry the sequence number and send time).
+    #[arg(short, long, default_value = "64", value_name = "SIZE")]
+    pub length: String,
+    /// How long to send, after the warm-up.
+    #[arg(short, long, default_value = "10", value_name = "DURATION")]
+    pub time: String,
+    /// Sockets (streams), each with its own sending and receiving thread.
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    pub parallel: u16,
+    /// Reverse: the server sends and the client receives.
+    #[arg(short = 'R', long)]
+    pub reverse: bool,
+    /// Datagrams per second per socket (e.g. 100k); unlimited when not given.
+    #[arg(long, value_name = "PPS")]
+    pub rate: Option<String>,
+    /// Warm-up to leave out of the summary.
+    #[arg(short = 'O', long, default_value = "0", value_name = "DURATION")]
+    pub omit: String,
+    /// Report interval (0.1 s to 60 s).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
     /// Where the server is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,

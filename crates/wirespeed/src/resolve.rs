@@ -12,7 +12,7 @@ use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
-use crate::flags::{BandwidthArgs, ConnectArgs, LatencyArgs, ServerArgs};
+use crate::flags::{BandwidthArgs, ConnectArgs, LatencyArgs, PpsArgs, ServerArgs};
 
 /// Default port of the wirespeed server (the same as iperf3's).
 pub const DEFAULT_PORT: u16 = 5201;
@@ -120,7 +120,12 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     spec.dscp = args.dscp.as_deref().map(parse_dscp).transpose()?;
     spec.zerocopy = args.zerocopy;
     spec.validate()?;
-    Ok(ClientOptions {
+    Ok(client_options(spec, endpoint))
+}
+
+/// A bandwidth spec and where to send it → the bandwidth client's options.
+fn client_options(spec: BandwidthSpec, endpoint: Endpoint) -> ClientOptions {
+    ClientOptions {
         spec,
         host: endpoint.host,
         port: endpoint.port,
@@ -129,7 +134,7 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
         token: endpoint.token,
         connect_timeout: endpoint.connect_timeout,
         version: endpoint.version,
-    })
+    }
 }
 
 /// A target and the connection flags → where the server is.
@@ -150,6 +155,29 @@ pub fn endpoint(target: &str, args: &ConnectArgs, version: &str) -> Result<Endpo
         connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
         version: version.to_string(),
     })
+}
+
+/// `wirespeed pps` flags → a UDP bandwidth test with small datagrams, unlimited unless `--rate`.
+pub fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
+    let endpoint = endpoint(&args.target, &args.connect, version)?;
+    let mut spec = BandwidthSpec::new(args.target.clone(), Protocol::Udp);
+    spec.length =
+        u32::try_from(size("--length", &args.length)?).context("--length is too large")?;
+    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.parallel = args.parallel;
+    spec.direction = if args.reverse { Direction::Download } else { Direction::Upload };
+    // A packet rate is a bit rate at this datagram size.
+    spec.bitrate_bps = match &args.rate {
+        Some(r) => {
+            let pps = parse_bitrate(r).with_context(|| format!("--rate {r}"))?;
+            pps.saturating_mul(u64::from(spec.length) * 8)
+        }
+        None => 0,
+    };
+    spec.omit_ns = duration("--omit", &args.omit)?.as_nanos() as u64;
+    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.validate()?;
+    Ok(client_options(spec, endpoint))
 }
 
 /// `wirespeed latency` flags → client options.

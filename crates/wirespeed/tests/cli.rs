@@ -143,7 +143,15 @@ fn quick_runs_every_test_kind_in_process() {
     let out = client(&["quick", "-t", "0.5", "--no-save"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
-    for row in ["TCP upload", "TCP download", "bidir", "UDP upload", "TCP latency", "UDP latency"] {
+    for row in [
+        "TCP upload",
+        "TCP download",
+        "bidir",
+        "UDP upload",
+        "64 B packets",
+        "TCP latency",
+        "UDP latency",
+    ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
     assert!(!table.contains("FAILED"), "{table}");
@@ -323,4 +331,48 @@ fn latency_errors_have_exit_codes() {
     let out = client(&["latency", "127.0.0.1", "-l", "0", "--no-save"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("message length"));
+}
+
+#[test]
+fn pps_counts_small_datagrams_both_ways() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let out = client(&["pps", &target, "-t", "0.5", "-i", "0.25", "--format", "json", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["spec"]["protocol"], "udp");
+    assert_eq!(v["spec"]["length"], 64);
+    assert_eq!(v["spec"]["bitrate_bps"], 0);
+    let sum = &v["summary"];
+    let (sent, received) =
+        (sum["sent_packets"].as_u64().unwrap(), sum["received_packets"].as_u64().unwrap());
+    assert!(received > 0 && received <= sent, "{sum}");
+    assert_eq!(sent - received, sum["lost_packets"].as_u64().unwrap());
+    assert!(sum["received_pps"].as_f64().unwrap() > 0.0);
+    assert!(sum["sent_pps"].as_f64().unwrap() >= sum["received_pps"].as_f64().unwrap() * 0.9);
+
+    // --rate is datagrams per second per socket: the spec carries it as a bit rate.
+    let out = client(&[
+        "pps",
+        &target,
+        "-t",
+        "0.3",
+        "--rate",
+        "20k",
+        "-P",
+        "2",
+        "-R",
+        "-l",
+        "100",
+        "--format",
+        "json",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["spec"]["bitrate_bps"], 20_000 * 100 * 8);
+    assert_eq!(v["spec"]["direction"], "download");
+    let text = client(&["pps", &target, "-t", "0.3", "--no-save"]);
+    assert!(String::from_utf8_lossy(&text.stdout).contains("pkt/s"));
+    assert_eq!(client(&["pps", &target, "-l", "8", "--no-save"]).status.code(), Some(1));
 }

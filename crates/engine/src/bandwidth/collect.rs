@@ -9,7 +9,7 @@ use wirespeed_model::report::{
     BandwidthInterval, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary, StreamFigures,
 };
 use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
-use wirespeed_model::stats::{Figures, GaugeStats, SideDelta, Totals};
+use wirespeed_model::stats::{per_second, Figures, GaugeStats, SideDelta, Totals};
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::control::{ServerResults, StreamTotals};
 
@@ -213,12 +213,15 @@ impl Collector {
                         let (sent, recv) = sides(flow, id, (&l0, &l1), (&r0, &r1));
                         let mut f = Figures::from_sides(udp, &sent, &recv, recv_span, true);
                         f.sent_bps = bits_per_second(sent.bytes, send_span);
+                        f.sent_pps = f.sent_pps.map(|_| per_second(sent.packets, send_span));
                         StreamFigures { id, figures: f }
                     })
                     .collect();
                 let mut total = Figures::merge(streams.iter().map(|s| &s.figures));
                 total.sent_bps = bits_per_second(total.sent_bytes, send_span);
                 total.received_bps = bits_per_second(total.received_bytes, recv_span);
+                total.sent_pps = total.sent_packets.map(|p| per_second(p, send_span));
+                total.received_pps = total.received_packets.map(|p| per_second(p, recv_span));
                 let measured = self.intervals.iter().filter(|iv| !iv.omitted);
                 let per_stream = measured
                     .flat_map(|iv| iv.flows.iter().filter(|f| f.flow == flow))

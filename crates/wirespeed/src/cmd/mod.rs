@@ -22,6 +22,7 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Server(args) => server::run(args).await,
             Command::Bandwidth(args) => bandwidth::run(*args).await,
             Command::Latency(args) => latency::run(*args).await,
+            Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
     })

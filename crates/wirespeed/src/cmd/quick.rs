@@ -27,6 +27,8 @@ enum Planned {
     Bandwidth(Protocol, Direction, u64),
     /// A latency test over this protocol.
     Latency(Protocol),
+    /// The packets-per-second test: unlimited UDP with 64-byte datagrams.
+    Packets,
 }
 
 /// The tests `quick` runs, with their names.
@@ -38,6 +40,8 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("TCP bidir", Bandwidth(Protocol::Tcp, Direction::Bidir, 0)),
         // Paced, so the figure shows loss and jitter at a rate loopback can carry.
         ("UDP upload 1 Gbit/s", Bandwidth(Protocol::Udp, Direction::Upload, 1_000_000_000)),
+        // `wirespeed pps`: 64-byte datagrams as fast as they go.
+        ("UDP 64 B packets", Packets),
         ("TCP latency", Latency(Protocol::Tcp)),
         ("UDP latency", Latency(Protocol::Udp)),
     ]
@@ -69,10 +73,17 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
         }
         let (tx, _rx) = unbounded_channel();
         let outcome = match planned {
-            Planned::Bandwidth(protocol, direction, bitrate) => {
+            planned @ (Planned::Bandwidth(..) | Planned::Packets) => {
+                let (protocol, direction, bitrate, length) = match planned {
+                    Planned::Bandwidth(p, d, b) => (p, d, b, None),
+                    _ => (Protocol::Udp, Direction::Upload, 0, Some(64)),
+                };
                 let mut spec = BandwidthSpec::new("127.0.0.1", protocol);
                 spec.direction = direction;
                 spec.bitrate_bps = bitrate;
+                if let Some(l) = length {
+                    spec.length = l;
+                }
                 spec.duration_ns = duration_ns;
                 spec.interval_ns = interval_ns;
                 let opts = ClientOptions {
