@@ -92,11 +92,11 @@ async fn token_is_required_checked_and_never_sent() {
     let missing = run(server.opts(spec(Protocol::Tcp, 0.3))).await.unwrap_err();
     assert!(matches!(missing, ClientError::TokenRequired), "{missing}");
     let mut wrong = server.opts(spec(Protocol::Tcp, 0.3));
-    wrong.token = Some("guess".into());
+    wrong.endpoint.token = Some("guess".into());
     let err = run(wrong).await.unwrap_err();
     assert!(matches!(err, ClientError::Refused { code: RefuseCode::Auth, .. }), "{err}");
     let mut right = server.opts(spec(Protocol::Tcp, 0.3));
-    right.token = Some("s3cret".into());
+    right.endpoint.token = Some("s3cret".into());
     run(right).await.unwrap();
     server.shutdown().await;
 }
@@ -144,10 +144,10 @@ async fn refused_port_and_unresolvable_name() {
     let port = std::net::TcpListener::bind("127.0.0.1:0").unwrap().local_addr().unwrap().port();
     let server = TestServer::loopback().await;
     let mut opts = server.opts(spec(Protocol::Tcp, 0.3));
-    opts.port = port;
+    opts.endpoint.port = port;
     assert!(matches!(run(opts.clone()).await.unwrap_err(), ClientError::Connect { .. }));
     // A 64-character label is invalid, so the resolver fails without sending any query.
-    opts.host = format!("{}.invalid", "x".repeat(64));
+    opts.endpoint.host = format!("{}.invalid", "x".repeat(64));
     assert!(matches!(run(opts).await.unwrap_err(), ClientError::Resolve { .. }));
     server.shutdown().await;
 }

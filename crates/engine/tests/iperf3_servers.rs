@@ -12,6 +12,7 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::ClientOptions;
 use wirespeed_engine::bandwidth::iperf3_client;
+use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::ClientError;
 use wirespeed_model::report::BandwidthReport;
 use wirespeed_model::spec::{BandwidthSpec, Direction, End, Protocol};
@@ -69,13 +70,15 @@ impl Drop for StockServer {
 fn opts(addr: SocketAddr, spec: BandwidthSpec) -> ClientOptions {
     ClientOptions {
         spec,
-        host: addr.ip().to_string(),
-        port: addr.port(),
-        family: None,
-        bind: None,
-        token: None,
-        connect_timeout: Duration::from_secs(5),
-        version: "test".into(),
+        endpoint: Endpoint {
+            host: addr.ip().to_string(),
+            port: addr.port(),
+            family: None,
+            bind: None,
+            token: None,
+            connect_timeout: Duration::from_secs(5),
+            version: "test".into(),
+        },
     }
 }
 
@@ -266,7 +269,7 @@ async fn a_busy_or_absent_server_is_a_clear_error() {
 
     // Our token is not iperf3's authentication.
     let mut o = opts(addr, spec(Protocol::Tcp, 1));
-    o.token = Some("x".into());
+    o.endpoint.token = Some("x".into());
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let err = iperf3_client::run(o, tx, CancellationToken::new()).await.unwrap_err();
     assert!(err.to_string().contains("RSA"), "{err}");

@@ -34,7 +34,7 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
         let mut l = LatencySpec::new("test", protocol);
         l.count = Some(300);
         l.parallel = 3;
-        let endpoint = server.opts(spec(protocol, 0.1)).endpoint();
+        let endpoint = server.opts(spec(protocol, 0.1)).endpoint;
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let opts = LatencyOptions { spec: l, endpoint };
         latency::run(opts, tx, tokio_util::sync::CancellationToken::new()).await.unwrap();

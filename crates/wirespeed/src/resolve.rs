@@ -120,21 +120,7 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     spec.dscp = args.dscp.as_deref().map(parse_dscp).transpose()?;
     spec.zerocopy = args.zerocopy;
     spec.validate()?;
-    Ok(client_options(spec, endpoint))
-}
-
-/// A bandwidth spec and where to send it → the bandwidth client's options.
-fn client_options(spec: BandwidthSpec, endpoint: Endpoint) -> ClientOptions {
-    ClientOptions {
-        spec,
-        host: endpoint.host,
-        port: endpoint.port,
-        family: endpoint.family,
-        bind: endpoint.bind,
-        token: endpoint.token,
-        connect_timeout: endpoint.connect_timeout,
-        version: endpoint.version,
-    }
+    Ok(ClientOptions { spec, endpoint })
 }
 
 /// A target and the connection flags → where the server is.
@@ -177,7 +163,7 @@ pub fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
     spec.omit_ns = duration("--omit", &args.omit)?.as_nanos() as u64;
     spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
     spec.validate()?;
-    Ok(client_options(spec, endpoint))
+    Ok(ClientOptions { spec, endpoint })
 }
 
 /// `wirespeed latency` flags → client options.
@@ -255,12 +241,12 @@ mod tests {
     #[test]
     fn defaults_and_overrides() {
         let o = bw(&["127.0.0.1"]).unwrap();
-        assert_eq!((o.port, o.spec.bitrate_bps, o.spec.length), (5201, 0, 131_072));
+        assert_eq!((o.endpoint.port, o.spec.bitrate_bps, o.spec.length), (5201, 0, 131_072));
         let o = bw(&["127.0.0.1:7000", "-u"]).unwrap();
-        assert_eq!((o.port, o.spec.bitrate_bps, o.spec.length), (7000, 1_000_000, 1400));
+        assert_eq!((o.endpoint.port, o.spec.bitrate_bps, o.spec.length), (7000, 1_000_000, 1400));
         let o = bw(&["127.0.0.1:7000", "-p", "7001", "-n", "1M", "--bidir", "-b", "0"]).unwrap();
         assert_eq!(
-            (o.port, o.spec.bytes, o.spec.direction, o.spec.bitrate_bps),
+            (o.endpoint.port, o.spec.bytes, o.spec.direction, o.spec.bitrate_bps),
             (7001, Some(1 << 20), Direction::Bidir, 0)
         );
     }

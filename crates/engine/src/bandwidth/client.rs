@@ -29,40 +29,13 @@ const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
 const UDP_HELLO_RETRY: Duration = Duration::from_millis(200);
 const UDP_HELLO_TRIES: u32 = 25;
 
-/// Everything the client needs besides the spec.
+/// Everything a bandwidth client needs.
 #[derive(Debug, Clone)]
 pub struct ClientOptions {
     /// The test.
     pub spec: BandwidthSpec,
-    /// Host name or address of the server.
-    pub host: String,
-    /// Server port.
-    pub port: u16,
-    /// Restrict to one IP version.
-    pub family: Option<Family>,
-    /// Local address to send from (`-B`).
-    pub bind: Option<IpAddr>,
-    /// Shared secret for servers started with `--token`.
-    pub token: Option<String>,
-    /// How long connecting may take.
-    pub connect_timeout: Duration,
-    /// This client's version, sent in `Hello` and recorded in the report.
-    pub version: String,
-}
-
-impl ClientOptions {
-    /// Where the server is, without the spec.
-    pub fn endpoint(&self) -> Endpoint {
-        Endpoint {
-            host: self.host.clone(),
-            port: self.port,
-            family: self.family,
-            bind: self.bind,
-            token: self.token.clone(),
-            connect_timeout: self.connect_timeout,
-            version: self.version.clone(),
-        }
-    }
+    /// The server.
+    pub endpoint: Endpoint,
 }
 
 /// Runs one bandwidth test and returns its report. Events go to `events` as they happen;
@@ -72,7 +45,7 @@ pub async fn run(
     events: UnboundedSender<Event>,
     cancel: CancellationToken,
 ) -> Result<Report, ClientError> {
-    let opened = handshake::open(&opts.endpoint(), TestSpec::Bandwidth(opts.spec.clone())).await?;
+    let opened = handshake::open(&opts.endpoint, TestSpec::Bandwidth(opts.spec.clone())).await?;
     let mut meta = opened.meta();
     let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
     let TestSpec::Bandwidth(spec) = spec else {
@@ -86,7 +59,7 @@ pub async fn run(
     }
     let sockets = {
         let spec = spec.clone();
-        let bind = opts.bind;
+        let bind = opts.endpoint.bind;
         tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
             .await
             .map_err(|e| ClientError::Local {

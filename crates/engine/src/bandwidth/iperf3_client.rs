@@ -48,14 +48,15 @@ pub async fn run(
 ) -> Result<Report, ClientError> {
     let start_wall = SystemTime::now();
     let spec = opts.spec.clone();
-    if opts.token.is_some() {
+    let ep = &opts.endpoint;
+    if ep.token.is_some() {
         return Err(ClientError::Protocol(
             "--token is wirespeed's; iperf3 servers use RSA authentication, which is not supported"
                 .into(),
         ));
     }
-    let addrs = resolve(&opts.host, opts.port, opts.family).await?;
-    let mut ctl = connect_control(&addrs, opts.bind, opts.connect_timeout).await?;
+    let addrs = resolve(&ep.host, ep.port, ep.family).await?;
+    let mut ctl = connect_control(&addrs, ep.bind, ep.connect_timeout).await?;
     let _ = ctl.set_nodelay(true);
     let server_addr = ctl.peer_addr().map_err(local_err("control socket"))?;
     let local_addr = ctl.local_addr().ok();
@@ -64,7 +65,7 @@ pub async fn run(
     let cookie = Cookie::from_random(random);
     send(&mut ctl, &cookie.0).await?;
     expect_state(&mut ctl, State::ParamExchange).await?;
-    let params = Params::from_spec(&spec, false, &format!("wirespeed-{}", opts.version));
+    let params = Params::from_spec(&spec, false, &format!("wirespeed-{}", ep.version));
     send(&mut ctl, &wire::encode_json(&params.to_json())).await?;
     expect_state(&mut ctl, State::CreateStreams).await?;
 
@@ -74,7 +75,7 @@ pub async fn run(
     };
     let (sockets, notes) = {
         let spec = spec.clone();
-        let bind = opts.bind;
+        let bind = ep.bind;
         tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, cookie))
             .await
             .map_err(|e| ClientError::Local {
@@ -87,7 +88,7 @@ pub async fn run(
     let side = Side::start(End::Client, &spec, wire, sockets)
         .map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
     let mut meta = Meta {
-        version: opts.version.clone(),
+        version: ep.version.clone(),
         host: hostname(),
         start_time: humantime_rfc3339(start_wall),
         start_unix_ms: start_wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),

@@ -7,6 +7,7 @@ use std::time::Duration;
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_engine::ClientError;
 use wirespeed_model::report::BandwidthReport;
@@ -46,13 +47,15 @@ impl TestServer {
     pub fn opts(&self, spec: BandwidthSpec) -> ClientOptions {
         ClientOptions {
             spec,
-            host: self.addr.ip().to_string(),
-            port: self.addr.port(),
-            family: None,
-            bind: None,
-            token: None,
-            connect_timeout: Duration::from_secs(5),
-            version: "test".into(),
+            endpoint: Endpoint {
+                host: self.addr.ip().to_string(),
+                port: self.addr.port(),
+                family: None,
+                bind: None,
+                token: None,
+                connect_timeout: Duration::from_secs(5),
+                version: "test".into(),
+            },
         }
     }
 }

@@ -86,16 +86,7 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                 }
                 spec.duration_ns = duration_ns;
                 spec.interval_ns = interval_ns;
-                let opts = ClientOptions {
-                    spec,
-                    host: endpoint.host.clone(),
-                    port,
-                    family: None,
-                    bind: None,
-                    token: None,
-                    connect_timeout: endpoint.connect_timeout,
-                    version: endpoint.version.clone(),
-                };
+                let opts = ClientOptions { spec, endpoint: endpoint.clone() };
                 client::run(opts, tx, cancel.clone()).await
             }
             Planned::Latency(protocol) => {
