@@ -17,6 +17,7 @@ use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, Server
 use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
+use super::schedule::Schedule;
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::framed::Framed;
@@ -103,22 +104,9 @@ async fn drive(
     cancel: &CancellationToken,
 ) -> Result<Outcome, ClientError> {
     let mut collector = Collector::new(spec.clone());
-    let begin = tokio::time::Instant::now();
-    let interval = Duration::from_nanos(spec.interval_ns);
-    let mut ticks = tokio::time::interval_at(begin + interval, interval);
-    let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
-    let omit_at = tokio::time::sleep_until(begin + Duration::from_nanos(spec.omit_ns));
-    tokio::pin!(omit_at);
-    let timed = spec.bytes.is_none();
-    let deadline = tokio::time::sleep_until(
-        begin + Duration::from_nanos(if timed { spec.total_ns() } else { u64::MAX / 4 }),
-    );
-    tokio::pin!(deadline);
+    let mut schedule = Schedule::start(spec, &side);
+    let timed = schedule.timed();
     let mut remote_sent_download = 0u64;
-    // When the warm-up ends on an interval boundary, the tick's snapshot is the warm-up's end,
-    // so the summary equals the sum of the measured intervals exactly.
-    let omit_on_tick = spec.omit_ns % spec.interval_ns == 0;
-    let mut tick_count = 0u64;
     let mut interrupted = false;
     let emit = |ivs: Vec<_>| {
         for iv in ivs {
@@ -140,20 +128,10 @@ async fn drive(
             break;
         }
         tokio::select! {
-            _ = &mut deadline => break,
+            _ = &mut schedule.deadline => break,
             _ = cancel.cancelled() => { interrupted = true; break; }
-            _ = ticks.tick() => {
-                let now = side.shared.now_ns();
-                tick_count += 1;
-                if !timed || now + 1_000_000 < spec.total_ns() {
-                    let snap = side.snapshot();
-                    if omit_on_tick && at_omit.is_none() && tick_count * spec.interval_ns == spec.omit_ns {
-                        at_omit = Some(snap.clone());
-                    }
-                    emit(collector.local_tick(now, &snap));
-                }
-            }
-            _ = &mut omit_at, if at_omit.is_none() && !omit_on_tick => at_omit = Some(side.snapshot()),
+            _ = schedule.ticks.tick() => emit(schedule.on_tick(&side, &mut collector)),
+            _ = &mut schedule.omit_at, if schedule.awaiting_omit() => schedule.omit_reached(&side),
             msg = recv_server(ctl, state, None) => match msg? {
                 ServerMessage::Tick { index, streams } => {
                     remote_sent_download = streams.iter().filter(|s| s.flow == Flow::Download).map(|s| s.totals.bytes).sum();
@@ -168,7 +146,7 @@ async fn drive(
             }
         }
     }
-    let at_omit = at_omit.unwrap_or_else(|| side.snapshot());
+    let at_omit = schedule.take_omit(&side);
     ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
     side.stop_sending();
     let results = tokio::time::timeout(RESULTS_TIMEOUT, async {

@@ -25,6 +25,7 @@ use wirespeed_proto::iperf3::{stream_id, stream_slot, Cookie, Params, Results, S
 use super::client::{local_err, ClientOptions};
 use super::collect::{Collector, LocalEnd};
 use super::iperf3_results::{local_results, stream_count, totals_of};
+use super::schedule::Schedule;
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::handshake::{connect_control, hostname, humantime_rfc3339, resolve};
@@ -269,20 +270,9 @@ async fn drive(
     cancel: &CancellationToken,
 ) -> Result<Outcome, ClientError> {
     let mut collector = Collector::client_only(spec.clone());
-    let begin = tokio::time::Instant::now();
-    let interval = Duration::from_nanos(spec.interval_ns);
-    let mut ticks = tokio::time::interval_at(begin + interval, interval);
-    let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
-    let omit_at = tokio::time::sleep_until(begin + Duration::from_nanos(spec.omit_ns));
-    tokio::pin!(omit_at);
-    let timed = spec.bytes.is_none();
-    let deadline = tokio::time::sleep_until(
-        begin + Duration::from_nanos(if timed { spec.total_ns() } else { u64::MAX / 4 }),
-    );
-    tokio::pin!(deadline);
+    let mut schedule = Schedule::start(spec, &side);
+    let timed = schedule.timed();
     let mut poll = tokio::time::interval(BYTES_POLL);
-    let omit_on_tick = spec.omit_ns % spec.interval_ns == 0;
-    let mut tick_count = 0u64;
     let mut interrupted = false;
     let emit = |ivs: Vec<_>| {
         for iv in ivs {
@@ -302,21 +292,11 @@ async fn drive(
     };
     loop {
         tokio::select! {
-            _ = &mut deadline => break,
+            _ = &mut schedule.deadline => break,
             _ = cancel.cancelled() => { interrupted = true; break; }
             _ = poll.tick(), if !timed => if budget_spent(&side) { break },
-            _ = ticks.tick() => {
-                let now = side.shared.now_ns();
-                tick_count += 1;
-                if !timed || now + 1_000_000 < spec.total_ns() {
-                    let snap = side.snapshot();
-                    if omit_on_tick && at_omit.is_none() && tick_count * spec.interval_ns == spec.omit_ns {
-                        at_omit = Some(snap.clone());
-                    }
-                    emit(collector.local_tick(now, &snap));
-                }
-            }
-            _ = &mut omit_at, if at_omit.is_none() && !omit_on_tick => at_omit = Some(side.snapshot()),
+            _ = schedule.ticks.tick() => emit(schedule.on_tick(&side, &mut collector)),
+            _ = &mut schedule.omit_at, if schedule.awaiting_omit() => schedule.omit_reached(&side),
             s = read_state(ctl, Duration::from_secs(86_400 * 365)) => {
                 return Err(match s {
                     Ok(other) => ClientError::Protocol(format!("the iperf3 server sent {other:?} during the test")),
@@ -330,7 +310,7 @@ async fn drive(
             }
         }
     }
-    let at_omit = at_omit.unwrap_or_else(|| side.snapshot());
+    let at_omit = schedule.take_omit(&side);
     // As iperf3's client: stop sending, take the counts, then tell the server.
     side.stop_sending();
     let _ = tokio::time::timeout(Duration::from_secs(5), side.wait_role(Role::Send)).await;

@@ -6,12 +6,14 @@
 //! - [`iperf3_client`]: the client half against a stock `iperf3 -s`.
 //! - [`workers`]: the data threads of both halves.
 //! - [`collect`]: pairs both ends' counters into intervals and the summary.
+//! - `schedule`: the client's interval ticks, warm-up end and deadline.
 
 pub mod client;
 pub mod collect;
 pub mod iperf3_client;
 mod iperf3_results;
 pub(crate) mod iperf3_server;
+mod schedule;
 pub(crate) mod server;
 pub mod workers;
 
