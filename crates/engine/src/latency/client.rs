@@ -431,10 +431,10 @@ async fn drive(
     };
     let mut interrupted = false;
     loop {
+        // Ticks first: after a stall, every boundary that passed is closed before the deadline
+        // is seen, so the warm-up interval exists even on a loaded machine.
         tokio::select! {
-            _ = &mut deadline => break,
-            _ = cancel.cancelled() => { interrupted = true; break; }
-            _ = poll.tick() => if workers.finished() { break },
+            biased;
             _ = ticks.tick() => {
                 let now = workers.begin.elapsed().as_nanos() as u64;
                 if !timed || now + 1_000_000 < spec.total_ns() {
@@ -442,6 +442,9 @@ async fn drive(
                     sampler.close(now, nominal, events);
                 }
             }
+            _ = &mut deadline => break,
+            _ = cancel.cancelled() => { interrupted = true; break; }
+            _ = poll.tick() => if workers.finished() { break },
         }
     }
     if let Some(e) = workers.first_error() {
