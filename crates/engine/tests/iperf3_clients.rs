@@ -9,24 +9,11 @@ use std::net::SocketAddr;
 use std::process::Command;
 use std::time::Duration;
 
-use common::TestServer;
+use common::{tcp_in_flight_per_stream, TestServer};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirespeed_engine::server::ServerConfig;
-
-/// Bytes one TCP stream may have in flight when iperf3 ends a test (the receiver never counts
-/// them): at most the sender's and the receiver's socket buffers, whose autotuning ceilings are
-/// the third fields of `tcp_wmem` and `tcp_rmem`.
-fn tcp_in_flight_per_stream() -> u64 {
-    let max_of = |name: &str| -> u64 {
-        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(2).and_then(|v| v.parse().ok()))
-            .unwrap_or(32 << 20)
-    };
-    max_of("tcp_wmem") + max_of("tcp_rmem")
-}
 
 /// Runs `iperf3 -c` against `addr` with `args` and `-J`; returns its exit success and JSON.
 async fn stock_client(addr: SocketAddr, args: &str) -> (bool, Value, String) {

@@ -4,6 +4,8 @@
 
 mod common;
 
+use common::tcp_in_flight_per_stream;
+
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -102,16 +104,6 @@ fn spec(protocol: Protocol, secs: u64) -> BandwidthSpec {
     s.duration_ns = secs * 1_000_000_000;
     s.interval_ns = 500_000_000;
     s
-}
-
-fn tcp_in_flight_per_stream() -> u64 {
-    let max_of = |name: &str| -> u64 {
-        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
-            .ok()
-            .and_then(|s| s.split_whitespace().nth(2).and_then(|v| v.parse().ok()))
-            .unwrap_or(32 << 20)
-    };
-    max_of("tcp_wmem") + max_of("tcp_rmem")
 }
 
 /// Both ends agree. TCP: received ≤ sent within what was in flight, and what the stock

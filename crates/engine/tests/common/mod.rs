@@ -74,3 +74,16 @@ pub async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
     let ReportBody::Bandwidth(b) = report.body else { panic!("not a bandwidth report") };
     Ok(b)
 }
+
+/// Bytes one TCP stream may have in flight when a test ends (the receiver never counts them):
+/// at most the sender's and the receiver's socket buffers, whose autotuning ceilings are the
+/// third fields of `tcp_wmem` and `tcp_rmem`.
+pub fn tcp_in_flight_per_stream() -> u64 {
+    let max_of = |name: &str| -> u64 {
+        std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
+            .ok()
+            .and_then(|s| s.split_whitespace().nth(2).and_then(|v| v.parse().ok()))
+            .unwrap_or(32 << 20)
+    };
+    max_of("tcp_wmem") + max_of("tcp_rmem")
+}
