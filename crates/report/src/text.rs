@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use wirespeed_model::report::{BandwidthInterval, BandwidthSummary, CpuUsage, FlowSummary};
 use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
 use wirespeed_model::stats::Figures;
-use wirespeed_model::{Event, ReportBody, TestSpec};
+use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
 use crate::latency;
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
@@ -338,21 +338,27 @@ fn cpu(c: &CpuUsage) -> String {
     )
 }
 
+/// The lines every run starts with: who talks to whom, what the test is, and the notes.
+fn banner(meta: &Meta, target: &str, what: &str, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "wirespeed {} → {} (server {})",
+        meta.version,
+        meta.remote_addr.as_deref().unwrap_or(target),
+        meta.server_version.as_deref().unwrap_or("?")
+    )?;
+    writeln!(out, "{what}")?;
+    for n in &meta.notes {
+        writeln!(out, "note: {n}")?;
+    }
+    Ok(())
+}
+
 impl Renderer for Text {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
         match event {
             Event::Start { spec: TestSpec::Bandwidth(spec), meta } => {
-                writeln!(
-                    out,
-                    "wirespeed {} → {} (server {})",
-                    meta.version,
-                    meta.remote_addr.as_deref().unwrap_or(&spec.target),
-                    meta.server_version.as_deref().unwrap_or("?")
-                )?;
-                writeln!(out, "{}", describe(spec))?;
-                for n in &meta.notes {
-                    writeln!(out, "note: {n}")?;
-                }
+                banner(meta, &spec.target, &describe(spec), out)?;
                 writeln!(out, "{}", self.bold(&header(spec.protocol == Protocol::Udp)))?;
                 self.spec = Some(spec.clone());
             }
@@ -362,17 +368,7 @@ impl Renderer for Text {
                 }
             }
             Event::Start { spec: TestSpec::Latency(spec), meta } => {
-                writeln!(
-                    out,
-                    "wirespeed {} → {} (server {})",
-                    meta.version,
-                    meta.remote_addr.as_deref().unwrap_or(&spec.target),
-                    meta.server_version.as_deref().unwrap_or("?")
-                )?;
-                writeln!(out, "{}", latency::describe(spec))?;
-                for n in &meta.notes {
-                    writeln!(out, "note: {n}")?;
-                }
+                banner(meta, &spec.target, &latency::describe(spec), out)?;
                 writeln!(out, "{}", self.bold(&latency::header()))?;
             }
             Event::LatencyInterval(iv) => {
