@@ -6,10 +6,9 @@
 //! its own histogram; the sampler swaps them out once per interval.
 
 use std::io::{self, Read, Write};
-use std::net::{IpAddr, Shutdown, SocketAddr};
+use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
@@ -25,6 +24,7 @@ use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, ServerMessage};
 use wirespeed_proto::datagram::UdpHello;
 
+use super::StreamThreads;
 use crate::bandwidth::client::{open_tcp, open_udp};
 use crate::error::ClientError;
 use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
@@ -73,7 +73,7 @@ pub async fn run(
         .map_err(|source| ClientError::Local { context: "starting threads".into(), source })?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
     let outcome = drive(&workers, &spec, &events, &cancel).await;
-    let _ = tokio::task::spawn_blocking(move || workers.stop()).await;
+    let _ = tokio::task::spawn_blocking(move || workers.threads.stop()).await;
     let (intervals, summary, interrupted) = outcome?;
     ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
     let results = tokio::time::timeout(RESULTS_TIMEOUT, recv_server(&mut ctl, &mut state, None))
@@ -135,11 +135,9 @@ struct StreamCounts {
 }
 
 struct Workers {
-    stop: Arc<AtomicBool>,
+    threads: StreamThreads,
     begin: Instant,
     counts: Vec<Arc<StreamCounts>>,
-    sockets: Vec<Arc<Socket>>,
-    threads: Vec<JoinHandle<(u64, u64)>>,
 }
 
 impl Workers {
@@ -174,7 +172,11 @@ impl Workers {
             counts.push(c);
             shared.push(s);
         }
-        Ok(Self { stop, begin, counts, sockets: shared, threads })
+        Ok(Self {
+            threads: StreamThreads { stop, sockets: shared, handles: threads },
+            begin,
+            counts,
+        })
     }
 
     /// Takes every stream's histogram since the last call, merged, and the running counts.
@@ -194,23 +196,11 @@ impl Workers {
     }
 
     fn finished(&self) -> bool {
-        self.threads.iter().all(|t| t.is_finished())
+        self.threads.finished()
     }
 
     fn first_error(&self) -> Option<String> {
         self.counts.iter().find_map(|c| c.error.lock().ok().and_then(|e| e.clone()))
-    }
-
-    /// Stops the threads and returns their CPU time (user, system) in nanoseconds.
-    fn stop(self) -> (u64, u64) {
-        self.stop.store(true, Relaxed);
-        for s in &self.sockets {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-        self.threads
-            .into_iter()
-            .filter_map(|t| t.join().ok())
-            .fold((0, 0), |(u, s), (a, b)| (u + a, s + b))
     }
 }
 
@@ -450,7 +440,7 @@ async fn drive(
     if let Some(e) = workers.first_error() {
         return Err(ClientError::Stream(e));
     }
-    workers.stop.store(true, Relaxed);
+    workers.threads.stop.store(true, Relaxed);
     let end = workers.begin.elapsed().as_nanos() as u64;
     sampler.close(end, end, events);
     let (intervals, summary) = sampler.finish();

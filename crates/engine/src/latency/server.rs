@@ -2,10 +2,9 @@
 //! connections (or UDP sockets) and echoes every byte straight back until `Stop`.
 
 use std::io::{self, Read, Write};
-use std::net::{Shutdown, SocketAddr};
+use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
-use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
@@ -18,6 +17,7 @@ use wirespeed_proto::control::{
 };
 use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
 
+use super::StreamThreads;
 use crate::bandwidth::workers::Attached;
 use crate::framed::Framed;
 use crate::server::Ctx;
@@ -133,11 +133,7 @@ async fn collect(mut rx: mpsc::Receiver<Attached>, parallel: u16) -> Result<Vec<
 }
 
 /// The echo threads of one test.
-struct Echo {
-    stop: Arc<AtomicBool>,
-    sockets: Vec<Arc<Socket>>,
-    threads: Vec<JoinHandle<(u64, u64)>>,
-}
+struct Echo(StreamThreads);
 
 impl Echo {
     fn start(spec: &LatencySpec, sockets: Vec<Socket>) -> io::Result<Self> {
@@ -161,19 +157,12 @@ impl Echo {
             )?;
             threads.push(thread);
         }
-        Ok(Self { stop, sockets: shared, threads })
+        Ok(Self(StreamThreads { stop, sockets: shared, handles: threads }))
     }
 
     /// Stops every thread and returns their CPU time (user, system) in nanoseconds.
     fn stop(self) -> (u64, u64) {
-        self.stop.store(true, Relaxed);
-        for s in &self.sockets {
-            let _ = s.shutdown(Shutdown::Both);
-        }
-        self.threads
-            .into_iter()
-            .filter_map(|t| t.join().ok())
-            .fold((0, 0), |(u, s), (a, b)| (u + a, s + b))
+        self.0.stop()
     }
 }
 
