@@ -118,13 +118,7 @@ fn interval_entry(
     let sending = client_sends(flow);
     let (bytes, bps) =
         if sending { (f.sent_bytes, f.sent_bps) } else { (f.received_bytes, f.received_bps) };
-    let mut m = Map::new();
-    if let Some(s) = socket {
-        m.insert("socket".into(), s.into());
-    }
-    m.insert("start".into(), secs(iv.start_ns).into());
-    m.insert("end".into(), secs(iv.end_ns).into());
-    m.insert("seconds".into(), secs(iv.end_ns - iv.start_ns).into());
+    let mut m = timed_entry(socket, secs(iv.start_ns), secs(iv.end_ns));
     m.insert("bytes".into(), bytes.into());
     m.insert("bits_per_second".into(), bps.into());
     match spec.protocol {
@@ -203,16 +197,21 @@ fn interval(spec: &BandwidthSpec, iv: &BandwidthInterval) -> Value {
     Value::Object(m)
 }
 
-/// A summary figure from one end's view: `sent` picks the sender's counts.
-fn end_entry(f: &Figures, flow: &FlowSummary, sent: bool, socket: Option<u16>, tcp: bool) -> Value {
-    let span = secs(flow.duration_ns);
+/// The fields every iperf3 entry starts with: the stream's socket (none for sums) and the span.
+fn timed_entry(socket: Option<u16>, start: f64, end: f64) -> Map<String, Value> {
     let mut m = Map::new();
     if let Some(s) = socket {
         m.insert("socket".into(), s.into());
     }
-    m.insert("start".into(), 0.0.into());
-    m.insert("end".into(), span.into());
-    m.insert("seconds".into(), span.into());
+    m.insert("start".into(), start.into());
+    m.insert("end".into(), end.into());
+    m.insert("seconds".into(), (end - start).into());
+    m
+}
+
+/// A summary figure from one end's view: `sent` picks the sender's counts.
+fn end_entry(f: &Figures, flow: &FlowSummary, sent: bool, socket: Option<u16>, tcp: bool) -> Value {
+    let mut m = timed_entry(socket, 0.0, secs(flow.duration_ns));
     let (bytes, bps) =
         if sent { (f.sent_bytes, f.sent_bps) } else { (f.received_bytes, f.received_bps) };
     m.insert("bytes".into(), bytes.into());
@@ -225,14 +224,7 @@ fn end_entry(f: &Figures, flow: &FlowSummary, sent: bool, socket: Option<u16>, t
 }
 
 fn udp_end_entry(f: &Figures, flow: &FlowSummary, socket: Option<u16>) -> Value {
-    let span = secs(flow.duration_ns);
-    let mut m = Map::new();
-    if let Some(s) = socket {
-        m.insert("socket".into(), s.into());
-    }
-    m.insert("start".into(), 0.0.into());
-    m.insert("end".into(), span.into());
-    m.insert("seconds".into(), span.into());
+    let mut m = timed_entry(socket, 0.0, secs(flow.duration_ns));
     m.insert("bytes".into(), f.received_bytes.into());
     m.insert("bits_per_second".into(), f.received_bps.into());
     let lost = f.lost_packets.unwrap_or(0);
