@@ -17,7 +17,7 @@ use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, Server
 use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
-use super::schedule::Schedule;
+use super::schedule::{emit_intervals, Outcome, Schedule};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::framed::Framed;
@@ -89,12 +89,6 @@ pub async fn run(
     Ok(report)
 }
 
-type Outcome = (
-    Vec<wirespeed_model::report::BandwidthInterval>,
-    wirespeed_model::report::BandwidthSummary,
-    bool,
-);
-
 async fn drive(
     ctl: &mut Framed,
     state: &mut ClientState,
@@ -108,11 +102,7 @@ async fn drive(
     let timed = schedule.timed();
     let mut remote_sent_download = 0u64;
     let mut interrupted = false;
-    let emit = |ivs: Vec<_>| {
-        for iv in ivs {
-            let _ = events.send(Event::Interval(iv));
-        }
-    };
+    let emit = |ivs: Vec<_>| emit_intervals(events, ivs);
     let bytes_done = |side: &Side, remote_sent: u64| {
         let download_done = match spec.protocol {
             // UDP has no end-of-stream: the server's ticks say when it has sent its budget.

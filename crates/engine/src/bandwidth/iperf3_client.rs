@@ -25,7 +25,7 @@ use wirespeed_proto::iperf3::{stream_id, stream_slot, Cookie, Params, Results, S
 use super::client::{local_err, ClientOptions};
 use super::collect::{Collector, LocalEnd};
 use super::iperf3_results::{local_results, stream_count, totals_of};
-use super::schedule::Schedule;
+use super::schedule::{emit_intervals, Outcome, Schedule};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::handshake::{connect_control, hostname, humantime_rfc3339, resolve};
@@ -256,12 +256,6 @@ fn open_udp(
     }
 }
 
-type Outcome = (
-    Vec<wirespeed_model::report::BandwidthInterval>,
-    wirespeed_model::report::BandwidthSummary,
-    bool,
-);
-
 async fn drive(
     ctl: &mut TcpStream,
     mut side: Side,
@@ -274,11 +268,7 @@ async fn drive(
     let timed = schedule.timed();
     let mut poll = tokio::time::interval(BYTES_POLL);
     let mut interrupted = false;
-    let emit = |ivs: Vec<_>| {
-        for iv in ivs {
-            let _ = events.send(Event::Interval(iv));
-        }
-    };
+    let emit = |ivs: Vec<_>| emit_intervals(events, ivs);
     // iperf3's rule: a byte-count test ends when this end has sent or received the count.
     let budget_spent = |side: &Side| {
         let Some(n) = spec.bytes else { return false };

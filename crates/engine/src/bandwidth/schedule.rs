@@ -5,13 +5,26 @@
 use std::pin::Pin;
 use std::time::Duration;
 
+use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::{Instant, Interval, Sleep};
-use wirespeed_model::report::BandwidthInterval;
+use wirespeed_model::report::{BandwidthInterval, BandwidthSummary};
 use wirespeed_model::spec::BandwidthSpec;
+use wirespeed_model::Event;
 use wirespeed_proto::control::StreamTotals;
 
 use super::collect::Collector;
 use super::workers::Side;
+
+/// What a client's run ends with: every interval, the summary, and whether the user
+/// interrupted it.
+pub(crate) type Outcome = (Vec<BandwidthInterval>, BandwidthSummary, bool);
+
+/// Sends intervals as they complete to whoever renders them.
+pub(crate) fn emit_intervals(events: &UnboundedSender<Event>, intervals: Vec<BandwidthInterval>) {
+    for iv in intervals {
+        let _ = events.send(Event::Interval(iv));
+    }
+}
 
 /// Timers of one test on the client, started when the test begins.
 pub(crate) struct Schedule {
