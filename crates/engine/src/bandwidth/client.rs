@@ -17,7 +17,7 @@ use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, Server
 use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
-use super::schedule::{emit_intervals, Outcome, Schedule};
+use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::framed::Framed;
@@ -180,9 +180,7 @@ async fn drive(
         active_ns,
         cpu_ns: side.cpu_ns(),
     };
-    let live = collector.emitted();
-    let (intervals, summary) = collector.finish(&local, &results);
-    emit(intervals[live.min(intervals.len())..].to_vec());
+    let (intervals, summary) = finish_and_emit(collector, &local, &results, events);
     Ok((intervals, summary, interrupted))
 }
 

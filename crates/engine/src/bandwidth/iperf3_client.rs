@@ -25,7 +25,7 @@ use wirespeed_proto::iperf3::{stream_id, stream_slot, Cookie, Params, Results, S
 use super::client::{local_err, ClientOptions};
 use super::collect::{Collector, LocalEnd};
 use super::iperf3_results::{local_results, stream_count, totals_of};
-use super::schedule::{emit_intervals, Outcome, Schedule};
+use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
 use crate::handshake::{connect_control, hostname, humantime_rfc3339, resolve};
@@ -339,9 +339,7 @@ async fn drive(
     .await;
     let local = LocalEnd { at_omit, at_end, end_ns, active_ns, cpu_ns: side.cpu_ns() };
     let server = server_results(spec, &theirs, &local.at_omit);
-    let live = collector.emitted();
-    let (intervals, summary) = collector.finish(&local, &server);
-    emit(intervals[live.min(intervals.len())..].to_vec());
+    let (intervals, summary) = finish_and_emit(collector, &local, &server, events);
     Ok((intervals, summary, interrupted))
 }
 

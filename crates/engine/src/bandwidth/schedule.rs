@@ -10,9 +10,9 @@ use tokio::time::{Instant, Interval, Sleep};
 use wirespeed_model::report::{BandwidthInterval, BandwidthSummary};
 use wirespeed_model::spec::BandwidthSpec;
 use wirespeed_model::Event;
-use wirespeed_proto::control::StreamTotals;
+use wirespeed_proto::control::{ServerResults, StreamTotals};
 
-use super::collect::Collector;
+use super::collect::{Collector, LocalEnd};
 use super::workers::Side;
 
 /// What a client's run ends with: every interval, the summary, and whether the user
@@ -24,6 +24,19 @@ pub(crate) fn emit_intervals(events: &UnboundedSender<Event>, intervals: Vec<Ban
     for iv in intervals {
         let _ = events.send(Event::Interval(iv));
     }
+}
+
+/// Completes the collector and sends the intervals it had not returned yet.
+pub(crate) fn finish_and_emit(
+    collector: Collector,
+    local: &LocalEnd,
+    server: &ServerResults,
+    events: &UnboundedSender<Event>,
+) -> (Vec<BandwidthInterval>, BandwidthSummary) {
+    let live = collector.emitted();
+    let (intervals, summary) = collector.finish(local, server);
+    emit_intervals(events, intervals[live.min(intervals.len())..].to_vec());
+    (intervals, summary)
 }
 
 /// Timers of one test on the client, started when the test begins.
