@@ -67,18 +67,26 @@ impl Opened {
     /// The report's meta for this connection.
     pub fn meta(&self) -> Meta {
         Meta {
-            version: self.version.clone(),
-            host: hostname(),
-            start_time: humantime_rfc3339(self.start_wall),
-            start_unix_ms: self
-                .start_wall
-                .duration_since(UNIX_EPOCH)
-                .map_or(0, |d| d.as_millis() as u64),
             local_addr: self.local_addr.map(|a| a.to_string()),
-            remote_addr: Some(self.server_addr.to_string()),
             server_version: Some(self.server_version.clone()),
             notes: self.notes.clone(),
+            ..run_meta(&self.version, self.start_wall, Some(self.server_addr))
         }
+    }
+}
+
+/// A report's meta for a run that started at `start_wall` against `remote` (the control
+/// connection's far end, or the target of a test that has none).
+pub(crate) fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr>) -> Meta {
+    Meta {
+        version: version.to_string(),
+        host: hostname(),
+        start_time: humantime_rfc3339(start_wall),
+        start_unix_ms: start_wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+        local_addr: None,
+        remote_addr: remote.map(|a| a.to_string()),
+        server_version: None,
+        notes: Vec::new(),
     }
 }
 

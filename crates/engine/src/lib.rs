@@ -5,6 +5,7 @@
 //! - [`server`]: the multi-client `wirespeed server` and its listeners.
 //! - [`bandwidth`]: the bandwidth test.
 //! - [`latency`]: the latency (request/response round trip) test.
+//! - [`cps`]: the connections-per-second test.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
@@ -14,9 +15,11 @@ compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg
 pub mod bandwidth;
 pub mod buffer;
 pub mod counters;
+pub mod cps;
 pub mod error;
 pub mod framed;
 pub mod handshake;
+mod intervals;
 pub mod latency;
 pub mod pacer;
 pub mod server;

@@ -190,6 +190,8 @@ pub(crate) struct Ctx {
     pub tests: Arc<Semaphore>,
     pub sessions: Registry,
     pub iperf3: Mutex<Iperf3Waiting>,
+    /// Running cps tests by client address: connections from it that close unread count here.
+    pub cps: Mutex<HashMap<IpAddr, Arc<AtomicU64>>>,
     /// Counts accepted connections and UDP hellos, for [`ArrivedStream::arrival`].
     pub arrivals: AtomicU64,
     pub shutdown: CancellationToken,
@@ -210,6 +212,7 @@ pub async fn run(
         config,
         sessions: Arc::default(),
         iperf3: Mutex::default(),
+        cps: Mutex::default(),
         arrivals: AtomicU64::new(0),
         shutdown: shutdown.clone(),
         tasks: TaskTracker::new(),
@@ -252,7 +255,9 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
             }
         };
         let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-            tracing::warn!(%peer, "too many connections mid-handshake; dropping one");
+            if !crate::cps::server::count_empty_connection(&ctx, peer.ip()) {
+                tracing::warn!(%peer, "too many connections mid-handshake; dropping one");
+            }
             continue;
         };
         let ctx2 = ctx.clone();
@@ -286,8 +291,12 @@ async fn route(
 ) -> Result<Route, String> {
     let idle = ctx.config.idle_timeout;
     let mut buf = Vec::with_capacity(64);
-    while buf.is_empty() {
-        read_more(&mut stream, &mut buf, idle).await?;
+    if let Err(why) = read_more(&mut stream, &mut buf, idle).await {
+        // A cps test's connections close (or reset) without a byte: count, don't log.
+        return match crate::cps::server::count_empty_connection(ctx, peer.ip()) {
+            true => Ok(Route::Done),
+            false => Err(why),
+        };
     }
     if iperf3_wire::could_be_cookie(buf[0]) {
         return route_iperf3(stream, buf, peer, arrival, ctx).await;

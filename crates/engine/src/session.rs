@@ -7,7 +7,7 @@ use std::net::{IpAddr, SocketAddr};
 use std::sync::Arc;
 use std::time::Duration;
 
-use tokio::sync::mpsc;
+use tokio::sync::{mpsc, OwnedSemaphorePermit};
 use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
@@ -132,6 +132,48 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
             crate::bandwidth::server::run(ctl, state, ctx, spec, peer).await
         }
         TestSpec::Latency(spec) => crate::latency::server::run(ctl, state, ctx, spec, peer).await,
+        TestSpec::Cps(spec) => crate::cps::server::run(ctl, state, ctx, spec, peer).await,
+    }
+}
+
+/// Refuses a test that would run longer than `--max-duration` (`total_ns` is `None` for a
+/// test bounded by a count) or that finds the server full; otherwise returns the permit that
+/// holds its place among `--max-tests`.
+pub(crate) async fn admit(
+    ctl: &mut Framed,
+    ctx: &Ctx,
+    total_ns: Option<u64>,
+) -> Result<OwnedSemaphorePermit, Ended> {
+    let max = ctx.config.max_duration;
+    if let Some(total) = total_ns {
+        if !max.is_zero() && total > max.as_nanos() as u64 {
+            let why = format!(
+                "the test would run {:.0} s but this server allows at most {} s",
+                total as f64 / 1e9,
+                max.as_secs()
+            );
+            return Err(refuse(ctl, RefuseCode::Limit, why).await);
+        }
+    }
+    match ctx.tests.clone().try_acquire_owned() {
+        Ok(permit) => Ok(permit),
+        Err(_) => {
+            let why = format!(
+                "the server is running its maximum of {} tests; try again later",
+                ctx.config.max_tests
+            );
+            Err(refuse(ctl, RefuseCode::Busy, why).await)
+        }
+    }
+}
+
+/// How long the server lets a test run before aborting it: a timed test gets its time plus
+/// `grace` for the client's `Stop`, a counted one gets `--max-duration` (if any).
+pub(crate) fn time_limit(ctx: &Ctx, total_ns: Option<u64>, grace: Duration) -> Duration {
+    match (total_ns, ctx.config.max_duration.is_zero()) {
+        (Some(total), _) => Duration::from_nanos(total) + grace,
+        (None, false) => ctx.config.max_duration,
+        (None, true) => Duration::from_secs(86_400 * 365),
     }
 }
 

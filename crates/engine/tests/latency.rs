@@ -2,29 +2,15 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::TestServer;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::latency::client::{self, LatencyOptions};
 use wirespeed_model::latency::{LatencyReport, LatencySpec};
 use wirespeed_model::spec::Protocol;
 use wirespeed_model::ReportBody;
 
 fn opts(server: &TestServer, spec: LatencySpec) -> LatencyOptions {
-    LatencyOptions {
-        spec,
-        endpoint: Endpoint {
-            host: server.addr.ip().to_string(),
-            port: server.addr.port(),
-            family: None,
-            bind: None,
-            token: None,
-            connect_timeout: Duration::from_secs(5),
-            version: "test".into(),
-        },
-    }
+    LatencyOptions { spec, endpoint: server.endpoint() }
 }
 
 async fn run(o: LatencyOptions) -> LatencyReport {

@@ -7,7 +7,10 @@ use std::time::Duration;
 
 use common::{run, spec, TestServer};
 use tokio::io::AsyncWriteExt;
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::cps::client::{self as cps, CpsOptions};
 use wirespeed_engine::latency::client::{self as latency, LatencyOptions};
+use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{Direction, Protocol};
 
@@ -37,8 +40,23 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
         let endpoint = server.opts(spec(protocol, 0.1)).endpoint;
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
         let opts = LatencyOptions { spec: l, endpoint };
-        latency::run(opts, tx, tokio_util::sync::CancellationToken::new()).await.unwrap();
+        latency::run(opts, tx, CancellationToken::new()).await.unwrap();
     }
+    // A cps test, finished, and one abandoned mid-run: connector threads and the server's
+    // per-address counter must go.
+    let mut c = CpsSpec::new("test");
+    c.count = Some(300);
+    c.parallel = 4;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CpsOptions { spec: c.clone(), endpoint: server.endpoint() };
+    cps::run(opts.clone(), tx.clone(), CancellationToken::new()).await.unwrap();
+    let cancel = CancellationToken::new();
+    let mut long = opts;
+    long.spec.count = None;
+    let running = tokio::spawn(cps::run(long, tx, cancel.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cancel.cancel();
+    running.await.unwrap().unwrap();
     for _ in 0..5 {
         let mut c = tokio::net::TcpStream::connect(server.addr).await.unwrap();
         c.write_all(b"garbage that is not a preamble").await.unwrap();

@@ -3,6 +3,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::cps::CpsInterval;
 use crate::latency::LatencyInterval;
 use crate::report::{BandwidthInterval, Meta, Report};
 use crate::spec::TestSpec;
@@ -23,6 +24,8 @@ pub enum Event {
     Interval(BandwidthInterval),
     /// A latency interval is complete.
     LatencyInterval(LatencyInterval),
+    /// A connections-per-second interval is complete.
+    CpsInterval(CpsInterval),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.

@@ -1,11 +1,12 @@
 //! Plain data shared by every part of wirespeed: what a test is asked to do ([`spec`]),
 //! the units its numbers carry ([`units`]), what workers report while it runs ([`event`]),
-//! mergeable statistics ([`stats`], and [`latency`]'s round-trip histogram) and the finished [`report::Report`] that renderers and
-//! the store consume. This crate does no I/O and has no async code.
+//! mergeable statistics ([`stats`], and [`latency`]'s round-trip histogram, which [`cps`] reuses
+//! for connect times) and the finished [`report::Report`] that renderers and the store consume. This crate does no I/O and has no async code.
 //!
 //! Data flows one way: flags → [`spec::TestSpec`] → engine → [`event::Event`]s → collector →
 //! [`report::Report`] → renderers and store.
 
+pub mod cps;
 pub mod event;
 pub mod latency;
 pub mod report;

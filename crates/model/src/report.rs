@@ -27,6 +27,8 @@ pub enum ReportBody {
     Bandwidth(BandwidthReport),
     /// A latency test.
     Latency(crate::latency::LatencyReport),
+    /// A connections-per-second test.
+    Cps(crate::cps::CpsReport),
 }
 
 impl Report {
@@ -35,6 +37,7 @@ impl Report {
         match self.body {
             ReportBody::Bandwidth(_) => "bandwidth",
             ReportBody::Latency(_) => "latency",
+            ReportBody::Cps(_) => "cps",
         }
     }
 
@@ -43,6 +46,7 @@ impl Report {
         match &self.body {
             ReportBody::Bandwidth(b) => &b.spec.target,
             ReportBody::Latency(l) => &l.spec.target,
+            ReportBody::Cps(c) => &c.spec.target,
         }
     }
 }

@@ -12,6 +12,8 @@ pub enum TestSpec {
     Bandwidth(BandwidthSpec),
     /// Request/response round trips against a wirespeed server.
     Latency(crate::latency::LatencySpec),
+    /// New TCP connections per second against a wirespeed server or any TCP listener.
+    Cps(crate::cps::CpsSpec),
 }
 
 /// Transport used by a bandwidth test's data streams.

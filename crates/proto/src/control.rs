@@ -135,6 +135,9 @@ pub struct ServerResults {
     pub cpu_system_ns: u64,
     /// Wall time from `Begin` to the end, nanoseconds.
     pub wall_ns: u64,
+    /// Connections a cps test opened that the server accepted.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub accepted: Option<u64>,
 }
 
 /// A message that is well-formed but arrived when it makes no sense.

@@ -7,8 +7,8 @@ use wirespeed_model::spec::Flow;
 use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
-use crate::latency;
 use crate::Renderer;
+use crate::{cps, latency};
 
 const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
 sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
@@ -54,9 +54,15 @@ fn cells(f: &Figures) -> String {
 }
 
 impl Csv {
-    fn header(&mut self, out: &mut dyn Write) -> io::Result<()> {
+    /// Writes the header of `spec`'s kind, once.
+    fn header(&mut self, spec: &TestSpec, out: &mut dyn Write) -> io::Result<()> {
         if !self.header_done {
-            writeln!(out, "{COLUMNS}")?;
+            let columns = match spec {
+                TestSpec::Bandwidth(_) => COLUMNS.to_string(),
+                TestSpec::Latency(_) => latency::CSV_COLUMNS.to_string(),
+                TestSpec::Cps(_) => cps::csv_columns(),
+            };
+            writeln!(out, "{columns}")?;
             self.header_done = true;
         }
         Ok(())
@@ -66,16 +72,10 @@ impl Csv {
 impl Renderer for Csv {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
         match event {
-            Event::Start { spec: TestSpec::Latency(_), .. } => {
-                if !self.header_done {
-                    writeln!(out, "{}", latency::CSV_COLUMNS)?;
-                    self.header_done = true;
-                }
-            }
-            Event::Start { .. } => self.header(out)?,
+            Event::Start { spec, .. } => self.header(spec, out)?,
             Event::LatencyInterval(iv) => writeln!(out, "{}", latency::csv_interval(iv))?,
+            Event::CpsInterval(iv) => writeln!(out, "{}", cps::csv_interval(iv))?,
             Event::Interval(iv) => {
-                self.header(out)?;
                 for f in &iv.flows {
                     writeln!(
                         out,
@@ -90,29 +90,22 @@ impl Renderer for Csv {
                 }
             }
             Event::Notice(_) => {}
-            Event::End(report) => {
-                let b = match &report.body {
-                    ReportBody::Bandwidth(b) => b,
-                    ReportBody::Latency(l) => {
-                        if !self.header_done {
-                            writeln!(out, "{}", latency::CSV_COLUMNS)?;
-                            self.header_done = true;
-                        }
-                        return writeln!(out, "{}", latency::csv_summary(l));
+            Event::End(report) => match &report.body {
+                ReportBody::Bandwidth(b) => {
+                    let start = b.spec.omit_ns as f64 / 1e9;
+                    for f in b.summary.flows() {
+                        writeln!(
+                            out,
+                            "summary,,{start:.3},{:.3},false,{},{}",
+                            start + f.duration_ns as f64 / 1e9,
+                            flow_name(f.flow),
+                            cells(&f.total)
+                        )?;
                     }
-                };
-                self.header(out)?;
-                let start = b.spec.omit_ns as f64 / 1e9;
-                for f in b.summary.flows() {
-                    writeln!(
-                        out,
-                        "summary,,{start:.3},{:.3},false,{},{}",
-                        start + f.duration_ns as f64 / 1e9,
-                        flow_name(f.flow),
-                        cells(&f.total)
-                    )?;
                 }
-            }
+                ReportBody::Latency(l) => writeln!(out, "{}", latency::csv_summary(l))?,
+                ReportBody::Cps(c) => writeln!(out, "{}", cps::csv_summary(c))?,
+            },
         }
         Ok(())
     }

@@ -73,6 +73,11 @@ pub fn summary(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
         s.messages_per_second,
         s.sent
     )?;
+    stats_table(st, out)
+}
+
+/// Two lines: the names of the statistics and their values (shared with cps and ping).
+pub fn stats_table(st: &LatencyStats, out: &mut dyn Write) -> io::Result<()> {
     writeln!(
         out,
         "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
@@ -100,7 +105,12 @@ pub const CSV_COLUMNS: &str =
     "row,index,start_s,end_s,omitted,messages_per_second,sent,received,lost,\
 count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
 
-fn stats_cells(s: &LatencyStats) -> String {
+/// The columns [`stats_cells`] fills.
+pub const STATS_COLUMNS: &str =
+    "count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
+
+/// A statistics block as CSV cells.
+pub fn stats_cells(s: &LatencyStats) -> String {
     format!(
         "{},{},{:.0},{},{},{},{},{},{},{},{:.0}",
         s.count,

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 
+pub mod cps;
 pub mod csv;
 pub mod iperf3_json;
 pub mod json;
@@ -60,6 +61,12 @@ pub fn events_of(report: &Report) -> Vec<Event> {
             let start = TestSpec::Latency(l.spec.clone());
             let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
             e.extend(l.intervals.iter().cloned().map(Event::LatencyInterval));
+            e
+        }
+        ReportBody::Cps(c) => {
+            let start = TestSpec::Cps(c.spec.clone());
+            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
+            e.extend(c.intervals.iter().cloned().map(Event::CpsInterval));
             e
         }
     };

@@ -38,6 +38,18 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
                         writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, per_s, "")?;
                         continue;
                     }
+                    ReportBody::Cps(c) => {
+                        let s = &c.summary;
+                        let details = format!(
+                            "connect p50 {}, p99 {}; failed: {}",
+                            nanos(s.connect.p50_ns as f64),
+                            nanos(s.connect.p99_ns as f64),
+                            s.failures.describe()
+                        );
+                        let per_s = format!("{:.0} conn/s", s.connections_per_second);
+                        writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, per_s, "")?;
+                        continue;
+                    }
                 };
                 for f in b.summary.flows() {
                     let name = if b.spec.direction == Direction::Bidir {

@@ -9,21 +9,23 @@ use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
 use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
-use crate::latency;
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
 use crate::Renderer;
+use crate::{cps, latency};
 
 /// The text renderer.
 #[derive(Debug)]
 pub struct Text {
     color: bool,
     spec: Option<BandwidthSpec>,
+    /// The notes the banner printed; the end prints only the ones that came later.
+    noted: Vec<String>,
 }
 
 impl Text {
     /// A text renderer, with ANSI colour when `color`.
     pub fn new(color: bool) -> Self {
-        Self { color, spec: None }
+        Self { color, spec: None, noted: Vec::new() }
     }
 
     fn bold(&self, s: &str) -> String {
@@ -340,12 +342,12 @@ fn cpu(c: &CpuUsage) -> String {
 
 /// The lines every run starts with: who talks to whom, what the test is, and the notes.
 fn banner(meta: &Meta, target: &str, what: &str, out: &mut dyn Write) -> io::Result<()> {
+    let server = meta.server_version.as_deref().map_or(String::new(), |v| format!(" (server {v})"));
     writeln!(
         out,
-        "wirespeed {} → {} (server {})",
+        "wirespeed {} → {}{server}",
         meta.version,
         meta.remote_addr.as_deref().unwrap_or(target),
-        meta.server_version.as_deref().unwrap_or("?")
     )?;
     writeln!(out, "{what}")?;
     for n in &meta.notes {
@@ -356,6 +358,9 @@ fn banner(meta: &Meta, target: &str, what: &str, out: &mut dyn Write) -> io::Res
 
 impl Renderer for Text {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
+        if let Event::Start { meta, .. } = event {
+            self.noted.clone_from(&meta.notes);
+        }
         match event {
             Event::Start { spec: TestSpec::Bandwidth(spec), meta } => {
                 banner(meta, &spec.target, &describe(spec), out)?;
@@ -374,14 +379,22 @@ impl Renderer for Text {
             Event::LatencyInterval(iv) => {
                 writeln!(out, "{}", self.maybe_dim(iv.omitted, &latency::row(iv)))?
             }
+            Event::Start { spec: TestSpec::Cps(spec), meta } => {
+                banner(meta, &spec.target, &cps::describe(spec), out)?;
+                writeln!(out, "{}", self.bold(&cps::header()))?;
+            }
+            Event::CpsInterval(iv) => {
+                writeln!(out, "{}", self.maybe_dim(iv.omitted, &cps::row(iv)))?
+            }
             Event::Notice(n) => writeln!(out, "note: {n}")?,
             Event::End(report) => {
-                for n in report.meta.notes.iter().filter(|n| n.starts_with("interrupted")) {
+                for n in report.meta.notes.iter().filter(|n| !self.noted.contains(n)) {
                     writeln!(out, "note: {n}")?;
                 }
                 match &report.body {
                     ReportBody::Bandwidth(b) => self.summary(&b.spec, &b.summary, out)?,
                     ReportBody::Latency(l) => latency::summary(l, out)?,
+                    ReportBody::Cps(c) => cps::summary(c, out)?,
                 }
             }
         }

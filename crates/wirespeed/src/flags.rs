@@ -28,6 +28,8 @@ pub enum Command {
     /// Measure request/response round trips to a wirespeed server: percentiles from an HDR histogram.
     #[command(visible_alias = "lat")]
     Latency(Box<LatencyArgs>),
+    /// Measure new TCP connections per second to a wirespeed server, or with --external to any TCP listener.
+    Cps(Box<CpsArgs>),
     /// Measure UDP packets per second with small datagrams (sender and receiver rates, loss).
     Pps(Box<PpsArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
@@ -218,6 +220,47 @@ pub struct LatencyArgs {
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub timeout: String,
     /// Where the server is and how to reach it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `wirespeed cps`.
+#[derive(Debug, Args)]
+pub struct CpsArgs {
+    /// Target: HOST, HOST:PORT, or [IPV6]:PORT (a wirespeed server, or any listener with --external).
+    #[arg(value_name = "HOST[:PORT]")]
+    pub target: String,
+    /// Connect to any TCP listener (nginx, a database, a proxy) instead of a wirespeed server; needs a port.
+    #[arg(short = 'x', long)]
+    pub external: bool,
+    /// Connections in flight at once (1-1024); each is closed as soon as it connects and replaced.
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    pub parallel: u16,
+    /// Threads sharing those connections (1-64, at most -P), each with its own epoll loop.
+    #[arg(short = 'T', long, default_value_t = 1, value_name = "N")]
+    pub threads: u16,
+    /// Stop after this many attempts (all connectors together) instead of after a time.
+    #[arg(short = 'n', long, value_name = "COUNT")]
+    pub count: Option<u64>,
+    /// How long to measure, after the warm-up.
+    #[arg(short, long, default_value = "10", value_name = "DURATION")]
+    pub time: String,
+    /// Warm-up to leave out of the summary (ends at the next interval boundary).
+    #[arg(short = 'O', long = "warmup", default_value = "0", value_name = "DURATION")]
+    pub warmup: String,
+    /// Report interval (0.1 s to 60 s).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// How long one connection attempt may take before it counts as timed out.
+    #[arg(long, default_value = "1s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Close each connection with a reset instead of a FIN, so no socket waits in TIME_WAIT.
+    #[arg(long)]
+    pub rst: bool,
+    /// Where the target is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output options.

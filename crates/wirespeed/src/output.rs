@@ -73,6 +73,17 @@ fn progress(ev: &Event) {
                 nanos(iv.rtt.p99_ns as f64)
             );
         }
+        Event::CpsInterval(iv) => {
+            let _ = write!(
+                err,
+                "\r\x1b[2K{:.1} s  {:.0} conn/s  connect p50 {}  p99 {}  failed {}",
+                iv.end_ns as f64 / 1e9,
+                iv.connections_per_second,
+                nanos(iv.connect.p50_ns as f64),
+                nanos(iv.connect.p99_ns as f64),
+                iv.failures.total()
+            );
+        }
         Event::End(_) => {
             let _ = write!(err, "\r\x1b[2K");
         }

@@ -5,14 +5,16 @@ use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
+use wirespeed_engine::cps::client::CpsOptions;
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::latency::client::LatencyOptions;
 use wirespeed_engine::server::ServerConfig;
+use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
-use crate::flags::{BandwidthArgs, ConnectArgs, LatencyArgs, PpsArgs, ServerArgs};
+use crate::flags::{BandwidthArgs, ConnectArgs, CpsArgs, LatencyArgs, PpsArgs, ServerArgs};
 
 /// Default port of the wirespeed server (the same as iperf3's).
 pub const DEFAULT_PORT: u16 = 5201;
@@ -181,6 +183,26 @@ pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
     spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
     spec.validate()?;
     Ok(LatencyOptions { spec, endpoint: endpoint(&args.target, &args.connect, version)? })
+}
+
+/// `wirespeed cps` flags → options. An external target has no default port to fall back on.
+pub fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
+    let endpoint = endpoint(&args.target, &args.connect, version)?;
+    if args.external && args.connect.port.is_none() && split_target(&args.target)?.1.is_none() {
+        bail!("--external needs the listener's port: HOST:PORT or --port");
+    }
+    let mut spec = CpsSpec::new(args.target.clone());
+    spec.external = args.external;
+    spec.parallel = args.parallel;
+    spec.threads = args.threads;
+    spec.count = args.count;
+    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.warmup_ns = duration("--warmup", &args.warmup)?.as_nanos() as u64;
+    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.rst = args.rst;
+    spec.validate()?;
+    Ok(CpsOptions { spec, endpoint })
 }
 
 /// `wirespeed server` flags → server configuration.

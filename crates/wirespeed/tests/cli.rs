@@ -151,6 +151,7 @@ fn quick_runs_every_test_kind_in_process() {
         "64 B packets",
         "TCP latency",
         "UDP latency",
+        "TCP connections/s",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
@@ -375,4 +376,42 @@ fn pps_counts_small_datagrams_both_ways() {
     let text = client(&["pps", &target, "-t", "0.3", "--no-save"]);
     assert!(String::from_utf8_lossy(&text.stdout).contains("pkt/s"));
     assert_eq!(client(&["pps", &target, "-l", "8", "--no-save"]).status.code(), Some(1));
+}
+
+#[test]
+fn cps_renders_every_format_saves_and_has_exit_codes() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("r.db");
+    let db_arg = db_path.to_str().unwrap();
+    let out = client(&["cps", &target, "-n", "400", "-P", "2", "--format", "json", "--db", db_arg]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "cps");
+    assert_eq!(v["summary"]["connected"], 400);
+    assert_eq!(v["summary"]["server_accepted"], 400);
+    assert_eq!(v["summary"]["failures"]["refused"], 0);
+    let saved = wirespeed_store::Store::open(&db_path).unwrap();
+    assert_eq!(saved.get(saved.list(1).unwrap()[0].id).unwrap().unwrap().kind(), "cps");
+
+    let text = client(&["cps", &target, "-t", "0.3", "-i", "0.1", "--rst", "--no-save"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("RST close") && text.contains("connect time:"), "{text}");
+    let csv = client(&["cps", &target, "-n", "100", "--format", "csv", "--no-save"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let width = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    assert!(csv.lines().next().unwrap().contains("failed_ports_exhausted"), "{csv}");
+
+    // A closed port in external mode: every attempt refused, exit 3, the cause named once.
+    let port = free_port();
+    let out = client(&["cps", "-x", &format!("127.0.0.1:{port}"), "-n", "20", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("(refused 20)") && err.matches("os error 111").count() == 1, "{err}");
+    // External mode needs a port: 1, before any traffic.
+    let out = client(&["cps", "-x", "127.0.0.1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("needs the listener's port"));
 }

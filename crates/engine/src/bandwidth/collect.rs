@@ -297,6 +297,7 @@ mod tests {
             cpu_user_ns: 0,
             cpu_system_ns: 0,
             wall_ns: active,
+            accepted: None,
         }
     }
 

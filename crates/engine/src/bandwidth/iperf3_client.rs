@@ -6,7 +6,7 @@
 use std::io::Write;
 use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
-use std::time::{Duration, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, SystemTime};
 
 use socket2::{Domain, Protocol as SockProto, SockAddr, Socket, Type};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
@@ -28,7 +28,7 @@ use super::iperf3_results::{local_results, stream_count, totals_of};
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Attached, Role, Side};
 use crate::error::ClientError;
-use crate::handshake::{connect_control, hostname, humantime_rfc3339, resolve};
+use crate::handshake::{self, connect_control, resolve};
 use crate::sys;
 
 /// How long each handshake step may take.
@@ -89,14 +89,10 @@ pub async fn run(
     let side = Side::start(End::Client, &spec, wire, sockets)
         .map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
     let mut meta = Meta {
-        version: ep.version.clone(),
-        host: hostname(),
-        start_time: humantime_rfc3339(start_wall),
-        start_unix_ms: start_wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
         local_addr: local_addr.map(|a| a.to_string()),
-        remote_addr: Some(server_addr.to_string()),
         server_version: Some("iperf3".into()),
         notes,
+        ..handshake::run_meta(&ep.version, start_wall, Some(server_addr))
     };
     meta.notes.push(
         "iperf3 server: intervals show this end's counts only; the summary has both ends".into(),
@@ -449,5 +445,6 @@ fn server_results(
         cpu_user_ns: cpu(theirs.cpu_util[1]),
         cpu_system_ns: cpu(theirs.cpu_util[2]),
         wall_ns,
+        accepted: None,
     }
 }

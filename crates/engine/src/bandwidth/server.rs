@@ -233,7 +233,15 @@ async fn run_test(
     active_ns.extend(side.active_ns(Role::Send, spec.omit_ns));
     let (cpu_user_ns, cpu_system_ns) = side.cpu_ns();
     let moved: u64 = at_end.iter().map(|s| s.totals.bytes).sum();
-    let results = ServerResults { at_omit, at_end, active_ns, cpu_user_ns, cpu_system_ns, wall_ns };
+    let results = ServerResults {
+        at_omit,
+        at_end,
+        active_ns,
+        cpu_user_ns,
+        cpu_system_ns,
+        wall_ns,
+        accepted: None,
+    };
     // Release the streams and the test slot before answering, so a client that starts its
     // next test as soon as it has these results finds the slot free.
     drop(side);

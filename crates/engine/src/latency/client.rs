@@ -28,6 +28,7 @@ use super::StreamThreads;
 use crate::bandwidth::client::{open_tcp, open_udp};
 use crate::error::ClientError;
 use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
+use crate::intervals::{self, Sampler};
 use crate::sys;
 
 /// How long to wait for the server's results after `Stop`.
@@ -345,19 +346,18 @@ type Outcome = (Vec<LatencyInterval>, LatencySummary, bool);
 
 /// Turns the workers' counts into intervals and, over the intervals after the warm-up, the
 /// summary. The warm-up ends at the first interval boundary at or after `--warmup`.
-struct Sampler<'a> {
+struct RttSampler<'a> {
     workers: &'a Workers,
     spec: &'a LatencySpec,
+    events: &'a UnboundedSender<Event>,
     total: RttHistogram,
     intervals: Vec<LatencyInterval>,
     last: (u64, u64, u64, u64), // end_ns, sent, received, lost at the last boundary
     measured: (u64, u64, u64, u64), // ns, sent, received, lost after the warm-up
 }
 
-impl Sampler<'_> {
-    /// Closes the interval ending now (`end_ns`, measured); `nominal_ns` is where the schedule
-    /// put its end, which decides whether it belongs to the warm-up (ticks fire a little late).
-    fn close(&mut self, end_ns: u64, nominal_ns: u64, events: &UnboundedSender<Event>) {
+impl Sampler for RttSampler<'_> {
+    fn close(&mut self, end_ns: u64, nominal_ns: u64) {
         let (h, sent, received, lost) = self.workers.take();
         let (start_ns, s0, r0, l0) = self.last;
         let omitted = nominal_ns <= self.spec.warmup_ns;
@@ -377,10 +377,16 @@ impl Sampler<'_> {
             rtt: h.stats(),
         };
         self.last = (end_ns, sent, received, lost);
-        let _ = events.send(Event::LatencyInterval(iv.clone()));
+        let _ = self.events.send(Event::LatencyInterval(iv.clone()));
         self.intervals.push(iv);
     }
 
+    fn finished(&self) -> bool {
+        self.workers.finished()
+    }
+}
+
+impl RttSampler<'_> {
     fn finish(self) -> (Vec<LatencyInterval>, LatencySummary) {
         let (ns, sent, received, lost) = self.measured;
         let summary = LatencySummary {
@@ -402,47 +408,24 @@ async fn drive(
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
 ) -> Result<Outcome, ClientError> {
-    let begin = tokio::time::Instant::from_std(workers.begin);
-    let interval = Duration::from_nanos(spec.interval_ns);
-    let mut ticks = tokio::time::interval_at(begin + interval, interval);
-    let timed = spec.count.is_none();
-    let deadline = tokio::time::sleep_until(
-        begin + Duration::from_nanos(if timed { spec.total_ns() } else { u64::MAX / 4 }),
-    );
-    tokio::pin!(deadline);
-    let mut poll = tokio::time::interval(Duration::from_millis(10));
-    let mut sampler = Sampler {
+    let mut sampler = RttSampler {
         workers,
         spec,
+        events,
         total: RttHistogram::default(),
         intervals: Vec::new(),
         last: (0, 0, 0, 0),
         measured: (0, 0, 0, 0),
     };
-    let mut interrupted = false;
-    loop {
-        // Ticks first: after a stall, every boundary that passed is closed before the deadline
-        // is seen, so the warm-up interval exists even on a loaded machine.
-        tokio::select! {
-            biased;
-            _ = ticks.tick() => {
-                let now = workers.begin.elapsed().as_nanos() as u64;
-                if !timed || now + 1_000_000 < spec.total_ns() {
-                    let nominal = (sampler.intervals.len() as u64 + 1) * spec.interval_ns;
-                    sampler.close(now, nominal, events);
-                }
-            }
-            _ = &mut deadline => break,
-            _ = cancel.cancelled() => { interrupted = true; break; }
-            _ = poll.tick() => if workers.finished() { break },
-        }
-    }
+    let timed = spec.count.is_none().then(|| spec.total_ns());
+    let interrupted =
+        intervals::drive(&mut sampler, workers.begin, spec.interval_ns, timed, cancel).await;
     if let Some(e) = workers.first_error() {
         return Err(ClientError::Stream(e));
     }
     workers.threads.stop.store(true, Relaxed);
     let end = workers.begin.elapsed().as_nanos() as u64;
-    sampler.close(end, end, events);
+    sampler.close(end, end);
     let (intervals, summary) = sampler.finish();
     Ok((intervals, summary, interrupted))
 }

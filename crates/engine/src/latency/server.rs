@@ -21,7 +21,7 @@ use super::StreamThreads;
 use crate::bandwidth::workers::Attached;
 use crate::framed::Framed;
 use crate::server::Ctx;
-use crate::session::{abort, recv_checked, refuse, Ended, Registration};
+use crate::session::{abort, admit, recv_checked, refuse, time_limit, Ended, Registration};
 use crate::sys;
 
 /// How long the client has to connect every stream after `Accepted`.
@@ -39,26 +39,11 @@ pub(crate) async fn run(
     spec: LatencySpec,
     peer: SocketAddr,
 ) -> Result<(), Ended> {
-    let cfg = &ctx.config;
     if let Err(e) = spec.validate() {
         return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
     }
-    let max = cfg.max_duration;
-    if !max.is_zero() && spec.count.is_none() && spec.total_ns() > max.as_nanos() as u64 {
-        let why = format!(
-            "the test would run {:.0} s but this server allows at most {} s",
-            spec.total_ns() as f64 / 1e9,
-            max.as_secs()
-        );
-        return Err(refuse(ctl, RefuseCode::Limit, why).await);
-    }
-    let Ok(permit) = ctx.tests.clone().try_acquire_owned() else {
-        let why = format!(
-            "the server is running its maximum of {} tests; try again later",
-            cfg.max_tests
-        );
-        return Err(refuse(ctl, RefuseCode::Busy, why).await);
-    };
+    let timed = spec.count.is_none().then(|| spec.total_ns());
+    let permit = admit(ctl, ctx, timed).await?;
     let mut session = [0u8; SESSION_ID_LEN];
     sys::fill_random(&mut session);
     let (tx, rx) = mpsc::channel(usize::from(spec.parallel) + 8);
@@ -83,11 +68,7 @@ pub(crate) async fn run(
         .map_err(|e| abort(format!("could not start echo threads: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
     let begin = tokio::time::Instant::now();
-    let limit = match (spec.count, max.is_zero()) {
-        (None, _) => Duration::from_nanos(spec.total_ns()) + STOP_GRACE,
-        (Some(_), false) => max,
-        (Some(_), true) => Duration::from_secs(86_400 * 365),
-    };
+    let limit = time_limit(ctx, timed, STOP_GRACE);
     let outcome = tokio::select! {
         msg = recv_checked(ctl, &mut state, None) => msg.map(|m| debug_assert!(matches!(m, ClientMessage::Stop))),
         _ = tokio::time::sleep_until(begin + limit) => Err(abort(format!("the test exceeded the server's time limit of {} s", limit.as_secs()))),
@@ -105,6 +86,7 @@ pub(crate) async fn run(
         cpu_user_ns,
         cpu_system_ns,
         wall_ns,
+        accepted: None,
     };
     ctl.send(&ServerMessage::Results(Box::new(results))).await?;
     tracing::info!(%peer, seconds = wall_ns as f64 / 1e9, "latency test finished");

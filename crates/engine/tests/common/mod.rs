@@ -1,5 +1,8 @@
-//! Shared helpers: a real wirespeed server in-process on a loopback port, and client options.
+//! Shared helpers: a real wirespeed server in-process on a loopback port, client options, and
+//! Debian's nginx as an external peer ([`nginx`]).
 #![allow(dead_code)]
+
+pub mod nginx;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -13,6 +16,19 @@ use wirespeed_engine::ClientError;
 use wirespeed_model::report::BandwidthReport;
 use wirespeed_model::spec::{BandwidthSpec, Protocol};
 use wirespeed_model::ReportBody;
+
+/// A client endpoint for `addr`, with the defaults tests use.
+pub fn endpoint(addr: SocketAddr) -> Endpoint {
+    Endpoint {
+        host: addr.ip().to_string(),
+        port: addr.port(),
+        family: None,
+        bind: None,
+        token: None,
+        connect_timeout: Duration::from_secs(5),
+        version: "test".into(),
+    }
+}
 
 /// A running in-process server.
 pub struct TestServer {
@@ -45,18 +61,12 @@ impl TestServer {
 
     /// Client options for `spec` against this server.
     pub fn opts(&self, spec: BandwidthSpec) -> ClientOptions {
-        ClientOptions {
-            spec,
-            endpoint: Endpoint {
-                host: self.addr.ip().to_string(),
-                port: self.addr.port(),
-                family: None,
-                bind: None,
-                token: None,
-                connect_timeout: Duration::from_secs(5),
-                version: "test".into(),
-            },
-        }
+        ClientOptions { spec, endpoint: self.endpoint() }
+    }
+
+    /// How a client reaches this server.
+    pub fn endpoint(&self) -> Endpoint {
+        endpoint(self.addr)
     }
 }
 

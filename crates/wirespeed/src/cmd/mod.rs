@@ -1,14 +1,22 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod bandwidth;
+mod cps;
 mod latency;
 mod quick;
 mod server;
 
-use anyhow::{Context, Result};
-use tokio_util::sync::CancellationToken;
+use std::future::Future;
 
-use crate::flags::Command;
+use anyhow::{Context, Result};
+use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::ClientError;
+use wirespeed_model::{Event, Report};
+
+use crate::exit;
+use crate::flags::{Command, OutputArgs};
+use crate::output;
 
 /// Runs a subcommand to completion.
 pub fn run(command: Command) -> Result<u8> {
@@ -22,6 +30,7 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Server(args) => server::run(args).await,
             Command::Bandwidth(args) => bandwidth::run(*args).await,
             Command::Latency(args) => latency::run(*args).await,
+            Command::Cps(args) => cps::run(*args).await,
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
@@ -50,4 +59,28 @@ pub fn interrupt_token() -> CancellationToken {
         t.cancel();
     });
     token
+}
+
+/// Runs one client test: its events go to the chosen renderer as they happen, then the
+/// report is saved. Returns the exit code.
+pub async fn run_one<F, Fut>(output_args: &OutputArgs, test: F) -> Result<u8>
+where
+    F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
+    Fut: Future<Output = Result<Report, ClientError>>,
+{
+    let cancel = interrupt_token();
+    let (tx, rx) = unbounded_channel();
+    let printer = output::spawn_printer(output::format_of(output_args.format), rx);
+    let result = test(tx, cancel.clone()).await;
+    match printer.await? {
+        // The reader went away (`| head`): the run still counts and is still saved.
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
+        other => other?,
+    }
+    let report = result?;
+    if let Err(e) = output::save(output_args, &[&report]) {
+        eprintln!("wirespeed: warning: results not saved: {e:#}");
+        return Ok(exit::NOT_SAVED);
+    }
+    Ok(if cancel.is_cancelled() { exit::INTERRUPTED } else { exit::OK })
 }

@@ -8,9 +8,11 @@ use anyhow::{Context, Result};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::cps::client::{self as cps_client, CpsOptions};
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::latency::client::{self as latency_client, LatencyOptions};
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
+use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
 use wirespeed_model::units::parse_duration;
@@ -29,6 +31,8 @@ enum Planned {
     Latency(Protocol),
     /// The packets-per-second test: unlimited UDP with 64-byte datagrams.
     Packets,
+    /// New TCP connections per second with this many connectors.
+    Connections(u16),
 }
 
 /// The tests `quick` runs, with their names.
@@ -44,6 +48,7 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("UDP 64 B packets", Packets),
         ("TCP latency", Latency(Protocol::Tcp)),
         ("UDP latency", Latency(Protocol::Udp)),
+        ("TCP connections/s", Connections(2)),
     ]
 }
 
@@ -95,6 +100,14 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                 spec.interval_ns = interval_ns;
                 let opts = LatencyOptions { spec, endpoint: endpoint.clone() };
                 latency_client::run(opts, tx, cancel.clone()).await
+            }
+            Planned::Connections(parallel) => {
+                let mut spec = CpsSpec::new("127.0.0.1");
+                spec.parallel = parallel;
+                spec.duration_ns = duration_ns;
+                spec.interval_ns = interval_ns;
+                let opts = CpsOptions { spec, endpoint: endpoint.clone() };
+                cps_client::run(opts, tx, cancel.clone()).await
             }
         };
         rows.push(QuickRow { name: name.to_string(), outcome: outcome.map_err(|e| e.to_string()) });

@@ -1,0 +1,82 @@
+//! Debian's nginx, started for one test: one worker, listening on loopback (IPv4 and IPv6)
+//! on a free port, serving its default-sized page, in its own temporary directory. It is a
+//! real peer for the tests of external `cps` and of `ping --tcp`/`--http`; the test is
+//! skipped (with a printed reason) where nginx is not installed.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, TcpListener, TcpStream};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// A running nginx, stopped when dropped.
+pub struct Nginx {
+    /// Its IPv4 loopback address.
+    pub addr: SocketAddr,
+    child: Child,
+    dir: PathBuf,
+}
+
+impl Nginx {
+    /// Starts nginx, or returns `None` (after saying why) when it is not installed.
+    pub fn start() -> Option<Self> {
+        let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
+            .into_iter()
+            .find(|p| std::path::Path::new(p).exists());
+        let Some(binary) = binary else {
+            eprintln!("SKIPPED: nginx is not installed (scripts/test.sh installs it)");
+            return None;
+        };
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("wirespeed-nginx-{}-{port}", std::process::id()));
+        std::fs::create_dir_all(dir.join("html")).unwrap();
+        std::fs::write(dir.join("html/index.html"), "x".repeat(615)).unwrap();
+        let d = dir.display();
+        let conf = format!(
+            "worker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+             events {{ worker_connections 4096; }}\n\
+             http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
+             fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
+             server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    listen [::1]:{port} backlog=4096;\n\
+             root {d}/html;\n  }}\n}}\n"
+        );
+        std::fs::write(dir.join("nginx.conf"), conf).unwrap();
+        let child = Command::new(binary)
+            .arg("-p")
+            .arg(&dir)
+            .arg("-c")
+            .arg(dir.join("nginx.conf"))
+            .args(["-g", "daemon off;"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("nginx starts");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let deadline = Instant::now() + Duration::from_secs(10);
+        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not start listening on {addr}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        Some(Self { addr, child, dir })
+    }
+}
+
+impl Drop for Nginx {
+    fn drop(&mut self) {
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A TCP port nothing listens on right now (on both loopback addresses).
+pub fn free_port() -> u16 {
+    loop {
+        let l = TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = l.local_addr().unwrap().port();
+        if TcpListener::bind(("::1", port)).is_ok() {
+            return port;
+        }
+    }
+}

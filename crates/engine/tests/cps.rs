@@ -1,0 +1,151 @@
+//! The connections-per-second test against real listeners: the in-process wirespeed server
+//! on 127.0.0.1 and ::1 (which counts what it accepted), Debian's nginx as an external
+//! target, and sockets that refuse or never accept, for the failure causes.
+
+mod common;
+
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use common::nginx::{free_port, Nginx};
+use common::{endpoint, TestServer};
+use socket2::{Domain, Socket, Type};
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::cps::client::{self, CpsOptions};
+use wirespeed_engine::server::ServerConfig;
+use wirespeed_engine::ClientError;
+use wirespeed_model::cps::{CpsReport, CpsSpec};
+use wirespeed_model::ReportBody;
+
+fn counted(n: u64, parallel: u16) -> CpsSpec {
+    let mut s = CpsSpec::new("test");
+    s.count = Some(n);
+    s.parallel = parallel;
+    s.interval_ns = 100_000_000;
+    s
+}
+
+async fn run(spec: CpsSpec, addr: SocketAddr) -> Result<CpsReport, ClientError> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CpsOptions { spec, endpoint: endpoint(addr) };
+    let report = client::run(opts, tx, CancellationToken::new()).await?;
+    let ReportBody::Cps(c) = report.body else { panic!("not a cps report") };
+    Ok(c)
+}
+
+/// The summary adds up: attempts are connections plus failures, the intervals carry every
+/// connection, the histogram holds one sample per connection.
+fn assert_consistent(r: &CpsReport) {
+    let s = &r.summary;
+    assert_eq!(s.attempts, s.connected + s.failures.total(), "{s:?}");
+    let in_intervals: u64 = r.intervals.iter().map(|i| i.connected).sum();
+    assert_eq!(in_intervals, s.connected);
+    let in_histogram: u64 = s.histogram.iter().map(|b| b.count).sum();
+    assert_eq!(in_histogram, s.connected);
+    assert_eq!(s.connect.count, s.connected);
+    if s.connected > 0 {
+        assert!(s.connect.min_ns > 0 && s.connect.min_ns <= s.connect.p50_ns);
+        assert!(s.connect.p50_ns <= s.connect.p99_ns && s.connect.p99_ns <= s.connect.max_ns);
+        assert!(s.connections_per_second > 0.0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn every_connection_is_counted_by_both_ends_on_both_families() {
+    for bind in ["127.0.0.1:0", "[::1]:0"] {
+        let server = TestServer::start(bind, ServerConfig::default()).await;
+        for rst in [false, true] {
+            let mut spec = counted(600, 3);
+            spec.rst = rst;
+            let r = run(spec, server.addr).await.expect("cps test");
+            assert_consistent(&r);
+            assert_eq!((r.summary.attempts, r.summary.connected), (600, 600), "{bind} rst {rst}");
+            assert_eq!(r.summary.server_accepted, Some(600), "{bind} rst {rst}");
+        }
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_timed_test_reports_intervals_and_its_warmup() {
+    let server = TestServer::loopback().await;
+    let mut spec = CpsSpec::new("test");
+    spec.duration_ns = 500_000_000;
+    spec.warmup_ns = 200_000_000;
+    spec.interval_ns = 100_000_000;
+    spec.parallel = 2;
+    let r = run(spec, server.addr).await.expect("cps test");
+    assert_consistent_after_warmup(&r);
+    assert!(r.intervals.iter().any(|i| i.omitted), "no warm-up interval");
+    assert!(r.intervals.len() >= 6, "{} intervals", r.intervals.len());
+    // The server also counted the warm-up's connections.
+    let all: u64 = r.intervals.iter().map(|i| i.connected).sum();
+    let accepted = r.summary.server_accepted.unwrap();
+    assert!(accepted >= all && accepted <= all + 2, "server {accepted}, client {all}");
+    server.shutdown().await;
+}
+
+fn assert_consistent_after_warmup(r: &CpsReport) {
+    let measured: u64 = r.intervals.iter().filter(|i| !i.omitted).map(|i| i.connected).sum();
+    assert_eq!(measured, r.summary.connected);
+    assert_eq!(r.summary.connect.count, r.summary.connected);
+    assert!(r.summary.connected > 0);
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn external_mode_measures_nginx_on_both_families() {
+    let Some(nginx) = Nginx::start() else { return };
+    for addr in [nginx.addr, SocketAddr::from((std::net::Ipv6Addr::LOCALHOST, nginx.addr.port()))] {
+        let mut spec = counted(500, 4);
+        spec.external = true;
+        let r = run(spec, addr).await.expect("cps against nginx");
+        assert_consistent(&r);
+        assert_eq!(r.summary.connected, 500, "{addr}");
+        assert_eq!(r.summary.server_accepted, None);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_closed_port_is_an_error_that_names_the_cause() {
+    let port = free_port();
+    let mut spec = counted(50, 1);
+    spec.external = true;
+    let err = run(spec, SocketAddr::from(([127, 0, 0, 1], port))).await.unwrap_err();
+    let text = err.to_string();
+    assert!(matches!(err, ClientError::Connect { .. }), "{err:?}");
+    assert!(text.contains("every one of 50 attempts failed (refused 50)"), "{text}");
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn a_listener_that_never_accepts_gives_timeouts_not_a_hang() {
+    // A backlog of one that nobody accepts from: the first connections wait in the queue,
+    // then the kernel drops further handshakes and the connects time out.
+    let listener = Socket::new(Domain::IPV4, Type::STREAM, None).unwrap();
+    listener.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+    listener.listen(1).unwrap();
+    let addr = listener.local_addr().unwrap().as_socket().unwrap();
+    let mut spec = counted(8, 1);
+    spec.external = true;
+    spec.rst = false;
+    spec.timeout_ns = 200_000_000;
+    let started = std::time::Instant::now();
+    let r = run(spec, addr).await.expect("some connect");
+    assert_consistent(&r);
+    assert!(r.summary.connected >= 1, "{:?}", r.summary);
+    assert!(r.summary.failures.timeout >= 1, "{:?}", r.summary.failures);
+    assert!(started.elapsed() < Duration::from_secs(20));
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_refuses_a_second_cps_test_from_the_same_address() {
+    let server = TestServer::loopback().await;
+    let mut long = CpsSpec::new("test");
+    long.duration_ns = 1_500_000_000;
+    let first = tokio::spawn(run(long, server.addr));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    let err = run(counted(10, 1), server.addr).await.unwrap_err();
+    assert!(err.to_string().contains("already running"), "{err}");
+    let r = first.await.unwrap().expect("the first test finishes");
+    assert!(r.summary.connected > 0);
+    server.shutdown().await;
+}

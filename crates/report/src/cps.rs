@@ -1,0 +1,213 @@
+//! How cps runs read in the text and CSV formats: a header, one line per interval, then the
+//! summary with connect-time percentiles and failures by cause. Used by [`crate::text`] and
+//! [`crate::csv`].
+
+use std::io::{self, Write};
+
+use wirespeed_model::cps::{ConnectFailure, CpsInterval, CpsReport, CpsSpec, FailureCounts};
+use wirespeed_model::latency::LatencyStats;
+
+use crate::latency::{stats_cells, STATS_COLUMNS};
+use crate::units::nanos;
+
+/// "TCP connections/s to any TCP listener, 4 connections in flight on 1 thread, FIN close,
+/// 10 s" and the like.
+pub fn describe(spec: &CpsSpec) -> String {
+    let target = if spec.external { "any TCP listener" } else { "a wirespeed server" };
+    let plural = |n: u16, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
+    let connectors = format!(
+        "{} in flight on {}",
+        plural(spec.parallel, "connection"),
+        plural(spec.threads, "thread")
+    );
+    let close = if spec.rst { "RST close" } else { "FIN close" };
+    let limit = match spec.count {
+        Some(n) => format!("{n} attempts"),
+        None => format!("{} s", spec.duration_ns as f64 / 1e9),
+    };
+    format!("TCP connections/s to {target}, {connectors}, {close}, {limit}")
+}
+
+/// The interval table's header.
+pub fn header() -> String {
+    format!(
+        "{:<15}{:>10}{:>10}{:>10}{:>10}{:>10}  failed",
+        "Interval", "conn/s", "min", "p50", "p99", "max"
+    )
+}
+
+/// One interval line.
+pub fn row(iv: &CpsInterval) -> String {
+    let c = &iv.connect;
+    let failed = iv.failures.total();
+    let failed = if failed == 0 {
+        "0".to_string()
+    } else {
+        format!("{failed} ({})", iv.failures.describe())
+    };
+    let line = format!(
+        "{:<15}{:>10.0}{:>10}{:>10}{:>10}{:>10}  {failed}",
+        format!("{:.2}-{:.2} s", iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9),
+        iv.connections_per_second,
+        nanos(c.min_ns as f64),
+        nanos(c.p50_ns as f64),
+        nanos(c.p99_ns as f64),
+        nanos(c.max_ns as f64),
+    );
+    if iv.omitted {
+        format!("{line}  (warm-up)")
+    } else {
+        line
+    }
+}
+
+/// The summary block.
+pub fn summary(r: &CpsReport, out: &mut dyn Write) -> io::Result<()> {
+    let s = &r.summary;
+    writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
+    let server = s.server_accepted.map_or(String::new(), |n| format!(", server accepted {n}"));
+    writeln!(
+        out,
+        "{} connections in {:.2} s ({:.0}/s) of {} attempts{server}",
+        s.connected,
+        s.duration_ns as f64 / 1e9,
+        s.connections_per_second,
+        s.attempts,
+    )?;
+    writeln!(out, "failed: {}", s.failures.describe())?;
+    writeln!(out, "connect time:")?;
+    crate::latency::stats_table(&s.connect, out)
+}
+
+/// CSV columns for cps runs.
+pub fn csv_columns() -> String {
+    let causes: Vec<String> =
+        ConnectFailure::ALL.iter().map(|c| format!("failed_{}", c.name())).collect();
+    format!(
+        "row,index,start_s,end_s,omitted,connections_per_second,attempts,connected,{},{STATS_COLUMNS}",
+        causes.join(",")
+    )
+}
+
+fn failure_cells(f: &FailureCounts) -> String {
+    ConnectFailure::ALL.iter().map(|&c| f.get(c).to_string()).collect::<Vec<_>>().join(",")
+}
+
+fn csv_row(
+    label: &str,
+    index: String,
+    span: (f64, f64),
+    omitted: bool,
+    cps: f64,
+    counts: (u64, u64, &FailureCounts),
+    stats: &LatencyStats,
+) -> String {
+    format!(
+        "{label},{index},{:.3},{:.3},{omitted},{cps:.1},{},{},{},{}",
+        span.0,
+        span.1,
+        counts.0,
+        counts.1,
+        failure_cells(counts.2),
+        stats_cells(stats)
+    )
+}
+
+/// One CSV row per interval.
+pub fn csv_interval(iv: &CpsInterval) -> String {
+    csv_row(
+        "interval",
+        iv.index.to_string(),
+        (iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9),
+        iv.omitted,
+        iv.connections_per_second,
+        (iv.attempts, iv.connected, &iv.failures),
+        &iv.connect,
+    )
+}
+
+/// The CSV summary row.
+pub fn csv_summary(r: &CpsReport) -> String {
+    let s = &r.summary;
+    let start = r.spec.warmup_ns as f64 / 1e9;
+    csv_row(
+        "summary",
+        String::new(),
+        (start, start + s.duration_ns as f64 / 1e9),
+        false,
+        s.connections_per_second,
+        (s.attempts, s.connected, &s.failures),
+        &s.connect,
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_model::cps::{CpsInterval, CpsReport, CpsSpec, CpsSummary, FailureCounts};
+    use wirespeed_model::latency::RttHistogram;
+    use wirespeed_model::{Meta, Report, ReportBody};
+
+    use crate::{render_report, Format};
+
+    fn report() -> Report {
+        let mut spec = CpsSpec::new("127.0.0.1:80");
+        spec.external = true;
+        spec.parallel = 8;
+        spec.duration_ns = 2_000_000_000;
+        let mut h = RttHistogram::default();
+        for i in 0..1000u64 {
+            h.record(20_000 + i * 10);
+        }
+        let failures = FailureCounts { refused: 2, timeout: 1, ..Default::default() };
+        let intervals = (0..2u32)
+            .map(|i| CpsInterval {
+                index: i,
+                start_ns: u64::from(i) * 1_000_000_000,
+                end_ns: u64::from(i + 1) * 1_000_000_000,
+                omitted: false,
+                connections_per_second: 500.0,
+                attempts: 500 + u64::from(i) * 3,
+                connected: 500,
+                failures: if i == 1 { failures } else { FailureCounts::default() },
+                connect: h.stats(),
+            })
+            .collect();
+        let summary = CpsSummary {
+            duration_ns: 2_000_000_000,
+            attempts: 1003,
+            connected: 1000,
+            failures,
+            connections_per_second: 500.0,
+            server_accepted: None,
+            connect: h.stats(),
+            histogram: h.buckets(),
+        };
+        Report {
+            body: ReportBody::Cps(CpsReport { spec, intervals, summary }),
+            meta: Meta {
+                version: "0.1.0".into(),
+                remote_addr: Some("127.0.0.1:80".into()),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn render(format: Format) -> String {
+        let mut out = Vec::new();
+        render_report(&report(), format, false, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text() {
+        insta::assert_snapshot!(render(Format::Text));
+    }
+
+    #[test]
+    fn csv_rows_are_even() {
+        let csv = render(Format::Csv);
+        let width = csv.lines().next().unwrap().split(',').count();
+        assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+        insta::assert_snapshot!(csv);
+    }
+}

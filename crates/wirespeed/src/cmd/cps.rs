@@ -1,0 +1,12 @@
+//! `wirespeed cps`: run one connections-per-second test, render it, save it.
+
+use anyhow::Result;
+use wirespeed_engine::cps::client;
+
+use crate::flags::CpsArgs;
+use crate::resolve;
+
+pub async fn run(args: CpsArgs) -> Result<u8> {
+    let opts = resolve::cps(&args, env!("CARGO_PKG_VERSION"))?;
+    super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await
+}

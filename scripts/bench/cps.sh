@@ -1,0 +1,55 @@
+#!/usr/bin/env bash
+# wirespeed cps --external vs wrk with "Connection: close", both against the same Debian nginx
+# (one worker) on loopback, side by side, alternating. Prints each run and the median ratio
+# of wirespeed's connections/s to wrk's requests/s (higher is better): each wrk request is a
+# new connection, so both count the connections nginx can take. Every run is bounded by -d/-t.
+#   RUNS=5 SECS=3 CONNS=8 PIN=1 scripts/bench/cps.sh
+# PIN=1 pins nginx to CPU 1 and both clients to CPU 0 with taskset.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-5}
+SECS=${SECS:-3}
+CONNS=${CONNS:-8}
+PIN=${PIN:-0}
+source scripts/bench/common.sh
+need nginx wrk jq
+PORT=15231
+server_pin=(); client_pin=()
+if [ "$PIN" = 1 ]; then need taskset; server_pin=(taskset -c 1); client_pin=(taskset -c 0); fi
+mkdir -p "$tmp/html"
+head -c 615 /dev/zero | tr '\0' x >"$tmp/html/index.html"
+cat >"$tmp/nginx.conf" <<CONF
+worker_processes 1;
+user root;
+pid $tmp/nginx.pid;
+error_log $tmp/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  client_body_temp_path $tmp/body;
+  proxy_temp_path $tmp/proxy;
+  fastcgi_temp_path $tmp/fastcgi;
+  uwsgi_temp_path $tmp/uwsgi;
+  scgi_temp_path $tmp/scgi;
+  server { listen 127.0.0.1:$PORT backlog=4096; root $tmp/html; }
+}
+CONF
+"${server_pin[@]}" nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
+sleep 0.5
+
+ws() { "${client_pin[@]}" $WS cps -x "127.0.0.1:$PORT" -P "$CONNS" -t "$1" --format json --no-save; }
+wrk_run() { "${client_pin[@]}" wrk -t 1 -c "$CONNS" -d "${1}s" -H "Connection: close" "http://127.0.0.1:$PORT/"; }
+
+# One unmeasured run of each.
+ws 1 >/dev/null
+wrk_run 1 >/dev/null
+echo "run  wirespeed_cps  wrk_req_s  ratio  (pin=$PIN, $CONNS connections)"
+: >"$tmp/ratios"
+for i in $(seq 1 "$RUNS"); do
+  w=$(ws "$SECS" | jq -r '.summary.connections_per_second')
+  k=$(wrk_run "$SECS" | awk '/^Requests\/sec:/ {print $2}')
+  r=$(awk -v a="$w" -v b="$k" 'BEGIN {printf "%.3f", a/b}')
+  printf "%3d  %13.0f  %9.0f  %s\n" "$i" "$w" "$k" "$r"
+  echo "$r" >>"$tmp/ratios"
+done
+echo "median ratio wirespeed cps / wrk Connection: close req/s: $(median <"$tmp/ratios")"
