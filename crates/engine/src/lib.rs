@@ -6,6 +6,7 @@
 //! - [`bandwidth`]: the bandwidth test.
 //! - [`latency`]: the latency (request/response round trip) test.
 //! - [`cps`]: the connections-per-second test.
+//! - [`ping`]: ICMP, TCP, UDP and HTTP ping.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
@@ -22,6 +23,7 @@ pub mod handshake;
 mod intervals;
 pub mod latency;
 pub mod pacer;
+pub mod ping;
 pub mod server;
 mod session;
 pub mod sys;

@@ -133,6 +133,13 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         }
         TestSpec::Latency(spec) => crate::latency::server::run(ctl, state, ctx, spec, peer).await,
         TestSpec::Cps(spec) => crate::cps::server::run(ctl, state, ctx, spec, peer).await,
+        // A UDP ping runs as a latency test; nothing else of ping's involves the server.
+        TestSpec::Ping(_) => Err(refuse(
+            ctl,
+            RefuseCode::Limit,
+            "ping is not a server-side test; UDP ping starts a latency test".into(),
+        )
+        .await),
     }
 }
 

@@ -474,3 +474,83 @@ mod tests {
         assert_eq!(&got, b"ello");
     }
 }
+
+/// Waits until `fd` is readable or `wait` has passed; true when readable.
+pub fn wait_readable(fd: RawFd, wait: std::time::Duration) -> io::Result<bool> {
+    let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
+    // Round up, so a wait of 300 µs does not become a busy poll of 0 ms.
+    let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
+    // SAFETY: one valid pollfd, for the length given.
+    match unsafe { libc::poll(&mut p, 1, ms) } {
+        r if r < 0 => {
+            let e = io::Error::last_os_error();
+            if e.kind() == io::ErrorKind::Interrupted {
+                Ok(false)
+            } else {
+                Err(e)
+            }
+        }
+        0 => Ok(false),
+        _ => Ok(true),
+    }
+}
+
+/// One datagram and what came with it.
+#[derive(Debug, Clone, Copy)]
+pub struct Datagram {
+    /// Bytes received.
+    pub len: usize,
+    /// Who sent it.
+    pub from: Option<std::net::IpAddr>,
+    /// Its TTL or hop limit, when the socket was asked to report it (`IP_RECVTTL`,
+    /// `IPV6_RECVHOPLIMIT`).
+    pub ttl: Option<u8>,
+}
+
+/// Receives one datagram without blocking, with its sender and TTL.
+pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
+    // SAFETY: zeroed sockaddr_storage and a control buffer are valid for recvmsg to fill;
+    // every pointer given stays alive for the call, and the lengths are the buffers'.
+    unsafe {
+        let mut addr: libc::sockaddr_storage = std::mem::zeroed();
+        let mut control = [0u64; 16];
+        let mut iov = libc::iovec { iov_base: buf.as_mut_ptr().cast(), iov_len: buf.len() };
+        let mut msg: libc::msghdr = std::mem::zeroed();
+        msg.msg_name = (&mut addr as *mut libc::sockaddr_storage).cast();
+        msg.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        msg.msg_control = control.as_mut_ptr().cast();
+        msg.msg_controllen = size_of_val(&control) as _;
+        let n = libc::recvmsg(fd, &mut msg, libc::MSG_DONTWAIT);
+        if n < 0 {
+            return Err(io::Error::last_os_error());
+        }
+        let mut ttl = None;
+        let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
+        while !cmsg.is_null() {
+            let c = &*cmsg;
+            let wanted = (c.cmsg_level == libc::IPPROTO_IP && c.cmsg_type == libc::IP_TTL)
+                || (c.cmsg_level == libc::IPPROTO_IPV6 && c.cmsg_type == libc::IPV6_HOPLIMIT);
+            if wanted {
+                let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                ttl = u8::try_from(v).ok();
+            }
+            cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
+        }
+        let from = match i32::from(addr.ss_family) {
+            libc::AF_INET => {
+                let a: libc::sockaddr_in =
+                    std::ptr::read_unaligned((&addr as *const libc::sockaddr_storage).cast());
+                Some(std::net::IpAddr::from(u32::from_be(a.sin_addr.s_addr).to_be_bytes()))
+            }
+            libc::AF_INET6 => {
+                let a: libc::sockaddr_in6 =
+                    std::ptr::read_unaligned((&addr as *const libc::sockaddr_storage).cast());
+                Some(std::net::IpAddr::from(a.sin6_addr.s6_addr))
+            }
+            _ => None,
+        };
+        Ok(Datagram { len: n as usize, from, ttl })
+    }
+}

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::cps::CpsInterval;
 use crate::latency::LatencyInterval;
+use crate::ping::PingProbe;
 use crate::report::{BandwidthInterval, Meta, Report};
 use crate::spec::TestSpec;
 
@@ -26,6 +27,8 @@ pub enum Event {
     LatencyInterval(LatencyInterval),
     /// A connections-per-second interval is complete.
     CpsInterval(CpsInterval),
+    /// A ping probe ended (answered, lost or failed).
+    PingProbe(PingProbe),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.

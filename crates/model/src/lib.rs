@@ -9,6 +9,7 @@
 pub mod cps;
 pub mod event;
 pub mod latency;
+pub mod ping;
 pub mod report;
 pub mod spec;
 pub mod stats;

@@ -29,6 +29,8 @@ pub enum ReportBody {
     Latency(crate::latency::LatencyReport),
     /// A connections-per-second test.
     Cps(crate::cps::CpsReport),
+    /// A ping.
+    Ping(crate::ping::PingReport),
 }
 
 impl Report {
@@ -38,6 +40,7 @@ impl Report {
             ReportBody::Bandwidth(_) => "bandwidth",
             ReportBody::Latency(_) => "latency",
             ReportBody::Cps(_) => "cps",
+            ReportBody::Ping(_) => "ping",
         }
     }
 
@@ -47,6 +50,7 @@ impl Report {
             ReportBody::Bandwidth(b) => &b.spec.target,
             ReportBody::Latency(l) => &l.spec.target,
             ReportBody::Cps(c) => &c.spec.target,
+            ReportBody::Ping(p) => &p.spec.target,
         }
     }
 }

@@ -14,6 +14,8 @@ pub enum TestSpec {
     Latency(crate::latency::LatencySpec),
     /// New TCP connections per second against a wirespeed server or any TCP listener.
     Cps(crate::cps::CpsSpec),
+    /// Reachability and round trips, one probe at a time (ICMP, TCP, UDP or HTTP).
+    Ping(crate::ping::PingSpec),
 }
 
 /// Transport used by a bandwidth test's data streams.

@@ -6,6 +6,7 @@
 //! - [`auth`]: the token challenge/response.
 //! - [`datagram`]: the UDP data header, the UDP stream hello, and receiver-side loss/jitter accounting.
 //! - [`iperf3`]: iperf3's control protocol, for interoperating with stock iperf3.
+//! - [`icmp`]: ICMP/ICMPv6 echo and the errors that quote a probe, for `ping` and `trace`.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
@@ -13,13 +14,14 @@ pub mod auth;
 pub mod codec;
 pub mod control;
 pub mod datagram;
+pub mod icmp;
 pub mod iperf3;
 
 /// Version of the control protocol; a server refuses a client whose major version differs.
 pub const PROTOCOL_VERSION: u8 = 2;
 
 /// Feeds `data` to every decoder a peer's bytes can reach (preamble, data hello, UDP hello,
-/// control frames both ways with the order check, UDP receiver accounting). For the fuzz
+/// control frames both ways with the order check, UDP receiver accounting, ICMP messages). For the fuzz
 /// target and the seeded test that runs its inputs in CI; none of it may panic.
 #[doc(hidden)]
 pub fn exercise_decoders(data: &[u8]) {
@@ -35,6 +37,10 @@ pub fn exercise_decoders(data: &[u8]) {
         rest = &rest[used..];
     }
     exercise_iperf3_decoders(data);
+    for v6 in [false, true] {
+        let _ = icmp::parse_message(v6, data);
+    }
+    let _ = icmp::parse_ipv4_packet(data);
     let mut stats = datagram::ReceiverStats::default();
     for chunk in data.chunks(16) {
         if let Some((seq, sent)) = datagram::read_header(chunk) {

@@ -8,7 +8,7 @@ use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
 use crate::Renderer;
-use crate::{cps, latency};
+use crate::{cps, latency, ping};
 
 const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
 sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
@@ -61,6 +61,7 @@ impl Csv {
                 TestSpec::Bandwidth(_) => COLUMNS.to_string(),
                 TestSpec::Latency(_) => latency::CSV_COLUMNS.to_string(),
                 TestSpec::Cps(_) => cps::csv_columns(),
+                TestSpec::Ping(_) => ping::csv_columns(),
             };
             writeln!(out, "{columns}")?;
             self.header_done = true;
@@ -75,6 +76,7 @@ impl Renderer for Csv {
             Event::Start { spec, .. } => self.header(spec, out)?,
             Event::LatencyInterval(iv) => writeln!(out, "{}", latency::csv_interval(iv))?,
             Event::CpsInterval(iv) => writeln!(out, "{}", cps::csv_interval(iv))?,
+            Event::PingProbe(p) => writeln!(out, "{}", ping::csv_probe(p))?,
             Event::Interval(iv) => {
                 for f in &iv.flows {
                     writeln!(
@@ -105,6 +107,7 @@ impl Renderer for Csv {
                 }
                 ReportBody::Latency(l) => writeln!(out, "{}", latency::csv_summary(l))?,
                 ReportBody::Cps(c) => writeln!(out, "{}", cps::csv_summary(c))?,
+                ReportBody::Ping(p) => writeln!(out, "{}", ping::csv_summary(p))?,
             },
         }
         Ok(())

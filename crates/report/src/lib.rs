@@ -12,6 +12,7 @@ pub mod csv;
 pub mod iperf3_json;
 pub mod json;
 pub mod latency;
+pub mod ping;
 pub mod quick;
 pub mod text;
 pub mod units;
@@ -67,6 +68,12 @@ pub fn events_of(report: &Report) -> Vec<Event> {
             let start = TestSpec::Cps(c.spec.clone());
             let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
             e.extend(c.intervals.iter().cloned().map(Event::CpsInterval));
+            e
+        }
+        ReportBody::Ping(p) => {
+            let start = TestSpec::Ping(p.spec.clone());
+            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
+            e.extend(p.probes.iter().cloned().map(Event::PingProbe));
             e
         }
     };

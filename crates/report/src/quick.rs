@@ -38,6 +38,18 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
                         writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, per_s, "")?;
                         continue;
                     }
+                    ReportBody::Ping(p) => {
+                        let s = &p.summary;
+                        let details = format!(
+                            "RTT p50 {}, max {}, {} loss",
+                            nanos(s.rtt.p50_ns as f64),
+                            nanos(s.rtt.max_ns as f64),
+                            percent(s.loss_ratio)
+                        );
+                        let answered = format!("{}/{} answered", s.received, s.sent);
+                        writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, answered, "")?;
+                        continue;
+                    }
                     ReportBody::Cps(c) => {
                         let s = &c.summary;
                         let details = format!(

@@ -4,6 +4,7 @@
 
 use std::io::{self, Write};
 
+use wirespeed_model::ping::PingSpec;
 use wirespeed_model::report::{BandwidthInterval, BandwidthSummary, CpuUsage, FlowSummary};
 use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
 use wirespeed_model::stats::Figures;
@@ -11,7 +12,7 @@ use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
 use crate::Renderer;
-use crate::{cps, latency};
+use crate::{cps, latency, ping};
 
 /// The text renderer.
 #[derive(Debug)]
@@ -20,12 +21,14 @@ pub struct Text {
     spec: Option<BandwidthSpec>,
     /// The notes the banner printed; the end prints only the ones that came later.
     noted: Vec<String>,
+    /// A ping's spec and the address it probes, for its per-probe lines.
+    ping: Option<(PingSpec, String)>,
 }
 
 impl Text {
     /// A text renderer, with ANSI colour when `color`.
     pub fn new(color: bool) -> Self {
-        Self { color, spec: None, noted: Vec::new() }
+        Self { color, spec: None, noted: Vec::new(), ping: None }
     }
 
     fn bold(&self, s: &str) -> String {
@@ -383,6 +386,16 @@ impl Renderer for Text {
                 banner(meta, &spec.target, &cps::describe(spec), out)?;
                 writeln!(out, "{}", self.bold(&cps::header()))?;
             }
+            Event::Start { spec: TestSpec::Ping(spec), meta } => {
+                banner(meta, &spec.target, &ping::describe(spec), out)?;
+                let peer = meta.remote_addr.clone().unwrap_or_else(|| spec.target.clone());
+                self.ping = Some((spec.clone(), peer));
+            }
+            Event::PingProbe(p) => {
+                if let Some((spec, peer)) = &self.ping {
+                    writeln!(out, "{}", ping::line(spec, peer, p))?;
+                }
+            }
             Event::CpsInterval(iv) => {
                 writeln!(out, "{}", self.maybe_dim(iv.omitted, &cps::row(iv)))?
             }
@@ -395,6 +408,7 @@ impl Renderer for Text {
                     ReportBody::Bandwidth(b) => self.summary(&b.spec, &b.summary, out)?,
                     ReportBody::Latency(l) => latency::summary(l, out)?,
                     ReportBody::Cps(c) => cps::summary(c, out)?,
+                    ReportBody::Ping(p) => ping::summary(p, out)?,
                 }
             }
         }

@@ -5,11 +5,12 @@
 //! | 0 | success |
 //! | 1 | any other error |
 //! | 2 | bad command line (clap's own code) |
-//! | 3 | the server could not be reached (name does not resolve, connection refused or timed out) |
+//! | 3 | the server could not be reached (name does not resolve, connection refused or timed out; a ping nobody answered) |
 //! | 4 | the server refused the test (token, allow list, busy, limits) |
 //! | 5 | the test failed while running (server gone or aborted, a data stream failed) |
 //! | 6 | the peer broke the protocol (not a wirespeed server, malformed messages) |
 //! | 7 | the test ran but its results could not be saved |
+//! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets) |
 //! | 130 | interrupted by the user (results so far are still reported) |
 
 use wirespeed_engine::ClientError;
@@ -28,6 +29,8 @@ pub const FAILED: u8 = 5;
 pub const PROTOCOL: u8 = 6;
 /// The results could not be saved.
 pub const NOT_SAVED: u8 = 7;
+/// The system refused a permission the test needs.
+pub const NOT_PERMITTED: u8 = 8;
 /// Interrupted by the user.
 pub const INTERRUPTED: u8 = 130;
 
@@ -40,6 +43,11 @@ pub fn of_client(e: &ClientError) -> u8 {
         ClientError::Refused { .. } | ClientError::TokenRequired => REFUSED,
         ClientError::ServerGone(_) | ClientError::Aborted(_) | ClientError::Stream(_) => FAILED,
         ClientError::Protocol(_) => PROTOCOL,
+        ClientError::Local { source, .. }
+            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        {
+            NOT_PERMITTED
+        }
         ClientError::Local { .. } => OTHER,
     }
 }

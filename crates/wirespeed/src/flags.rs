@@ -32,6 +32,8 @@ pub enum Command {
     Cps(Box<CpsArgs>),
     /// Measure UDP packets per second with small datagrams (sender and receiver rates, loss).
     Pps(Box<PpsArgs>),
+    /// Ping a host: ICMP echo, a TCP handshake (--tcp), UDP echo from a wirespeed server (--udp) or HTTP (--http).
+    Ping(Box<PingArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }
@@ -261,6 +263,58 @@ pub struct CpsArgs {
     #[arg(long)]
     pub rst: bool,
     /// Where the target is and how to reach it.
+    #[command(flatten)]
+    pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// ICMP socket choice.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum IcmpSocketArg {
+    /// An unprivileged ping socket if this user's group may use one, else a raw socket.
+    Auto,
+    /// Only an unprivileged ping socket (net.ipv4.ping_group_range).
+    Dgram,
+    /// Only a raw socket (root or CAP_NET_RAW).
+    Raw,
+}
+
+/// `wirespeed ping`.
+#[derive(Debug, Args)]
+pub struct PingArgs {
+    /// Host to ping (for --udp: HOST[:PORT] of a wirespeed server). Not needed with --http.
+    #[arg(value_name = "HOST", required_unless_present = "http")]
+    pub target: Option<String>,
+    /// Stop after this many probes (default: until Ctrl-C or -w).
+    #[arg(short = 'c', long, value_name = "COUNT")]
+    pub count: Option<u64>,
+    /// Time between probes (at least 1 ms).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// How long to wait for each answer.
+    #[arg(short = 'W', long, default_value = "1", value_name = "DURATION")]
+    pub timeout: String,
+    /// Stop after this long, whatever the count.
+    #[arg(short = 'w', long, value_name = "DURATION")]
+    pub deadline: Option<String>,
+    /// Payload bytes of an ICMP or UDP probe.
+    #[arg(short = 's', long, default_value_t = 56, value_name = "BYTES")]
+    pub size: u32,
+    /// Time a TCP handshake to this port instead of sending ICMP (like tcping).
+    #[arg(long, value_name = "PORT", conflicts_with_all = ["udp", "http"])]
+    pub tcp: Option<u16>,
+    /// Have a wirespeed server echo UDP datagrams (port from HOST:PORT or -p, default 5201).
+    #[arg(long, conflicts_with = "http")]
+    pub udp: bool,
+    /// GET this http:// URL on a new connection per probe and time the first byte of the answer.
+    #[arg(long, value_name = "URL")]
+    pub http: Option<String>,
+    /// Which ICMP socket to use.
+    #[arg(long, value_enum, default_value_t = IcmpSocketArg::Auto)]
+    pub icmp_socket: IcmpSocketArg,
+    /// Where the host is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
     /// Output options.

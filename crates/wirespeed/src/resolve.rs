@@ -8,13 +8,19 @@ use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
 use wirespeed_engine::cps::client::CpsOptions;
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::latency::client::LatencyOptions;
+use wirespeed_engine::ping::client::PingOptions;
+use wirespeed_engine::ping::icmp::IcmpSocketKind;
+use wirespeed_engine::ping::probes::HttpTarget;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
+use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
-use crate::flags::{BandwidthArgs, ConnectArgs, CpsArgs, LatencyArgs, PpsArgs, ServerArgs};
+use crate::flags::{
+    BandwidthArgs, ConnectArgs, CpsArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs, ServerArgs,
+};
 
 /// Default port of the wirespeed server (the same as iperf3's).
 pub const DEFAULT_PORT: u16 = 5201;
@@ -203,6 +209,44 @@ pub fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
     spec.rst = args.rst;
     spec.validate()?;
     Ok(CpsOptions { spec, endpoint })
+}
+
+/// `wirespeed ping` flags → options.
+pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
+    let target = match (&args.target, &args.http) {
+        (Some(t), _) => t.clone(),
+        (None, Some(url)) => HttpTarget::parse(url).map_err(anyhow::Error::msg)?.host,
+        (None, None) => bail!("a host to ping is needed"),
+    };
+    let endpoint = endpoint(&target, &args.connect, version)?;
+    let mode = if let Some(port) = args.tcp {
+        PingMode::Tcp { port }
+    } else if args.udp {
+        PingMode::Udp { port: endpoint.port }
+    } else if let Some(url) = &args.http {
+        HttpTarget::parse(url).map_err(anyhow::Error::msg)?;
+        PingMode::Http { url: url.clone() }
+    } else {
+        PingMode::Icmp
+    };
+    let mut spec = PingSpec::new(target, mode);
+    spec.count = args.count;
+    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.deadline_ns = args
+        .deadline
+        .as_deref()
+        .map(|d| duration("--deadline", d))
+        .transpose()?
+        .map(|d| d.as_nanos() as u64);
+    spec.size = args.size;
+    spec.validate()?;
+    let icmp_socket = match args.icmp_socket {
+        IcmpSocketArg::Auto => IcmpSocketKind::Auto,
+        IcmpSocketArg::Dgram => IcmpSocketKind::Datagram,
+        IcmpSocketArg::Raw => IcmpSocketKind::Raw,
+    };
+    Ok(PingOptions { spec, endpoint, icmp_socket })
 }
 
 /// `wirespeed server` flags → server configuration.

@@ -152,6 +152,7 @@ fn quick_runs_every_test_kind_in_process() {
         "TCP latency",
         "UDP latency",
         "TCP connections/s",
+        "UDP ping",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
@@ -414,4 +415,140 @@ fn cps_renders_every_format_saves_and_has_exit_codes() {
     let out = client(&["cps", "-x", "127.0.0.1", "--no-save"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("needs the listener's port"));
+}
+
+#[path = "../../engine/tests/common/netns.rs"]
+mod netns;
+
+#[test]
+fn ping_over_icmp_tcp_and_udp_with_exit_codes() {
+    let s = server(&[]);
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("r.db");
+    let target = format!("127.0.0.1:{}", s.1);
+    let out = client(&[
+        "ping",
+        &target,
+        "--udp",
+        "-c",
+        "3",
+        "-i",
+        "0.02",
+        "-f",
+        "json",
+        "--db",
+        db_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["kind"].as_str(), v["summary"]["received"].as_u64()), (Some("ping"), Some(3)));
+    assert_eq!(v["probes"][0]["outcome"], "reply");
+    let store = wirespeed_store::Store::open(&db_path).unwrap();
+    assert_eq!(store.get(store.list(1).unwrap()[0].id).unwrap().unwrap().kind(), "ping");
+
+    let text = client(&[
+        "ping",
+        "127.0.0.1",
+        "--tcp",
+        &s.1.to_string(),
+        "-c",
+        "2",
+        "-i",
+        "0.02",
+        "--no-save",
+    ]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(
+        text.contains("connected to 127.0.0.1:") && text.contains("rtt min/avg/max/mdev"),
+        "{text}"
+    );
+    let csv = client(&[
+        "ping",
+        "127.0.0.1",
+        "--tcp",
+        &s.1.to_string(),
+        "-c",
+        "2",
+        "-i",
+        "0.02",
+        "-f",
+        "csv",
+        "--no-save",
+    ]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let width = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+
+    // Nobody answers: the summary is still printed, and the exit code is 3.
+    let closed = free_port().to_string();
+    let out =
+        client(&["ping", "127.0.0.1", "--tcp", &closed, "-c", "2", "-i", "0.02", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("2 probes sent, 0 received, 2 errors"));
+    // --udp against something that is not a wirespeed server: 3 (nothing there) before any probe.
+    let out = client(&["ping", &format!("127.0.0.1:{closed}"), "--udp", "-c", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3));
+    // https is refused up front with a reason.
+    let out = client(&["ping", "--http", "https://127.0.0.1/", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("plain HTTP only"));
+}
+
+#[test]
+fn icmp_ping_sockets_and_their_permissions() {
+    let Some(ns) = netns::Netns::new("ping") else { return };
+    // A fresh namespace allows ping sockets to nobody (group range "1 0"): a clear refusal, 8.
+    let out = ns
+        .command(BIN)
+        .args(["ping", "127.0.0.1", "-c", "1", "--icmp-socket", "dgram", "--no-save"])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("net.ipv4.ping_group_range"));
+    // Neither ping sockets nor raw sockets for an unprivileged user: 8, and what to try instead.
+    let out = ns
+        .command("setpriv")
+        .args([
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            BIN,
+            "ping",
+            "127.0.0.1",
+            "-c",
+            "1",
+            "--no-save",
+        ])
+        .output()
+        .unwrap();
+    assert_eq!(out.status.code(), Some(8), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("try --tcp PORT or --udp"));
+    // Once the group may, the unprivileged socket works on both families.
+    ns.run("sysctl -qw net.ipv4.ping_group_range='0 2147483647'");
+    for host in ["127.0.0.1", "::1"] {
+        let out = ns
+            .command("setpriv")
+            .args([
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                BIN,
+                "ping",
+                host,
+                "-c",
+                "2",
+                "-i",
+                "0.02",
+                "--icmp-socket",
+                "dgram",
+                "--no-save",
+            ])
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(0), "{host}: {}", String::from_utf8_lossy(&out.stderr));
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert!(text.contains("seq=2 ttl=64"), "{host}: {text}");
+    }
 }

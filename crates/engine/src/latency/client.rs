@@ -93,7 +93,7 @@ pub async fn run(
     Ok(report)
 }
 
-fn open_streams(
+pub(crate) fn open_streams(
     spec: &LatencySpec,
     server: SocketAddr,
     bind: Option<IpAddr>,

@@ -3,6 +3,7 @@
 mod bandwidth;
 mod cps;
 mod latency;
+mod ping;
 mod quick;
 mod server;
 
@@ -31,6 +32,7 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Bandwidth(args) => bandwidth::run(*args).await,
             Command::Latency(args) => latency::run(*args).await,
             Command::Cps(args) => cps::run(*args).await,
+            Command::Ping(args) => ping::run(*args).await,
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
@@ -68,6 +70,20 @@ where
     F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
     Fut: Future<Output = Result<Report, ClientError>>,
 {
+    run_judged(output_args, test, |_| exit::OK).await
+}
+
+/// [`run_one`], with `judge` giving the exit code of a run that finished: a ping nobody
+/// answered has a report, and still failed.
+pub async fn run_judged<F, Fut>(
+    output_args: &OutputArgs,
+    test: F,
+    judge: impl FnOnce(&Report) -> u8,
+) -> Result<u8>
+where
+    F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
+    Fut: Future<Output = Result<Report, ClientError>>,
+{
     let cancel = interrupt_token();
     let (tx, rx) = unbounded_channel();
     let printer = output::spawn_printer(output::format_of(output_args.format), rx);
@@ -82,5 +98,5 @@ where
         eprintln!("wirespeed: warning: results not saved: {e:#}");
         return Ok(exit::NOT_SAVED);
     }
-    Ok(if cancel.is_cancelled() { exit::INTERRUPTED } else { exit::OK })
+    Ok(if cancel.is_cancelled() { exit::INTERRUPTED } else { judge(&report) })
 }

@@ -11,9 +11,12 @@ use wirespeed_engine::bandwidth::client::{self, ClientOptions};
 use wirespeed_engine::cps::client::{self as cps_client, CpsOptions};
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::latency::client::{self as latency_client, LatencyOptions};
+use wirespeed_engine::ping::client::{self as ping_client, PingOptions};
+use wirespeed_engine::ping::icmp::IcmpSocketKind;
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
+use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
 use wirespeed_model::units::parse_duration;
 use wirespeed_report::quick::QuickRow;
@@ -33,6 +36,8 @@ enum Planned {
     Packets,
     /// New TCP connections per second with this many connectors.
     Connections(u16),
+    /// UDP ping (echoed by the server), one probe every 10 ms.
+    Ping,
 }
 
 /// The tests `quick` runs, with their names.
@@ -49,6 +54,7 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("TCP latency", Latency(Protocol::Tcp)),
         ("UDP latency", Latency(Protocol::Udp)),
         ("TCP connections/s", Connections(2)),
+        ("UDP ping", Ping),
     ]
 }
 
@@ -108,6 +114,14 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                 spec.interval_ns = interval_ns;
                 let opts = CpsOptions { spec, endpoint: endpoint.clone() };
                 cps_client::run(opts, tx, cancel.clone()).await
+            }
+            Planned::Ping => {
+                let mut spec = PingSpec::new("127.0.0.1", PingMode::Udp { port });
+                spec.interval_ns = 10_000_000;
+                spec.count = Some((duration_ns / spec.interval_ns).clamp(1, 1000));
+                let icmp_socket = IcmpSocketKind::Auto;
+                let opts = PingOptions { spec, endpoint: endpoint.clone(), icmp_socket };
+                ping_client::run(opts, tx, cancel.clone()).await
             }
         };
         rows.push(QuickRow { name: name.to_string(), outcome: outcome.map_err(|e| e.to_string()) });

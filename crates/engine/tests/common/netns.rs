@@ -1,0 +1,133 @@
+//! Network namespaces a test makes and removes itself: hosts that only exist on this machine,
+//! so a test can have real routers between it and its target (for `trace`) or its own
+//! sysctls (for ping socket permissions) without touching the host's network. A test that
+//! cannot make namespaces (not root, or a kernel that refuses) is skipped with the reason.
+#![allow(dead_code)]
+
+use std::process::{Command, Output};
+
+/// A named network namespace with its loopback up, deleted when dropped.
+pub struct Netns {
+    /// Its name for `ip netns`.
+    pub name: String,
+}
+
+fn ip(args: &[&str]) -> Output {
+    Command::new("ip").args(args).output().expect("ip runs")
+}
+
+impl Netns {
+    /// Makes a namespace, or returns `None` after printing why it could not.
+    pub fn new(tag: &str) -> Option<Self> {
+        let name = format!("ws-{tag}-{}", std::process::id());
+        let out = ip(&["netns", "add", &name]);
+        if !out.status.success() {
+            eprintln!(
+                "SKIPPED: cannot make a network namespace: {}",
+                String::from_utf8_lossy(&out.stderr).trim()
+            );
+            return None;
+        }
+        let ns = Self { name };
+        ns.run("ip link set lo up");
+        Some(ns)
+    }
+
+    /// A command that runs inside the namespace.
+    pub fn command(&self, program: &str) -> Command {
+        let mut c = Command::new("ip");
+        c.args(["netns", "exec", &self.name, program]);
+        c
+    }
+
+    /// Runs a shell command inside the namespace and insists that it works.
+    pub fn run(&self, script: &str) {
+        let out = self.command("sh").args(["-c", script]).output().expect("sh runs");
+        assert!(
+            out.status.success(),
+            "in {}: {script}: {}",
+            self.name,
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+}
+
+impl Drop for Netns {
+    fn drop(&mut self) {
+        let _ = ip(&["netns", "del", &self.name]);
+    }
+}
+
+/// A chain of namespaces joined by veth pairs: `hosts[0]` — `hosts[1]` — … — `hosts[n-1]`,
+/// link k on 10.77.k.0/24 and fd77:k::/64 (host k is .1/::1, host k+1 is .2/::2), every
+/// middle host forwarding, and routes so the first host reaches the last through all of
+/// them. The last host's address on the last link is the far end.
+pub struct Chain {
+    /// The hosts, first to last.
+    pub hosts: Vec<Netns>,
+}
+
+impl Chain {
+    /// Makes a chain of `n` hosts (at least 2), or `None` when namespaces are refused.
+    pub fn new(tag: &str, n: usize) -> Option<Self> {
+        assert!(n >= 2);
+        let mut hosts = Vec::new();
+        for i in 0..n {
+            hosts.push(Netns::new(&format!("{tag}{i}"))?);
+        }
+        for k in 0..n - 1 {
+            let (a, b) = (&hosts[k], &hosts[k + 1]);
+            let (va, vb) = (format!("wsa{k}"), format!("wsb{k}"));
+            let out = ip(&[
+                "link", "add", &va, "netns", &a.name, "type", "veth", "peer", "name", &vb, "netns",
+                &b.name,
+            ]);
+            if !out.status.success() {
+                eprintln!(
+                    "SKIPPED: cannot make a veth pair: {}",
+                    String::from_utf8_lossy(&out.stderr).trim()
+                );
+                return None;
+            }
+            a.run(&format!("ip addr add 10.77.{k}.1/24 dev {va} && ip -6 addr add fd77:{k}::1/64 dev {va} nodad && ip link set {va} up"));
+            b.run(&format!("ip addr add 10.77.{k}.2/24 dev {vb} && ip -6 addr add fd77:{k}::2/64 dev {vb} nodad && ip link set {vb} up"));
+        }
+        for (i, h) in hosts.iter().enumerate() {
+            h.run("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1");
+            // Routers must answer quickly: no ICMP rate limit within the test.
+            h.run("sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0");
+            // Default routes: towards the far end from the first hosts, back from the others.
+            if i + 1 < n {
+                h.run(&format!("ip route add 10.77.0.0/16 via 10.77.{i}.2 metric 100 && ip -6 route add fd77::/16 via fd77:{i}::2 metric 100"));
+            }
+            if i > 0 {
+                let back = i - 1;
+                for k in 0..back {
+                    h.run(&format!("ip route add 10.77.{k}.0/24 via 10.77.{back}.1 && ip -6 route add fd77:{k}::/64 via fd77:{back}::1"));
+                }
+            }
+        }
+        Some(Self { hosts })
+    }
+
+    /// The far end's IPv4 address.
+    pub fn far_v4(&self) -> String {
+        format!("10.77.{}.2", self.hosts.len() - 2)
+    }
+
+    /// The far end's IPv6 address.
+    pub fn far_v6(&self) -> String {
+        format!("fd77:{}::2", self.hosts.len() - 2)
+    }
+
+    /// The address by which host `i` (1..n) answers probes from the first host: its address
+    /// on the link towards the first host.
+    pub fn hop_v4(&self, i: usize) -> String {
+        format!("10.77.{}.2", i - 1)
+    }
+
+    /// The IPv6 twin of [`Self::hop_v4`].
+    pub fn hop_v6(&self, i: usize) -> String {
+        format!("fd77:{}::2", i - 1)
+    }
+}

@@ -1,0 +1,205 @@
+//! How ping runs read in the text and CSV formats: a line per probe as `ping` prints them,
+//! then `ping`'s summary (sent, received, loss, min/avg/max/mdev) and the percentiles. Used by
+//! [`crate::text`] and [`crate::csv`].
+
+use std::io::{self, Write};
+
+use wirespeed_model::ping::{PingMode, PingProbe, PingReport, PingSpec, ProbeOutcome};
+
+use crate::latency::{stats_cells, STATS_COLUMNS};
+use crate::units::{nanos, percent};
+
+/// "ICMP echo to 127.0.0.1, 56 data bytes, every 1 s, 5 probes" and the like.
+pub fn describe(spec: &PingSpec) -> String {
+    let what = match &spec.mode {
+        PingMode::Icmp => format!("ICMP echo to {}, {} data bytes", spec.target, spec.size),
+        PingMode::Tcp { port } => format!("TCP connect to {} port {port}", spec.target),
+        PingMode::Udp { .. } => {
+            format!("UDP echo from the wirespeed server at {}, {} bytes", spec.target, spec.size)
+        }
+        PingMode::Http { url } => format!("HTTP GET {url}, time to first byte"),
+    };
+    let count = spec.count.map_or(String::new(), |n| format!(", {n} probes"));
+    format!("{what}, every {}{count}", nanos(spec.interval_ns as f64))
+}
+
+/// One probe's line; `peer` is the address probed.
+pub fn line(spec: &PingSpec, peer: &str, p: &PingProbe) -> String {
+    match &p.outcome {
+        ProbeOutcome::Reply { rtt_ns, bytes, ttl, status } => {
+            let time = nanos(*rtt_ns as f64);
+            let ttl = ttl.map_or(String::new(), |t| format!(" ttl={t}"));
+            match &spec.mode {
+                PingMode::Icmp | PingMode::Udp { .. } => format!(
+                    "{} bytes from {peer}: seq={}{ttl} time={time}",
+                    bytes.unwrap_or(0),
+                    p.seq
+                ),
+                PingMode::Tcp { .. } => format!("connected to {peer}: seq={} time={time}", p.seq),
+                PingMode::Http { .. } => format!(
+                    "{peer}: seq={} status={} first byte after {time}",
+                    p.seq,
+                    status.unwrap_or(0)
+                ),
+            }
+        }
+        ProbeOutcome::Lost => {
+            format!("seq={}: no answer within {}", p.seq, nanos(spec.timeout_ns as f64))
+        }
+        ProbeOutcome::Error { reason } => format!("seq={}: {reason}", p.seq),
+    }
+}
+
+/// The summary block, as `ping` ends.
+pub fn summary(r: &PingReport, out: &mut dyn Write) -> io::Result<()> {
+    let s = &r.summary;
+    writeln!(out, "--- {} ping statistics ---", r.spec.target)?;
+    let errors = match s.errors {
+        0 => String::new(),
+        1 => ", 1 error".to_string(),
+        n => format!(", {n} errors"),
+    };
+    writeln!(
+        out,
+        "{} probes sent, {} received{errors}, {} loss, time {:.2} s",
+        s.sent,
+        s.received,
+        percent(s.loss_ratio),
+        s.duration_ns as f64 / 1e9
+    )?;
+    if s.received == 0 {
+        return Ok(());
+    }
+    let ms = |ns: f64| format!("{:.3}", ns / 1e6);
+    writeln!(
+        out,
+        "rtt min/avg/max/mdev = {}/{}/{}/{} ms",
+        ms(s.rtt.min_ns as f64),
+        ms(s.rtt.mean_ns),
+        ms(s.rtt.max_ns as f64),
+        ms(s.rtt.stddev_ns)
+    )?;
+    crate::latency::stats_table(&s.rtt, out)
+}
+
+/// CSV columns for ping runs: probe rows fill the first group, the summary row the second.
+pub fn csv_columns() -> String {
+    format!(
+        "row,seq,sent_s,outcome,rtt_ns,bytes,ttl,status,reason,sent,received,errors,loss_ratio,{STATS_COLUMNS}"
+    )
+}
+
+/// `text` as one CSV cell (quoted when it holds a comma, a quote or a line break).
+fn cell(text: &str) -> String {
+    if text.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", text.replace('"', "\"\""))
+    } else {
+        text.to_string()
+    }
+}
+
+/// One CSV row per probe.
+pub fn csv_probe(p: &PingProbe) -> String {
+    let opt = |v: Option<String>| v.unwrap_or_default();
+    let (outcome, rtt, bytes, ttl, status, reason) = match &p.outcome {
+        ProbeOutcome::Reply { rtt_ns, bytes, ttl, status } => (
+            "reply",
+            rtt_ns.to_string(),
+            opt(bytes.map(|b| b.to_string())),
+            opt(ttl.map(|t| t.to_string())),
+            opt(status.map(|s| s.to_string())),
+            String::new(),
+        ),
+        ProbeOutcome::Lost => {
+            ("lost", String::new(), String::new(), String::new(), String::new(), String::new())
+        }
+        ProbeOutcome::Error { reason } => {
+            ("error", String::new(), String::new(), String::new(), String::new(), cell(reason))
+        }
+    };
+    let empty_stats = ",".repeat(STATS_COLUMNS.matches(',').count());
+    format!(
+        "probe,{},{:.3},{outcome},{rtt},{bytes},{ttl},{status},{reason},,,,,{empty_stats}",
+        p.seq,
+        p.sent_ns as f64 / 1e9
+    )
+}
+
+/// The CSV summary row.
+pub fn csv_summary(r: &PingReport) -> String {
+    let s = &r.summary;
+    format!(
+        "summary,,{:.3},,,,,,,{},{},{},{},{}",
+        s.duration_ns as f64 / 1e9,
+        s.sent,
+        s.received,
+        s.errors,
+        s.loss_ratio,
+        stats_cells(&s.rtt)
+    )
+}
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_model::latency::RttHistogram;
+    use wirespeed_model::ping::*;
+    use wirespeed_model::{Meta, Report, ReportBody};
+
+    use crate::{render_report, Format};
+
+    fn report() -> Report {
+        let mut spec = PingSpec::new("192.0.2.7", PingMode::Icmp);
+        spec.count = Some(3);
+        let reply =
+            |rtt_ns| ProbeOutcome::Reply { rtt_ns, bytes: Some(64), ttl: Some(57), status: None };
+        let probes = vec![
+            PingProbe { seq: 1, sent_ns: 0, outcome: reply(12_400_000) },
+            PingProbe { seq: 2, sent_ns: 1_000_000_000, outcome: ProbeOutcome::Lost },
+            PingProbe {
+                seq: 3,
+                sent_ns: 2_000_000_000,
+                outcome: ProbeOutcome::Error {
+                    reason: "host unreachable (from 198.51.100.1), again".into(),
+                },
+            },
+        ];
+        let mut h = RttHistogram::default();
+        h.record(12_400_000);
+        let summary = PingSummary {
+            address: "192.0.2.7".into(),
+            duration_ns: 3_000_000_000,
+            sent: 3,
+            received: 1,
+            errors: 1,
+            loss_ratio: 2.0 / 3.0,
+            rtt: h.stats(),
+            histogram: h.buckets(),
+        };
+        Report {
+            body: ReportBody::Ping(PingReport { spec, probes, summary }),
+            meta: Meta {
+                version: "0.1.0".into(),
+                remote_addr: Some("192.0.2.7".into()),
+                ..Default::default()
+            },
+        }
+    }
+
+    fn render(format: Format) -> String {
+        let mut out = Vec::new();
+        render_report(&report(), format, false, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    #[test]
+    fn text() {
+        insta::assert_snapshot!(render(Format::Text));
+    }
+
+    #[test]
+    fn csv_quotes_reasons_and_rows_are_even() {
+        let csv = render(Format::Csv);
+        assert!(csv.contains("\"host unreachable (from 198.51.100.1), again\""), "{csv}");
+        insta::assert_snapshot!(csv);
+    }
+}
