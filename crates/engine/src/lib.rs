@@ -7,6 +7,7 @@
 //! - [`latency`]: the latency (request/response round trip) test.
 //! - [`cps`]: the connections-per-second test.
 //! - [`ping`]: ICMP, TCP, UDP and HTTP ping.
+//! - [`trace`]: traceroute and mtr.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
@@ -27,5 +28,6 @@ pub mod ping;
 pub mod server;
 mod session;
 pub mod sys;
+pub mod trace;
 
 pub use error::ClientError;

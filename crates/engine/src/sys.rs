@@ -505,6 +505,8 @@ pub struct Datagram {
     /// Its TTL or hop limit, when the socket was asked to report it (`IP_RECVTTL`,
     /// `IPV6_RECVHOPLIMIT`).
     pub ttl: Option<u8>,
+    /// When the kernel received it (wall clock, ns since the epoch), with `SO_TIMESTAMPNS`.
+    pub received_ns: Option<i64>,
 }
 
 /// Receives one datagram without blocking, with its sender and TTL.
@@ -527,14 +529,18 @@ pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
             return Err(io::Error::last_os_error());
         }
         let mut ttl = None;
+        let mut received_ns = None;
         let mut cmsg = libc::CMSG_FIRSTHDR(&msg);
         while !cmsg.is_null() {
             let c = &*cmsg;
-            let wanted = (c.cmsg_level == libc::IPPROTO_IP && c.cmsg_type == libc::IP_TTL)
+            let hops = (c.cmsg_level == libc::IPPROTO_IP && c.cmsg_type == libc::IP_TTL)
                 || (c.cmsg_level == libc::IPPROTO_IPV6 && c.cmsg_type == libc::IPV6_HOPLIMIT);
-            if wanted {
+            if hops {
                 let v: libc::c_int = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
                 ttl = u8::try_from(v).ok();
+            } else if c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_TIMESTAMPNS {
+                let t: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                received_ns = Some(t.tv_sec * 1_000_000_000 + t.tv_nsec);
             }
             cmsg = libc::CMSG_NXTHDR(&msg, cmsg);
         }
@@ -551,6 +557,6 @@ pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
             }
             _ => None,
         };
-        Ok(Datagram { len: n as usize, from, ttl })
+        Ok(Datagram { len: n as usize, from, ttl, received_ns })
     }
 }

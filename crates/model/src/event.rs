@@ -8,6 +8,7 @@ use crate::latency::LatencyInterval;
 use crate::ping::PingProbe;
 use crate::report::{BandwidthInterval, Meta, Report};
 use crate::spec::TestSpec;
+use crate::trace::TraceRound;
 
 /// One thing that happened during a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -29,6 +30,8 @@ pub enum Event {
     CpsInterval(CpsInterval),
     /// A ping probe ended (answered, lost or failed).
     PingProbe(PingProbe),
+    /// A trace round ended; the hops as they stand.
+    TraceRound(TraceRound),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.

@@ -13,6 +13,7 @@ pub mod ping;
 pub mod report;
 pub mod spec;
 pub mod stats;
+pub mod trace;
 pub mod units;
 
 pub use event::Event;

@@ -31,6 +31,8 @@ pub enum ReportBody {
     Cps(crate::cps::CpsReport),
     /// A ping.
     Ping(crate::ping::PingReport),
+    /// A trace.
+    Trace(crate::trace::TraceReport),
 }
 
 impl Report {
@@ -41,6 +43,7 @@ impl Report {
             ReportBody::Latency(_) => "latency",
             ReportBody::Cps(_) => "cps",
             ReportBody::Ping(_) => "ping",
+            ReportBody::Trace(_) => "trace",
         }
     }
 
@@ -51,6 +54,7 @@ impl Report {
             ReportBody::Latency(l) => &l.spec.target,
             ReportBody::Cps(c) => &c.spec.target,
             ReportBody::Ping(p) => &p.spec.target,
+            ReportBody::Trace(t) => &t.spec.target,
         }
     }
 }

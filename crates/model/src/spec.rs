@@ -16,6 +16,8 @@ pub enum TestSpec {
     Cps(crate::cps::CpsSpec),
     /// Reachability and round trips, one probe at a time (ICMP, TCP, UDP or HTTP).
     Ping(crate::ping::PingSpec),
+    /// The path to a host, hop by hop (traceroute, and mtr's continuous mode).
+    Trace(crate::trace::TraceSpec),
 }
 
 /// Transport used by a bandwidth test's data streams.

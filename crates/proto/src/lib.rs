@@ -37,10 +37,7 @@ pub fn exercise_decoders(data: &[u8]) {
         rest = &rest[used..];
     }
     exercise_iperf3_decoders(data);
-    for v6 in [false, true] {
-        let _ = icmp::parse_message(v6, data);
-    }
-    let _ = icmp::parse_ipv4_packet(data);
+    exercise_icmp_decoders(data);
     let mut stats = datagram::ReceiverStats::default();
     for chunk in data.chunks(16) {
         if let Some((seq, sent)) = datagram::read_header(chunk) {
@@ -66,4 +63,15 @@ pub fn exercise_iperf3_decoders(data: &[u8]) {
     for wide in [false, true] {
         let _ = iperf3::wire::read_udp_header(data, wide);
     }
+}
+
+/// Feeds `data` to the ICMP decoders `ping` and `trace` run on whatever arrives on an ICMP
+/// socket (any host, or a router on the way, can send it). For the `icmp` fuzz target and
+/// [`exercise_decoders`].
+#[doc(hidden)]
+pub fn exercise_icmp_decoders(data: &[u8]) {
+    for v6 in [false, true] {
+        let _ = icmp::parse_message(v6, data);
+    }
+    let _ = icmp::parse_ipv4_packet(data);
 }

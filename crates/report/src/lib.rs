@@ -15,6 +15,7 @@ pub mod latency;
 pub mod ping;
 pub mod quick;
 pub mod text;
+pub mod trace;
 pub mod units;
 
 /// An output format.
@@ -75,6 +76,11 @@ pub fn events_of(report: &Report) -> Vec<Event> {
             let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
             e.extend(p.probes.iter().cloned().map(Event::PingProbe));
             e
+        }
+        // The hops are in the end event; a trace's rounds are not kept.
+        ReportBody::Trace(t) => {
+            let start = TestSpec::Trace(t.spec.clone());
+            vec![Event::Start { spec: start, meta: report.meta.clone() }]
         }
     };
     events.push(Event::End(Box::new(report.clone())));

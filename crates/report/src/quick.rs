@@ -14,6 +14,9 @@ pub struct QuickRow {
     pub name: String,
     /// The report, or why the test failed.
     pub outcome: Result<Report, String>,
+    /// Set when the test could not run here for a reason that is not a failure (a missing
+    /// privilege); `outcome` then holds the reason.
+    pub skipped: bool,
 }
 
 /// Renders the quick table.
@@ -21,6 +24,9 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "{:<22}{:>14}{:>14}  details", "test", "sent", "received")?;
     for row in rows {
         match &row.outcome {
+            Err(why) if row.skipped => {
+                writeln!(out, "{:<22}{:>14}{:>14}  skipped: {why}", row.name, "-", "-")?
+            }
             Err(why) => writeln!(out, "{:<22}{:>14}{:>14}  FAILED: {why}", row.name, "-", "-")?,
             Ok(report) => {
                 let b = match &report.body {
@@ -48,6 +54,18 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
                         );
                         let answered = format!("{}/{} answered", s.received, s.sent);
                         writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, answered, "")?;
+                        continue;
+                    }
+                    ReportBody::Trace(t) => {
+                        let s = &t.summary;
+                        let last = s.hops.last();
+                        let details = format!(
+                            "{} in {}, last hop avg {}",
+                            if s.reached { "reached" } else { "not reached" },
+                            crate::trace::hops_text(s.hops.len()),
+                            last.map_or("-".into(), |h| nanos(h.rtt.mean_ns))
+                        );
+                        writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, "", "")?;
                         continue;
                     }
                     ReportBody::Cps(c) => {

@@ -12,7 +12,7 @@ use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
 use crate::Renderer;
-use crate::{cps, latency, ping};
+use crate::{cps, latency, ping, trace};
 
 /// The text renderer.
 #[derive(Debug)]
@@ -23,12 +23,16 @@ pub struct Text {
     noted: Vec<String>,
     /// A ping's spec and the address it probes, for its per-probe lines.
     ping: Option<(PingSpec, String)>,
+    /// Lines of mtr's live table on the terminal, to be drawn over by the next round.
+    live_lines: usize,
+    /// True for an mtr run shown on a terminal.
+    live_trace: bool,
 }
 
 impl Text {
     /// A text renderer, with ANSI colour when `color`.
     pub fn new(color: bool) -> Self {
-        Self { color, spec: None, noted: Vec::new(), ping: None }
+        Self { color, spec: None, noted: Vec::new(), ping: None, live_lines: 0, live_trace: false }
     }
 
     fn bold(&self, s: &str) -> String {
@@ -37,6 +41,15 @@ impl Text {
         } else {
             s.to_string()
         }
+    }
+
+    /// Moves the cursor back over the live table and clears it.
+    fn erase_live(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if self.live_lines > 0 {
+            write!(out, "\x1b[{}A\x1b[J", self.live_lines)?;
+            self.live_lines = 0;
+        }
+        Ok(())
     }
 
     fn dim(&self, s: &str) -> String {
@@ -396,6 +409,23 @@ impl Renderer for Text {
                     writeln!(out, "{}", ping::line(spec, peer, p))?;
                 }
             }
+            Event::Start { spec: TestSpec::Trace(spec), meta } => {
+                banner(meta, &spec.target, &trace::describe(spec), out)?;
+                // mtr's table is redrawn in place, so only where a person watches (colour is
+                // asked for exactly when stdout is a terminal).
+                self.live_trace = spec.mtr && self.color;
+            }
+            Event::TraceRound(round) => {
+                if self.live_trace {
+                    self.erase_live(out)?;
+                    let lines = trace::table(&round.hops);
+                    for l in &lines {
+                        writeln!(out, "{l}")?;
+                    }
+                    writeln!(out, "round {}", round.rounds)?;
+                    self.live_lines = lines.len() + 1;
+                }
+            }
             Event::CpsInterval(iv) => {
                 writeln!(out, "{}", self.maybe_dim(iv.omitted, &cps::row(iv)))?
             }
@@ -409,6 +439,13 @@ impl Renderer for Text {
                     ReportBody::Latency(l) => latency::summary(l, out)?,
                     ReportBody::Cps(c) => cps::summary(c, out)?,
                     ReportBody::Ping(p) => ping::summary(p, out)?,
+                    ReportBody::Trace(t) => {
+                        self.erase_live(out)?;
+                        for l in trace::table(&t.summary.hops) {
+                            writeln!(out, "{l}")?;
+                        }
+                        writeln!(out, "{}", trace::verdict(t))?;
+                    }
                 }
             }
         }

@@ -5,12 +5,12 @@
 //! | 0 | success |
 //! | 1 | any other error |
 //! | 2 | bad command line (clap's own code) |
-//! | 3 | the server could not be reached (name does not resolve, connection refused or timed out; a ping nobody answered) |
+//! | 3 | the server could not be reached (name does not resolve, connection refused or timed out; a ping nobody answered; a trace that never reached its target) |
 //! | 4 | the server refused the test (token, allow list, busy, limits) |
 //! | 5 | the test failed while running (server gone or aborted, a data stream failed) |
 //! | 6 | the peer broke the protocol (not a wirespeed server, malformed messages) |
 //! | 7 | the test ran but its results could not be saved |
-//! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets) |
+//! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace) |
 //! | 130 | interrupted by the user (results so far are still reported) |
 
 use wirespeed_engine::ClientError;

@@ -34,6 +34,8 @@ pub enum Command {
     Pps(Box<PpsArgs>),
     /// Ping a host: ICMP echo, a TCP handshake (--tcp), UDP echo from a wirespeed server (--udp) or HTTP (--http).
     Ping(Box<PingArgs>),
+    /// Trace the path to a host hop by hop (traceroute), or keep probing it (--mtr).
+    Trace(Box<TraceArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }
@@ -317,6 +319,64 @@ pub struct PingArgs {
     /// Where the host is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Trace probe protocols.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TraceProtoArg {
+    /// ICMP echo requests (like traceroute -I, and mtr).
+    Icmp,
+    /// UDP datagrams to high ports (traceroute's default).
+    Udp,
+    /// TCP SYNs to --port (like traceroute -T / tcptraceroute): passes firewalls that allow the port.
+    Tcp,
+}
+
+/// `wirespeed trace`.
+#[derive(Debug, Args)]
+pub struct TraceArgs {
+    /// Host to trace.
+    #[arg(value_name = "HOST")]
+    pub target: String,
+    /// Probe protocol.
+    #[arg(long = "proto", value_enum, default_value_t = TraceProtoArg::Icmp)]
+    pub protocol: TraceProtoArg,
+    /// Destination port: TCP's (default 80), or UDP's first (default 33434; each probe takes the next).
+    #[arg(long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Highest TTL to probe.
+    #[arg(short = 'm', long, default_value_t = 30, value_name = "HOPS")]
+    pub max_hops: u8,
+    /// TTL to start at.
+    #[arg(long, default_value_t = 1, value_name = "TTL")]
+    pub first_ttl: u8,
+    /// Probes per hop (classic mode).
+    #[arg(short = 'q', long, default_value_t = 3, value_name = "N")]
+    pub queries: u32,
+    /// How long to wait for a round's answers.
+    #[arg(short = 'W', long, default_value = "1", value_name = "DURATION")]
+    pub wait: String,
+    /// mtr mode: a round every --interval until -c rounds or Ctrl-C, the table refreshed in place on a terminal.
+    #[arg(long)]
+    pub mtr: bool,
+    /// mtr mode: stop after this many rounds.
+    #[arg(short = 'c', long, value_name = "ROUNDS", requires = "mtr")]
+    pub count: Option<u32>,
+    /// mtr mode: time between rounds.
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// Use IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// Local address to send from.
+    #[arg(short = 'B', long = "bind", value_name = "ADDR")]
+    pub bind: Option<std::net::IpAddr>,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,

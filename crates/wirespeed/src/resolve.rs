@@ -12,14 +12,17 @@ use wirespeed_engine::ping::client::PingOptions;
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
 use wirespeed_engine::ping::probes::HttpTarget;
 use wirespeed_engine::server::ServerConfig;
+use wirespeed_engine::trace::client::TraceOptions;
 use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
+use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
 use crate::flags::{
     BandwidthArgs, ConnectArgs, CpsArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs, ServerArgs,
+    TraceArgs, TraceProtoArg,
 };
 
 /// Default port of the wirespeed server (the same as iperf3's).
@@ -247,6 +250,42 @@ pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
         IcmpSocketArg::Raw => IcmpSocketKind::Raw,
     };
     Ok(PingOptions { spec, endpoint, icmp_socket })
+}
+
+/// `wirespeed trace` flags → options.
+pub fn trace(args: &TraceArgs, version: &str) -> Result<TraceOptions> {
+    let protocol = match args.protocol {
+        TraceProtoArg::Icmp => TraceProtocol::Icmp,
+        TraceProtoArg::Udp => TraceProtocol::Udp,
+        TraceProtoArg::Tcp => TraceProtocol::Tcp,
+    };
+    let mut spec = TraceSpec::new(args.target.clone(), protocol);
+    if let Some(p) = args.port {
+        spec.port = p;
+    }
+    spec.max_hops = args.max_hops;
+    spec.first_ttl = args.first_ttl;
+    spec.mtr = args.mtr;
+    spec.rounds = if args.mtr { args.count } else { Some(args.queries) };
+    spec.interval_ns =
+        if args.mtr { duration("--interval", &args.interval)?.as_nanos() as u64 } else { 0 };
+    spec.timeout_ns = duration("--wait", &args.wait)?.as_nanos() as u64;
+    spec.validate()?;
+    let family = match (args.ipv4, args.ipv6) {
+        (true, _) => Some(Family::V4),
+        (_, true) => Some(Family::V6),
+        _ => None,
+    };
+    let endpoint = Endpoint {
+        host: split_target(&args.target)?.0,
+        port: 0,
+        family,
+        bind: args.bind,
+        token: None,
+        connect_timeout: Duration::from_secs(5),
+        version: version.to_string(),
+    };
+    Ok(TraceOptions { spec, endpoint })
 }
 
 /// `wirespeed server` flags → server configuration.

@@ -153,6 +153,7 @@ fn quick_runs_every_test_kind_in_process() {
         "UDP latency",
         "TCP connections/s",
         "UDP ping",
+        "ICMP trace",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }

@@ -33,6 +33,9 @@ pub struct Incoming {
     pub from: Option<IpAddr>,
     /// The packet's TTL or hop limit, when known.
     pub ttl: Option<u8>,
+    /// When the kernel received it (wall clock ns), so a round trip does not include the
+    /// time the prober took to get to it.
+    pub received_ns: Option<i64>,
     /// Bytes of the ICMP message (header included, IP header not).
     pub len: usize,
     /// What it says.
@@ -78,6 +81,7 @@ impl IcmpSocket {
         let ty = if raw { Type::RAW } else { Type::DGRAM };
         let socket = Socket::new(domain, ty, Some(proto))?;
         let fd = socket.as_raw_fd();
+        sys::enable_rx_timestamps(fd);
         if v6 {
             let _ = sys::set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_RECVHOPLIMIT, 1);
         } else if !raw {
@@ -146,7 +150,19 @@ impl IcmpSocket {
             icmp::parse_message(self.v6, bytes).map(|m| (d.from, d.ttl, d.len, m))
         };
         // Anything that is not ICMP we understand is skipped, never an error.
-        Ok(parsed.ok().map(|(from, ttl, len, message)| Incoming { from, ttl, len, message }))
+        Ok(parsed.ok().map(|(from, ttl, len, message)| Incoming {
+            from,
+            ttl,
+            received_ns: d.received_ns,
+            len,
+            message,
+        }))
+    }
+}
+
+impl AsRawFd for IcmpSocket {
+    fn as_raw_fd(&self) -> std::os::fd::RawFd {
+        self.socket.as_raw_fd()
     }
 }
 

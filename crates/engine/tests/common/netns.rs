@@ -117,7 +117,7 @@ impl Chain {
 
     /// The far end's IPv6 address.
     pub fn far_v6(&self) -> String {
-        format!("fd77:{}::2", self.hosts.len() - 2)
+        canonical_v6(&format!("fd77:{}::2", self.hosts.len() - 2))
     }
 
     /// The address by which host `i` (1..n) answers probes from the first host: its address
@@ -128,6 +128,11 @@ impl Chain {
 
     /// The IPv6 twin of [`Self::hop_v4`].
     pub fn hop_v6(&self, i: usize) -> String {
-        format!("fd77:{}::2", i - 1)
+        canonical_v6(&format!("fd77:{}::2", i - 1))
     }
+}
+
+/// An IPv6 address as Rust (and the reports) write it: `fd77:0::2` is `fd77::2`.
+fn canonical_v6(text: &str) -> String {
+    text.parse::<std::net::Ipv6Addr>().expect("an IPv6 address").to_string()
 }

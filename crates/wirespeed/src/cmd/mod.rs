@@ -6,6 +6,7 @@ mod latency;
 mod ping;
 mod quick;
 mod server;
+mod trace;
 
 use std::future::Future;
 
@@ -33,6 +34,7 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Latency(args) => latency::run(*args).await,
             Command::Cps(args) => cps::run(*args).await,
             Command::Ping(args) => ping::run(*args).await,
+            Command::Trace(args) => trace::run(*args).await,
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }

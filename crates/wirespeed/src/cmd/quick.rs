@@ -14,10 +14,13 @@ use wirespeed_engine::latency::client::{self as latency_client, LatencyOptions};
 use wirespeed_engine::ping::client::{self as ping_client, PingOptions};
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
+use wirespeed_engine::trace::client::{self as trace_client, TraceOptions};
+use wirespeed_engine::ClientError;
 use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
+use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::parse_duration;
 use wirespeed_report::quick::QuickRow;
 use wirespeed_report::Format;
@@ -38,6 +41,8 @@ enum Planned {
     Connections(u16),
     /// UDP ping (echoed by the server), one probe every 10 ms.
     Ping,
+    /// ICMP trace to 127.0.0.1 (one hop), skipped without raw sockets.
+    Trace,
 }
 
 /// The tests `quick` runs, with their names.
@@ -55,6 +60,7 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("UDP latency", Latency(Protocol::Udp)),
         ("TCP connections/s", Connections(2)),
         ("UDP ping", Ping),
+        ("ICMP trace", Trace),
     ]
 }
 
@@ -123,8 +129,20 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                 let opts = PingOptions { spec, endpoint: endpoint.clone(), icmp_socket };
                 ping_client::run(opts, tx, cancel.clone()).await
             }
+            Planned::Trace => {
+                let mut spec = TraceSpec::new("127.0.0.1", TraceProtocol::Icmp);
+                spec.max_hops = 5;
+                let opts = TraceOptions { spec, endpoint: endpoint.clone() };
+                trace_client::run(opts, tx, cancel.clone()).await
+            }
         };
-        rows.push(QuickRow { name: name.to_string(), outcome: outcome.map_err(|e| e.to_string()) });
+        // A privilege this user lacks (raw sockets) skips that test; it is not a failure.
+        let skipped = matches!(
+            &outcome,
+            Err(ClientError::Local { source, .. }) if source.kind() == std::io::ErrorKind::PermissionDenied
+        );
+        let outcome = outcome.map_err(|e| e.to_string());
+        rows.push(QuickRow { name: name.to_string(), outcome, skipped });
     }
     stop.cancel();
     let _ = server.await;
@@ -140,7 +158,7 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
         }
     }
     drop(out);
-    let failed = rows.iter().any(|r| r.outcome.is_err());
+    let failed = rows.iter().any(|r| r.outcome.is_err() && !r.skipped);
     if let Err(e) = output::save(&args.output, &reports) {
         eprintln!("wirespeed: warning: results not saved: {e:#}");
         return Ok(exit::NOT_SAVED);

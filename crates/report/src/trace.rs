@@ -1,0 +1,178 @@
+//! How trace runs read in the text and CSV formats: one table row per hop, mtr's columns
+//! (loss, sent, last, avg, best, worst, stddev) with every address that answered, and the
+//! destination's row marked. Used by [`crate::text`] (also for mtr's live table) and
+//! [`crate::csv`].
+
+use wirespeed_model::trace::{HopStats, TraceProtocol, TraceReport, TraceSpec};
+
+use crate::latency::{stats_cells, STATS_COLUMNS};
+use crate::units::{nanos, percent};
+
+/// "trace to 192.0.2.7 with ICMP probes, at most 30 hops, 3 probes per hop" and the like.
+pub fn describe(spec: &TraceSpec) -> String {
+    let probes = match spec.protocol {
+        TraceProtocol::Icmp => "ICMP echo probes".to_string(),
+        TraceProtocol::Udp => format!("UDP probes to ports {}+", spec.port),
+        TraceProtocol::Tcp => format!("TCP SYN probes to port {}", spec.port),
+    };
+    let rounds = match (spec.mtr, spec.rounds) {
+        (true, Some(n)) => format!("mtr mode, {n} rounds"),
+        (true, None) => "mtr mode, until interrupted".to_string(),
+        (false, n) => format!("{} probes per hop", n.unwrap_or(1)),
+    };
+    format!("trace to {} with {probes}, at most {} hops, {rounds}", spec.target, spec.max_hops)
+}
+
+/// The table: a header and a line per hop.
+pub fn table(hops: &[HopStats]) -> Vec<String> {
+    let mut lines = vec![format!(
+        "{:>3}  {:<40}{:>7}{:>5}{:>10}{:>10}{:>10}{:>10}{:>10}",
+        "Hop", "Address", "Loss", "Snt", "Last", "Avg", "Best", "Worst", "StDev"
+    )];
+    for h in hops {
+        let who = if h.addresses.is_empty() { "???".to_string() } else { h.addresses.join(" ") };
+        let who = match (&h.note, h.reached) {
+            (Some(n), _) => format!("{who} {n}"),
+            (None, true) => format!("{who} (destination)"),
+            (None, false) => who,
+        };
+        let t = |v: f64| if h.received == 0 { "-".to_string() } else { nanos(v) };
+        lines.push(format!(
+            "{:>3}  {:<40}{:>7}{:>5}{:>10}{:>10}{:>10}{:>10}{:>10}",
+            h.ttl,
+            who,
+            percent(h.loss_ratio),
+            h.sent,
+            h.last_ns.map_or("-".into(), |l| nanos(l as f64)),
+            t(h.rtt.mean_ns),
+            t(h.rtt.min_ns as f64),
+            t(h.rtt.max_ns as f64),
+            t(h.rtt.stddev_ns),
+        ));
+    }
+    lines
+}
+
+/// The line after the table.
+pub fn verdict(r: &TraceReport) -> String {
+    let s = &r.summary;
+    let hops = hops_text(s.hops.len());
+    if s.reached {
+        format!(
+            "{} reached in {hops}, {} rounds in {:.2} s",
+            s.address,
+            s.rounds,
+            s.duration_ns as f64 / 1e9
+        )
+    } else {
+        format!(
+            "{} not reached within {} hops, {} rounds in {:.2} s",
+            s.address,
+            r.spec.max_hops,
+            s.rounds,
+            s.duration_ns as f64 / 1e9
+        )
+    }
+}
+
+/// "1 hop", "3 hops".
+pub fn hops_text(n: usize) -> String {
+    if n == 1 {
+        "1 hop".to_string()
+    } else {
+        format!("{n} hops")
+    }
+}
+
+/// CSV columns for trace runs: one row per hop.
+pub fn csv_columns() -> String {
+    format!("row,ttl,addresses,reached,note,sent,received,loss_ratio,last_ns,{STATS_COLUMNS}")
+}
+
+/// The CSV rows of a finished trace.
+pub fn csv_rows(r: &TraceReport) -> Vec<String> {
+    r.summary
+        .hops
+        .iter()
+        .map(|h| {
+            format!(
+                "hop,{},{},{},{},{},{},{},{},{}",
+                h.ttl,
+                h.addresses.join(" "),
+                h.reached,
+                h.note.as_deref().unwrap_or("").replace(',', ";"),
+                h.sent,
+                h.received,
+                h.loss_ratio,
+                h.last_ns.map_or(String::new(), |l| l.to_string()),
+                stats_cells(&h.rtt)
+            )
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_model::latency::RttHistogram;
+    use wirespeed_model::trace::*;
+    use wirespeed_model::{Meta, Report, ReportBody};
+
+    use crate::{render_report, Format};
+
+    fn hop(ttl: u8, addresses: &[&str], received: u64, rtt_us: u64) -> HopStats {
+        let mut h = RttHistogram::default();
+        for _ in 0..received {
+            h.record(rtt_us * 1000);
+        }
+        HopStats {
+            ttl,
+            addresses: addresses.iter().map(|a| a.to_string()).collect(),
+            sent: 3,
+            received,
+            loss_ratio: (3 - received) as f64 / 3.0,
+            last_ns: (received > 0).then_some(rtt_us * 1000),
+            rtt: h.stats(),
+            reached: false,
+            note: None,
+        }
+    }
+
+    fn report() -> Report {
+        let spec = TraceSpec::new("192.0.2.9", TraceProtocol::Udp);
+        let mut last = hop(3, &["192.0.2.9"], 3, 900);
+        last.reached = true;
+        let hops = vec![hop(1, &["10.0.0.1"], 3, 150), hop(2, &[], 0, 0), last];
+        let summary = TraceSummary {
+            address: "192.0.2.9".into(),
+            reached: true,
+            rounds: 3,
+            duration_ns: 1_200_000_000,
+            hops,
+        };
+        Report {
+            body: ReportBody::Trace(TraceReport { spec, summary }),
+            meta: Meta {
+                version: "0.1.0".into(),
+                remote_addr: Some("192.0.2.9".into()),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn text() {
+        let mut out = Vec::new();
+        render_report(&report(), Format::Text, false, &mut out).unwrap();
+        insta::assert_snapshot!(String::from_utf8(out).unwrap());
+    }
+
+    #[test]
+    fn csv_has_a_row_per_hop() {
+        let mut out = Vec::new();
+        render_report(&report(), Format::Csv, false, &mut out).unwrap();
+        let csv = String::from_utf8(out).unwrap();
+        assert_eq!(csv.lines().filter(|l| l.starts_with("hop,")).count(), 3);
+        let width = csv.lines().next().unwrap().split(',').count();
+        assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    }
+}
