@@ -8,6 +8,9 @@ need_apt=()
 command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
+# ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive

@@ -33,6 +33,14 @@ pub enum ClientError {
         /// Why (refused, unreachable, timed out).
         source: io::Error,
     },
+    /// No route to the target (a test with no server to connect to, such as trace).
+    #[error("cannot reach {target}: {source}")]
+    Unreachable {
+        /// The target.
+        target: String,
+        /// Why (network or host unreachable).
+        source: io::Error,
+    },
     /// The server said no.
     #[error("the server refused the test: {message}")]
     Refused {

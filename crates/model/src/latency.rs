@@ -40,6 +40,10 @@ pub struct LatencySpec {
     pub interval_ns: u64,
     /// How long a UDP message may go unanswered before it counts as lost, in nanoseconds.
     pub timeout_ns: u64,
+    /// Wait for each answer by polling the socket without sleeping (like sockperf), so the
+    /// figures leave out the scheduler's wake-up; costs a full CPU per connection.
+    #[serde(default)]
+    pub busy_poll: bool,
 }
 
 impl LatencySpec {
@@ -56,6 +60,7 @@ impl LatencySpec {
             rate: None,
             interval_ns: 1_000_000_000,
             timeout_ns: 1_000_000_000,
+            busy_poll: false,
         }
     }
 

@@ -27,7 +27,8 @@ pub fn describe(spec: &LatencySpec) -> String {
         Some(r) => format!(", {r} messages/s per connection (from the scheduled send time)"),
         None => String::new(),
     };
-    format!("{proto} latency, {streams}, {}-byte messages, {limit}{model}", spec.length)
+    let poll = if spec.busy_poll { ", busy-polling" } else { "" };
+    format!("{proto} latency, {streams}, {}-byte messages, {limit}{model}{poll}", spec.length)
 }
 
 /// The interval table's header.

@@ -39,7 +39,8 @@ pub fn of_client(e: &ClientError) -> u8 {
     match e {
         ClientError::Resolve { .. }
         | ClientError::NoAddress { .. }
-        | ClientError::Connect { .. } => UNREACHABLE,
+        | ClientError::Connect { .. }
+        | ClientError::Unreachable { .. } => UNREACHABLE,
         ClientError::Refused { .. } | ClientError::TokenRequired => REFUSED,
         ClientError::ServerGone(_) | ClientError::Aborted(_) | ClientError::Stream(_) => FAILED,
         ClientError::Protocol(_) => PROTOCOL,

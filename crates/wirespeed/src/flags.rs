@@ -223,6 +223,9 @@ pub struct LatencyArgs {
     /// UDP: how long an answer may take before the message counts as lost.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub timeout: String,
+    /// Poll for each answer without sleeping (like sockperf): leaves out the wake-up time, costs a CPU per connection.
+    #[arg(long)]
+    pub busy_poll: bool,
     /// Where the server is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,

@@ -190,6 +190,7 @@ pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
     spec.rate = args.rate;
     spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
     spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.busy_poll = args.busy_poll;
     spec.validate()?;
     Ok(LatencyOptions { spec, endpoint: endpoint(&args.target, &args.connect, version)? })
 }

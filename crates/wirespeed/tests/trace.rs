@@ -122,3 +122,27 @@ fn without_raw_sockets_trace_says_what_it_needs() {
     assert_eq!(out.status.code(), Some(8), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("CAP_NET_RAW"));
 }
+
+#[test]
+fn an_unreachable_network_gives_exit_3_for_trace_ping_and_cps() {
+    // A namespace with only its loopback: nothing beyond it has a route.
+    let Some(ns) = netns::Netns::new("nort") else { return };
+    let run = |args: &[&str]| ns.command(BIN).args(args).arg("--no-save").output().unwrap();
+    let out = run(&["trace", "192.0.2.1", "-q", "1"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("cannot reach 192.0.2.1"));
+    let out = run(&["ping", "192.0.2.1", "-c", "2", "-i", "0.05"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stdout).contains("unreachable"),
+        "{}",
+        String::from_utf8_lossy(&out.stdout)
+    );
+    let out = run(&["cps", "-x", "192.0.2.1:80", "-n", "3"]);
+    assert_eq!(out.status.code(), Some(3));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("unreachable 3"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+}

@@ -7,6 +7,7 @@
 
 use std::io::{self, Read, Write};
 use std::net::{IpAddr, SocketAddr};
+use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
@@ -266,7 +267,7 @@ impl Job {
             }
             self.counts.sent.fetch_add(1, Relaxed);
             let answered = if udp {
-                self.await_datagram(&mut reply, seq, len)?
+                self.await_datagram(&mut reply, seq, len, Instant::now() + timeout)?
             } else {
                 self.await_bytes(&mut reply[..len])?
             };
@@ -286,11 +287,33 @@ impl Job {
         Ok(())
     }
 
+    /// One read: blocking (up to the socket's timeout), or with `--busy-poll` a non-blocking
+    /// one that the caller repeats.
+    fn read(&self, buf: &mut [u8]) -> io::Result<usize> {
+        if !self.spec.busy_poll {
+            return (&*self.socket).read(buf);
+        }
+        // SAFETY: `buf` is writable for its whole length.
+        let n = unsafe {
+            libc::recv(
+                self.socket.as_raw_fd(),
+                buf.as_mut_ptr().cast(),
+                buf.len(),
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if n < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(n as usize)
+        }
+    }
+
     /// Reads one whole echoed message; false when the test stopped first.
     fn await_bytes(&self, buf: &mut [u8]) -> io::Result<bool> {
         let mut got = 0;
         while got < buf.len() {
-            match (&*self.socket).read(&mut buf[got..]) {
+            match self.read(&mut buf[got..]) {
                 Ok(0) => {
                     return Err(io::Error::new(
                         io::ErrorKind::UnexpectedEof,
@@ -317,12 +340,26 @@ impl Job {
     }
 
     /// Waits for the echo of datagram `seq` (older echoes are late answers and skipped);
-    /// false when it did not come within the timeout.
-    fn await_datagram(&self, buf: &mut [u8], seq: u64, len: usize) -> io::Result<bool> {
+    /// false when it did not come by `deadline`.
+    fn await_datagram(
+        &self,
+        buf: &mut [u8],
+        seq: u64,
+        len: usize,
+        deadline: Instant,
+    ) -> io::Result<bool> {
+        let mut spins = 0u32;
         loop {
-            match (&*self.socket).read(buf) {
+            match self.read(buf) {
                 Ok(n) if n == len && (len < 8 || buf[..8] == seq.to_be_bytes()) => return Ok(true),
                 Ok(_) => continue,
+                // Busy polling: nothing yet; look at the clock and the stop flag now and then.
+                Err(e) if self.spec.busy_poll && e.kind() == io::ErrorKind::WouldBlock => {
+                    spins = spins.wrapping_add(1);
+                    if spins % 256 == 0 && (self.stop.load(Relaxed) || Instant::now() >= deadline) {
+                        return Ok(false);
+                    }
+                }
                 Err(e)
                     if matches!(e.kind(), io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut) =>
                 {

@@ -85,8 +85,12 @@ pub async fn run(
         })?
     };
     watcher.abort();
-    let summary =
-        traced.map_err(|source| ClientError::Local { context: "probing".into(), source })?;
+    let summary = traced.map_err(|source| match source.raw_os_error() {
+        Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => {
+            ClientError::Unreachable { target: to.to_string(), source }
+        }
+        _ => ClientError::Local { context: "probing".into(), source },
+    })?;
     if cancel.is_cancelled() {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
