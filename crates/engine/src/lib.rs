@@ -15,6 +15,7 @@
 compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg, TCP_INFO); other systems are not supported yet");
 
 pub mod bandwidth;
+mod blocking;
 pub mod buffer;
 pub mod counters;
 pub mod cps;

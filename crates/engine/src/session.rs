@@ -174,6 +174,22 @@ pub(crate) async fn admit(
     }
 }
 
+/// Waits for the client's `Stop`, ending the test early when it outruns `limit` (from
+/// `begin`) or the server shuts down.
+pub(crate) async fn await_stop(
+    ctl: &mut Framed,
+    state: &mut ServerState,
+    ctx: &Ctx,
+    begin: tokio::time::Instant,
+    limit: Duration,
+) -> Result<(), Ended> {
+    tokio::select! {
+        msg = recv_checked(ctl, state, None) => msg.map(|m| debug_assert!(matches!(m, ClientMessage::Stop))),
+        _ = tokio::time::sleep_until(begin + limit) => Err(abort(format!("the test exceeded the server's time limit of {} s", limit.as_secs()))),
+        _ = ctx.shutdown.cancelled() => Err(abort("the server is shutting down")),
+    }
+}
+
 /// How long the server lets a test run before aborting it: a timed test gets its time plus
 /// `grace` for the client's `Stop`, a counted one gets `--max-duration` (if any).
 pub(crate) fn time_limit(ctx: &Ctx, total_ns: Option<u64>, grace: Duration) -> Duration {

@@ -14,7 +14,6 @@ use serde_json::Value;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::ClientOptions;
 use wirespeed_engine::bandwidth::iperf3_client;
-use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::ClientError;
 use wirespeed_model::report::BandwidthReport;
 use wirespeed_model::spec::{BandwidthSpec, Direction, End, Protocol};
@@ -70,18 +69,7 @@ impl Drop for StockServer {
 }
 
 fn opts(addr: SocketAddr, spec: BandwidthSpec) -> ClientOptions {
-    ClientOptions {
-        spec,
-        endpoint: Endpoint {
-            host: addr.ip().to_string(),
-            port: addr.port(),
-            family: None,
-            bind: None,
-            token: None,
-            connect_timeout: Duration::from_secs(5),
-            version: "test".into(),
-        },
-    }
+    ClientOptions { spec, endpoint: common::endpoint(addr) }
 }
 
 async fn run(addr: SocketAddr, spec: BandwidthSpec) -> Result<BandwidthReport, ClientError> {

@@ -140,6 +140,22 @@ pub struct ServerResults {
     pub accepted: Option<u64>,
 }
 
+impl ServerResults {
+    /// Results of a test with no data streams of its own to report (latency, cps): the
+    /// server's CPU time over `wall_ns`.
+    pub fn without_streams(cpu_user_ns: u64, cpu_system_ns: u64, wall_ns: u64) -> Self {
+        Self {
+            at_omit: Vec::new(),
+            at_end: Vec::new(),
+            active_ns: Vec::new(),
+            cpu_user_ns,
+            cpu_system_ns,
+            wall_ns,
+            accepted: None,
+        }
+    }
+}
+
 /// A message that is well-formed but arrived when it makes no sense.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
 #[error("unexpected {got} message while {state}")]

@@ -147,7 +147,7 @@ mod tests {
     use wirespeed_model::latency::RttHistogram;
     use wirespeed_model::{Meta, Report, ReportBody};
 
-    use crate::{render_report, Format};
+    use crate::Format;
 
     fn report() -> Report {
         let mut spec = CpsSpec::new("127.0.0.1:80");
@@ -193,9 +193,7 @@ mod tests {
     }
 
     fn render(format: Format) -> String {
-        let mut out = Vec::new();
-        render_report(&report(), format, false, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        crate::fixtures::render(&report(), format)
     }
 
     #[test]
@@ -206,8 +204,7 @@ mod tests {
     #[test]
     fn csv_rows_are_even() {
         let csv = render(Format::Csv);
-        let width = csv.lines().next().unwrap().split(',').count();
-        assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+        crate::fixtures::assert_even_rows(&csv);
         insta::assert_snapshot!(csv);
     }
 }

@@ -206,6 +206,19 @@ pub(crate) mod fixtures {
         }
     }
 
+    /// `report` rendered in `format`, without colour.
+    pub fn render(report: &Report, format: crate::Format) -> String {
+        let mut out = Vec::new();
+        crate::render_report(report, format, false, &mut out).unwrap();
+        String::from_utf8(out).unwrap()
+    }
+
+    /// Asserts that every CSV row has as many cells as the header (no quoted commas here).
+    pub fn assert_even_rows(csv: &str) {
+        let width = csv.lines().next().unwrap().split(',').count();
+        assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    }
+
     #[allow(dead_code)]
     pub fn sender_of(flow: Flow) -> End {
         flow.sender()

@@ -145,7 +145,7 @@ mod tests {
     use wirespeed_model::ping::*;
     use wirespeed_model::{Meta, Report, ReportBody};
 
-    use crate::{render_report, Format};
+    use crate::Format;
 
     fn report() -> Report {
         let mut spec = PingSpec::new("192.0.2.7", PingMode::Icmp);
@@ -186,9 +186,7 @@ mod tests {
     }
 
     fn render(format: Format) -> String {
-        let mut out = Vec::new();
-        render_report(&report(), format, false, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
+        crate::fixtures::render(&report(), format)
     }
 
     #[test]

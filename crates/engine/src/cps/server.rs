@@ -12,13 +12,11 @@ use std::time::Duration;
 use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
-use wirespeed_proto::control::{
-    ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState,
-};
+use wirespeed_proto::control::{RefuseCode, ServerMessage, ServerResults, ServerState};
 
 use crate::framed::Framed;
 use crate::server::{canonical, Ctx};
-use crate::session::{abort, admit, recv_checked, refuse, time_limit, Ended};
+use crate::session::{admit, await_stop, refuse, time_limit, Ended};
 use crate::sys;
 
 /// Grace after a timed test's end before the server gives up on the client's `Stop`.
@@ -56,11 +54,7 @@ pub(crate) async fn run(
     ctl.send(&ServerMessage::Begin).await?;
     let begin = tokio::time::Instant::now();
     let limit = time_limit(ctx, timed, STOP_GRACE);
-    let outcome = tokio::select! {
-        msg = recv_checked(ctl, &mut state, None) => msg.map(|m| debug_assert!(matches!(m, ClientMessage::Stop))),
-        _ = tokio::time::sleep_until(begin + limit) => Err(abort(format!("the test exceeded the server's time limit of {} s", limit.as_secs()))),
-        _ = ctx.shutdown.cancelled() => Err(abort("the server is shutting down")),
-    };
+    let outcome = await_stop(ctl, &mut state, ctx, begin, limit).await;
     let wall_ns = begin.elapsed().as_nanos() as u64;
     if outcome.is_ok() {
         settle(&counter.count).await;
@@ -69,15 +63,8 @@ pub(crate) async fn run(
     drop(counter);
     drop(permit);
     outcome?;
-    let results = ServerResults {
-        at_omit: Vec::new(),
-        at_end: Vec::new(),
-        active_ns: Vec::new(),
-        cpu_user_ns: 0,
-        cpu_system_ns: 0,
-        wall_ns,
-        accepted: Some(accepted),
-    };
+    let results =
+        ServerResults { accepted: Some(accepted), ..ServerResults::without_streams(0, 0, wall_ns) };
     ctl.send(&ServerMessage::Results(Box::new(results))).await?;
     tracing::info!(%peer, accepted, "cps test finished");
     Ok(())

@@ -12,16 +12,16 @@ use tokio::sync::mpsc;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{Flow, Protocol, TestSpec};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
-use wirespeed_proto::control::{
-    ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState,
-};
+use wirespeed_proto::control::{RefuseCode, ServerMessage, ServerResults, ServerState};
 use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
 
 use super::StreamThreads;
 use crate::bandwidth::workers::Attached;
 use crate::framed::Framed;
 use crate::server::Ctx;
-use crate::session::{abort, admit, recv_checked, refuse, time_limit, Ended, Registration};
+use crate::session::{
+    abort, admit, await_stop, recv_checked, refuse, time_limit, Ended, Registration,
+};
 use crate::sys;
 
 /// How long the client has to connect every stream after `Accepted`.
@@ -69,25 +69,13 @@ pub(crate) async fn run(
     ctl.send(&ServerMessage::Begin).await?;
     let begin = tokio::time::Instant::now();
     let limit = time_limit(ctx, timed, STOP_GRACE);
-    let outcome = tokio::select! {
-        msg = recv_checked(ctl, &mut state, None) => msg.map(|m| debug_assert!(matches!(m, ClientMessage::Stop))),
-        _ = tokio::time::sleep_until(begin + limit) => Err(abort(format!("the test exceeded the server's time limit of {} s", limit.as_secs()))),
-        _ = ctx.shutdown.cancelled() => Err(abort("the server is shutting down")),
-    };
+    let outcome = await_stop(ctl, &mut state, ctx, begin, limit).await;
     let wall_ns = begin.elapsed().as_nanos() as u64;
     let (cpu_user_ns, cpu_system_ns) =
         tokio::task::spawn_blocking(move || echo.stop()).await.unwrap_or_default();
     drop(permit);
     outcome?;
-    let results = ServerResults {
-        at_omit: Vec::new(),
-        at_end: Vec::new(),
-        active_ns: Vec::new(),
-        cpu_user_ns,
-        cpu_system_ns,
-        wall_ns,
-        accepted: None,
-    };
+    let results = ServerResults::without_streams(cpu_user_ns, cpu_system_ns, wall_ns);
     ctl.send(&ServerMessage::Results(Box::new(results))).await?;
     tracing::info!(%peer, seconds = wall_ns as f64 / 1e9, "latency test finished");
     Ok(())

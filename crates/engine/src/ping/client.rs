@@ -9,7 +9,6 @@ use std::collections::BTreeMap;
 use std::io;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use socket2::Socket;
@@ -27,6 +26,7 @@ use wirespeed_proto::icmp::{unreachable_reason, IcmpMessage, PROTO_ICMP, PROTO_I
 
 use super::icmp::{IcmpSocket, IcmpSocketKind};
 use super::probes::{self, HttpTarget};
+use crate::blocking::run_stoppable;
 use crate::error::ClientError;
 use crate::framed::Framed;
 use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
@@ -93,28 +93,15 @@ pub async fn run(
     let mut meta = handshake::run_meta(&ep.version, start_wall, None);
     meta.remote_addr = Some(address.clone());
     let _ = events.send(Event::Start { spec: TestSpec::Ping(spec.clone()), meta: meta.clone() });
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (stop, cancel) = (stop.clone(), cancel.clone());
-        tokio::spawn(async move {
-            cancel.cancelled().await;
-            stop.store(true, Relaxed);
-        })
-    };
     let looped = {
-        let (spec, events, stop) = (spec.clone(), events.clone(), stop.clone());
-        tokio::task::spawn_blocking(move || {
-            let mut run = ProbeRun::new(&spec, &events, &stop);
+        let (spec, events) = (spec.clone(), events.clone());
+        run_stoppable(&cancel, move |stop| {
+            let mut run = ProbeRun::new(&spec, &events, stop);
             let result = run.probe(prober);
             result.map(|()| run.finish(address))
         })
-        .await
-        .map_err(|e| ClientError::Local {
-            context: "probe thread".into(),
-            source: io::Error::other(e),
-        })?
+        .await?
     };
-    watcher.abort();
     let (probes, summary) =
         looped.map_err(|source| ClientError::Local { context: "probing".into(), source })?;
     if let Some((mut ctl, mut state)) = control {

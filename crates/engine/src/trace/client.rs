@@ -9,7 +9,6 @@ use std::collections::{BTreeMap, HashMap};
 use std::io;
 use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -21,6 +20,7 @@ use wirespeed_model::trace::{HopStats, TraceReport, TraceRound, TraceSpec, Trace
 use wirespeed_model::Event;
 
 use super::probes::{Heard, Key, Pending, Prober};
+use crate::blocking::run_stoppable;
 use crate::error::ClientError;
 use crate::handshake::{self, Endpoint};
 use crate::ping::icmp::{IcmpSocket, IcmpSocketKind};
@@ -64,27 +64,14 @@ pub async fn run(
     let mut meta = handshake::run_meta(&ep.version, start_wall, None);
     meta.remote_addr = Some(to.to_string());
     let _ = events.send(Event::Start { spec: TestSpec::Trace(spec.clone()), meta: meta.clone() });
-    let stop = Arc::new(AtomicBool::new(false));
-    let watcher = {
-        let (stop, cancel) = (stop.clone(), cancel.clone());
-        tokio::spawn(async move {
-            cancel.cancelled().await;
-            stop.store(true, Relaxed);
-        })
-    };
     let traced = {
-        let (spec, events, stop) = (spec.clone(), events.clone(), stop.clone());
-        tokio::task::spawn_blocking(move || {
+        let (spec, events) = (spec.clone(), events.clone());
+        run_stoppable(&cancel, move |stop| {
             let mut path = Path::new(&spec, to);
-            path.trace(&icmp, prober, &events, &stop).map(|()| path.summary())
+            path.trace(&icmp, prober, &events, stop).map(|()| path.summary())
         })
-        .await
-        .map_err(|e| ClientError::Local {
-            context: "probe thread".into(),
-            source: io::Error::other(e),
-        })?
+        .await?
     };
-    watcher.abort();
     let summary = traced.map_err(|source| match source.raw_os_error() {
         Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => {
             ClientError::Unreachable { target: to.to_string(), source }
