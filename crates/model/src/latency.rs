@@ -21,6 +21,11 @@ pub const MAX_RTT_NS: u64 = 60_000_000_000;
 pub struct LatencySpec {
     /// The host (and port) as the user wrote it.
     pub target: String,
+    /// True when the target is any echo service (RFC 862 echo, socat, an echo behind a
+    /// proxy) rather than a wirespeed server: no control connection, the bytes go straight to
+    /// it and must come back unchanged.
+    #[serde(default)]
+    pub external: bool,
     /// TCP (default) or UDP request/response.
     pub protocol: Protocol,
     /// Bytes per message, echoed back whole.
@@ -51,6 +56,7 @@ impl LatencySpec {
     pub fn new(target: impl Into<String>, protocol: Protocol) -> Self {
         Self {
             target: target.into(),
+            external: false,
             protocol,
             length: DEFAULT_LATENCY_LENGTH,
             parallel: 1,

@@ -28,7 +28,8 @@ pub fn describe(spec: &LatencySpec) -> String {
         None => String::new(),
     };
     let poll = if spec.busy_poll { ", busy-polling" } else { "" };
-    format!("{proto} latency, {streams}, {}-byte messages, {limit}{model}{poll}", spec.length)
+    let to = if spec.external { " to an echo service" } else { "" };
+    format!("{proto} latency{to}, {streams}, {}-byte messages, {limit}{model}{poll}", spec.length)
 }
 
 /// The interval table's header.

@@ -226,6 +226,9 @@ pub struct LatencyArgs {
     /// Poll for each answer without sleeping (like sockperf): leaves out the wake-up time, costs a CPU per connection.
     #[arg(long)]
     pub busy_poll: bool,
+    /// Measure against any echo service (RFC 862 echo, socat, an echo behind a proxy) instead of a wirespeed server; needs a port.
+    #[arg(short = 'x', long)]
+    pub external: bool,
     /// Where the server is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,

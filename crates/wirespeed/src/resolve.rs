@@ -191,6 +191,10 @@ pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
     spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
     spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
     spec.busy_poll = args.busy_poll;
+    spec.external = args.external;
+    if args.external && args.connect.port.is_none() && split_target(&args.target)?.1.is_none() {
+        bail!("--external needs the echo service's port: HOST:PORT or --port");
+    }
     spec.validate()?;
     Ok(LatencyOptions { spec, endpoint: endpoint(&args.target, &args.connect, version)? })
 }

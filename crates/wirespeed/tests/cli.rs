@@ -553,3 +553,64 @@ fn icmp_ping_sockets_and_their_permissions() {
         assert!(text.contains("seq=2 ttl=64"), "{host}: {text}");
     }
 }
+
+/// Debian's socat as an echo service: every byte it reads goes back (`PIPE`).
+struct Socat(Child);
+
+impl Socat {
+    fn echo(listen: &str) -> Option<Self> {
+        if Command::new("socat").arg("-V").output().is_err() {
+            eprintln!("SKIPPED: socat is not installed (scripts/test.sh installs it)");
+            return None;
+        }
+        let child =
+            Command::new("socat").args([listen, "PIPE"]).stderr(Stdio::null()).spawn().unwrap();
+        std::thread::sleep(std::time::Duration::from_millis(300));
+        Some(Self(child))
+    }
+}
+
+impl Drop for Socat {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+#[test]
+fn latency_against_any_echo_service() {
+    let (tcp, udp, v6) = (free_port(), free_port(), free_port());
+    let Some(_tcp4) = Socat::echo(&format!("TCP-LISTEN:{tcp},fork,reuseaddr,bind=127.0.0.1"))
+    else {
+        return;
+    };
+    let Some(_udp4) = Socat::echo(&format!("UDP-RECVFROM:{udp},fork,bind=127.0.0.1")) else {
+        return;
+    };
+    let Some(_tcp6) = Socat::echo(&format!("TCP6-LISTEN:{v6},fork,reuseaddr,bind=[::1]")) else {
+        return;
+    };
+    for (args, n) in [
+        (vec!["latency", "-x", &format!("127.0.0.1:{tcp}") as &str, "-n", "1000", "-P", "2"], 1000),
+        (vec!["latency", "-x", &format!("127.0.0.1:{udp}"), "-u", "-n", "50"], 50),
+        (vec!["latency", "-x", &format!("[::1]:{v6}"), "-n", "300", "-l", "1K"], 300),
+    ] {
+        let out = Command::new(BIN).args(&args).args(["-f", "json", "--no-save"]).output().unwrap();
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+        let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+        assert_eq!(v["spec"]["external"], true);
+        assert_eq!(v["summary"]["received"], n, "{args:?}");
+        assert!(v["meta"].get("server_version").is_none());
+    }
+    // Nothing listening: 3. No port: 1, before any traffic.
+    let closed = free_port();
+    let out = client(&["latency", "-x", &format!("127.0.0.1:{closed}"), "-n", "5", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3));
+    let out = client(&["latency", "-x", "127.0.0.1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+}

@@ -10,15 +10,15 @@ use std::net::{IpAddr, SocketAddr};
 use std::os::fd::AsRawFd;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
-use std::time::{Duration, Instant};
+use std::time::{Duration, Instant, SystemTime};
 
-use socket2::Socket;
+use socket2::{Domain, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::latency::{
     LatencyInterval, LatencyReport, LatencySpec, LatencySummary, RttHistogram,
 };
-use wirespeed_model::report::{Report, ReportBody};
+use wirespeed_model::report::{Meta, Report, ReportBody};
 use wirespeed_model::spec::{Flow, Protocol, TestSpec};
 use wirespeed_model::Event;
 use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
@@ -50,48 +50,97 @@ pub async fn run(
     events: UnboundedSender<Event>,
     cancel: CancellationToken,
 ) -> Result<Report, ClientError> {
-    let opened = handshake::open(&opts.endpoint, TestSpec::Latency(opts.spec.clone())).await?;
-    let mut meta = opened.meta();
-    let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
-    let TestSpec::Latency(spec) = spec else {
-        return Err(protocol("the server accepted a different kind of test"));
+    let (mut meta, spec, sockets, control) = if opts.spec.external {
+        let (meta, sockets) = connect_external(&opts).await?;
+        (meta, opts.spec.clone(), sockets, None)
+    } else {
+        let opened = handshake::open(&opts.endpoint, TestSpec::Latency(opts.spec.clone())).await?;
+        let mut meta = opened.meta();
+        let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
+        let TestSpec::Latency(spec) = spec else {
+            return Err(protocol("the server accepted a different kind of test"));
+        };
+        let (sockets, notes) = {
+            let spec = spec.clone();
+            let bind = opts.endpoint.bind;
+            tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
+                .await
+                .map_err(|e| ClientError::Local {
+                    context: "opening streams".into(),
+                    source: io::Error::other(e),
+                })??
+        };
+        meta.notes.extend(notes);
+        let ServerMessage::Begin =
+            recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+        else {
+            unreachable!("the state machine only lets begin through after accepted")
+        };
+        (meta, spec, sockets, Some((ctl, state)))
     };
-    let sockets = {
-        let spec = spec.clone();
-        let bind = opts.endpoint.bind;
-        tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
-            .await
-            .map_err(|e| ClientError::Local {
-                context: "opening streams".into(),
-                source: io::Error::other(e),
-            })??
-    };
-    meta.notes.extend(sockets.1);
-    let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
-    else {
-        unreachable!("the state machine only lets begin through after accepted")
-    };
-    let workers = Workers::start(&spec, sockets.0)
+    let workers = Workers::start(&spec, sockets)
         .map_err(|source| ClientError::Local { context: "starting threads".into(), source })?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
     let outcome = drive(&workers, &spec, &events, &cancel).await;
     let _ = tokio::task::spawn_blocking(move || workers.threads.stop()).await;
     let (intervals, summary, interrupted) = outcome?;
-    ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
-    let results = tokio::time::timeout(RESULTS_TIMEOUT, recv_server(&mut ctl, &mut state, None))
-        .await
-        .map_err(|_| ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?}")))??;
-    if !matches!(results, ServerMessage::Results(_)) {
-        return Err(protocol(format!("unexpected {} message after stop", results.name())));
+    if let Some((mut ctl, mut state)) = control {
+        ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
+        let results =
+            tokio::time::timeout(RESULTS_TIMEOUT, recv_server(&mut ctl, &mut state, None))
+                .await
+                .map_err(|_| {
+                ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?}"))
+            })??;
+        if !matches!(results, ServerMessage::Results(_)) {
+            return Err(protocol(format!("unexpected {} message after stop", results.name())));
+        }
+        ctl.close().await;
     }
     if interrupted {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
-    ctl.close().await;
     let report =
         Report { body: ReportBody::Latency(LatencyReport { spec, intervals, summary }), meta };
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
+}
+
+/// Connects straight to an echo service (`--external`): a TCP connection or a connected UDP
+/// socket per stream, nothing else on the wire.
+async fn connect_external(opts: &LatencyOptions) -> Result<(Meta, Vec<Socket>), ClientError> {
+    let ep = &opts.endpoint;
+    let start_wall = SystemTime::now();
+    let target = handshake::resolve(&ep.host, ep.port, ep.family).await?[0];
+    let meta = handshake::run_meta(&ep.version, start_wall, Some(target));
+    let (spec, bind, limit) = (opts.spec.clone(), ep.bind, ep.connect_timeout);
+    let sockets = tokio::task::spawn_blocking(move || {
+        (0..spec.parallel)
+            .map(|_| {
+                let ty = match spec.protocol {
+                    Protocol::Tcp => Type::STREAM,
+                    Protocol::Udp => Type::DGRAM,
+                };
+                let s = Socket::new(Domain::for_address(target), ty, None)?;
+                if let Some(ip) = bind {
+                    s.bind(&SocketAddr::new(ip, 0).into())?;
+                }
+                match spec.protocol {
+                    Protocol::Tcp => {
+                        s.connect_timeout(&target.into(), limit)?;
+                        // Nagle would hold small messages back a round trip.
+                        s.set_tcp_nodelay(true)?;
+                    }
+                    Protocol::Udp => s.connect(&target.into())?,
+                }
+                Ok(s)
+            })
+            .collect::<io::Result<Vec<Socket>>>()
+    })
+    .await
+    .map_err(|e| ClientError::Local { context: "connecting".into(), source: io::Error::other(e) })?
+    .map_err(|source| ClientError::Connect { addr: target, source })?;
+    Ok((meta, sockets))
 }
 
 pub(crate) fn open_streams(
