@@ -13,7 +13,7 @@ CONNS=${CONNS:-8}
 PIN=${PIN:-0}
 source scripts/bench/common.sh
 need nginx wrk jq
-PORT=15231
+PORT=15241
 server_pin=(); client_pin=()
 if [ "$PIN" = 1 ]; then need taskset; server_pin=(taskset -c 1); client_pin=(taskset -c 0); fi
 mkdir -p "$tmp/html"
