@@ -115,7 +115,7 @@ pub fn csv_rows(r: &TraceReport) -> Vec<String> {
 mod tests {
     use wirespeed_model::latency::RttHistogram;
     use wirespeed_model::trace::*;
-    use wirespeed_model::{Meta, Report, ReportBody};
+    use wirespeed_model::{Event, Meta, Report, ReportBody};
 
     use crate::Format;
 
@@ -162,6 +162,31 @@ mod tests {
     #[test]
     fn text() {
         insta::assert_snapshot!(crate::fixtures::render(&report(), Format::Text));
+    }
+
+    #[test]
+    fn mtr_on_a_terminal_redraws_the_table_in_place_and_leaves_one_behind() {
+        let mut r = report();
+        let ReportBody::Trace(t) = &mut r.body else { unreachable!() };
+        t.spec.mtr = true;
+        let round = TraceRound { rounds: 1, hops: t.summary.hops.clone() };
+        let mut events = crate::events_of(&r);
+        let end = events.pop().unwrap();
+        events.extend([Event::TraceRound(round.clone()), Event::TraceRound(round), end]);
+        let mut live = Vec::new();
+        let mut text = crate::renderer(Format::Text, true);
+        for e in &events {
+            text.on_event(e, &mut live).unwrap();
+        }
+        let live = String::from_utf8(live).unwrap();
+        // Two rounds drawn (a header, 3 hops and a round line each), each erased by the next
+        // drawing (cursor up 5 lines, clear), and the final table once.
+        assert_eq!(live.matches("\x1b[5A\x1b[J").count(), 2, "{live:?}");
+        assert_eq!(live.matches("round 1").count(), 2);
+        assert_eq!(live.matches("reached in 3 hops").count(), 1);
+        // Not on a terminal: no escape codes, just the final table.
+        let plain = crate::fixtures::render(&r, Format::Text);
+        assert!(!plain.contains('\x1b') && plain.contains("reached in 3 hops"));
     }
 
     #[test]

@@ -25,7 +25,7 @@ pub enum Command {
     /// Measure TCP or UDP throughput to a wirespeed server (like iperf3).
     #[command(visible_alias = "bw")]
     Bandwidth(Box<BandwidthArgs>),
-    /// Measure request/response round trips to a wirespeed server: percentiles from an HDR histogram.
+    /// Measure request/response round trips to a wirespeed server (or any echo service): percentiles from an HDR histogram.
     #[command(visible_alias = "lat")]
     Latency(Box<LatencyArgs>),
     /// Measure new TCP connections per second to a wirespeed server, or with --external to any TCP listener.
