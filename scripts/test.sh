@@ -11,6 +11,8 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-l
 # ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+# curl: the client the HTTP fixture is tested with.
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # socat: an echo service for latency --external.
 command -v socat >/dev/null 2>&1 || need_apt+=(socat)
 if [ ${#need_apt[@]} -gt 0 ]; then

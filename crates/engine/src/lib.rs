@@ -8,6 +8,7 @@
 //! - [`cps`]: the connections-per-second test.
 //! - [`ping`]: ICMP, TCP, UDP and HTTP ping.
 //! - [`trace`]: traceroute and mtr.
+//! - [`http`]: the HTTP fixture `wirespeed server --http` serves.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
@@ -22,6 +23,7 @@ pub mod cps;
 pub mod error;
 pub mod framed;
 pub mod handshake;
+pub mod http;
 mod intervals;
 pub mod latency;
 pub mod pacer;

@@ -124,6 +124,18 @@ impl Listeners {
             .or_else(|_| Self::bind(&[SocketAddr::from(([0, 0, 0, 0], port))]))
     }
 
+    /// TCP listeners only (for the HTTP fixture) on `addrs`, or on every address (IPv6 and
+    /// IPv4, or IPv4 alone where there is no IPv6) when `addrs` is empty.
+    pub fn bind_tcp(addrs: &[SocketAddr], default_port: u16) -> io::Result<Vec<TcpListener>> {
+        let listen = |addr: SocketAddr| TcpListener::from_std(tcp_listener(addr)?.into());
+        if addrs.is_empty() {
+            return listen(SocketAddr::new(IpAddr::V6(Ipv6Addr::UNSPECIFIED), default_port))
+                .or_else(|_| listen(SocketAddr::from(([0, 0, 0, 0], default_port))))
+                .map(|l| vec![l]);
+        }
+        addrs.iter().map(|a| listen(*a)).collect()
+    }
+
     /// The TCP addresses bound.
     pub fn local_addrs(&self) -> Vec<SocketAddr> {
         self.tcp.iter().filter_map(|l| l.local_addr().ok()).collect()

@@ -614,3 +614,23 @@ fn latency_against_any_echo_service() {
     let out = client(&["latency", "-x", "127.0.0.1", "--no-save"]);
     assert_eq!(out.status.code(), Some(1));
 }
+
+#[test]
+fn server_serves_the_http_fixture_when_asked() {
+    let http = free_port();
+    let _s = server(&["--http", &http.to_string(), "--http-body", "1K"]);
+    let out = Command::new("curl")
+        .args(["-s", "-o", "/dev/null", "-w", "%{http_code} %{size_download}"])
+        .arg(format!("http://127.0.0.1:{http}/"))
+        .output();
+    let Ok(out) = out else {
+        eprintln!("SKIPPED: curl is not installed");
+        return;
+    };
+    assert_eq!(String::from_utf8_lossy(&out.stdout), "200 1024");
+    // A body size it cannot serve is refused at start, with the flag named.
+    let out =
+        client(&["server", "-p", &free_port().to_string(), "--http", "0", "--http-body", "99G"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("--http-body 99G"));
+}

@@ -3,7 +3,9 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
+use wirespeed_engine::http::fixture;
 use wirespeed_engine::server::{self, Listeners};
+use wirespeed_model::units::parse_bytes;
 
 use crate::exit;
 use crate::flags::ServerArgs;
@@ -19,6 +21,22 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
         Listeners::bind(&addrs)
     }
     .with_context(|| format!("cannot listen on port {}", args.port))?;
+    // Everything is bound before the first "listening" line, so whoever waits for it (a
+    // script, a test) finds every port open.
+    let http = match args.http {
+        Some(port) => {
+            let body_bytes = parse_bytes(&args.http_body)
+                .ok()
+                .filter(|b| *b <= fixture::MAX_BODY)
+                .with_context(|| format!("--http-body {}: a size up to 16G", args.http_body))?;
+            let addrs: Vec<SocketAddr> =
+                args.bind.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
+            let http = Listeners::bind_tcp(&addrs, port)
+                .with_context(|| format!("cannot listen for HTTP on port {port}"))?;
+            Some((http, fixture::FixtureConfig { body_bytes }))
+        }
+        None => None,
+    };
     for addr in listeners.local_addrs() {
         tracing::info!("listening on {addr} (TCP and UDP)");
     }
@@ -26,7 +44,16 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
         tracing::info!("clients must present the token");
     }
     let shutdown = super::interrupt_token();
+    let fixture = http.map(|(http_listeners, http_config)| {
+        for a in http_listeners.iter().filter_map(|l| l.local_addr().ok()) {
+            tracing::info!("HTTP fixture listening on {a}");
+        }
+        tokio::spawn(fixture::run(http_listeners, http_config, shutdown.clone()))
+    });
     server::run(listeners, config, shutdown).await.context("server failed")?;
+    if let Some(f) = fixture {
+        f.await.context("HTTP fixture")?.context("HTTP fixture failed")?;
+    }
     tracing::info!("stopped");
     Ok(exit::OK)
 }
