@@ -73,10 +73,12 @@ fn assert_tcp_agrees(json: &Value, sent: &str, received: &str) {
     };
     assert!(r > 0, "nothing received: {}", json["end"]);
     assert!(agree(s, r, slack), "sent {s} vs received {r}: {}", json["end"]);
-    // Per stream too: the server must number streams as the client does.
+    // Per stream too: the server must number streams as the client does. Each stream may also
+    // have written after the receiver stopped counting (regression: on a loaded machine one
+    // stream's late bytes exceeded its in-flight share and failed this check).
     for st in json["end"]["streams"].as_array().unwrap() {
         let (s, r) = (num(st, "sender.bytes") as u64, num(st, "receiver.bytes") as u64);
-        assert!(agree(s, r, tcp_in_flight_per_stream()), "stream {st}");
+        assert!(agree(s, r, tcp_in_flight_per_stream() + late_bytes), "stream {st}");
     }
 }
 
