@@ -7,6 +7,7 @@
 //! - [`datagram`]: the UDP data header, the UDP stream hello, and receiver-side loss/jitter accounting.
 //! - [`iperf3`]: iperf3's control protocol, for interoperating with stock iperf3.
 //! - [`icmp`]: ICMP/ICMPv6 echo and the errors that quote a probe, for `ping` and `trace`.
+//! - [`http_targets`]: vegeta's targets files (http and json formats), for HTTP load tests.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
@@ -14,6 +15,7 @@ pub mod auth;
 pub mod codec;
 pub mod control;
 pub mod datagram;
+pub mod http_targets;
 pub mod icmp;
 pub mod iperf3;
 
@@ -38,6 +40,10 @@ pub fn exercise_decoders(data: &[u8]) {
     }
     exercise_iperf3_decoders(data);
     exercise_icmp_decoders(data);
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = http_targets::parse_http(text);
+        let _ = http_targets::parse_json(text);
+    }
     let mut stats = datagram::ReceiverStats::default();
     for chunk in data.chunks(16) {
         if let Some((seq, sent)) = datagram::read_header(chunk) {
