@@ -8,6 +8,7 @@
 //! - [`iperf3`]: iperf3's control protocol, for interoperating with stock iperf3.
 //! - [`icmp`]: ICMP/ICMPv6 echo and the errors that quote a probe, for `ping` and `trace`.
 //! - [`http_targets`]: vegeta's targets files (http and json formats), for HTTP load tests.
+//! - [`http1`]: HTTP/1.1 response heads and chunked bodies, read without copying.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
@@ -15,6 +16,7 @@ pub mod auth;
 pub mod codec;
 pub mod control;
 pub mod datagram;
+pub mod http1;
 pub mod http_targets;
 pub mod icmp;
 pub mod iperf3;
@@ -40,10 +42,7 @@ pub fn exercise_decoders(data: &[u8]) {
     }
     exercise_iperf3_decoders(data);
     exercise_icmp_decoders(data);
-    if let Ok(text) = std::str::from_utf8(data) {
-        let _ = http_targets::parse_http(text);
-        let _ = http_targets::parse_json(text);
-    }
+    exercise_http_decoders(data);
     let mut stats = datagram::ReceiverStats::default();
     for chunk in data.chunks(16) {
         if let Some((seq, sent)) = datagram::read_header(chunk) {
@@ -80,4 +79,24 @@ pub fn exercise_icmp_decoders(data: &[u8]) {
         let _ = icmp::parse_message(v6, data);
     }
     let _ = icmp::parse_ipv4_packet(data);
+}
+
+/// Feeds `data` to the HTTP decoders: a response head, a chunked body (in pieces, as it
+/// arrives from a socket), and both targets-file formats. For the `http` fuzz target and
+/// [`exercise_decoders`].
+#[doc(hidden)]
+pub fn exercise_http_decoders(data: &[u8]) {
+    for head_request in [false, true] {
+        let _ = http1::parse_head(data, head_request);
+    }
+    let mut chunked = http1::ChunkedScanner::default();
+    for part in data.chunks(7) {
+        if chunked.feed(part).is_err() {
+            break;
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = http_targets::parse_http(text);
+        let _ = http_targets::parse_json(text);
+    }
 }
