@@ -134,10 +134,11 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         TestSpec::Latency(spec) => crate::latency::server::run(ctl, state, ctx, spec, peer).await,
         TestSpec::Cps(spec) => crate::cps::server::run(ctl, state, ctx, spec, peer).await,
         // A UDP ping runs as a latency test; nothing else of ping's, or trace's, needs a server.
-        TestSpec::Ping(_) | TestSpec::Trace(_) => Err(refuse(
+        TestSpec::Ping(_) | TestSpec::Trace(_) | TestSpec::Http(_) => Err(refuse(
             ctl,
             RefuseCode::Limit,
-            "ping and trace are not server-side tests (UDP ping starts a latency test)".into(),
+            "ping, trace and http are not server-side tests (UDP ping starts a latency test)"
+                .into(),
         )
         .await),
     }

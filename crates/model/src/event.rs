@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cps::CpsInterval;
+use crate::http::HttpInterval;
 use crate::latency::LatencyInterval;
 use crate::ping::PingProbe;
 use crate::report::{BandwidthInterval, Meta, Report};
@@ -32,6 +33,8 @@ pub enum Event {
     PingProbe(PingProbe),
     /// A trace round ended; the hops as they stand.
     TraceRound(TraceRound),
+    /// An HTTP load interval is complete.
+    HttpInterval(HttpInterval),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.

@@ -8,6 +8,7 @@
 
 pub mod cps;
 pub mod event;
+pub mod http;
 pub mod latency;
 pub mod ping;
 pub mod report;

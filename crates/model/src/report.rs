@@ -33,6 +33,8 @@ pub enum ReportBody {
     Ping(crate::ping::PingReport),
     /// A trace.
     Trace(crate::trace::TraceReport),
+    /// An HTTP load test.
+    Http(crate::http::HttpReport),
 }
 
 impl Report {
@@ -44,6 +46,7 @@ impl Report {
             ReportBody::Cps(_) => "cps",
             ReportBody::Ping(_) => "ping",
             ReportBody::Trace(_) => "trace",
+            ReportBody::Http(_) => "http",
         }
     }
 
@@ -55,6 +58,7 @@ impl Report {
             ReportBody::Cps(c) => &c.spec.target,
             ReportBody::Ping(p) => &p.spec.target,
             ReportBody::Trace(t) => &t.spec.target,
+            ReportBody::Http(h) => &h.spec.url,
         }
     }
 }

@@ -18,6 +18,8 @@ pub enum TestSpec {
     Ping(crate::ping::PingSpec),
     /// The path to a host, hop by hop (traceroute, and mtr's continuous mode).
     Trace(crate::trace::TraceSpec),
+    /// HTTP load: requests per second and latency against any HTTP server.
+    Http(crate::http::HttpSpec),
 }
 
 /// Transport used by a bandwidth test's data streams.

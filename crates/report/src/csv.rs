@@ -8,7 +8,7 @@ use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
 use crate::Renderer;
-use crate::{cps, latency, ping, trace};
+use crate::{cps, http, latency, ping, trace};
 
 const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
 sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
@@ -63,6 +63,7 @@ impl Csv {
                 TestSpec::Cps(_) => cps::csv_columns(),
                 TestSpec::Ping(_) => ping::csv_columns(),
                 TestSpec::Trace(_) => trace::csv_columns(),
+                TestSpec::Http(_) => http::csv_columns(),
             };
             writeln!(out, "{columns}")?;
             self.header_done = true;
@@ -78,6 +79,7 @@ impl Renderer for Csv {
             Event::LatencyInterval(iv) => writeln!(out, "{}", latency::csv_interval(iv))?,
             Event::CpsInterval(iv) => writeln!(out, "{}", cps::csv_interval(iv))?,
             Event::PingProbe(p) => writeln!(out, "{}", ping::csv_probe(p))?,
+            Event::HttpInterval(iv) => writeln!(out, "{}", http::csv_interval(iv))?,
             // A trace's rows are its final hops, written at the end.
             Event::TraceRound(_) => {}
             Event::Interval(iv) => {
@@ -111,6 +113,7 @@ impl Renderer for Csv {
                 ReportBody::Latency(l) => writeln!(out, "{}", latency::csv_summary(l))?,
                 ReportBody::Cps(c) => writeln!(out, "{}", cps::csv_summary(c))?,
                 ReportBody::Ping(p) => writeln!(out, "{}", ping::csv_summary(p))?,
+                ReportBody::Http(h) => writeln!(out, "{}", http::csv_summary(h))?,
                 ReportBody::Trace(t) => {
                     for row in trace::csv_rows(t) {
                         writeln!(out, "{row}")?;

@@ -9,6 +9,7 @@ use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 
 pub mod cps;
 pub mod csv;
+pub mod http;
 pub mod iperf3_json;
 pub mod json;
 pub mod latency;
@@ -75,6 +76,12 @@ pub fn events_of(report: &Report) -> Vec<Event> {
             let start = TestSpec::Ping(p.spec.clone());
             let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
             e.extend(p.probes.iter().cloned().map(Event::PingProbe));
+            e
+        }
+        ReportBody::Http(h) => {
+            let start = TestSpec::Http(h.spec.clone());
+            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
+            e.extend(h.intervals.iter().cloned().map(Event::HttpInterval));
             e
         }
         // The hops are in the end event; a trace's rounds are not kept.

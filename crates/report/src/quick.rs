@@ -56,6 +56,18 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
                         writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, answered, "")?;
                         continue;
                     }
+                    ReportBody::Http(h) => {
+                        let s = &h.summary;
+                        let details = format!(
+                            "p50 {}, p99 {}, {} succeeded",
+                            nanos(s.latency.p50_ns as f64),
+                            nanos(s.latency.p99_ns as f64),
+                            percent(s.success_ratio)
+                        );
+                        let per_s = format!("{:.0} req/s", s.requests_per_second);
+                        writeln!(out, "{:<22}{:>14}{:>14}  {details}", row.name, per_s, "")?;
+                        continue;
+                    }
                     ReportBody::Trace(t) => {
                         let s = &t.summary;
                         let last = s.hops.last();

@@ -12,7 +12,7 @@ use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
 use crate::Renderer;
-use crate::{cps, latency, ping, trace};
+use crate::{cps, http, latency, ping, trace};
 
 /// The text renderer.
 #[derive(Debug)]
@@ -426,6 +426,13 @@ impl Renderer for Text {
                     self.live_lines = lines.len() + 1;
                 }
             }
+            Event::Start { spec: TestSpec::Http(spec), meta } => {
+                banner(meta, &spec.url, &http::describe(spec), out)?;
+                writeln!(out, "{}", self.bold(&http::header()))?;
+            }
+            Event::HttpInterval(iv) => {
+                writeln!(out, "{}", self.maybe_dim(iv.omitted, &http::row(iv)))?
+            }
             Event::CpsInterval(iv) => {
                 writeln!(out, "{}", self.maybe_dim(iv.omitted, &cps::row(iv)))?
             }
@@ -439,6 +446,7 @@ impl Renderer for Text {
                     ReportBody::Latency(l) => latency::summary(l, out)?,
                     ReportBody::Cps(c) => cps::summary(c, out)?,
                     ReportBody::Ping(p) => ping::summary(p, out)?,
+                    ReportBody::Http(h) => http::summary(h, out)?,
                     ReportBody::Trace(t) => {
                         self.erase_live(out)?;
                         for l in trace::table(&t.summary.hops) {

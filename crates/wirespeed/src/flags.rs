@@ -36,6 +36,8 @@ pub enum Command {
     Ping(Box<PingArgs>),
     /// Trace the path to a host hop by hop (traceroute), or keep probing it (--mtr).
     Trace(Box<TraceArgs>),
+    /// Load an HTTP server: requests/s and latency with -c connections (closed model, like wrk).
+    Http(Box<HttpArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }
@@ -331,6 +333,56 @@ pub struct PingArgs {
     /// Where the host is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `wirespeed http`.
+#[derive(Debug, Args)]
+pub struct HttpArgs {
+    /// The URL to request (http:// for now).
+    #[arg(value_name = "URL")]
+    pub url: String,
+    /// Connections, each with one request in flight.
+    #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
+    pub connections: u16,
+    /// Threads sharing the connections (each runs its own event loop).
+    #[arg(short = 't', long, default_value_t = 1, value_name = "N")]
+    pub threads: u16,
+    /// How long to run, after the warm-up.
+    #[arg(short = 'd', long, default_value = "10", value_name = "DURATION")]
+    pub duration: String,
+    /// Stop after this many requests instead of after a time.
+    #[arg(short = 'n', long, value_name = "COUNT")]
+    pub requests: Option<u64>,
+    /// Warm-up left out of the summary (ends at the next interval boundary).
+    #[arg(long, default_value = "0", value_name = "DURATION")]
+    pub warmup: String,
+    /// Report interval (0.1 s to 60 s).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// How long one request may take (connecting included).
+    #[arg(long, default_value = "10s", value_name = "DURATION")]
+    pub timeout: String,
+    /// Request method.
+    #[arg(short = 'm', long, default_value = "GET", value_name = "METHOD")]
+    pub method: String,
+    /// A request header, "Name: value" (repeatable).
+    #[arg(short = 'H', long = "header", value_name = "HEADER")]
+    pub headers: Vec<String>,
+    /// Request body: text, or @FILE to send a file's bytes.
+    #[arg(long, value_name = "BODY")]
+    pub body: Option<String>,
+    /// Open a new connection for every request instead of reusing them.
+    #[arg(long)]
+    pub no_keepalive: bool,
+    /// Use IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,

@@ -7,6 +7,7 @@ use anyhow::{bail, Context, Result};
 use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
 use wirespeed_engine::cps::client::CpsOptions;
 use wirespeed_engine::handshake::Endpoint;
+use wirespeed_engine::http::client::HttpOptions;
 use wirespeed_engine::latency::client::LatencyOptions;
 use wirespeed_engine::ping::client::PingOptions;
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
@@ -14,6 +15,7 @@ use wirespeed_engine::ping::probes::HttpTarget;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::trace::client::TraceOptions;
 use wirespeed_model::cps::CpsSpec;
+use wirespeed_model::http::HttpSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
@@ -21,8 +23,8 @@ use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
 use crate::flags::{
-    BandwidthArgs, ConnectArgs, CpsArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs, ServerArgs,
-    TraceArgs, TraceProtoArg,
+    BandwidthArgs, ConnectArgs, CpsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs,
+    ServerArgs, TraceArgs, TraceProtoArg,
 };
 
 /// Default port of the wirespeed server (the same as iperf3's).
@@ -291,6 +293,50 @@ pub fn trace(args: &TraceArgs, version: &str) -> Result<TraceOptions> {
         version: version.to_string(),
     };
     Ok(TraceOptions { spec, endpoint })
+}
+
+/// Largest request body `--body @FILE` may send.
+const MAX_REQUEST_BODY: u64 = 64 << 20;
+
+/// `wirespeed http` flags → options.
+pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
+    HttpTarget::parse(&args.url).map_err(anyhow::Error::msg)?;
+    let mut spec = HttpSpec::new(args.url.clone());
+    spec.method = args.method.clone();
+    spec.connections = args.connections;
+    spec.threads = args.threads;
+    spec.count = args.requests;
+    spec.duration_ns = duration("--duration", &args.duration)?.as_nanos() as u64;
+    spec.warmup_ns = duration("--warmup", &args.warmup)?.as_nanos() as u64;
+    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.keepalive = !args.no_keepalive;
+    for h in &args.headers {
+        let (k, v) =
+            h.split_once(':').with_context(|| format!("--header '{h}': expected 'Name: value'"))?;
+        spec.headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let body = match args.body.as_deref() {
+        None => Vec::new(),
+        Some(b) => match b.strip_prefix('@') {
+            Some(path) => {
+                let len = std::fs::metadata(path).with_context(|| format!("--body @{path}"))?.len();
+                if len > MAX_REQUEST_BODY {
+                    bail!("--body @{path}: {len} bytes, at most {MAX_REQUEST_BODY}");
+                }
+                std::fs::read(path).with_context(|| format!("--body @{path}"))?
+            }
+            None => b.as_bytes().to_vec(),
+        },
+    };
+    spec.body_bytes = body.len() as u64;
+    spec.validate()?;
+    let family = match (args.ipv4, args.ipv6) {
+        (true, _) => Some(Family::V4),
+        (_, true) => Some(Family::V6),
+        _ => None,
+    };
+    Ok(HttpOptions { spec, body, family, version: version.to_string() })
 }
 
 /// `wirespeed server` flags → server configuration.

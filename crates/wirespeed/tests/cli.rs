@@ -154,6 +154,7 @@ fn quick_runs_every_test_kind_in_process() {
         "TCP connections/s",
         "UDP ping",
         "ICMP trace",
+        "HTTP/1.1 requests",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
@@ -633,4 +634,61 @@ fn server_serves_the_http_fixture_when_asked() {
         client(&["server", "-p", &free_port().to_string(), "--http", "0", "--http-body", "99G"]);
     assert_eq!(out.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&out.stderr).contains("--http-body 99G"));
+}
+
+#[test]
+fn http_load_against_the_fixture_in_every_format() {
+    let http = free_port();
+    let _s = server(&["--http", &http.to_string()]);
+    let url = format!("http://127.0.0.1:{http}/");
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("r.db");
+    let out = client(&[
+        "http",
+        &url,
+        "-c",
+        "4",
+        "-n",
+        "300",
+        "-f",
+        "json",
+        "--db",
+        db_path.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!((v["kind"].as_str(), v["summary"]["responses"].as_u64()), (Some("http"), Some(300)));
+    assert_eq!(v["summary"]["status"]["200"], 300);
+    let store = wirespeed_store::Store::open(&db_path).unwrap();
+    assert_eq!(store.get(store.list(1).unwrap()[0].id).unwrap().unwrap().kind(), "http");
+    let text = client(&[
+        "http",
+        &url,
+        "-d",
+        "0.3",
+        "-i",
+        "0.1",
+        "-m",
+        "POST",
+        "--body",
+        "hello",
+        "-H",
+        "X-Test: 1",
+        "--no-save",
+    ]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("POST http://") && text.contains("status: 200"), "{text}");
+    let csv = client(&["http", &url, "-n", "50", "-f", "csv", "--no-save"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let width = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    // Bad input: a URL that is not http, a header without a colon, a closed port.
+    let out = client(&["http", "ftp://127.0.0.1/", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out = client(&["http", &url, "-H", "no colon", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    let out =
+        client(&["http", &format!("http://127.0.0.1:{}/", free_port()), "-n", "3", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3));
 }

@@ -2,6 +2,7 @@
 
 mod bandwidth;
 mod cps;
+mod http;
 mod latency;
 mod ping;
 mod quick;
@@ -35,6 +36,7 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Cps(args) => cps::run(*args).await,
             Command::Ping(args) => ping::run(*args).await,
             Command::Trace(args) => trace::run(*args).await,
+            Command::Http(args) => http::run(*args).await,
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }

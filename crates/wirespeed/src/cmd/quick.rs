@@ -10,6 +10,8 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::{self, ClientOptions};
 use wirespeed_engine::cps::client::{self as cps_client, CpsOptions};
 use wirespeed_engine::handshake::Endpoint;
+use wirespeed_engine::http::client::{self as http_client, HttpOptions};
+use wirespeed_engine::http::fixture::{self, FixtureConfig};
 use wirespeed_engine::latency::client::{self as latency_client, LatencyOptions};
 use wirespeed_engine::ping::client::{self as ping_client, PingOptions};
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
@@ -17,6 +19,7 @@ use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_engine::trace::client::{self as trace_client, TraceOptions};
 use wirespeed_engine::ClientError;
 use wirespeed_model::cps::CpsSpec;
+use wirespeed_model::http::HttpSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
@@ -43,6 +46,8 @@ enum Planned {
     Ping,
     /// ICMP trace to 127.0.0.1 (one hop), skipped without raw sockets.
     Trace,
+    /// HTTP/1.1 load against the in-process HTTP fixture, 10 keep-alive connections.
+    Http,
 }
 
 /// The tests `quick` runs, with their names.
@@ -61,6 +66,7 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("TCP connections/s", Connections(2)),
         ("UDP ping", Ping),
         ("ICMP trace", Trace),
+        ("HTTP/1.1 requests", Http),
     ]
 }
 
@@ -71,6 +77,11 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     let port = listeners.local_addrs()[0].port();
     let stop = CancellationToken::new();
     let server = tokio::spawn(server::run(listeners, ServerConfig::default(), stop.clone()));
+    let http_listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0)
+        .context("binding the in-process HTTP fixture")?;
+    let http_port = http_listeners[0].local_addr().context("the HTTP fixture's port")?.port();
+    let http_fixture =
+        tokio::spawn(fixture::run(http_listeners, FixtureConfig::default(), stop.clone()));
     let cancel = super::interrupt_token();
     let mut rows = Vec::new();
     let endpoint = Endpoint {
@@ -129,6 +140,18 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                 let opts = PingOptions { spec, endpoint: endpoint.clone(), icmp_socket };
                 ping_client::run(opts, tx, cancel.clone()).await
             }
+            Planned::Http => {
+                let mut spec = HttpSpec::new(format!("http://127.0.0.1:{http_port}/"));
+                spec.duration_ns = duration_ns;
+                spec.interval_ns = interval_ns;
+                let opts = HttpOptions {
+                    spec,
+                    body: Vec::new(),
+                    family: None,
+                    version: env!("CARGO_PKG_VERSION").into(),
+                };
+                http_client::run(opts, tx, cancel.clone()).await
+            }
             Planned::Trace => {
                 let mut spec = TraceSpec::new("127.0.0.1", TraceProtocol::Icmp);
                 spec.max_hops = 5;
@@ -146,6 +169,7 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     }
     stop.cancel();
     let _ = server.await;
+    let _ = http_fixture.await;
     let reports: Vec<_> = rows.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
     let format = output::format_of(args.output.format);
     let mut out = std::io::stdout().lock();
