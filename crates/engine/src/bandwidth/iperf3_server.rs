@@ -379,13 +379,15 @@ async fn run_test(
     };
     // iperf3 ends a test by closing the data connections: what is still in flight is lost, as
     // with iperf3's own server.
-    let at_end = side.snapshot();
     let at_omit = at_omit.unwrap_or_else(|| side.zeros());
     let wall_ns = side.shared.now_ns();
     side.abort();
     let _ =
         tokio::time::timeout(FINISH_TIMEOUT, async { while side.next_done().await.is_some() {} })
             .await;
+    // Counted once the workers have stopped (regression: taken before, a sender's last writes
+    // were missing from its total, and a loaded client received more than we said we sent).
+    let at_end = side.snapshot();
     outcome?;
 
     send_state(ctl, State::ExchangeResults).await?;

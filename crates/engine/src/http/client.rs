@@ -5,6 +5,7 @@
 //! (nothing is copied but the head). Latency is from the request's first byte written to the
 //! response's last byte read; failures are counted by cause and the connection is replaced.
 
+use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
@@ -256,12 +257,15 @@ impl Shards {
                 counts: c.clone(),
                 stop: stop.clone(),
                 budget: budget.clone(),
+                local: RefCell::default(),
             };
             handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
                 move || {
                     if let Err(e) = shard.run() {
                         tracing::warn!("HTTP thread failed: {e}");
                     }
+                    // Whatever was counted since the last publish, before saying we are done.
+                    shard.publish();
                     shard.counts.done.store(true, Relaxed);
                     sys::thread_cpu_ns()
                 },
@@ -316,6 +320,8 @@ struct Shard {
     counts: Arc<ShardCounts>,
     stop: Arc<AtomicBool>,
     budget: Option<Arc<AtomicU64>>,
+    /// Counted here first and published to `counts` every 10 ms: no lock per request.
+    local: RefCell<(RttHistogram, Totals)>,
 }
 
 impl Shard {
@@ -327,9 +333,20 @@ impl Shard {
     }
 
     fn totals(&self, f: impl FnOnce(&mut Totals)) {
-        if let Ok(mut t) = self.counts.totals.lock() {
-            f(&mut t);
+        f(&mut self.local.borrow_mut().1);
+    }
+
+    /// Moves what this thread counted since the last call to where the sampler reads it.
+    fn publish(&self) {
+        let mut local = self.local.borrow_mut();
+        if let Ok(mut h) = self.counts.histogram.lock() {
+            h.add(&local.0);
         }
+        local.0.clear();
+        if let Ok(mut t) = self.counts.totals.lock() {
+            t.add(&local.1);
+        }
+        local.1 = Totals::default();
     }
 
     fn run(&self) -> io::Result<()> {
@@ -381,6 +398,7 @@ impl Shard {
             let now = Instant::now();
             if now.duration_since(last_sweep) >= Duration::from_millis(10) {
                 last_sweep = now;
+                self.publish();
                 for slot in &mut conns {
                     if slot.as_ref().is_some_and(|c| now >= c.deadline) {
                         let cause = match slot.as_ref().map(|c| &c.phase) {
@@ -457,9 +475,7 @@ impl Shard {
                 }
                 Step::Done { head } => {
                     let took = conn.started.elapsed().as_nanos() as u64;
-                    if let Ok(mut h) = self.counts.histogram.lock() {
-                        h.record(took);
-                    }
+                    self.local.borrow_mut().0.record(took);
                     let bytes_in = conn.bytes_in;
                     self.totals(|t| {
                         t.responses += 1;
