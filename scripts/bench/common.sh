@@ -18,3 +18,31 @@ tmp=$(mktemp -d)
 PIDS=()
 # Every background server the script starts goes in PIDS; they stop with the script.
 trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+
+# start_nginx PORT [PREFIX...]: Debian's nginx with one worker (started through PREFIX, such as
+# `taskset -c 1`) serving a 615-byte page, like its welcome page, on 127.0.0.1:PORT, with
+# keep-alive unlimited and no access log; it stops with the script.
+start_nginx() {
+  local port=$1; shift
+  mkdir -p "$tmp/html"
+  head -c 615 /dev/zero | tr '\0' x >"$tmp/html/index.html"
+  cat >"$tmp/nginx.conf" <<CONF
+worker_processes 1;
+user root;
+pid $tmp/nginx.pid;
+error_log $tmp/error.log;
+events { worker_connections 4096; }
+http {
+  access_log off;
+  keepalive_requests 1000000;
+  client_body_temp_path $tmp/body;
+  proxy_temp_path $tmp/proxy;
+  fastcgi_temp_path $tmp/fastcgi;
+  uwsgi_temp_path $tmp/uwsgi;
+  scgi_temp_path $tmp/scgi;
+  server { listen 127.0.0.1:$port backlog=4096; root $tmp/html; }
+}
+CONF
+  "$@" nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
+  sleep 0.5
+}

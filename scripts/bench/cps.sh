@@ -16,26 +16,7 @@ need nginx wrk jq
 PORT=15241
 server_pin=(); client_pin=()
 if [ "$PIN" = 1 ]; then need taskset; server_pin=(taskset -c 1); client_pin=(taskset -c 0); fi
-mkdir -p "$tmp/html"
-head -c 615 /dev/zero | tr '\0' x >"$tmp/html/index.html"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fastcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  server { listen 127.0.0.1:$PORT backlog=4096; root $tmp/html; }
-}
-CONF
-"${server_pin[@]}" nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
-sleep 0.5
+start_nginx $PORT "${server_pin[@]}"
 
 ws() { "${client_pin[@]}" $WS cps -x "127.0.0.1:$PORT" -P "$CONNS" -t "$1" --format json --no-save; }
 wrk_run() { "${client_pin[@]}" wrk -t 1 -c "$CONNS" -d "${1}s" -H "Connection: close" "http://127.0.0.1:$PORT/"; }

@@ -14,27 +14,7 @@ CONNS=${CONNS:-32}
 source scripts/bench/common.sh
 need nginx wrk taskset jq
 PORT=15261
-mkdir -p "$tmp/html"
-head -c 615 /dev/zero | tr '\0' x >"$tmp/html/index.html"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  keepalive_requests 1000000;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fastcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  server { listen 127.0.0.1:$PORT backlog=4096; root $tmp/html; }
-}
-CONF
-taskset -c 1 nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
-sleep 0.5
+start_nginx $PORT taskset -c 1
 URL="http://127.0.0.1:$PORT/"
 
 # cpu_of CMD...: runs CMD and prints "user+system seconds" of it on stderr's last line.

@@ -15,25 +15,7 @@ need nginx wrk taskset
 NGINX_PORT=15251
 WS_PORT=15252
 HTTP_PORT=15253
-mkdir -p "$tmp/html"
-head -c 615 /dev/zero | tr '\0' x >"$tmp/html/index.html"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 4096; }
-http {
-  access_log off;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fastcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  server { listen 127.0.0.1:$NGINX_PORT backlog=4096; root $tmp/html; }
-}
-CONF
-taskset -c 1 nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
+start_nginx $NGINX_PORT taskset -c 1
 taskset -c 1 $WS server -B 127.0.0.1 -p $WS_PORT --http $HTTP_PORT 2>"$tmp/ws.log" & PIDS+=($!)
 sleep 0.5
 
