@@ -17,6 +17,7 @@ compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg
 
 pub mod bandwidth;
 mod blocking;
+mod budget;
 pub mod buffer;
 pub mod counters;
 pub mod cps;

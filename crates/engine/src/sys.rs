@@ -560,3 +560,11 @@ pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
         Ok(Datagram { len: n as usize, from, ttl, received_ns })
     }
 }
+
+/// A new epoll instance.
+pub fn epoll() -> io::Result<std::os::fd::OwnedFd> {
+    // SAFETY: epoll_create1 returns a new descriptor or -1.
+    let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
+    // SAFETY: a fresh descriptor that nothing else owns.
+    Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
+}

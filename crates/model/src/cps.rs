@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{HistogramBucket, LatencyStats, MAX_RTT_NS};
-use crate::spec::SpecError;
+use crate::latency::{HistogramBucket, LatencyStats};
+use crate::spec::{check_run, SpecError};
 
 /// Most connections a cps test may keep in flight at once.
 pub const MAX_CONNECTORS: u16 = 1024;
@@ -73,15 +73,14 @@ impl CpsSpec {
                 self.threads
             ));
         }
-        if self.count == Some(0) || (self.count.is_none() && self.duration_ns == 0) {
-            return fail("the test needs a count (-n) or a time (-t) above 0".into());
-        }
-        if self.interval_ns < 100_000_000 || self.interval_ns > 60_000_000_000 {
-            return fail("the interval (-i) must be between 0.1 s and 60 s".into());
-        }
-        if self.timeout_ns == 0 || self.timeout_ns > MAX_RTT_NS {
-            return fail("the connect timeout must be above 0 and at most 60 s".into());
-        }
+        check_run(
+            self.count,
+            self.duration_ns,
+            "-t",
+            self.interval_ns,
+            self.timeout_ns,
+            "the connect timeout",
+        )?;
         if self.target.len() > 1024 {
             return fail("the target name is too long".into());
         }

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{HistogramBucket, LatencyStats, MAX_RTT_NS};
-use crate::spec::SpecError;
+use crate::latency::{HistogramBucket, LatencyStats};
+use crate::spec::{check_run, SpecError};
 
 /// Most connections one test may keep open.
 pub const MAX_HTTP_CONNECTIONS: u16 = 10_000;
@@ -78,15 +78,14 @@ impl HttpSpec {
                 self.threads
             ));
         }
-        if self.count == Some(0) || (self.count.is_none() && self.duration_ns == 0) {
-            return fail("the test needs a count (-n) or a duration (-d) above 0".into());
-        }
-        if self.interval_ns < 100_000_000 || self.interval_ns > 60_000_000_000 {
-            return fail("the interval (-i) must be between 0.1 s and 60 s".into());
-        }
-        if self.timeout_ns == 0 || self.timeout_ns > MAX_RTT_NS {
-            return fail("the timeout must be above 0 and at most 60 s".into());
-        }
+        check_run(
+            self.count,
+            self.duration_ns,
+            "-d",
+            self.interval_ns,
+            self.timeout_ns,
+            "the timeout",
+        )?;
         if self.method.is_empty() || !self.method.bytes().all(|b| b.is_ascii_uppercase()) {
             return fail(format!("the method '{}' is not an upper-case word", self.method));
         }

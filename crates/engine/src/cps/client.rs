@@ -25,6 +25,7 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::control::{ClientMessage, ServerMessage};
 
+use crate::budget::{fill_slots, Budget};
 use crate::error::ClientError;
 use crate::framed::Framed;
 use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
@@ -178,7 +179,7 @@ impl Connectors {
     /// Starts `spec.threads` threads that share the `spec.parallel` connections in flight.
     fn start(spec: &CpsSpec, target: SocketAddr, bind: Option<IpAddr>) -> io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let budget = spec.count.map(|n| Arc::new(AtomicU64::new(n)));
+        let budget = Budget::new(spec.count);
         let begin = Instant::now();
         let threads = spec.threads.clamp(1, spec.parallel);
         let (mut counts, mut handles) = (Vec::new(), Vec::new());
@@ -239,17 +240,10 @@ struct Connector {
     slots: usize,
     counts: Arc<ConnectorCounts>,
     stop: Arc<AtomicBool>,
-    budget: Option<Arc<AtomicU64>>,
+    budget: Budget,
 }
 
 impl Connector {
-    fn claim(&self) -> bool {
-        match &self.budget {
-            None => true,
-            Some(b) => b.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1)).is_ok(),
-        }
-    }
-
     fn record(&self, attempt: Attempt) {
         match attempt {
             Attempt::Connected(took) => {
@@ -271,27 +265,15 @@ impl Connector {
     /// Keeps every slot busy until the test stops or the count runs out. Connections still
     /// under way at the stop are abandoned, not counted.
     fn run(&self) -> io::Result<()> {
-        // SAFETY: epoll_create1 returns a new descriptor or -1.
-        let epoll = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if epoll < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor that nothing else owns.
-        let epoll = unsafe { <std::os::fd::OwnedFd as std::os::fd::FromRawFd>::from_raw_fd(epoll) };
+        let epoll = sys::epoll()?;
         let mut slots: Vec<Option<InFlight>> = (0..self.slots).map(|_| None).collect();
         let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots];
         let mut exhausted = false;
         while !self.stop.load(Relaxed) {
-            for (i, slot) in slots.iter_mut().enumerate() {
-                // A connect that finished at once frees its slot again; refill it straight away.
-                while slot.is_none() && !exhausted && !self.stop.load(Relaxed) {
-                    if !self.claim() {
-                        exhausted = true;
-                        break;
-                    }
-                    *slot = self.begin(epoll.as_raw_fd(), i as u64);
-                }
-            }
+            // A connect that finished at once frees its slot again; it is refilled straight away.
+            fill_slots(&mut slots, &self.budget, &mut exhausted, &self.stop, |i| {
+                self.begin(epoll.as_raw_fd(), i as u64)
+            });
             if exhausted && slots.iter().all(Option::is_none) {
                 break;
             }

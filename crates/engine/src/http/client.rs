@@ -8,8 +8,8 @@
 use std::cell::RefCell;
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
-use std::os::fd::{AsRawFd, FromRawFd, OwnedFd};
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant, SystemTime};
 
@@ -24,6 +24,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::codec::DecodeError;
 use wirespeed_proto::http1::{parse_head, ChunkedScanner, Framing, ResponseHead, MAX_HEAD};
 
+use crate::budget::{fill_slots, Budget};
 use crate::error::ClientError;
 use crate::handshake::{self, Family};
 use crate::intervals::{self, Sampler};
@@ -239,7 +240,7 @@ struct Shards {
 impl Shards {
     fn start(spec: &HttpSpec, addr: SocketAddr, request: Arc<Vec<u8>>) -> io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let budget = spec.count.map(|n| Arc::new(AtomicU64::new(n)));
+        let budget = Budget::new(spec.count);
         let begin = Instant::now();
         let threads = spec.threads.clamp(1, spec.connections);
         let (mut counts, mut handles) = (Vec::new(), Vec::new());
@@ -319,17 +320,14 @@ struct Shard {
     slots: usize,
     counts: Arc<ShardCounts>,
     stop: Arc<AtomicBool>,
-    budget: Option<Arc<AtomicU64>>,
+    budget: Budget,
     /// Counted here first and published to `counts` every 10 ms: no lock per request.
     local: RefCell<(RttHistogram, Totals)>,
 }
 
 impl Shard {
     fn claim(&self) -> bool {
-        match &self.budget {
-            None => true,
-            Some(b) => b.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1)).is_ok(),
-        }
+        self.budget.claim()
     }
 
     fn totals(&self, f: impl FnOnce(&mut Totals)) {
@@ -350,28 +348,16 @@ impl Shard {
     }
 
     fn run(&self) -> io::Result<()> {
-        // SAFETY: epoll_create1 returns a new descriptor or -1.
-        let fd = unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) };
-        if fd < 0 {
-            return Err(io::Error::last_os_error());
-        }
-        // SAFETY: a fresh descriptor nothing else owns.
-        let epoll = unsafe { OwnedFd::from_raw_fd(fd) };
+        let epoll = sys::epoll()?;
         let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
         let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots.max(1)];
         let mut scratch = vec![0u8; 64 * 1024];
         let mut exhausted = false;
         let mut last_sweep = Instant::now();
         while !self.stop.load(Relaxed) {
-            for (i, slot) in conns.iter_mut().enumerate() {
-                while slot.is_none() && !exhausted && !self.stop.load(Relaxed) {
-                    if !self.claim() {
-                        exhausted = true;
-                        break;
-                    }
-                    *slot = self.open(epoll.as_raw_fd(), i as u64);
-                }
-            }
+            fill_slots(&mut conns, &self.budget, &mut exhausted, &self.stop, |i| {
+                self.open(epoll.as_raw_fd(), i as u64)
+            });
             if exhausted && conns.iter().all(Option::is_none) {
                 break;
             }

@@ -27,6 +27,7 @@ use wirespeed_proto::datagram::UdpHello;
 
 use super::StreamThreads;
 use crate::bandwidth::client::{open_tcp, open_udp};
+use crate::budget::Budget;
 use crate::error::ClientError;
 use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 use crate::intervals::{self, Sampler};
@@ -194,7 +195,7 @@ struct Workers {
 impl Workers {
     fn start(spec: &LatencySpec, sockets: Vec<Socket>) -> io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
-        let budget = spec.count.map(|n| Arc::new(AtomicU64::new(n)));
+        let budget = Budget::new(spec.count);
         let begin = Instant::now();
         let (mut counts, mut shared, mut threads) = (Vec::new(), Vec::new(), Vec::new());
         for (i, s) in sockets.into_iter().enumerate() {
@@ -260,16 +261,13 @@ struct Job {
     socket: Arc<Socket>,
     counts: Arc<StreamCounts>,
     stop: Arc<AtomicBool>,
-    budget: Option<Arc<AtomicU64>>,
+    budget: Budget,
     begin: Instant,
 }
 
 impl Job {
     fn claim(&self) -> bool {
-        match &self.budget {
-            None => true,
-            Some(b) => b.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1)).is_ok(),
-        }
+        self.budget.claim()
     }
 
     fn run(&self) -> io::Result<()> {
