@@ -26,6 +26,6 @@ pub(crate) async fn run_stoppable<T: Send + 'static>(
     watcher.abort();
     done.map_err(|e| ClientError::Local {
         context: "probe thread".into(),
-        source: io::Error::other(e),
+        cause: io::Error::other(e),
     })
 }

@@ -44,3 +44,9 @@ pub(crate) fn fill_slots<T>(
         }
     }
 }
+
+/// How many of `total` slots thread `i` of `threads` gets: an even share, the first threads
+/// taking one more when they do not divide evenly.
+pub(crate) fn share(total: u16, threads: u16, i: u16) -> usize {
+    usize::from(total / threads + u16::from(i < total % threads))
+}

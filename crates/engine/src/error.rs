@@ -1,5 +1,6 @@
 //! What can go wrong for a client, one variant per cause a user can act on. The binary maps
-//! each to a documented exit code.
+//! each to a documented exit code. Each message already includes the underlying I/O error (the
+//! `cause` fields), so none is exposed again as `source()`: an error chain prints it once.
 
 use std::io;
 use std::net::SocketAddr;
@@ -10,12 +11,12 @@ use wirespeed_proto::control::RefuseCode;
 #[derive(Debug, thiserror::Error)]
 pub enum ClientError {
     /// The host name did not resolve.
-    #[error("cannot resolve '{host}': {source}")]
+    #[error("cannot resolve '{host}': {cause}")]
     Resolve {
         /// The name.
         host: String,
         /// The resolver's error.
-        source: io::Error,
+        cause: io::Error,
     },
     /// The name resolved, but not to an address of the family asked for.
     #[error("'{host}' has no {family} address")]
@@ -26,20 +27,20 @@ pub enum ClientError {
         family: &'static str,
     },
     /// The server could not be reached.
-    #[error("cannot connect to {addr}: {source}")]
+    #[error("cannot connect to {addr}: {cause}")]
     Connect {
         /// Where.
         addr: SocketAddr,
         /// Why (refused, unreachable, timed out).
-        source: io::Error,
+        cause: io::Error,
     },
     /// No route to the target (a test with no server to connect to, such as trace).
-    #[error("cannot reach {target}: {source}")]
+    #[error("cannot reach {target}: {cause}")]
     Unreachable {
         /// The target.
         target: String,
         /// Why (network or host unreachable).
-        source: io::Error,
+        cause: io::Error,
     },
     /// The server said no.
     #[error("the server refused the test: {message}")]
@@ -65,11 +66,11 @@ pub enum ClientError {
     #[error("a data stream failed: {0}")]
     Stream(String),
     /// A local resource problem (sockets, threads).
-    #[error("{context}: {source}")]
+    #[error("{context}: {cause}")]
     Local {
         /// What was being done.
         context: String,
         /// The error.
-        source: io::Error,
+        cause: io::Error,
     },
 }

@@ -97,7 +97,7 @@ pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, 
     let stream = connect_control(&addrs, endpoint.bind, endpoint.connect_timeout).await?;
     let server_addr = stream
         .peer_addr()
-        .map_err(|source| ClientError::Local { context: "control socket".into(), source })?;
+        .map_err(|source| ClientError::Local { context: "control socket".into(), cause: source })?;
     let local_addr = stream.local_addr().ok();
     let mut ctl = Framed::new(stream, Vec::new());
     let mut state = ClientState::default();
@@ -182,7 +182,7 @@ pub async fn resolve(
     let bare = host.trim_start_matches('[').trim_end_matches(']');
     let found: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
         .await
-        .map_err(|source| ClientError::Resolve { host: host.to_string(), source })?
+        .map_err(|source| ClientError::Resolve { host: host.to_string(), cause: source })?
         .collect();
     let keep: Vec<SocketAddr> = found
         .into_iter()
@@ -218,11 +218,11 @@ pub(crate) async fn connect_control(
         };
         match tokio::time::timeout(limit, attempt).await {
             Ok(Ok(s)) => return Ok(s),
-            Ok(Err(source)) => last = Some(ClientError::Connect { addr, source }),
+            Ok(Err(source)) => last = Some(ClientError::Connect { addr, cause: source }),
             Err(_) => {
                 last = Some(ClientError::Connect {
                     addr,
-                    source: std::io::Error::new(
+                    cause: std::io::Error::new(
                         std::io::ErrorKind::TimedOut,
                         format!("no answer within {limit:?}"),
                     ),

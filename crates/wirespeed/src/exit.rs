@@ -44,8 +44,8 @@ pub fn of_client(e: &ClientError) -> u8 {
         ClientError::Refused { .. } | ClientError::TokenRequired => REFUSED,
         ClientError::ServerGone(_) | ClientError::Aborted(_) | ClientError::Stream(_) => FAILED,
         ClientError::Protocol(_) => PROTOCOL,
-        ClientError::Local { source, .. }
-            if source.kind() == std::io::ErrorKind::PermissionDenied =>
+        ClientError::Local { cause, .. }
+            if cause.kind() == std::io::ErrorKind::PermissionDenied =>
         {
             NOT_PERMITTED
         }

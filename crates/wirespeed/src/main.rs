@@ -18,28 +18,11 @@ fn main() -> ExitCode {
     let code = match cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("wirespeed: error: {}", message(&err));
+            eprintln!("wirespeed: error: {err:#}");
             exit::code_of(&err)
         }
     };
     ExitCode::from(code)
-}
-
-/// The error and its causes on one line, leaving out a cause whose text an outer error
-/// already printed (several errors show their source in their own message).
-fn message(err: &anyhow::Error) -> String {
-    let mut msg = String::new();
-    for cause in err.chain() {
-        let text = cause.to_string();
-        if msg.contains(&text) {
-            continue;
-        }
-        if !msg.is_empty() {
-            msg.push_str(": ");
-        }
-        msg.push_str(&text);
-    }
-    msg
 }
 
 /// Logs go to stderr: info and above for the server, warnings for clients; `-v` adds debug,

@@ -65,7 +65,7 @@ pub async fn run(
             .await
             .map_err(|e| ClientError::Local {
                 context: "opening data streams".into(),
-                source: std::io::Error::other(e),
+                cause: std::io::Error::other(e),
             })??
     };
     meta.notes.extend(sockets.1);
@@ -73,8 +73,9 @@ pub async fn run(
     else {
         unreachable!("the state machine only lets begin through after accepted")
     };
-    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0)
-        .map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
+    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0).map_err(|source| {
+        ClientError::Local { context: "starting data threads".into(), cause: source }
+    })?;
     let _ =
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
     let (intervals, summary, interrupted) =
@@ -233,7 +234,7 @@ fn open_streams(
 }
 
 pub(crate) fn local_err(context: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
-    move |source| ClientError::Local { context: context.to_string(), source }
+    move |source| ClientError::Local { context: context.to_string(), cause: source }
 }
 
 /// Connects one TCP data stream of a session and sends its hello; `tune` sets socket options
@@ -253,7 +254,7 @@ pub(crate) fn open_tcp(
             .map_err(local_err("binding the data socket"))?;
     }
     sock.connect_timeout(&server.into(), HANDSHAKE_TIMEOUT)
-        .map_err(|source| ClientError::Connect { addr: server, source })?;
+        .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
     let mut hello_bytes = Preamble::encode(ConnKind::Data).to_vec();
     hello_bytes.extend_from_slice(&hello.encode());
     (&sock)
@@ -279,7 +280,8 @@ pub(crate) fn open_udp(
     });
     sock.bind(&SockAddr::from(SocketAddr::new(local, 0)))
         .map_err(local_err("binding the UDP socket"))?;
-    sock.connect(&server.into()).map_err(|source| ClientError::Connect { addr: server, source })?;
+    sock.connect(&server.into())
+        .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
     sock.set_read_timeout(Some(UDP_HELLO_RETRY)).map_err(local_err("UDP socket"))?;
     let bytes = hello.encode();
     let mut buf = [0u8; 128];

@@ -81,13 +81,14 @@ pub async fn run(
             .await
             .map_err(|e| ClientError::Local {
             context: "opening data streams".into(),
-            source: std::io::Error::other(e),
+            cause: std::io::Error::other(e),
         })??
     };
     expect_state(&mut ctl, State::TestStart).await?;
     expect_state(&mut ctl, State::TestRunning).await?;
-    let side = Side::start(End::Client, &spec, wire, sockets)
-        .map_err(|source| ClientError::Local { context: "starting data threads".into(), source })?;
+    let side = Side::start(End::Client, &spec, wire, sockets).map_err(|source| {
+        ClientError::Local { context: "starting data threads".into(), cause: source }
+    })?;
     let mut meta = Meta {
         local_addr: local_addr.map(|a| a.to_string()),
         server_version: Some("iperf3".into()),
@@ -215,7 +216,7 @@ fn open_tcp(
     let sock = bound_socket(server, Type::STREAM, SockProto::TCP, bind)?;
     notes.extend(workers::tune_tcp(&sock, spec, server.is_ipv6()));
     sock.connect_timeout(&server.into(), HANDSHAKE_TIMEOUT)
-        .map_err(|source| ClientError::Connect { addr: server, source })?;
+        .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
     (&sock)
         .write_all(&cookie.0)
         .map_err(|e| ClientError::ServerGone(format!("data stream cookie: {e}")))?;
@@ -238,10 +239,11 @@ fn open_udp(
             .map_err(local_err("binding the UDP socket"))?;
     }
     notes.extend(workers::tune_udp(&sock, spec, server.is_ipv6()));
-    sock.connect(&server.into()).map_err(|source| ClientError::Connect { addr: server, source })?;
+    sock.connect(&server.into())
+        .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
     sock.set_read_timeout(Some(UDP_CONNECT_TIMEOUT)).map_err(local_err("UDP socket"))?;
     sock.send(&wire::UDP_CONNECT_MSG)
-        .map_err(|source| ClientError::Connect { addr: server, source })?;
+        .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
     let mut buf = [0u8; 64];
     match std::io::Read::read(&mut &sock, &mut buf) {
         Ok(4) if buf[..4] == wire::UDP_CONNECT_REPLY || buf[..4] == wire::LEGACY_UDP_CONNECT_REPLY => Ok(sock),

@@ -25,7 +25,7 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::control::{ClientMessage, ServerMessage};
 
-use crate::budget::{fill_slots, Budget};
+use crate::budget::{fill_slots, share, Budget};
 use crate::error::ClientError;
 use crate::framed::Framed;
 use crate::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
@@ -73,8 +73,11 @@ pub async fn run(
         };
         (server_addr, meta, Some((ctl, state)), spec)
     };
-    let Connectors { threads, begin, counts } = Connectors::start(&spec, target, ep.bind)
-        .map_err(|source| ClientError::Local { context: "starting threads".into(), source })?;
+    let Connectors { threads, begin, counts } =
+        Connectors::start(&spec, target, ep.bind).map_err(|source| ClientError::Local {
+            context: "starting threads".into(),
+            cause: source,
+        })?;
     let _ = events.send(Event::Start { spec: TestSpec::Cps(spec.clone()), meta: meta.clone() });
     let mut sampler = CpsSampler {
         counts: &counts,
@@ -106,7 +109,7 @@ pub async fn run(
             );
             return Err(ClientError::Connect {
                 addr: target,
-                source: io::Error::new(first.kind(), why),
+                cause: io::Error::new(first.kind(), why),
             });
         }
     }
@@ -190,10 +193,7 @@ impl Connectors {
                 bind: bind.map(|ip| SockAddr::from(SocketAddr::new(ip, 0))),
                 timeout: Duration::from_nanos(spec.timeout_ns),
                 rst: spec.rst,
-                // The first threads take one more when the connections do not divide evenly.
-                slots: usize::from(
-                    spec.parallel / threads + u16::from(i < spec.parallel % threads),
-                ),
+                slots: share(spec.parallel, threads, i),
                 counts: c.clone(),
                 stop: stop.clone(),
                 budget: budget.clone(),

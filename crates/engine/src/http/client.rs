@@ -24,7 +24,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::codec::DecodeError;
 use wirespeed_proto::http1::{parse_head, ChunkedScanner, Framing, ResponseHead, MAX_HEAD};
 
-use crate::budget::{fill_slots, Budget};
+use crate::budget::{fill_slots, share, Budget};
 use crate::error::ClientError;
 use crate::handshake::{self, Family};
 use crate::intervals::{self, Sampler};
@@ -104,13 +104,16 @@ pub async fn run(
     let start_wall = SystemTime::now();
     let target = HttpTarget::parse(&spec.url).map_err(|m| ClientError::Local {
         context: "the URL".into(),
-        source: io::Error::new(io::ErrorKind::InvalidInput, m),
+        cause: io::Error::new(io::ErrorKind::InvalidInput, m),
     })?;
     let addr = handshake::resolve(&target.host, target.port, opts.family).await?[0];
     let request = Arc::new(request_bytes(&spec, &target, &opts.body, &opts.version));
     let meta = handshake::run_meta(&opts.version, start_wall, Some(addr));
-    let Shards { threads, begin, counts } = Shards::start(&spec, addr, request)
-        .map_err(|source| ClientError::Local { context: "starting threads".into(), source })?;
+    let Shards { threads, begin, counts } =
+        Shards::start(&spec, addr, request).map_err(|source| ClientError::Local {
+            context: "starting threads".into(),
+            cause: source,
+        })?;
     let _ = events.send(Event::Start { spec: TestSpec::Http(spec.clone()), meta: meta.clone() });
     let mut sampler = HttpSampler {
         counts: &counts,
@@ -135,7 +138,7 @@ pub async fn run(
             } else {
                 io::ErrorKind::Other
             };
-            return Err(ClientError::Connect { addr, source: io::Error::new(kind, why) });
+            return Err(ClientError::Connect { addr, cause: io::Error::new(kind, why) });
         }
     }
     let mut meta = meta;
@@ -252,9 +255,7 @@ impl Shards {
                 keepalive: spec.keepalive,
                 head_request: spec.method == "HEAD",
                 timeout: Duration::from_nanos(spec.timeout_ns),
-                slots: usize::from(
-                    spec.connections / threads + u16::from(i < spec.connections % threads),
-                ),
+                slots: share(spec.connections, threads, i),
                 counts: c.clone(),
                 stop: stop.clone(),
                 budget: budget.clone(),

@@ -68,7 +68,7 @@ pub async fn run(
                 .await
                 .map_err(|e| ClientError::Local {
                     context: "opening streams".into(),
-                    source: io::Error::other(e),
+                    cause: io::Error::other(e),
                 })??
         };
         meta.notes.extend(notes);
@@ -79,8 +79,10 @@ pub async fn run(
         };
         (meta, spec, sockets, Some((ctl, state)))
     };
-    let workers = Workers::start(&spec, sockets)
-        .map_err(|source| ClientError::Local { context: "starting threads".into(), source })?;
+    let workers = Workers::start(&spec, sockets).map_err(|source| ClientError::Local {
+        context: "starting threads".into(),
+        cause: source,
+    })?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
     let outcome = drive(&workers, &spec, &events, &cancel).await;
     let _ = tokio::task::spawn_blocking(move || workers.threads.stop()).await;
@@ -139,8 +141,8 @@ async fn connect_external(opts: &LatencyOptions) -> Result<(Meta, Vec<Socket>), 
             .collect::<io::Result<Vec<Socket>>>()
     })
     .await
-    .map_err(|e| ClientError::Local { context: "connecting".into(), source: io::Error::other(e) })?
-    .map_err(|source| ClientError::Connect { addr: target, source })?;
+    .map_err(|e| ClientError::Local { context: "connecting".into(), cause: io::Error::other(e) })?
+    .map_err(|source| ClientError::Connect { addr: target, cause: source })?;
     Ok((meta, sockets))
 }
 

@@ -65,12 +65,12 @@ pub async fn run(
         PingMode::Icmp => {
             let ip = first(handshake::resolve(&ep.host, 0, ep.family).await?).ip();
             let socket = IcmpSocket::open(ip.is_ipv6(), opts.icmp_socket).map_err(|source| {
-                ClientError::Local { context: "opening an ICMP socket".into(), source }
+                ClientError::Local { context: "opening an ICMP socket".into(), cause: source }
             })?;
             if let Some(b) = ep.bind {
                 socket.bind(b).map_err(|source| ClientError::Local {
                     context: format!("binding to {b}"),
-                    source,
+                    cause: source,
                 })?;
             }
             (ip.to_string(), Prober::Icmp { socket, to: ip })
@@ -103,7 +103,7 @@ pub async fn run(
         .await?
     };
     let (probes, summary) =
-        looped.map_err(|source| ClientError::Local { context: "probing".into(), source })?;
+        looped.map_err(|source| ClientError::Local { context: "probing".into(), cause: source })?;
     if let Some((mut ctl, mut state)) = control {
         end_udp_echo(&mut ctl, &mut state).await?;
         ctl.close().await;
@@ -138,7 +138,7 @@ async fn open_udp_echo(
     .await
     .map_err(|e| ClientError::Local {
         context: "opening the UDP socket".into(),
-        source: io::Error::other(e),
+        cause: io::Error::other(e),
     })??;
     let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {

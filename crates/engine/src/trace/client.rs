@@ -54,9 +54,9 @@ pub async fn run(
         } else {
             e
         };
-        ClientError::Local { context: "opening a raw ICMP socket".into(), source }
+        ClientError::Local { context: "opening a raw ICMP socket".into(), cause: source }
     })?;
-    let local = |source| ClientError::Local { context: "preparing probes".into(), source };
+    let local = |source| ClientError::Local { context: "preparing probes".into(), cause: source };
     if let Some(b) = ep.bind {
         icmp.bind(b).map_err(local)?;
     }
@@ -74,9 +74,9 @@ pub async fn run(
     };
     let summary = traced.map_err(|source| match source.raw_os_error() {
         Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => {
-            ClientError::Unreachable { target: to.to_string(), source }
+            ClientError::Unreachable { target: to.to_string(), cause: source }
         }
-        _ => ClientError::Local { context: "probing".into(), source },
+        _ => ClientError::Local { context: "probing".into(), cause: source },
     })?;
     if cancel.is_cancelled() {
         meta.notes.push("interrupted: the test was stopped early by the user".into());

@@ -162,7 +162,7 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
         // A privilege this user lacks (raw sockets) skips that test; it is not a failure.
         let skipped = matches!(
             &outcome,
-            Err(ClientError::Local { source, .. }) if source.kind() == std::io::ErrorKind::PermissionDenied
+            Err(ClientError::Local { cause, .. }) if cause.kind() == std::io::ErrorKind::PermissionDenied
         );
         let outcome = outcome.map_err(|e| e.to_string());
         rows.push(QuickRow { name: name.to_string(), outcome, skipped });
