@@ -1,7 +1,6 @@
 //! Runs a probe loop (ping, trace) on the blocking thread pool with a stop flag that the
 //! user's interrupt raises, so the loop can end between probes and still report.
 
-use std::io;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 
@@ -24,8 +23,5 @@ pub(crate) async fn run_stoppable<T: Send + 'static>(
     };
     let done = tokio::task::spawn_blocking(move || work(&stop)).await;
     watcher.abort();
-    done.map_err(|e| ClientError::Local {
-        context: "probe thread".into(),
-        cause: io::Error::other(e),
-    })
+    done.map_err(ClientError::joined("probe thread"))
 }

@@ -74,3 +74,16 @@ pub enum ClientError {
         cause: io::Error,
     },
 }
+
+impl ClientError {
+    /// A mapper from a local I/O error to [`ClientError::Local`] with `context`.
+    pub(crate) fn local(context: &str) -> impl Fn(io::Error) -> ClientError + '_ {
+        move |cause| ClientError::Local { context: context.to_string(), cause }
+    }
+
+    /// A mapper from a blocking task that panicked or was cancelled to
+    /// [`ClientError::Local`] with `context`.
+    pub(crate) fn joined(context: &str) -> impl Fn(tokio::task::JoinError) -> ClientError + '_ {
+        move |e| ClientError::Local { context: context.to_string(), cause: io::Error::other(e) }
+    }
+}

@@ -95,9 +95,7 @@ pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, 
     let start_wall = SystemTime::now();
     let addrs = resolve(&endpoint.host, endpoint.port, endpoint.family).await?;
     let stream = connect_control(&addrs, endpoint.bind, endpoint.connect_timeout).await?;
-    let server_addr = stream
-        .peer_addr()
-        .map_err(|source| ClientError::Local { context: "control socket".into(), cause: source })?;
+    let server_addr = stream.peer_addr().map_err(ClientError::local("control socket"))?;
     let local_addr = stream.local_addr().ok();
     let mut ctl = Framed::new(stream, Vec::new());
     let mut state = ClientState::default();

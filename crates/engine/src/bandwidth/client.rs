@@ -63,19 +63,15 @@ pub async fn run(
         let bind = opts.endpoint.bind;
         tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
             .await
-            .map_err(|e| ClientError::Local {
-                context: "opening data streams".into(),
-                cause: std::io::Error::other(e),
-            })??
+            .map_err(ClientError::joined("opening data streams"))??
     };
     meta.notes.extend(sockets.1);
     let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {
         unreachable!("the state machine only lets begin through after accepted")
     };
-    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0).map_err(|source| {
-        ClientError::Local { context: "starting data threads".into(), cause: source }
-    })?;
+    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0)
+        .map_err(ClientError::local("starting data threads"))?;
     let _ =
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
     let (intervals, summary, interrupted) =
@@ -233,10 +229,6 @@ fn open_streams(
     Ok((out, notes))
 }
 
-pub(crate) fn local_err(context: &str) -> impl Fn(std::io::Error) -> ClientError + '_ {
-    move |source| ClientError::Local { context: context.to_string(), cause: source }
-}
-
 /// Connects one TCP data stream of a session and sends its hello; `tune` sets socket options
 /// before connecting and says which ones the OS refused.
 pub(crate) fn open_tcp(
@@ -247,11 +239,11 @@ pub(crate) fn open_tcp(
     notes: &mut Vec<String>,
 ) -> Result<Socket, ClientError> {
     let sock = Socket::new(Domain::for_address(server), Type::STREAM, Some(SockProto::TCP))
-        .map_err(local_err("data socket"))?;
+        .map_err(ClientError::local("data socket"))?;
     notes.extend(tune(&sock));
     if let Some(ip) = bind {
         sock.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
-            .map_err(local_err("binding the data socket"))?;
+            .map_err(ClientError::local("binding the data socket"))?;
     }
     sock.connect_timeout(&server.into(), HANDSHAKE_TIMEOUT)
         .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
@@ -272,17 +264,17 @@ pub(crate) fn open_udp(
     notes: &mut Vec<String>,
 ) -> Result<Socket, ClientError> {
     let sock = Socket::new(Domain::for_address(server), Type::DGRAM, Some(SockProto::UDP))
-        .map_err(local_err("UDP socket"))?;
+        .map_err(ClientError::local("UDP socket"))?;
     notes.extend(tune(&sock));
     let local = bind.unwrap_or(match server {
         SocketAddr::V4(_) => IpAddr::from([0, 0, 0, 0]),
         SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
     });
     sock.bind(&SockAddr::from(SocketAddr::new(local, 0)))
-        .map_err(local_err("binding the UDP socket"))?;
+        .map_err(ClientError::local("binding the UDP socket"))?;
     sock.connect(&server.into())
         .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
-    sock.set_read_timeout(Some(UDP_HELLO_RETRY)).map_err(local_err("UDP socket"))?;
+    sock.set_read_timeout(Some(UDP_HELLO_RETRY)).map_err(ClientError::local("UDP socket"))?;
     let bytes = hello.encode();
     let mut buf = [0u8; 128];
     for _ in 0..UDP_HELLO_TRIES {

@@ -22,7 +22,7 @@ use wirespeed_proto::datagram::Wire;
 use wirespeed_proto::iperf3::wire::{self, errno, errno_text, COOKIE_LEN};
 use wirespeed_proto::iperf3::{stream_id, stream_slot, Cookie, Params, Results, State};
 
-use super::client::{local_err, ClientOptions};
+use super::client::ClientOptions;
 use super::collect::{Collector, LocalEnd};
 use super::iperf3_results::{local_results, stream_count, totals_of};
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
@@ -59,7 +59,7 @@ pub async fn run(
     let addrs = resolve(&ep.host, ep.port, ep.family).await?;
     let mut ctl = connect_control(&addrs, ep.bind, ep.connect_timeout).await?;
     let _ = ctl.set_nodelay(true);
-    let server_addr = ctl.peer_addr().map_err(local_err("control socket"))?;
+    let server_addr = ctl.peer_addr().map_err(ClientError::local("control socket"))?;
     let local_addr = ctl.local_addr().ok();
     let mut random = [0u8; COOKIE_LEN];
     sys::fill_random(&mut random);
@@ -79,16 +79,12 @@ pub async fn run(
         let bind = ep.bind;
         tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, cookie))
             .await
-            .map_err(|e| ClientError::Local {
-            context: "opening data streams".into(),
-            cause: std::io::Error::other(e),
-        })??
+            .map_err(ClientError::joined("opening data streams"))??
     };
     expect_state(&mut ctl, State::TestStart).await?;
     expect_state(&mut ctl, State::TestRunning).await?;
-    let side = Side::start(End::Client, &spec, wire, sockets).map_err(|source| {
-        ClientError::Local { context: "starting data threads".into(), cause: source }
-    })?;
+    let side = Side::start(End::Client, &spec, wire, sockets)
+        .map_err(ClientError::local("starting data threads"))?;
     let mut meta = Meta {
         local_addr: local_addr.map(|a| a.to_string()),
         server_version: Some("iperf3".into()),
@@ -198,10 +194,10 @@ fn bound_socket(
     bind: Option<IpAddr>,
 ) -> Result<Socket, ClientError> {
     let sock = Socket::new(Domain::for_address(server), ty, Some(proto))
-        .map_err(local_err("data socket"))?;
+        .map_err(ClientError::local("data socket"))?;
     if let Some(ip) = bind {
         sock.bind(&SockAddr::from(SocketAddr::new(ip, 0)))
-            .map_err(local_err("binding the data socket"))?;
+            .map_err(ClientError::local("binding the data socket"))?;
     }
     Ok(sock)
 }
@@ -236,12 +232,12 @@ fn open_udp(
             SocketAddr::V6(_) => IpAddr::from([0u16; 8]),
         };
         sock.bind(&SockAddr::from(SocketAddr::new(any, 0)))
-            .map_err(local_err("binding the UDP socket"))?;
+            .map_err(ClientError::local("binding the UDP socket"))?;
     }
     notes.extend(workers::tune_udp(&sock, spec, server.is_ipv6()));
     sock.connect(&server.into())
         .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
-    sock.set_read_timeout(Some(UDP_CONNECT_TIMEOUT)).map_err(local_err("UDP socket"))?;
+    sock.set_read_timeout(Some(UDP_CONNECT_TIMEOUT)).map_err(ClientError::local("UDP socket"))?;
     sock.send(&wire::UDP_CONNECT_MSG)
         .map_err(|source| ClientError::Connect { addr: server, cause: source })?;
     let mut buf = [0u8; 64];

@@ -73,11 +73,8 @@ pub async fn run(
         };
         (server_addr, meta, Some((ctl, state)), spec)
     };
-    let Connectors { threads, begin, counts } =
-        Connectors::start(&spec, target, ep.bind).map_err(|source| ClientError::Local {
-            context: "starting threads".into(),
-            cause: source,
-        })?;
+    let Connectors { threads, begin, counts } = Connectors::start(&spec, target, ep.bind)
+        .map_err(ClientError::local("starting threads"))?;
     let _ = events.send(Event::Start { spec: TestSpec::Cps(spec.clone()), meta: meta.clone() });
     let mut sampler = CpsSampler {
         counts: &counts,

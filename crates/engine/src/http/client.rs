@@ -110,10 +110,7 @@ pub async fn run(
     let request = Arc::new(request_bytes(&spec, &target, &opts.body, &opts.version));
     let meta = handshake::run_meta(&opts.version, start_wall, Some(addr));
     let Shards { threads, begin, counts } =
-        Shards::start(&spec, addr, request).map_err(|source| ClientError::Local {
-            context: "starting threads".into(),
-            cause: source,
-        })?;
+        Shards::start(&spec, addr, request).map_err(ClientError::local("starting threads"))?;
     let _ = events.send(Event::Start { spec: TestSpec::Http(spec.clone()), meta: meta.clone() });
     let mut sampler = HttpSampler {
         counts: &counts,

@@ -66,10 +66,7 @@ pub async fn run(
             let bind = opts.endpoint.bind;
             tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
                 .await
-                .map_err(|e| ClientError::Local {
-                    context: "opening streams".into(),
-                    cause: io::Error::other(e),
-                })??
+                .map_err(ClientError::joined("opening streams"))??
         };
         meta.notes.extend(notes);
         let ServerMessage::Begin =
@@ -79,10 +76,7 @@ pub async fn run(
         };
         (meta, spec, sockets, Some((ctl, state)))
     };
-    let workers = Workers::start(&spec, sockets).map_err(|source| ClientError::Local {
-        context: "starting threads".into(),
-        cause: source,
-    })?;
+    let workers = Workers::start(&spec, sockets).map_err(ClientError::local("starting threads"))?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
     let outcome = drive(&workers, &spec, &events, &cancel).await;
     let _ = tokio::task::spawn_blocking(move || workers.threads.stop()).await;
@@ -141,7 +135,7 @@ async fn connect_external(opts: &LatencyOptions) -> Result<(Meta, Vec<Socket>), 
             .collect::<io::Result<Vec<Socket>>>()
     })
     .await
-    .map_err(|e| ClientError::Local { context: "connecting".into(), cause: io::Error::other(e) })?
+    .map_err(ClientError::joined("connecting"))?
     .map_err(|source| ClientError::Connect { addr: target, cause: source })?;
     Ok((meta, sockets))
 }

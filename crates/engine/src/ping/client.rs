@@ -64,9 +64,8 @@ pub async fn run(
     let (address, prober) = match &spec.mode {
         PingMode::Icmp => {
             let ip = first(handshake::resolve(&ep.host, 0, ep.family).await?).ip();
-            let socket = IcmpSocket::open(ip.is_ipv6(), opts.icmp_socket).map_err(|source| {
-                ClientError::Local { context: "opening an ICMP socket".into(), cause: source }
-            })?;
+            let socket = IcmpSocket::open(ip.is_ipv6(), opts.icmp_socket)
+                .map_err(ClientError::local("opening an ICMP socket"))?;
             if let Some(b) = ep.bind {
                 socket.bind(b).map_err(|source| ClientError::Local {
                     context: format!("binding to {b}"),
@@ -102,8 +101,7 @@ pub async fn run(
         })
         .await?
     };
-    let (probes, summary) =
-        looped.map_err(|source| ClientError::Local { context: "probing".into(), cause: source })?;
+    let (probes, summary) = looped.map_err(ClientError::local("probing"))?;
     if let Some((mut ctl, mut state)) = control {
         end_udp_echo(&mut ctl, &mut state).await?;
         ctl.close().await;
@@ -136,10 +134,7 @@ async fn open_udp_echo(
         crate::latency::client::open_streams(&accepted, server_addr, bind, session)
     })
     .await
-    .map_err(|e| ClientError::Local {
-        context: "opening the UDP socket".into(),
-        cause: io::Error::other(e),
-    })??;
+    .map_err(ClientError::joined("opening the UDP socket"))??;
     let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {
         unreachable!("the state machine only lets begin through after accepted")

@@ -56,9 +56,9 @@ pub async fn run(
         };
         ClientError::Local { context: "opening a raw ICMP socket".into(), cause: source }
     })?;
-    let local = |source| ClientError::Local { context: "preparing probes".into(), cause: source };
+    let local = ClientError::local("preparing probes");
     if let Some(b) = ep.bind {
-        icmp.bind(b).map_err(local)?;
+        icmp.bind(b).map_err(&local)?;
     }
     let prober = Prober::new(spec.protocol, to, spec.port, ep.bind).map_err(local)?;
     let mut meta = handshake::run_meta(&ep.version, start_wall, None);
