@@ -8,7 +8,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
-use wirespeed_model::spec::TestSpec;
+use wirespeed_model::spec::{SpecError, TestSpec};
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, RefuseCode, ServerMessage, ServerState};
@@ -144,14 +144,18 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
     }
 }
 
-/// Refuses a test that would run longer than `--max-duration` (`total_ns` is `None` for a
-/// test bounded by a count) or that finds the server full; otherwise returns the permit that
-/// holds its place among `--max-tests`.
+/// Refuses a test whose spec broke a rule (`valid`), that would run longer than
+/// `--max-duration` (`total_ns` is `None` for a test bounded by a count) or that finds the
+/// server full; otherwise returns the permit that holds its place among `--max-tests`.
 pub(crate) async fn admit(
     ctl: &mut Framed,
     ctx: &Ctx,
+    valid: Result<(), SpecError>,
     total_ns: Option<u64>,
 ) -> Result<OwnedSemaphorePermit, Ended> {
+    if let Err(e) = valid {
+        return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
+    }
     let max = ctx.config.max_duration;
     if let Some(total) = total_ns {
         if !max.is_zero() && total > max.as_nanos() as u64 {

@@ -30,11 +30,8 @@ pub(crate) async fn run(
     spec: CpsSpec,
     peer: SocketAddr,
 ) -> Result<(), Ended> {
-    if let Err(e) = spec.validate() {
-        return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
-    }
     let timed = spec.count.is_none().then(|| spec.total_ns());
-    let permit = admit(ctl, ctx, timed).await?;
+    let permit = admit(ctl, ctx, spec.validate(), timed).await?;
     let Some(counter) = CpsCounter::register(ctx, peer.ip()) else {
         let why = format!(
             "a connections-per-second test from {} is already running",

@@ -12,16 +12,14 @@ use tokio::sync::mpsc;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{Flow, Protocol, TestSpec};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
-use wirespeed_proto::control::{RefuseCode, ServerMessage, ServerResults, ServerState};
+use wirespeed_proto::control::{ServerMessage, ServerResults, ServerState};
 use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
 
 use super::StreamThreads;
 use crate::bandwidth::workers::Attached;
 use crate::framed::Framed;
 use crate::server::Ctx;
-use crate::session::{
-    abort, admit, await_stop, recv_checked, refuse, time_limit, Ended, Registration,
-};
+use crate::session::{abort, admit, await_stop, recv_checked, time_limit, Ended, Registration};
 use crate::sys;
 
 /// How long the client has to connect every stream after `Accepted`.
@@ -39,11 +37,8 @@ pub(crate) async fn run(
     spec: LatencySpec,
     peer: SocketAddr,
 ) -> Result<(), Ended> {
-    if let Err(e) = spec.validate() {
-        return Err(refuse(ctl, RefuseCode::Limit, e.to_string()).await);
-    }
     let timed = spec.count.is_none().then(|| spec.total_ns());
-    let permit = admit(ctl, ctx, timed).await?;
+    let permit = admit(ctl, ctx, spec.validate(), timed).await?;
     let mut session = [0u8; SESSION_ID_LEN];
     sys::fill_random(&mut session);
     let (tx, rx) = mpsc::channel(usize::from(spec.parallel) + 8);
