@@ -568,3 +568,32 @@ pub fn epoll() -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: a fresh descriptor that nothing else owns.
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
+
+/// Waits on `epoll` for at most `timeout` with nanosecond resolution (`epoll_pwait2`, Linux
+/// 5.11), or in whole milliseconds rounded up where the kernel lacks it. Returns how many
+/// events were written to `ready`; an interrupted wait returns 0.
+pub fn epoll_wait(
+    epoll: RawFd,
+    ready: &mut [libc::epoll_event],
+    timeout: std::time::Duration,
+) -> io::Result<usize> {
+    let len = ready.len().min(i32::MAX as usize) as libc::c_int;
+    let ts = libc::timespec {
+        tv_sec: timeout.as_secs().min(i32::MAX as u64) as libc::time_t,
+        tv_nsec: libc::c_long::from(timeout.subsec_nanos() as i32),
+    };
+    // SAFETY: `ready` is writable for `len` events; `ts` outlives the call; no signal mask.
+    let n = unsafe { libc::epoll_pwait2(epoll, ready.as_mut_ptr(), len, &ts, std::ptr::null()) };
+    let n = if n < 0 && io::Error::last_os_error().raw_os_error() == Some(libc::ENOSYS) {
+        let ms = timeout.as_nanos().div_ceil(1_000_000).min(i32::MAX as u128) as libc::c_int;
+        // SAFETY: as above.
+        unsafe { libc::epoll_wait(epoll, ready.as_mut_ptr(), len, ms) }
+    } else {
+        n
+    };
+    if n < 0 {
+        let e = io::Error::last_os_error();
+        return if e.kind() == io::ErrorKind::Interrupted { Ok(0) } else { Err(e) };
+    }
+    Ok(n as usize)
+}

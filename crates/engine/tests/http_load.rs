@@ -27,7 +27,7 @@ fn counted(url: String, n: u64, connections: u16) -> HttpSpec {
 
 async fn run(spec: HttpSpec) -> Result<HttpReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = HttpOptions { spec, body: Vec::new(), family: None, version: "test".into() };
+    let opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
     let report = client::run(opts, tx, CancellationToken::new()).await?;
     let ReportBody::Http(h) = report.body else { panic!("not an http report") };
     Ok(h)

@@ -42,7 +42,53 @@ pub struct HttpSpec {
     pub timeout_ns: u64,
     /// Reuse each connection for the next request (HTTP/1.1 keep-alive).
     pub keepalive: bool,
+    /// Requests per second to send at, whatever the server does (open model); empty: the
+    /// closed model. Several rates make a sweep: one step per rate, each `duration_ns` long.
+    #[serde(default)]
+    pub rates: Vec<f64>,
+    /// Most connections the open model opens; past it, requests wait for a free one (late).
+    #[serde(default = "default_max_connections")]
+    pub max_connections: u16,
+    /// Connect to this unix socket instead of the URL's host.
+    #[serde(default)]
+    pub unix_socket: Option<String>,
+    /// HTTP/2 instead of HTTP/1.1 (prior knowledge on http://, ALPN on https://).
+    #[serde(default)]
+    pub http2: bool,
+    /// Requests in flight on each HTTP/2 connection (closed model).
+    #[serde(default = "one")]
+    pub streams: u16,
+    /// Redirects followed per request (0: a 3xx is the answer).
+    #[serde(default)]
+    pub max_redirects: u8,
+    /// Skip verifying the server's certificate (https://).
+    #[serde(default)]
+    pub insecure: bool,
+    /// The requests came from a targets file (vegeta's formats), sent round-robin.
+    #[serde(default)]
+    pub targets: Option<TargetsFile>,
 }
+
+/// A targets file the requests were read from.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct TargetsFile {
+    /// Its path, as given.
+    pub path: String,
+    /// How many requests it holds.
+    pub count: usize,
+}
+
+fn default_max_connections() -> u16 {
+    1000
+}
+
+fn one() -> u16 {
+    1
+}
+
+/// The highest rate one test may ask for, requests per second.
+pub const MAX_HTTP_RATE: f64 = 10_000_000.0;
 
 impl HttpSpec {
     /// A spec with the defaults: GET, 10 connections on one thread, 10 s, 10 s timeout.
@@ -60,6 +106,14 @@ impl HttpSpec {
             interval_ns: 1_000_000_000,
             timeout_ns: 10_000_000_000,
             keepalive: true,
+            rates: Vec::new(),
+            max_connections: default_max_connections(),
+            unix_socket: None,
+            http2: false,
+            streams: 1,
+            max_redirects: 0,
+            insecure: false,
+            targets: None,
         }
     }
 
@@ -77,6 +131,26 @@ impl HttpSpec {
                 "threads (-t) must be 1..={MAX_HTTP_THREADS} and at most -c, got {}",
                 self.threads
             ));
+        }
+        for &r in &self.rates {
+            if !(r > 0.0 && r <= MAX_HTTP_RATE) {
+                return fail(format!("each rate (-r) must be above 0 and at most {MAX_HTTP_RATE}/s, got {r}"));
+            }
+        }
+        if self.max_connections == 0 || self.max_connections > MAX_HTTP_CONNECTIONS {
+            return fail(format!(
+                "--max-connections must be 1..={MAX_HTTP_CONNECTIONS}, got {}",
+                self.max_connections
+            ));
+        }
+        if self.is_open() && self.threads > self.max_connections {
+            return fail(format!(
+                "threads (-t) must be at most --max-connections, got {}",
+                self.threads
+            ));
+        }
+        if self.streams == 0 || self.streams > 1000 || (self.streams > 1 && !self.http2) {
+            return fail(format!("--streams must be 1..=1000, and above 1 only with --h2; got {}", self.streams));
         }
         check_run(
             self.count,
@@ -98,9 +172,14 @@ impl HttpSpec {
         Ok(())
     }
 
-    /// Total wall time a time-based test runs, warm-up included.
+    /// Total wall time one step of a time-based test runs, warm-up included.
     pub fn total_ns(&self) -> u64 {
         self.warmup_ns.saturating_add(self.duration_ns)
+    }
+
+    /// True for the open model (a rate, or a sweep of rates).
+    pub fn is_open(&self) -> bool {
+        !self.rates.is_empty()
     }
 }
 
@@ -121,8 +200,30 @@ pub struct HttpInterval {
     pub responses: u64,
     /// Requests that failed without a response.
     pub errors: u64,
+    /// Requests whose first byte was written.
+    #[serde(default)]
+    pub sent: u64,
+    /// Requests sent more than a millisecond after their scheduled time (open model).
+    #[serde(default)]
+    pub late: u64,
     /// Latency of the interval's responses.
     pub latency: LatencyStats,
+}
+
+/// Where the time of a request went, each part measured on its own.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct HttpBreakdown {
+    /// Resolving the host name, once before the run, nanoseconds.
+    pub dns_ns: u64,
+    /// TCP (or unix socket) connect, per new connection.
+    pub connect: LatencyStats,
+    /// TLS handshake, per new connection (empty for plain HTTP).
+    pub tls: LatencyStats,
+    /// From the request's first byte written to the response's first byte read.
+    pub first_byte: LatencyStats,
+    /// Open model: from the scheduled time to the first byte written (waiting for a
+    /// connection, or for the generator itself).
+    pub queue: LatencyStats,
 }
 
 /// The whole measured part of the run.
@@ -153,6 +254,30 @@ pub struct HttpSummary {
     pub latency: LatencyStats,
     /// The full histogram of latencies.
     pub histogram: Vec<HistogramBucket>,
+    /// The open model's target rate, requests per second.
+    #[serde(default)]
+    pub target_rate: Option<f64>,
+    /// Requests whose first byte was written.
+    #[serde(default)]
+    pub sent: u64,
+    /// Requests sent per second: the achieved rate, to hold against the target.
+    #[serde(default)]
+    pub sent_per_second: f64,
+    /// Requests sent more than a millisecond after their scheduled time (open model).
+    #[serde(default)]
+    pub late: u64,
+    /// Where the time went.
+    #[serde(default)]
+    pub breakdown: HttpBreakdown,
+}
+
+/// One step of a rate sweep.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct HttpStep {
+    /// The rate asked for, requests per second.
+    pub rate: f64,
+    /// What the step measured.
+    pub summary: HttpSummary,
 }
 
 /// An HTTP load run.
@@ -162,8 +287,11 @@ pub struct HttpReport {
     pub spec: HttpSpec,
     /// One entry per interval, warm-up included (marked `omitted`).
     pub intervals: Vec<HttpInterval>,
-    /// Totals over the measured part.
+    /// Totals over the measured part (of every step, for a sweep).
     pub summary: HttpSummary,
+    /// A sweep's steps, one per rate; empty otherwise.
+    #[serde(default)]
+    pub steps: Vec<HttpStep>,
 }
 
 #[cfg(test)]
@@ -183,6 +311,10 @@ mod tests {
             Box::new(|s| s.timeout_ns = 0),
             Box::new(|s| s.method = "get".into()),
             Box::new(|s| s.headers.push(("X".into(), "a\r\nInjected: 1".into()))),
+            Box::new(|s| s.rates = vec![100.0, 0.0]),
+            Box::new(|s| s.rates = vec![f64::NAN]),
+            Box::new(|s| s.max_connections = 0),
+            Box::new(|s| s.streams = 4),
         ];
         for (i, mutate) in cases.iter().enumerate() {
             let mut spec = base.clone();

@@ -110,6 +110,20 @@ pub fn parse_head(buf: &[u8], head_request: bool) -> Result<ResponseHead, Decode
     Ok(ResponseHead { status, len, framing, keep_alive })
 }
 
+/// The value of header `name` in a complete head (for a redirect's `Location`); `None` when it
+/// is absent, repeated or not text.
+pub fn header<'a>(head: &'a [u8], name: &str) -> Option<&'a str> {
+    let mut headers = [httparse::EMPTY_HEADER; MAX_HEADERS];
+    let mut response = httparse::Response::new(&mut headers);
+    response.parse(head).ok()?;
+    let mut found = response.headers.iter().filter(|h| h.name.eq_ignore_ascii_case(name));
+    let value = found.next()?.value;
+    if found.next().is_some() {
+        return None;
+    }
+    std::str::from_utf8(value).ok().map(str::trim)
+}
+
 /// Where a chunked body's scanner is.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 enum ChunkState {
@@ -213,6 +227,14 @@ impl ChunkedScanner {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn one_header_by_name() {
+        let head = b"HTTP/1.1 302 Found\r\nlocation:  /next \r\nX: 1\r\nX: 2\r\n\r\n";
+        assert_eq!(header(head, "Location"), Some("/next"));
+        assert_eq!(header(head, "X"), None, "repeated");
+        assert_eq!(header(head, "Y"), None);
+    }
 
     #[test]
     fn heads_and_their_framing() {

@@ -9,6 +9,7 @@
 //! - [`icmp`]: ICMP/ICMPv6 echo and the errors that quote a probe, for `ping` and `trace`.
 //! - [`http_targets`]: vegeta's targets files (http and json formats), for HTTP load tests.
 //! - [`http1`]: HTTP/1.1 response heads and chunked bodies, read without copying.
+//! - [`http_url`]: http:// and https:// URLs, and redirects resolved against them.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
@@ -18,6 +19,7 @@ pub mod control;
 pub mod datagram;
 pub mod http1;
 pub mod http_targets;
+pub mod http_url;
 pub mod icmp;
 pub mod iperf3;
 

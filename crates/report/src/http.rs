@@ -4,24 +4,49 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::http::{HttpInterval, HttpReport, HttpSpec};
+use wirespeed_model::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
+use wirespeed_model::latency::HistogramBucket;
 
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::{bytes, nanos, percent};
 
-/// "GET http://h/ — 10 connections on 1 thread, keep-alive, 10 s" and the like.
+/// "GET http://h/: 10 connections on 1 thread, keep-alive, 10 s" and the like.
 pub fn describe(spec: &HttpSpec) -> String {
     let limit = match spec.count {
         Some(n) => format!("{n} requests"),
         None => format!("{} s", spec.duration_ns as f64 / 1e9),
     };
+    let each = if spec.rates.len() > 1 { " each" } else { "" };
     let reuse = if spec.keepalive { "keep-alive" } else { "a connection per request" };
     let threads =
         if spec.threads == 1 { "1 thread".into() } else { format!("{} threads", spec.threads) };
-    format!(
-        "{} {}: {} connections on {threads}, {reuse}, {limit}",
-        spec.method, spec.url, spec.connections
-    )
+    let load = match spec.rates.as_slice() {
+        [] if spec.http2 => format!("{} connections × {} streams", spec.connections, spec.streams),
+        [] => format!("{} connections", spec.connections),
+        rates => {
+            let list: Vec<String> = rates.iter().map(|r| format!("{r}")).collect();
+            let pool = if spec.http2 {
+                format!("{} connections", spec.connections)
+            } else {
+                format!("up to {} connections", spec.max_connections)
+            };
+            format!("{} req/s (open model, {pool})", list.join(", "))
+        }
+    };
+    let mut text = format!("{} {}: {load} on {threads}, {reuse}, {limit}{each}", spec.method, spec.url);
+    if spec.http2 {
+        text.push_str(", HTTP/2");
+    }
+    if let Some(path) = &spec.unix_socket {
+        text.push_str(&format!(", via unix:{path}"));
+    }
+    if let Some(t) = &spec.targets {
+        text.push_str(&format!(", {} requests from {} round-robin", t.count, t.path));
+    }
+    if spec.max_redirects > 0 {
+        text.push_str(&format!(", following up to {} redirects", spec.max_redirects));
+    }
+    text
 }
 
 /// The interval table's header.
@@ -52,6 +77,15 @@ pub fn row(iv: &HttpInterval) -> String {
     }
 }
 
+/// What "latency" means in this run.
+pub fn latency_meaning(spec: &HttpSpec) -> &'static str {
+    if spec.is_open() {
+        "scheduled send time to last response byte read, so waiting counts (coordinated omission corrected)"
+    } else {
+        "first request byte written to last response byte read"
+    }
+}
+
 /// The summary block.
 pub fn summary(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.summary;
@@ -65,43 +99,152 @@ pub fn summary(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
         percent(s.success_ratio),
         s.connections_opened
     )?;
+    if let Some(target) = s.target_rate {
+        writeln!(
+            out,
+            "rate: target {target:.1}/s, sent {:.1}/s ({}), {} late (sent > 1 ms after schedule)",
+            s.sent_per_second,
+            percent(s.sent_per_second / target),
+            s.late
+        )?;
+    }
     let status: Vec<String> = s.status.iter().map(|(c, n)| format!("{c} × {n}")).collect();
     writeln!(out, "status: {}", if status.is_empty() { "none".into() } else { status.join(", ") })?;
     let errors: Vec<String> = s.errors.iter().map(|(c, n)| format!("{c} × {n}")).collect();
     writeln!(out, "errors: {}", if errors.is_empty() { "none".into() } else { errors.join(", ") })?;
     writeln!(out, "bytes: in {}, out {}", bytes(s.bytes_in), bytes(s.bytes_out))?;
-    writeln!(out, "latency (first request byte written to last response byte read):")?;
-    crate::latency::stats_table(&s.latency, out)
+    writeln!(out, "latency ({}):", latency_meaning(&r.spec))?;
+    crate::latency::stats_table(&s.latency, out)?;
+    breakdown(r, out)?;
+    histogram(&s.histogram, out)?;
+    if !r.steps.is_empty() {
+        sweep(r, out)?;
+    }
+    Ok(())
+}
+
+/// Where the time went: each part's median, p99 and maximum.
+fn breakdown(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
+    let b = &r.summary.breakdown;
+    writeln!(out, "breakdown:{:>14}{:>10}{:>10}{:>10}", "count", "p50", "p99", "max")?;
+    if r.spec.unix_socket.is_none() {
+        writeln!(out, "  {:<12}{:>10}{:>10}", "DNS", 1, nanos(b.dns_ns as f64))?;
+    }
+    let mut part = |name: &str, l: &wirespeed_model::latency::LatencyStats| {
+        writeln!(
+            out,
+            "  {name:<12}{:>10}{:>10}{:>10}{:>10}",
+            l.count,
+            nanos(l.p50_ns as f64),
+            nanos(l.p99_ns as f64),
+            nanos(l.max_ns as f64)
+        )
+    };
+    part("connect", &b.connect)?;
+    if b.tls.count > 0 {
+        part("TLS", &b.tls)?;
+    }
+    if r.spec.is_open() {
+        part("queue", &b.queue)?;
+    }
+    part("first byte", &b.first_byte)?;
+    part("total", &r.summary.latency)
+}
+
+/// A latency histogram in ten bars, like hey's: each bar is the responses at or below its
+/// bound (linear steps from the fastest to the slowest).
+fn histogram(buckets: &[HistogramBucket], out: &mut dyn Write) -> io::Result<()> {
+    let (Some(first), Some(last)) = (buckets.first(), buckets.last()) else { return Ok(()) };
+    let (lo, hi) = (first.value_ns as f64, last.value_ns as f64);
+    if buckets.len() < 2 || hi <= lo {
+        return Ok(());
+    }
+    let mut bars = [0u64; 10];
+    for b in buckets {
+        let i = (((b.value_ns as f64 - lo) / (hi - lo)) * 10.0).ceil() as usize;
+        bars[i.clamp(1, 10) - 1] += b.count;
+    }
+    let most = bars.iter().copied().max().unwrap_or(1).max(1);
+    writeln!(out, "histogram:")?;
+    for (i, n) in bars.iter().enumerate() {
+        let bound = lo + (hi - lo) * (i + 1) as f64 / 10.0;
+        let width = ((*n as f64 / most as f64) * 40.0).ceil() as usize;
+        writeln!(out, "  ≤ {:>9} {:>10} {}", nanos(bound), n, "■".repeat(width))?;
+    }
+    Ok(())
+}
+
+/// A sweep's latency-vs-rate table.
+fn sweep(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(out, "latency vs rate:")?;
+    writeln!(
+        out,
+        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}{:>8}",
+        "rate", "sent/s", "req/s", "p50", "p90", "p99", "p99.9", "max", "errors", "late"
+    )?;
+    for step in &r.steps {
+        let (s, l) = (&step.summary, &step.summary.latency);
+        writeln!(
+            out,
+            "{:>10}{:>10.1}{:>10.1}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}{:>8}",
+            step.rate,
+            s.sent_per_second,
+            s.requests_per_second,
+            nanos(l.p50_ns as f64),
+            nanos(l.p90_ns as f64),
+            nanos(l.p99_ns as f64),
+            nanos(l.p999_ns as f64),
+            nanos(l.max_ns as f64),
+            s.errors.values().sum::<u64>(),
+            s.late
+        )?;
+    }
+    Ok(())
 }
 
 /// CSV columns for HTTP runs.
 pub fn csv_columns() -> String {
-    format!("row,index,start_s,end_s,omitted,requests_per_second,responses,errors,succeeded,bytes_in,bytes_out,{STATS_COLUMNS}")
+    format!("row,index,start_s,end_s,omitted,target_rate,requests_per_second,sent,late,responses,errors,succeeded,bytes_in,bytes_out,{STATS_COLUMNS}")
 }
 
 /// One CSV row per interval.
 pub fn csv_interval(iv: &HttpInterval) -> String {
     format!(
-        "interval,{},{:.3},{:.3},{},{:.1},{},{},,,,{}",
+        "interval,{},{:.3},{:.3},{},,{:.1},{},{},{},{},,,,{}",
         iv.index,
         iv.start_ns as f64 / 1e9,
         iv.end_ns as f64 / 1e9,
         iv.omitted,
         iv.requests_per_second,
+        iv.sent,
+        iv.late,
         iv.responses,
         iv.errors,
         stats_cells(&iv.latency)
     )
 }
 
-/// The CSV summary row.
+/// The CSV summary row, after one row per step of a sweep.
 pub fn csv_summary(r: &HttpReport) -> String {
-    let s = &r.summary;
-    let start = r.spec.warmup_ns as f64 / 1e9;
+    let mut rows: Vec<String> = r
+        .steps
+        .iter()
+        .enumerate()
+        .map(|(i, step)| csv_totals("step", &i.to_string(), r.spec.warmup_ns, &step.summary))
+        .collect();
+    rows.push(csv_totals("summary", "", r.spec.warmup_ns, &r.summary));
+    rows.join("\n")
+}
+
+fn csv_totals(row: &str, index: &str, warmup_ns: u64, s: &HttpSummary) -> String {
+    let start = warmup_ns as f64 / 1e9;
     format!(
-        "summary,,{start:.3},{:.3},false,{:.1},{},{},{},{},{},{}",
+        "{row},{index},{start:.3},{:.3},false,{},{:.1},{},{},{},{},{},{},{},{}",
         start + s.duration_ns as f64 / 1e9,
+        s.target_rate.map(|r| format!("{r}")).unwrap_or_default(),
         s.requests_per_second,
+        s.sent,
+        s.late,
         s.responses,
         s.errors.values().sum::<u64>(),
         s.succeeded,

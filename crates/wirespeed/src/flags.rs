@@ -341,19 +341,28 @@ pub struct PingArgs {
 /// `wirespeed http`.
 #[derive(Debug, Args)]
 pub struct HttpArgs {
-    /// The URL to request (http:// for now).
-    #[arg(value_name = "URL")]
-    pub url: String,
-    /// Connections, each with one request in flight.
+    /// The URL to request: http://, https://, or with --unix-socket the path and Host to send.
+    #[arg(value_name = "URL", required_unless_present = "targets")]
+    pub url: Option<String>,
+    /// Closed model: connections, each with one request in flight (HTTP/2: see --streams).
     #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
     pub connections: u16,
+    /// Open model: send R requests/s whatever the server does; latency counts from each
+    /// request's scheduled time. A list (1,1000,2000) runs one step per rate and prints a
+    /// latency-vs-rate table.
+    #[arg(short = 'r', long, value_name = "R[,R...]")]
+    pub rate: Option<String>,
+    /// Open model: most connections to open; past it, requests wait for a free one and are
+    /// counted late, or dropped after --timeout.
+    #[arg(long, default_value_t = 1000, value_name = "N")]
+    pub max_connections: u16,
     /// Threads sharing the connections (each runs its own event loop).
     #[arg(short = 't', long, default_value_t = 1, value_name = "N")]
     pub threads: u16,
-    /// How long to run, after the warm-up.
+    /// How long to run (each step of a sweep), after the warm-up.
     #[arg(short = 'd', long, default_value = "10", value_name = "DURATION")]
     pub duration: String,
-    /// Stop after this many requests instead of after a time.
+    /// Stop after this many requests (per step) instead of after a time.
     #[arg(short = 'n', long, value_name = "COUNT")]
     pub requests: Option<u64>,
     /// Warm-up left out of the summary (ends at the next interval boundary).
@@ -374,9 +383,43 @@ pub struct HttpArgs {
     /// Request body: text, or @FILE to send a file's bytes.
     #[arg(long, value_name = "BODY")]
     pub body: Option<String>,
+    /// Requests from a targets file in vegeta's format, sent round-robin (all to one origin).
+    #[arg(long, value_name = "FILE", conflicts_with_all = ["body", "method"])]
+    pub targets: Option<PathBuf>,
+    /// The targets file's format.
+    #[arg(long, value_enum, default_value_t = TargetsFormatArg::Http, requires = "targets")]
+    pub targets_format: TargetsFormatArg,
     /// Open a new connection for every request instead of reusing them.
     #[arg(long)]
     pub no_keepalive: bool,
+    /// Follow up to N redirects on the same connection (same origin only). Default: a 3xx
+    /// is the answer.
+    #[arg(long, default_value_t = 0, value_name = "N")]
+    pub redirects: u8,
+    /// HTTP/2: prior knowledge on http:// (h2c), ALPN h2 on https://.
+    #[arg(long)]
+    pub h2: bool,
+    /// HTTP/2 closed model: requests in flight on each connection.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "h2")]
+    pub streams: u16,
+    /// https://: accept any server certificate.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// https://: trust the certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https://: client certificate chain (PEM), with --key.
+    #[arg(long, value_name = "FILE", requires = "key")]
+    pub cert: Option<PathBuf>,
+    /// https://: the client certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "cert")]
+    pub key: Option<PathBuf>,
+    /// https://: the name sent in SNI and verified, instead of the URL's host.
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+    /// Connect to this unix socket instead of the URL's host.
+    #[arg(long, value_name = "PATH", conflicts_with_all = ["ipv4", "ipv6"])]
+    pub unix_socket: Option<String>,
     /// Use IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
     pub ipv4: bool,
@@ -386,6 +429,15 @@ pub struct HttpArgs {
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
+}
+
+/// vegeta's targets formats.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub enum TargetsFormatArg {
+    /// "METHOD URL" lines, header lines, an optional @body line; a blank line between targets.
+    Http,
+    /// One JSON object per line: method, url, header, body (base64).
+    Json,
 }
 
 /// Trace probe protocols.

@@ -3,7 +3,7 @@
 
 use std::time::Duration;
 
-use anyhow::{bail, Context, Result};
+use anyhow::{anyhow, bail, Context, Result};
 use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
 use wirespeed_engine::cps::client::CpsOptions;
 use wirespeed_engine::handshake::Endpoint;
@@ -11,7 +11,12 @@ use wirespeed_engine::http::client::HttpOptions;
 use wirespeed_engine::latency::client::LatencyOptions;
 use wirespeed_engine::ping::client::PingOptions;
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
-use wirespeed_engine::ping::probes::HttpTarget;
+use wirespeed_engine::ping::probes::http_target;
+use wirespeed_proto::http_targets::{self, TargetBody};
+use wirespeed_proto::http_url::HttpUrl;
+use wirespeed_engine::http::requests::Request;
+use wirespeed_engine::http::tls::TlsOptions;
+use wirespeed_model::http::TargetsFile;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::trace::client::TraceOptions;
 use wirespeed_model::cps::CpsSpec;
@@ -23,7 +28,7 @@ use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
 
 use crate::flags::{
-    BandwidthArgs, ConnectArgs, CpsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs,
+    BandwidthArgs, ConnectArgs, CpsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs, TargetsFormatArg,
     ServerArgs, TraceArgs, TraceProtoArg,
 };
 
@@ -225,7 +230,7 @@ pub fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
 pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
     let target = match (&args.target, &args.http) {
         (Some(t), _) => t.clone(),
-        (None, Some(url)) => HttpTarget::parse(url).map_err(anyhow::Error::msg)?.host,
+        (None, Some(url)) => http_target(url).map_err(anyhow::Error::msg)?.host,
         (None, None) => bail!("a host to ping is needed"),
     };
     let endpoint = endpoint(&target, &args.connect, version)?;
@@ -234,7 +239,7 @@ pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
     } else if args.udp {
         PingMode::Udp { port: endpoint.port }
     } else if let Some(url) = &args.http {
-        HttpTarget::parse(url).map_err(anyhow::Error::msg)?;
+        http_target(url).map_err(anyhow::Error::msg)?;
         PingMode::Http { url: url.clone() }
     } else {
         PingMode::Icmp
@@ -300,9 +305,53 @@ const MAX_REQUEST_BODY: u64 = 64 << 20;
 
 /// `wirespeed http` flags → options.
 pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
-    HttpTarget::parse(&args.url).map_err(anyhow::Error::msg)?;
-    let mut spec = HttpSpec::new(args.url.clone());
-    spec.method = args.method.clone();
+    let mut headers = Vec::new();
+    for h in &args.headers {
+        let (k, v) =
+            h.split_once(':').with_context(|| format!("--header '{h}': expected 'Name: value'"))?;
+        headers.push((k.trim().to_string(), v.trim().to_string()));
+    }
+    let (requests, targets) = match &args.targets {
+        Some(path) => {
+            let requests = targets_file(path, args.targets_format, &headers)?;
+            let info = TargetsFile { path: path.display().to_string(), count: requests.len() };
+            (requests, Some(info))
+        }
+        None => {
+            let url = args.url.as_deref().unwrap_or_default();
+            let body = match args.body.as_deref() {
+                None => Vec::new(),
+                Some(b) => match b.strip_prefix('@') {
+                    Some(path) => read_body(path, "--body")?,
+                    None => b.as_bytes().to_vec(),
+                },
+            };
+            let request = Request {
+                method: args.method.clone(),
+                url: HttpUrl::parse(url).map_err(anyhow::Error::msg)?,
+                headers: headers.clone(),
+                body,
+            };
+            (vec![request], None)
+        }
+    };
+    let first = &requests[0];
+    let url = match (&args.url, &targets) {
+        (Some(u), _) => u.clone(),
+        (None, _) => format!("{}{}", first.url.origin(), first.url.path),
+    };
+    let origin = HttpUrl::parse(&url).map_err(anyhow::Error::msg)?.origin();
+    if let Some(other) = requests.iter().find(|r| r.url.origin() != origin) {
+        bail!(
+            "every request must go to {origin} (one connection pool); '{}' goes to {}",
+            other.url.path,
+            other.url.origin()
+        );
+    }
+    let mut spec = HttpSpec::new(url);
+    spec.method = first.method.clone();
+    spec.headers = headers;
+    spec.body_bytes = first.body.len() as u64;
     spec.connections = args.connections;
     spec.threads = args.threads;
     spec.count = args.requests;
@@ -311,32 +360,85 @@ pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
     spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
     spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
     spec.keepalive = !args.no_keepalive;
-    for h in &args.headers {
-        let (k, v) =
-            h.split_once(':').with_context(|| format!("--header '{h}': expected 'Name: value'"))?;
-        spec.headers.push((k.trim().to_string(), v.trim().to_string()));
-    }
-    let body = match args.body.as_deref() {
+    spec.rates = match &args.rate {
         None => Vec::new(),
-        Some(b) => match b.strip_prefix('@') {
-            Some(path) => {
-                let len = std::fs::metadata(path).with_context(|| format!("--body @{path}"))?.len();
-                if len > MAX_REQUEST_BODY {
-                    bail!("--body @{path}: {len} bytes, at most {MAX_REQUEST_BODY}");
-                }
-                std::fs::read(path).with_context(|| format!("--body @{path}"))?
-            }
-            None => b.as_bytes().to_vec(),
-        },
+        Some(list) => list
+            .split(',')
+            .map(|r| {
+                r.trim().parse::<f64>().map_err(|_| anyhow!("--rate '{r}': not a number of requests per second"))
+            })
+            .collect::<Result<_>>()?,
     };
-    spec.body_bytes = body.len() as u64;
+    spec.max_connections = args.max_connections;
+    spec.unix_socket = args.unix_socket.clone();
+    spec.http2 = args.h2;
+    spec.streams = args.streams;
+    spec.max_redirects = args.redirects;
+    spec.insecure = args.insecure;
+    spec.targets = targets;
+    if spec.http2 && spec.max_redirects > 0 {
+        bail!("--redirects is for HTTP/1.1; with --h2 a 3xx is the answer");
+    }
     spec.validate()?;
     let family = match (args.ipv4, args.ipv6) {
         (true, _) => Some(Family::V4),
         (_, true) => Some(Family::V6),
         _ => None,
     };
-    Ok(HttpOptions { spec, body, family, version: version.to_string() })
+    let tls = TlsOptions {
+        cacert: args.cacert.clone(),
+        cert: args.cert.clone(),
+        key: args.key.clone(),
+        insecure: args.insecure,
+        server_name: args.sni.clone(),
+    };
+    Ok(HttpOptions { spec, requests, family, tls, version: version.to_string() })
+}
+
+/// A request body file, within the size limit.
+fn read_body(path: &str, flag: &str) -> Result<Vec<u8>> {
+    let len = std::fs::metadata(path).with_context(|| format!("{flag} @{path}"))?.len();
+    if len > MAX_REQUEST_BODY {
+        bail!("{flag} @{path}: {len} bytes, at most {MAX_REQUEST_BODY}");
+    }
+    std::fs::read(path).with_context(|| format!("{flag} @{path}"))
+}
+
+/// The requests of a vegeta targets file; `-H` headers go on every one.
+fn targets_file(
+    path: &std::path::Path,
+    format: TargetsFormatArg,
+    headers: &[(String, String)],
+) -> Result<Vec<Request>> {
+    let shown = path.display();
+    let text = std::fs::read_to_string(path).with_context(|| format!("--targets {shown}"))?;
+    let parsed = match format {
+        TargetsFormatArg::Http => http_targets::parse_http(&text),
+        TargetsFormatArg::Json => http_targets::parse_json(&text),
+    }
+    .with_context(|| format!("--targets {shown}"))?;
+    if parsed.is_empty() {
+        bail!("--targets {shown}: no requests in the file");
+    }
+    let dir = path.parent().unwrap_or(std::path::Path::new("."));
+    parsed
+        .into_iter()
+        .map(|t| {
+            let body = match t.body {
+                TargetBody::None => Vec::new(),
+                TargetBody::Bytes(b) => b,
+                TargetBody::File(f) => {
+                    // Relative body paths are relative to the targets file, as in vegeta.
+                    let p = dir.join(&f);
+                    read_body(&p.display().to_string(), "a targets body")?
+                }
+            };
+            let url = HttpUrl::parse(&t.url).map_err(|m| anyhow!("--targets {shown}: {m}"))?;
+            let mut all = headers.to_vec();
+            all.extend(t.headers);
+            Ok(Request { method: t.method, url, headers: all, body })
+        })
+        .collect()
 }
 
 /// `wirespeed server` flags → server configuration.

@@ -56,7 +56,12 @@ pub async fn run(
 ) -> io::Result<()> {
     let mut block = vec![0u8; BLOCK];
     sys::fill_random(&mut block);
-    let shared = Arc::new(Shared { config, block: Bytes::from(block) });
+    let shared = Arc::new(Shared {
+        config,
+        block: Bytes::from(block),
+        timer: super::delay::DelayTimer::start(),
+        delays_asked: Default::default(),
+    });
     let tasks = TaskTracker::new();
     for listener in listeners {
         tasks.spawn(accept_loop(listener, shared.clone(), shutdown.clone(), tasks.clone()));
@@ -70,6 +75,8 @@ pub async fn run(
 struct Shared {
     config: FixtureConfig,
     block: Bytes,
+    timer: super::delay::DelayTimer,
+    delays_asked: std::sync::atomic::AtomicU64,
 }
 
 async fn accept_loop(
@@ -156,6 +163,7 @@ async fn answer(
     shared: Arc<Shared>,
     req: Request<Incoming>,
 ) -> Result<Response<FixtureBody>, Infallible> {
+    let arrived = std::time::Instant::now();
     let asked = parse_query(req.uri().query(), shared.config.body_bytes);
     // An upload is drained whole, so its sender's figures count every byte it sent.
     let mut body = req.into_body();
@@ -173,7 +181,8 @@ async fn answer(
         }
     };
     if !asked.delay.is_zero() {
-        tokio::time::sleep(asked.delay).await;
+        let id = shared.delays_asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+        shared.timer.until(arrived + asked.delay, id).await;
     }
     let mut r = Response::new(FixtureBody { block: shared.block.clone(), left: asked.size });
     *r.status_mut() = asked.status;

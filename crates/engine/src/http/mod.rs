@@ -1,8 +1,18 @@
 //! HTTP: the load generator and the built-in fixture that `wirespeed server --http PORT`
 //! serves (a fast, predictable target for load tests, `quick`, and a baseline next to nginx).
 //!
-//! - [`client`]: the load generator (closed model, HTTP/1.1).
+//! - [`client`]: runs a load test: its steps, intervals and report.
+//! - `shard`, `conn`: HTTP/1.1 load threads (closed and open models, TLS, unix sockets).
+//! - `h2`: HTTP/2 load (prior knowledge, or ALPN over TLS), on hyper.
+//! - `counts`: what the threads count; [`requests`]: the requests they send; [`tls`]: TLS settings.
 //! - [`fixture`]: the server.
 
 pub mod client;
+mod conn;
+mod counts;
+mod delay;
 pub mod fixture;
+mod h2;
+pub mod requests;
+mod shard;
+pub mod tls;

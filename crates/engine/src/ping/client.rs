@@ -25,7 +25,7 @@ use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage};
 use wirespeed_proto::icmp::{unreachable_reason, IcmpMessage, PROTO_ICMP, PROTO_ICMPV6};
 
 use super::icmp::{IcmpSocket, IcmpSocketKind};
-use super::probes::{self, HttpTarget};
+use super::probes;
 use crate::blocking::run_stoppable;
 use crate::error::ClientError;
 use crate::framed::Framed;
@@ -79,9 +79,10 @@ pub async fn run(
             (to.to_string(), Prober::Tcp { to, bind: ep.bind })
         }
         PingMode::Http { url } => {
-            let target = HttpTarget::parse(url).map_err(ClientError::Protocol)?;
+            let target = probes::http_target(url).map_err(ClientError::Protocol)?;
             let to = first(handshake::resolve(&target.host, target.port, ep.family).await?);
-            (to.to_string(), Prober::Http { to, bind: ep.bind, request: target.request() })
+            let request = probes::probe_request(&target);
+            (to.to_string(), Prober::Http { to, bind: ep.bind, request })
         }
         PingMode::Udp { .. } => {
             let (ctl, state, socket, server) = open_udp_echo(ep, &spec).await?;

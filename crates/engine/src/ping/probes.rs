@@ -9,75 +9,32 @@ use std::time::{Duration, Instant};
 
 use socket2::{Domain, SockAddr, Socket, Type};
 use wirespeed_model::ping::ProbeOutcome;
+use wirespeed_proto::http_url::HttpUrl;
 
 /// Longest status line an HTTP probe reads before calling the answer broken.
 const MAX_STATUS_LINE: usize = 8192;
 
-/// Where an HTTP probe goes, from its URL.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct HttpTarget {
-    /// Host name or address (without brackets).
-    pub host: String,
-    /// Port (80 unless the URL says otherwise).
-    pub port: u16,
-    /// Path and query, from `/`.
-    pub path: String,
-    /// The `Host` header's value.
-    pub authority: String,
+/// Where an HTTP probe goes: a plain `http://` URL.
+pub type HttpTarget = HttpUrl;
+
+/// A plain-HTTP target from `url`; ping's HTTP probe does not speak TLS.
+pub fn http_target(url: &str) -> Result<HttpTarget, String> {
+    let target = HttpUrl::parse(url)?;
+    if target.secure {
+        return Err(format!("'{url}': ping --http times plain HTTP only; use `wirespeed http` for https://"));
+    }
+    Ok(target)
 }
 
-impl HttpTarget {
-    /// Parses `http://host[:port][/path]`; anything else is an error that says why.
-    pub fn parse(url: &str) -> Result<Self, String> {
-        let rest = match url.split_once("://") {
-            Some((scheme, rest)) if scheme.eq_ignore_ascii_case("http") => rest,
-            Some((scheme, _)) if scheme.eq_ignore_ascii_case("https") => {
-                return Err(format!(
-                    "'{url}': ping --http speaks plain HTTP only; https:// arrives with `wirespeed http`"
-                ))
-            }
-            _ => return Err(format!("'{url}': the URL must start with http://")),
-        };
-        let (authority, path) = match rest.find(['/', '?']) {
-            Some(i) if rest.as_bytes()[i] == b'/' => (&rest[..i], rest[i..].to_string()),
-            Some(i) => (&rest[..i], format!("/{}", &rest[i..])),
-            None => (rest, "/".to_string()),
-        };
-        if authority.contains('@') {
-            return Err(format!("'{url}': user names and passwords are not supported"));
-        }
-        let (host, port) = if let Some(v6) = authority.strip_prefix('[') {
-            let (h, after) = v6.split_once(']').ok_or_else(|| format!("'{url}': missing ']'"))?;
-            (h.to_string(), after.strip_prefix(':'))
-        } else {
-            match authority.rsplit_once(':') {
-                Some((h, p)) => (h.to_string(), Some(p)),
-                None => (authority.to_string(), None),
-            }
-        };
-        let port = match port {
-            Some(p) => p.parse().map_err(|_| format!("'{url}': bad port '{p}'"))?,
-            None => 80,
-        };
-        if host.is_empty() {
-            return Err(format!("'{url}': no host"));
-        }
-        if path.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-            return Err(format!("'{url}': the path has spaces or control characters"));
-        }
-        Ok(Self { host, port, path, authority: authority.to_string() })
-    }
-
-    /// The request every probe sends.
-    pub fn request(&self) -> Vec<u8> {
+/// The request every HTTP probe sends.
+pub fn probe_request(target: &HttpTarget) -> Vec<u8> {
         format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wirespeed/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
-            self.path,
-            self.authority,
-            env!("CARGO_PKG_VERSION")
-        )
-        .into_bytes()
-    }
+        target.path,
+        target.authority,
+        env!("CARGO_PKG_VERSION")
+    )
+    .into_bytes()
 }
 
 /// Opens a connection to `to` and waits for the handshake until `deadline`. `Err` carries the
@@ -226,27 +183,11 @@ mod tests {
     use super::*;
 
     #[test]
-    fn urls_parse_into_host_port_and_path() {
-        let t = HttpTarget::parse("http://127.0.0.1:8080/a/b?c=1").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("127.0.0.1", 8080, "/a/b?c=1"));
-        assert_eq!(t.authority, "127.0.0.1:8080");
-        let t = HttpTarget::parse("http://[::1]").unwrap();
-        assert_eq!((t.host.as_str(), t.port, t.path.as_str()), ("::1", 80, "/"));
-        let t = HttpTarget::parse("HTTP://example.com?x").unwrap();
-        assert_eq!(t.path, "/?x");
-        let req = String::from_utf8(t.request()).unwrap();
+    fn probes_take_plain_http_only() {
+        let t = http_target("HTTP://example.com?x").unwrap();
+        let req = String::from_utf8(probe_request(&t)).unwrap();
         assert!(req.starts_with("GET /?x HTTP/1.1\r\nHost: example.com\r\n"), "{req}");
-        for bad in [
-            "ftp://x/",
-            "https://x/",
-            "http://",
-            "http://x:99999/",
-            "http://u@x/",
-            "http://x/a b",
-            "x",
-        ] {
-            assert!(HttpTarget::parse(bad).is_err(), "{bad}");
-        }
+        assert!(http_target("https://x/").unwrap_err().contains("plain HTTP"));
     }
 
     #[test]

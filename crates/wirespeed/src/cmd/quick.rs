@@ -144,13 +144,10 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                 let mut spec = HttpSpec::new(format!("http://127.0.0.1:{http_port}/"));
                 spec.duration_ns = duration_ns;
                 spec.interval_ns = interval_ns;
-                let opts = HttpOptions {
-                    spec,
-                    body: Vec::new(),
-                    family: None,
-                    version: env!("CARGO_PKG_VERSION").into(),
-                };
-                http_client::run(opts, tx, cancel.clone()).await
+                match HttpOptions::single(spec, Vec::new(), env!("CARGO_PKG_VERSION")) {
+                    Ok(opts) => http_client::run(opts, tx, cancel.clone()).await,
+                    Err(m) => Err(ClientError::Protocol(m)),
+                }
             }
             Planned::Trace => {
                 let mut spec = TraceSpec::new("127.0.0.1", TraceProtocol::Icmp);

@@ -1,0 +1,398 @@
+//! One HTTP/1.1 connection of the load generator and the request on it, as a state machine
+//! over a non-blocking socket: connect, TLS handshake (rustls, driven by hand so the same
+//! epoll loop serves http:// and https://), write the request, read the response with the
+//! sans-I/O parser in `wirespeed_proto::http1` (only the head is copied), then idle or close.
+
+use std::io::{self, Read, Write};
+use std::time::Instant;
+
+use rustls::ClientConnection;
+use socket2::Socket;
+use wirespeed_proto::codec::DecodeError;
+use wirespeed_proto::http1::{self, parse_head, ChunkedScanner, Framing, ResponseHead, MAX_HEAD};
+use wirespeed_proto::http_url::HttpUrl;
+
+use super::counts::{Cause, Tally};
+use super::requests::RequestSet;
+
+/// A request sent more than this long after its scheduled time is late.
+pub(super) const LATE_NS: u64 = 1_000_000;
+
+/// The socket, with TLS over it for https://.
+pub(super) struct Transport {
+    pub socket: Socket,
+    pub tls: Option<Box<ClientConnection>>,
+}
+
+impl Transport {
+    /// Writes what TLS has queued; false when the socket is full.
+    fn flush_tls(&mut self) -> io::Result<bool> {
+        if let Some(tls) = self.tls.as_mut() {
+            while tls.wants_write() {
+                match tls.write_tls(&mut &self.socket) {
+                    Ok(_) => {}
+                    Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                    Err(e) => return Err(e),
+                }
+            }
+        }
+        Ok(true)
+    }
+
+    /// Writes request bytes; how many were taken.
+    fn write(&mut self, data: &[u8]) -> io::Result<usize> {
+        if self.tls.is_none() {
+            return (&self.socket).write(data);
+        }
+        // Only hand rustls more once what it holds has gone out: the socket is the limit.
+        if !self.flush_tls()? {
+            return Err(io::ErrorKind::WouldBlock.into());
+        }
+        let n = match self.tls.as_mut() {
+            Some(tls) => tls.writer().write(data)?,
+            None => 0,
+        };
+        self.flush_tls()?;
+        Ok(n)
+    }
+
+    /// Reads response bytes: 0 at the end of the stream.
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let Some(tls) = self.tls.as_mut() else { return (&self.socket).read(buf) };
+        loop {
+            match tls.reader().read(buf) {
+                Ok(n) => return Ok(n),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {}
+                // Closed without close_notify: the framing tells whether anything was lost.
+                Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
+                Err(e) => return Err(e),
+            }
+            if tls.read_tls(&mut &self.socket)? == 0 {
+                continue; // the reader now reports the end
+            }
+            tls.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
+            self.flush_tls()?;
+            return self.read(buf);
+        }
+    }
+
+    /// Moves the TLS handshake on; true once it is complete.
+    fn handshake(&mut self) -> io::Result<bool> {
+        loop {
+            if !self.flush_tls()? {
+                return Ok(false);
+            }
+            let Some(tls) = self.tls.as_mut() else { return Ok(true) };
+            if !tls.is_handshaking() {
+                return Ok(true);
+            }
+            match tls.read_tls(&mut &self.socket) {
+                Ok(0) => return Err(io::ErrorKind::UnexpectedEof.into()),
+                Ok(_) => {
+                    if let Err(e) = tls.process_new_packets() {
+                        // Tell the server why, then fail.
+                        let _ = self.flush_tls();
+                        return Err(io::Error::new(io::ErrorKind::InvalidData, e));
+                    }
+                }
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(false),
+                Err(e) => return Err(e),
+            }
+        }
+    }
+}
+
+/// Where a connection is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Phase {
+    Connecting,
+    Handshaking,
+    Sending { written: usize },
+    Receiving,
+    /// Kept alive with nothing in flight (open model).
+    Idle,
+}
+
+/// One connection and the request on it.
+pub(super) struct Conn {
+    pub io: Transport,
+    pub phase: Phase,
+    /// When connecting (then the TLS handshake) began.
+    pub opened: Instant,
+    /// When the current request should have been sent: latency starts here.
+    pub scheduled: Instant,
+    /// When its first byte was written.
+    pub sent_at: Instant,
+    /// When the request (connecting included) times out.
+    pub deadline: Instant,
+    /// Which request of the set.
+    pub request: usize,
+    /// A redirect being followed: its bytes, URL, HEAD flag and how many so far.
+    pub redirect: Option<(Vec<u8>, HttpUrl, bool)>,
+    pub hops: u8,
+    first_byte: Option<Instant>,
+    head_buf: Vec<u8>,
+    head: Option<ResponseHead>,
+    body_left: u64,
+    chunked: Option<ChunkedScanner>,
+    bytes_in: u64,
+}
+
+/// What driving a connection led to.
+pub(super) enum Step {
+    /// Waiting for the socket.
+    Wait,
+    /// The response is complete; `bytes_in` counts head and body.
+    Done { head: ResponseHead, bytes_in: u64 },
+    /// The request failed (with the error's text for causes that need explaining).
+    Failed(Cause, Option<String>),
+    /// An idle connection was closed by the server: not an error.
+    PeerClosed,
+}
+
+/// How a connection behaves: whether latency starts at a schedule (open model).
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Mode {
+    pub open: bool,
+    pub timeout: std::time::Duration,
+}
+
+impl Conn {
+    /// A connection whose connect has been started at `now` for a request scheduled at
+    /// `scheduled`; `connected` when the connect finished at once (unix sockets).
+    pub fn new(io: Transport, connected: bool, request: usize, scheduled: Instant) -> Self {
+        let now = Instant::now();
+        Self {
+            io,
+            phase: if connected { Phase::Handshaking } else { Phase::Connecting },
+            opened: now,
+            scheduled,
+            sent_at: now,
+            deadline: now,
+            request,
+            redirect: None,
+            hops: 0,
+            first_byte: None,
+            head_buf: Vec::with_capacity(1024),
+            head: None,
+            body_left: 0,
+            chunked: None,
+            bytes_in: 0,
+        }
+    }
+
+    /// Puts the next request on this kept-alive connection.
+    pub fn start(&mut self, request: usize, scheduled: Instant, mode: Mode, tally: &mut Tally) {
+        self.request = request;
+        self.scheduled = scheduled;
+        self.redirect = None;
+        self.hops = 0;
+        self.begin_send(mode, tally);
+    }
+
+    fn begin_send(&mut self, mode: Mode, tally: &mut Tally) {
+        let now = Instant::now();
+        self.phase = Phase::Sending { written: 0 };
+        self.sent_at = now;
+        self.deadline = now + mode.timeout;
+        if mode.open {
+            let queued = now.saturating_duration_since(self.scheduled).as_nanos() as u64;
+            tally.histograms.queue.record(queued);
+            tally.totals.late += u64::from(queued > LATE_NS);
+        } else {
+            self.scheduled = now;
+        }
+        tally.totals.sent += 1;
+        self.reset_response();
+    }
+
+    fn reset_response(&mut self) {
+        self.first_byte = None;
+        self.head = None;
+        self.head_buf.clear();
+        self.chunked = None;
+        self.body_left = 0;
+        self.bytes_in = 0;
+    }
+
+    fn is_head(&self, set: &RequestSet) -> bool {
+        match &self.redirect {
+            Some((_, _, head)) => *head,
+            None => set.is_head(self.request),
+        }
+    }
+
+    /// The head of the response just completed (for its `Location`).
+    pub fn head_bytes(&self) -> &[u8] {
+        let len = self.head.map_or(0, |h| h.len).min(self.head_buf.len());
+        &self.head_buf[..len]
+    }
+
+    /// Sends the redirect `bytes` on this connection as part of the same request.
+    pub fn follow(&mut self, bytes: Vec<u8>, url: HttpUrl, head: bool, mode: Mode) {
+        self.redirect = Some((bytes, url, head));
+        self.hops += 1;
+        self.phase = Phase::Sending { written: 0 };
+        self.deadline = Instant::now() + mode.timeout;
+        self.reset_response();
+    }
+
+    /// The URL of the request in flight.
+    pub fn url<'a>(&'a self, set: &'a RequestSet) -> &'a HttpUrl {
+        match &self.redirect {
+            Some((_, url, _)) => url,
+            None => &set.requests[self.request].url,
+        }
+    }
+
+    /// Moves the connection along as far as the socket allows.
+    pub fn step(
+        &mut self,
+        set: &RequestSet,
+        mode: Mode,
+        tally: &mut Tally,
+        scratch: &mut [u8],
+    ) -> Step {
+        loop {
+            match self.phase {
+                Phase::Connecting => match self.io.socket.take_error() {
+                    Ok(None) => {
+                        // Writable means connected; otherwise the next event tells.
+                        if self.io.socket.peer_addr().is_err() {
+                            return Step::Wait;
+                        }
+                        let took = self.opened.elapsed().as_nanos() as u64;
+                        tally.histograms.connect.record(took);
+                        self.phase = Phase::Handshaking;
+                    }
+                    Ok(Some(e)) | Err(e) => return Step::Failed(Cause::of(&e, true), None),
+                },
+                Phase::Handshaking => match self.io.handshake() {
+                    Ok(false) => return Step::Wait,
+                    Ok(true) => {
+                        if self.io.tls.is_some() {
+                            tally.histograms.tls.record(self.opened.elapsed().as_nanos() as u64);
+                        }
+                        self.begin_send(mode, tally);
+                    }
+                    Err(e) => return Step::Failed(Cause::Tls, Some(e.to_string())),
+                },
+                Phase::Sending { written } => {
+                    let wire = match &self.redirect {
+                        Some((bytes, _, _)) => &bytes[..],
+                        None => set.wire(self.request),
+                    };
+                    let len = wire.len();
+                    match self.io.write(&wire[written..]) {
+                        Ok(n) => {
+                            tally.totals.bytes_out += n as u64;
+                            self.phase = if written + n == len {
+                                Phase::Receiving
+                            } else {
+                                Phase::Sending { written: written + n }
+                            };
+                        }
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
+                        Err(e) => return Step::Failed(Cause::of(&e, false), None),
+                    }
+                }
+                Phase::Receiving | Phase::Idle => {
+                    let idle = self.phase == Phase::Idle;
+                    let n = match self.io.read(scratch) {
+                        Ok(0) if idle => return Step::PeerClosed,
+                        Ok(0) => {
+                            return match self.head {
+                                Some(head) if head.framing == Framing::UntilClose => {
+                                    Step::Done { head, bytes_in: self.bytes_in }
+                                }
+                                _ => Step::Failed(Cause::Closed, None),
+                            }
+                        }
+                        Ok(n) => n,
+                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait,
+                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
+                        Err(e) if idle => return Step::Failed(Cause::of(&e, false), None),
+                        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                            return Step::Failed(Cause::Tls, Some(e.to_string()))
+                        }
+                        Err(e) => return Step::Failed(Cause::of(&e, false), None),
+                    };
+                    if idle {
+                        // Bytes nobody asked for: the connection cannot be trusted.
+                        return Step::Failed(Cause::Invalid, None);
+                    }
+                    if self.first_byte.is_none() {
+                        let now = Instant::now();
+                        self.first_byte = Some(now);
+                        tally.histograms.first_byte.record((now - self.sent_at).as_nanos() as u64);
+                    }
+                    self.bytes_in += n as u64;
+                    let head_request = self.is_head(set);
+                    match self.take(&scratch[..n], head_request) {
+                        Ok(Some(head)) => return Step::Done { head, bytes_in: self.bytes_in },
+                        Ok(None) => {}
+                        Err(cause) => return Step::Failed(cause, None),
+                    }
+                }
+            }
+        }
+    }
+
+    /// Takes received bytes; the head when the response is complete.
+    fn take(&mut self, mut data: &[u8], head_request: bool) -> Result<Option<ResponseHead>, Cause> {
+        if self.head.is_none() {
+            let keep = data.len().min(MAX_HEAD + 1 - self.head_buf.len().min(MAX_HEAD));
+            self.head_buf.extend_from_slice(&data[..keep]);
+            let head = match parse_head(&self.head_buf, head_request) {
+                Ok(h) => h,
+                Err(DecodeError::Incomplete(_)) => return Ok(None),
+                Err(DecodeError::Invalid(_)) => return Err(Cause::Invalid),
+            };
+            // What came after the head in this read is body.
+            let before = self.head_buf.len() - keep;
+            data = &data[head.len - before..];
+            self.head = Some(head);
+            match head.framing {
+                Framing::Length(n) => self.body_left = n,
+                Framing::Chunked => self.chunked = Some(ChunkedScanner::default()),
+                Framing::Empty | Framing::UntilClose => self.body_left = 0,
+            }
+        }
+        let Some(head) = self.head else { return Ok(None) };
+        let used = match head.framing {
+            Framing::Empty => 0,
+            Framing::UntilClose => data.len(),
+            Framing::Length(_) => {
+                let n = (data.len() as u64).min(self.body_left);
+                self.body_left -= n;
+                n as usize
+            }
+            Framing::Chunked => match self.chunked.as_mut().map(|c| c.feed(data)) {
+                Some(Ok(n)) => n,
+                _ => return Err(Cause::Invalid),
+            },
+        };
+        if used < data.len() {
+            // Bytes after the response: with one request in flight there can be none.
+            return Err(Cause::Invalid);
+        }
+        let complete = match head.framing {
+            Framing::Empty => true,
+            Framing::Length(_) => self.body_left == 0,
+            Framing::Chunked => self.chunked.as_ref().is_some_and(ChunkedScanner::done),
+            Framing::UntilClose => false,
+        };
+        Ok(complete.then_some(head))
+    }
+
+    /// The status of the response just completed.
+    pub fn head_status(&self) -> Option<u16> {
+        self.head.map(|h| h.status)
+    }
+
+    /// Where a completed 3xx response sends the request next, if it is to be followed.
+    pub fn location(&self) -> Option<&str> {
+        http1::header(self.head_bytes(), "location")
+    }
+}

@@ -1,0 +1,235 @@
+//! What the HTTP load threads count: running totals (requests, statuses, errors by cause,
+//! bytes) and latency histograms. Each thread counts into its own [`Tally`] without locks
+//! and publishes it to a shared [`ShardCounts`] every 10 ms, where the sampler collects it.
+
+use std::collections::BTreeMap;
+use std::sync::atomic::AtomicBool;
+use std::sync::Mutex;
+
+use wirespeed_model::latency::RttHistogram;
+
+/// Why a request got no response.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(super) enum Cause {
+    Refused,
+    ConnectTimeout,
+    Unreachable,
+    Timeout,
+    Reset,
+    Closed,
+    Invalid,
+    Tls,
+    Redirect,
+    Dropped,
+    Other,
+}
+
+/// How many causes there are.
+pub(super) const CAUSES: usize = 11;
+
+impl Cause {
+    pub const ALL: [Cause; CAUSES] = [
+        Cause::Refused,
+        Cause::ConnectTimeout,
+        Cause::Unreachable,
+        Cause::Timeout,
+        Cause::Reset,
+        Cause::Closed,
+        Cause::Invalid,
+        Cause::Tls,
+        Cause::Redirect,
+        Cause::Dropped,
+        Cause::Other,
+    ];
+
+    pub fn name(self) -> &'static str {
+        match self {
+            Cause::Refused => "connection refused",
+            Cause::ConnectTimeout => "connect timeout",
+            Cause::Unreachable => "unreachable",
+            Cause::Timeout => "timeout",
+            Cause::Reset => "connection reset",
+            Cause::Closed => "closed before the response ended",
+            Cause::Invalid => "invalid response",
+            Cause::Tls => "TLS error",
+            Cause::Redirect => "redirect not followed (another origin, no Location, or too many)",
+            Cause::Dropped => "dropped: no free connection within the timeout",
+            Cause::Other => "other",
+        }
+    }
+
+    /// The cause of a socket error; `connecting` tells a connect timeout from a slow answer.
+    pub fn of(e: &std::io::Error, connecting: bool) -> Cause {
+        match e.raw_os_error() {
+            Some(libc::ECONNREFUSED | libc::ENOENT) => Cause::Refused,
+            Some(libc::ETIMEDOUT) if connecting => Cause::ConnectTimeout,
+            Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => Cause::Unreachable,
+            Some(libc::ECONNRESET | libc::EPIPE) => Cause::Reset,
+            _ => Cause::Other,
+        }
+    }
+
+    fn index(self) -> usize {
+        Cause::ALL.iter().position(|&c| c == self).unwrap_or(CAUSES - 1)
+    }
+}
+
+/// Running totals of one thread (or of all, summed).
+#[derive(Debug, Clone, Default)]
+pub(super) struct Totals {
+    pub responses: u64,
+    pub succeeded: u64,
+    pub sent: u64,
+    pub late: u64,
+    pub bytes_in: u64,
+    pub bytes_out: u64,
+    pub connections: u64,
+    pub status: BTreeMap<u16, u64>,
+    pub errors: [u64; CAUSES],
+    /// The first TLS error's text: why every https:// request may be failing.
+    pub tls_error: Option<String>,
+}
+
+impl Totals {
+    pub fn error_total(&self) -> u64 {
+        self.errors.iter().sum()
+    }
+
+    pub fn fail(&mut self, cause: Cause) {
+        self.errors[cause.index()] += 1;
+    }
+
+    /// What was counted since `earlier`.
+    pub fn minus(&self, earlier: &Totals) -> Totals {
+        let mut d = Totals {
+            responses: self.responses - earlier.responses,
+            succeeded: self.succeeded - earlier.succeeded,
+            sent: self.sent - earlier.sent,
+            late: self.late - earlier.late,
+            bytes_in: self.bytes_in - earlier.bytes_in,
+            bytes_out: self.bytes_out - earlier.bytes_out,
+            connections: self.connections - earlier.connections,
+            ..Default::default()
+        };
+        for (code, n) in &self.status {
+            let before = earlier.status.get(code).copied().unwrap_or(0);
+            if *n > before {
+                d.status.insert(*code, n - before);
+            }
+        }
+        for i in 0..CAUSES {
+            d.errors[i] = self.errors[i] - earlier.errors[i];
+        }
+        d
+    }
+
+    pub fn add(&mut self, other: &Totals) {
+        self.responses += other.responses;
+        self.succeeded += other.succeeded;
+        self.sent += other.sent;
+        self.late += other.late;
+        self.bytes_in += other.bytes_in;
+        self.bytes_out += other.bytes_out;
+        self.connections += other.connections;
+        for (code, n) in &other.status {
+            *self.status.entry(*code).or_default() += n;
+        }
+        for i in 0..CAUSES {
+            self.errors[i] += other.errors[i];
+        }
+        if self.tls_error.is_none() {
+            self.tls_error.clone_from(&other.tls_error);
+        }
+    }
+
+    /// Errors by cause name, leaving out causes that never happened.
+    pub fn errors_by_name(&self) -> BTreeMap<String, u64> {
+        Cause::ALL
+            .iter()
+            .zip(self.errors)
+            .filter(|(_, n)| *n > 0)
+            .map(|(c, n)| (c.name().to_string(), n))
+            .collect()
+    }
+}
+
+/// Latency histograms: the total, and each part of the breakdown.
+#[derive(Debug, Clone, Default)]
+pub(super) struct Histograms {
+    pub total: RttHistogram,
+    pub connect: RttHistogram,
+    pub tls: RttHistogram,
+    pub first_byte: RttHistogram,
+    pub queue: RttHistogram,
+}
+
+impl Histograms {
+    pub fn add(&mut self, other: &Histograms) {
+        self.total.add(&other.total);
+        self.connect.add(&other.connect);
+        self.tls.add(&other.tls);
+        self.first_byte.add(&other.first_byte);
+        self.queue.add(&other.queue);
+    }
+
+    pub fn clear(&mut self) {
+        self.total.clear();
+        self.connect.clear();
+        self.tls.clear();
+        self.first_byte.clear();
+        self.queue.clear();
+    }
+}
+
+/// What one thread counts before publishing.
+#[derive(Debug, Default)]
+pub(super) struct Tally {
+    pub histograms: Histograms,
+    pub totals: Totals,
+}
+
+/// What one thread has published; the sampler takes the histograms each interval.
+#[derive(Default)]
+pub(super) struct ShardCounts {
+    pub histograms: Mutex<Histograms>,
+    pub totals: Mutex<Totals>,
+    pub done: AtomicBool,
+}
+
+impl ShardCounts {
+    /// Counts into the shared totals directly (the HTTP/2 tasks, which share a connection).
+    pub fn count(&self, f: impl FnOnce(&mut Totals)) {
+        if let Ok(mut t) = self.totals.lock() {
+            f(&mut t);
+        }
+    }
+
+    /// Records into the shared histograms directly.
+    pub fn histograms(&self, f: impl FnOnce(&mut Histograms)) {
+        if let Ok(mut h) = self.histograms.lock() {
+            f(&mut h);
+        }
+    }
+
+    /// Counts a failed request.
+    pub fn fail(&self, cause: Cause, detail: Option<String>) {
+        self.count(|t| {
+            t.fail(cause);
+            if t.tls_error.is_none() {
+                t.tls_error = detail;
+            }
+        });
+    }
+
+    /// Moves `tally` here, leaving it empty.
+    pub fn publish(&self, tally: &mut Tally) {
+        if let Ok(mut h) = self.histograms.lock() {
+            h.add(&tally.histograms);
+        }
+        tally.histograms.clear();
+        if let Ok(mut t) = self.totals.lock() {
+            t.add(&tally.totals);
+        }
+        tally.totals = Totals::default();
+    }
+}

@@ -1,0 +1,327 @@
+//! HTTP/2 load (`--h2`): hyper's client on a runtime of `-t` threads, prior knowledge on
+//! http:// (h2c) and ALPN `h2` over TLS. Closed model: `-c` connections, each with
+//! `--streams` requests in flight. Open model: requests fall due on a fixed schedule and go
+//! out round-robin over `-c` connections (HTTP/2 multiplexes, so none waits for a free
+//! connection); latency counts from the scheduled time. A connection that fails is replaced.
+
+use std::io;
+use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use http_body_util::{BodyExt, Full};
+use hyper::client::conn::http2::SendRequest;
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use tokio::io::{AsyncRead, AsyncWrite};
+use tokio::sync::Mutex as AsyncMutex;
+use wirespeed_model::http::HttpSpec;
+use wirespeed_proto::http_url::HttpUrl;
+
+use super::client::{Running, Stopper};
+use super::conn::LATE_NS;
+use super::counts::{Cause, ShardCounts};
+use super::requests::RequestSet;
+use super::shard::Peer;
+use crate::budget::Budget;
+
+type Sender = SendRequest<Full<Bytes>>;
+
+/// What every task of a step shares.
+struct Ctx {
+    peer: Arc<Peer>,
+    set: Arc<RequestSet>,
+    /// `scheme://authority` for the requests' URIs.
+    origin: String,
+    timeout: Duration,
+    budget: Budget,
+    stop: Arc<AtomicBool>,
+    next: AtomicU64,
+}
+
+/// The runtime thread of one step.
+struct H2Step {
+    stop: Arc<AtomicBool>,
+    thread: Option<std::thread::JoinHandle<()>>,
+}
+
+impl Stopper for H2Step {
+    fn stop(mut self: Box<Self>) {
+        self.stop.store(true, Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+/// Starts one step of an HTTP/2 test (`rate`: the open model's, or `None`).
+pub(super) fn start(
+    spec: &HttpSpec,
+    peer: &Arc<Peer>,
+    url: &HttpUrl,
+    set: &Arc<RequestSet>,
+    rate: Option<f64>,
+) -> io::Result<Running> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let connections = usize::from(spec.connections);
+    let counts: Vec<Arc<ShardCounts>> =
+        (0..connections).map(|_| Arc::new(ShardCounts::default())).collect();
+    let ctx = Arc::new(Ctx {
+        peer: peer.clone(),
+        set: set.clone(),
+        origin: url.origin(),
+        timeout: Duration::from_nanos(spec.timeout_ns),
+        budget: Budget::new(spec.count),
+        stop: stop.clone(),
+        next: AtomicU64::new(0),
+    });
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(spec.threads.max(1)))
+        .thread_name("ws-h2")
+        .enable_all()
+        .build()?;
+    let begin = Instant::now();
+    let streams = usize::from(spec.streams.max(1));
+    let thread = {
+        let counts = counts.clone();
+        std::thread::Builder::new().name("ws-h2-main".into()).spawn(move || {
+            runtime.block_on(async move {
+                match rate {
+                    None => closed(ctx, counts, streams).await,
+                    Some(r) => open(ctx, counts, begin, r).await,
+                }
+            });
+            // Requests still in flight when the step ended are abandoned with the runtime.
+            runtime.shutdown_timeout(Duration::from_millis(100));
+        })?
+    };
+    Ok(Running { begin, counts, stopper: Box::new(H2Step { stop, thread: Some(thread) }) })
+}
+
+/// Closed model: every connection keeps `streams` requests in flight.
+async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
+    let mut tasks = tokio::task::JoinSet::new();
+    for c in counts {
+        let ctx = ctx.clone();
+        tasks.spawn(async move {
+            while !ctx.stop.load(Relaxed) {
+                if !ctx.budget.claim() {
+                    break;
+                }
+                let Some(sender) = connect(&ctx, &c).await else { continue };
+                let mut streams_set = tokio::task::JoinSet::new();
+                for first in 0..streams {
+                    let (ctx, c, sender) = (ctx.clone(), c.clone(), sender.clone());
+                    // The request claimed above goes on the first stream.
+                    streams_set.spawn(async move {
+                        let mut claimed = first == 0;
+                        while !ctx.stop.load(Relaxed) && (claimed || ctx.budget.claim()) {
+                            claimed = false;
+                            let alive = request(&ctx, &c, sender.clone(), Instant::now(), false).await;
+                            if !alive {
+                                return;
+                            }
+                        }
+                    });
+                }
+                while streams_set.join_next().await.is_some() {}
+                if ctx.budget_spent() {
+                    break;
+                }
+            }
+            c.done.store(true, Relaxed);
+        });
+    }
+    while tasks.join_next().await.is_some() {}
+}
+
+impl Ctx {
+    fn budget_spent(&self) -> bool {
+        // A counted run ends when its budget is gone; a timed one never does.
+        let probe = self.budget.clone();
+        !probe.peek()
+    }
+}
+
+/// Open model: a request falls due every `1/rate` s and goes out on the next connection.
+async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, begin: Instant, rate: f64) {
+    let senders: Vec<Arc<AsyncMutex<Option<Sender>>>> =
+        counts.iter().map(|_| Arc::new(AsyncMutex::new(None))).collect();
+    let mut inflight = tokio::task::JoinSet::new();
+    let mut k = 0u64;
+    while !ctx.stop.load(Relaxed) {
+        let due = begin + Duration::from_nanos((k as f64 * 1e9 / rate) as u64);
+        tokio::time::sleep_until(due.into()).await;
+        if !ctx.budget.claim() {
+            break;
+        }
+        let i = (k as usize) % counts.len();
+        k += 1;
+        let (ctx, c, slot) = (ctx.clone(), counts[i].clone(), senders[i].clone());
+        inflight.spawn(async move {
+            let sender = {
+                let mut slot = slot.lock().await;
+                if slot.as_ref().is_none_or(|s| s.is_closed()) {
+                    *slot = connect(&ctx, &c).await;
+                }
+                slot.clone()
+            };
+            match sender {
+                Some(s) => {
+                    request(&ctx, &c, s, due, true).await;
+                }
+                None => {} // the failed connect was counted against this request
+            }
+        });
+        // Reap finished requests so the set stays as small as what is in flight.
+        while inflight.try_join_next().is_some() {}
+    }
+    while !ctx.stop.load(Relaxed) && !inflight.is_empty() {
+        tokio::select! {
+            _ = inflight.join_next() => {}
+            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+        }
+    }
+    for c in &counts {
+        c.done.store(true, Relaxed);
+    }
+}
+
+/// Opens one HTTP/2 connection (counting the failure against the request that needed it).
+async fn connect(ctx: &Ctx, c: &ShardCounts) -> Option<Sender> {
+    let opened = Instant::now();
+    match tokio::time::timeout(ctx.timeout, handshake(ctx, c, opened)).await {
+        Ok(Ok(sender)) => Some(sender),
+        Ok(Err((cause, detail))) => {
+            c.fail(cause, detail);
+            None
+        }
+        Err(_) => {
+            c.fail(Cause::ConnectTimeout, None);
+            None
+        }
+    }
+}
+
+async fn handshake(
+    ctx: &Ctx,
+    c: &ShardCounts,
+    opened: Instant,
+) -> Result<Sender, (Cause, Option<String>)> {
+    let io_err = |e: io::Error| (Cause::of(&e, true), None);
+    let since = |t: Instant| t.elapsed().as_nanos() as u64;
+    c.count(|t| t.connections += 1);
+    if let Some(path) = ctx.peer.addr.as_pathname() {
+        let stream = tokio::net::UnixStream::connect(path).await.map_err(io_err)?;
+        c.histograms(|h| h.connect.record(since(opened)));
+        return h2_over(stream).await;
+    }
+    let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
+    let tcp = tokio::net::TcpStream::connect(addr).await.map_err(io_err)?;
+    let _ = tcp.set_nodelay(true);
+    c.histograms(|h| h.connect.record(since(opened)));
+    let Some((config, name)) = &ctx.peer.tls else { return h2_over(tcp).await };
+    let connector = tokio_rustls::TlsConnector::from(config.clone());
+    let tls = connector
+        .connect(name.clone(), tcp)
+        .await
+        .map_err(|e| (Cause::Tls, Some(e.to_string())))?;
+    c.histograms(|h| h.tls.record(since(opened)));
+    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+        return Err((Cause::Tls, Some("the server did not agree to HTTP/2 (ALPN h2)".into())));
+    }
+    h2_over(tls).await
+}
+
+async fn h2_over<S>(stream: S) -> Result<Sender, (Cause, Option<String>)>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+        .await
+        .map_err(|e| (cause_of(&e), None))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    Ok(sender)
+}
+
+fn cause_of(e: &hyper::Error) -> Cause {
+    if e.is_timeout() {
+        Cause::Timeout
+    } else if e.is_parse() || e.is_user() {
+        Cause::Invalid
+    } else if e.is_closed() || e.is_incomplete_message() {
+        Cause::Closed
+    } else {
+        // h2 protocol errors (GOAWAY, RST_STREAM) and I/O errors end up here.
+        let text = e.to_string();
+        if text.contains("reset") { Cause::Reset } else { Cause::Other }
+    }
+}
+
+/// Sends one request scheduled at `scheduled` and reads its whole response; false when the
+/// connection is no longer usable.
+async fn request(ctx: &Ctx, c: &ShardCounts, mut sender: Sender, scheduled: Instant, open: bool) -> bool {
+    let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
+    let r = &ctx.set.requests[i];
+    let mut builder = hyper::Request::builder()
+        .method(r.method.as_str())
+        .uri(format!("{}{}", ctx.origin, r.url.path))
+        .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
+    for (k, v) in &r.headers {
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    let Ok(req) = builder.body(Full::new(Bytes::from(r.body.clone()))) else {
+        c.fail(Cause::Other, None);
+        return true;
+    };
+    let work = async {
+        sender.ready().await.map_err(|e| cause_of(&e))?;
+        let sent = Instant::now();
+        let queued = sent.saturating_duration_since(scheduled).as_nanos() as u64;
+        if open && queued > ctx.timeout.as_nanos() as u64 {
+            return Err(Cause::Dropped);
+        }
+        c.count(|t| {
+            t.sent += 1;
+            t.bytes_out += r.body.len() as u64;
+            t.late += u64::from(open && queued > LATE_NS);
+        });
+        if open {
+            c.histograms(|h| h.queue.record(queued));
+        }
+        let response = sender.send_request(req).await.map_err(|e| cause_of(&e))?;
+        c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
+        let status = response.status().as_u16();
+        let mut body = response.into_body();
+        let mut bytes_in = 0u64;
+        while let Some(frame) = body.frame().await {
+            let frame = frame.map_err(|e| cause_of(&e))?;
+            if let Some(data) = frame.data_ref() {
+                bytes_in += data.len() as u64;
+            }
+        }
+        Ok((status, bytes_in))
+    };
+    match tokio::time::timeout(ctx.timeout, work).await {
+        Ok(Ok((status, bytes_in))) => {
+            c.histograms(|h| h.total.record(scheduled.elapsed().as_nanos() as u64));
+            c.count(|t| {
+                t.responses += 1;
+                t.succeeded += u64::from((200..400).contains(&status));
+                t.bytes_in += bytes_in;
+                *t.status.entry(status).or_default() += 1;
+            });
+            true
+        }
+        Ok(Err(cause)) => {
+            c.fail(cause, None);
+            !matches!(cause, Cause::Closed | Cause::Reset | Cause::Other) && !sender.is_closed()
+        }
+        Err(_) => {
+            c.fail(Cause::Timeout, None);
+            !sender.is_closed()
+        }
+    }
+}

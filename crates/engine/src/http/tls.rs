@@ -1,0 +1,141 @@
+//! The TLS client settings of `wirespeed http`: which certificates to trust (the system's
+//! store, a `--cacert` file, or none with `--insecure`), a client certificate (`--cert` and
+//! `--key`), and the ALPN protocols to offer.
+
+use std::io;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+
+use rustls::client::danger::{HandshakeSignatureValid, ServerCertVerified, ServerCertVerifier};
+use rustls::pki_types::pem::PemObject;
+use rustls::pki_types::{CertificateDer, PrivateKeyDer, ServerName, UnixTime};
+use rustls::{ClientConfig, DigitallySignedStruct, RootCertStore, SignatureScheme};
+
+/// Where the TLS settings come from.
+#[derive(Debug, Clone, Default)]
+pub struct TlsOptions {
+    /// Trust only the certificates in this PEM file instead of the system's store.
+    pub cacert: Option<PathBuf>,
+    /// Client certificate chain (PEM), sent when the server asks.
+    pub cert: Option<PathBuf>,
+    /// The client certificate's private key (PEM).
+    pub key: Option<PathBuf>,
+    /// Accept any server certificate.
+    pub insecure: bool,
+    /// Name sent in SNI and checked against the certificate, instead of the URL's host.
+    pub server_name: Option<String>,
+}
+
+fn bad(context: String, e: impl std::fmt::Display) -> io::Error {
+    io::Error::new(io::ErrorKind::InvalidInput, format!("{context}: {e}"))
+}
+
+fn certificates(path: &Path) -> io::Result<Vec<CertificateDer<'static>>> {
+    let what = || format!("{}", path.display());
+    let certs = CertificateDer::pem_file_iter(path)
+        .map_err(|e| bad(what(), e))?
+        .collect::<Result<Vec<_>, _>>()
+        .map_err(|e| bad(what(), e))?;
+    if certs.is_empty() {
+        return Err(bad(what(), "no PEM certificate in the file"));
+    }
+    Ok(certs)
+}
+
+/// The client configuration for these options, offering `alpn` (e.g. `h2`, `http/1.1`).
+pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let builder = ClientConfig::builder_with_provider(provider.clone())
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad("TLS".into(), e))?;
+    let builder = if opts.insecure {
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
+    } else {
+        let mut roots = RootCertStore::empty();
+        match &opts.cacert {
+            Some(path) => {
+                for cert in certificates(path)? {
+                    roots
+                        .add(cert)
+                        .map_err(|e| bad(format!("--cacert {}", path.display()), e))?;
+                }
+            }
+            None => {
+                let found = rustls_native_certs::load_native_certs();
+                roots.add_parsable_certificates(found.certs);
+            }
+        }
+        builder.with_root_certificates(roots)
+    };
+    let mut config = match (&opts.cert, &opts.key) {
+        (Some(cert), Some(key)) => {
+            let chain = certificates(cert)?;
+            let key = PrivateKeyDer::from_pem_file(key)
+                .map_err(|e| bad(format!("--key {}", key.display()), e))?;
+            builder
+                .with_client_auth_cert(chain, key)
+                .map_err(|e| bad("--cert/--key".into(), e))?
+        }
+        (None, None) => builder.with_no_client_auth(),
+        _ => return Err(bad("--cert and --key".into(), "give both or neither")),
+    };
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// The name to send in SNI and to verify: `--sni` when given, else the URL's host.
+pub fn server_name(opts: &TlsOptions, host: &str) -> io::Result<ServerName<'static>> {
+    let name = opts.server_name.as_deref().unwrap_or(host);
+    ServerName::try_from(name.to_string()).map_err(|e| bad(format!("server name '{name}'"), e))
+}
+
+/// `--insecure`: checks signatures (so the handshake is still real TLS) but not who signed.
+#[derive(Debug)]
+struct AcceptAnything(Arc<rustls::crypto::CryptoProvider>);
+
+impl ServerCertVerifier for AcceptAnything {
+    fn verify_server_cert(
+        &self,
+        _end_entity: &CertificateDer<'_>,
+        _intermediates: &[CertificateDer<'_>],
+        _server_name: &ServerName<'_>,
+        _ocsp: &[u8],
+        _now: UnixTime,
+    ) -> Result<ServerCertVerified, rustls::Error> {
+        Ok(ServerCertVerified::assertion())
+    }
+
+    fn verify_tls12_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls12_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn verify_tls13_signature(
+        &self,
+        message: &[u8],
+        cert: &CertificateDer<'_>,
+        dss: &DigitallySignedStruct,
+    ) -> Result<HandshakeSignatureValid, rustls::Error> {
+        rustls::crypto::verify_tls13_signature(
+            message,
+            cert,
+            dss,
+            &self.0.signature_verification_algorithms,
+        )
+    }
+
+    fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
+        self.0.signature_verification_algorithms.supported_schemes()
+    }
+}
