@@ -148,9 +148,11 @@ impl RttHistogram {
         self.0.is_empty()
     }
 
-    /// Forgets every sample.
+    /// Forgets every sample (zeroing ~40 k counters, so an empty histogram is left alone).
     pub fn clear(&mut self) {
-        self.0.reset();
+        if !self.0.is_empty() {
+            self.0.reset();
+        }
     }
 
     /// The summary statistics.

@@ -22,7 +22,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::http_url::HttpUrl;
 
 use super::conn::Mode;
-use super::counts::{Cause, Histograms, ShardCounts, Totals};
+use super::counts::{Cause, Histograms, ShardCounts, Tally, Totals};
 use super::requests::{Request, RequestSet};
 use super::shard::{Peer, Schedule, Shard};
 use super::tls::{self, TlsOptions};
@@ -260,7 +260,7 @@ fn start(
             budget: budget.clone(),
             // Threads start at different requests of a targets file.
             next: Cell::new(usize::from(i) % set.len().max(1)),
-            tally: RefCell::default(),
+            tally: RefCell::new(Tally::new(c.clone())),
         };
         handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
             move || {
@@ -334,10 +334,7 @@ impl Sampler for HttpSampler<'_> {
         let mut h = Histograms::default();
         let mut now = Totals::default();
         for c in self.counts {
-            if let Ok(mut mine) = c.histograms.lock() {
-                h.add(&mine);
-                mine.clear();
-            }
+            h.add(&c.take_histograms());
             if let Ok(t) = c.totals.lock() {
                 now.add(&t);
             }

@@ -197,7 +197,7 @@ impl Conn {
         self.deadline = now + mode.timeout;
         if mode.open {
             let queued = now.saturating_duration_since(self.scheduled).as_nanos() as u64;
-            tally.histograms.queue.record(queued);
+            tally.record(|h| h.queue.record(queued));
             tally.totals.late += u64::from(queued > LATE_NS);
         } else {
             self.scheduled = now;
@@ -262,7 +262,7 @@ impl Conn {
                             return Step::Wait;
                         }
                         let took = self.opened.elapsed().as_nanos() as u64;
-                        tally.histograms.connect.record(took);
+                        tally.record(|h| h.connect.record(took));
                         self.phase = Phase::Handshaking;
                     }
                     Ok(Some(e)) | Err(e) => return Step::Failed(Cause::of(&e, true), None),
@@ -271,7 +271,7 @@ impl Conn {
                     Ok(false) => return Step::Wait,
                     Ok(true) => {
                         if self.io.tls.is_some() {
-                            tally.histograms.tls.record(self.opened.elapsed().as_nanos() as u64);
+                            tally.record(|h| h.tls.record(self.opened.elapsed().as_nanos() as u64));
                         }
                         self.begin_send(mode, tally);
                     }
@@ -325,7 +325,7 @@ impl Conn {
                     if self.first_byte.is_none() {
                         let now = Instant::now();
                         self.first_byte = Some(now);
-                        tally.histograms.first_byte.record((now - self.sent_at).as_nanos() as u64);
+                        tally.record(|h| h.first_byte.record((now - self.sent_at).as_nanos() as u64));
                     }
                     self.bytes_in += n as u64;
                     let head_request = self.is_head(set);

@@ -1,6 +1,9 @@
 //! What the HTTP load threads count: running totals (requests, statuses, errors by cause,
-//! bytes) and latency histograms. Each thread counts into its own [`Tally`] without locks
-//! and publishes it to a shared [`ShardCounts`] every 10 ms, where the sampler collects it.
+//! bytes) and latency histograms. Each thread counts its totals into its own [`Tally`] and
+//! publishes them to a shared [`ShardCounts`] every 10 ms; latencies go straight into the
+//! shared histograms under a lock nobody else holds but the sampler, once an interval (an
+//! uncontended lock costs less than merging and zeroing 40 k counters every 10 ms, which
+//! stalled the loop for a noticeable fraction of a millisecond).
 
 use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
@@ -172,20 +175,32 @@ impl Histograms {
         self.queue.add(&other.queue);
     }
 
-    pub fn clear(&mut self) {
-        self.total.clear();
-        self.connect.clear();
-        self.tls.clear();
-        self.first_byte.clear();
-        self.queue.clear();
-    }
 }
 
 /// What one thread counts before publishing.
-#[derive(Debug, Default)]
 pub(super) struct Tally {
-    pub histograms: Histograms,
     pub totals: Totals,
+    shared: std::sync::Arc<ShardCounts>,
+}
+
+impl Tally {
+    /// A tally that publishes to `shared`.
+    pub fn new(shared: std::sync::Arc<ShardCounts>) -> Self {
+        Self { totals: Totals::default(), shared }
+    }
+
+    /// Records latencies.
+    pub fn record(&self, f: impl FnOnce(&mut Histograms)) {
+        self.shared.histograms(f);
+    }
+
+    /// Moves the totals to the shared counts, leaving them empty.
+    pub fn publish(&mut self) {
+        if let Ok(mut t) = self.shared.totals.lock() {
+            t.add(&self.totals);
+        }
+        self.totals = Totals::default();
+    }
 }
 
 /// What one thread has published; the sampler takes the histograms each interval.
@@ -221,15 +236,13 @@ impl ShardCounts {
         });
     }
 
-    /// Moves `tally` here, leaving it empty.
-    pub fn publish(&self, tally: &mut Tally) {
-        if let Ok(mut h) = self.histograms.lock() {
-            h.add(&tally.histograms);
+    /// Takes the histograms recorded since the last call, leaving fresh ones (whose
+    /// counters the kernel zeroes lazily).
+    pub fn take_histograms(&self) -> Histograms {
+        match self.histograms.lock() {
+            Ok(mut h) => std::mem::take(&mut *h),
+            Err(_) => Histograms::default(),
         }
-        tally.histograms.clear();
-        if let Ok(mut t) = self.totals.lock() {
-            t.add(&tally.totals);
-        }
-        tally.totals = Totals::default();
     }
+
 }

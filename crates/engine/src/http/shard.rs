@@ -85,7 +85,7 @@ impl Shard {
 
     /// Moves what this thread counted since the last call to where the sampler reads it.
     pub fn publish(&self) {
-        self.counts.publish(&mut self.tally.borrow_mut());
+        self.tally.borrow_mut().publish();
     }
 
     fn next_request(&self) -> usize {
@@ -308,7 +308,7 @@ impl Shard {
                     }
                     let took = conn.scheduled.elapsed().as_nanos() as u64;
                     let mut tally = self.tally.borrow_mut();
-                    tally.histograms.total.record(took);
+                    tally.record(|h| h.total.record(took));
                     let t = &mut tally.totals;
                     t.responses += 1;
                     t.succeeded += u64::from((200..400).contains(&head.status));

@@ -13,13 +13,28 @@ use std::time::{Duration, Instant};
 pub struct Nginx {
     /// Its IPv4 loopback address.
     pub addr: SocketAddr,
+    /// Its unix socket (plain HTTP/1.1).
+    pub unix: PathBuf,
+    /// Its TLS port on 127.0.0.1 (HTTP/1.1 and h2 by ALPN), when started with a certificate.
+    pub tls_port: Option<u16>,
     child: Child,
     dir: PathBuf,
+}
+
+/// A certificate and key (PEM files) for nginx's TLS listener.
+pub struct TlsFiles {
+    pub cert: PathBuf,
+    pub key: PathBuf,
 }
 
 impl Nginx {
     /// Starts nginx, or returns `None` (after saying why) when it is not installed.
     pub fn start() -> Option<Self> {
+        Self::start_with(None)
+    }
+
+    /// Starts nginx, with a TLS listener when `tls` is given.
+    pub fn start_with(tls: Option<&TlsFiles>) -> Option<Self> {
         let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists());
@@ -33,13 +48,24 @@ impl Nginx {
         std::fs::create_dir_all(dir.join("html")).unwrap();
         std::fs::write(dir.join("html/index.html"), "x".repeat(615)).unwrap();
         let d = dir.display();
+        let tls_port = tls.map(|_| free_port());
+        let tls_server = match (tls, tls_port) {
+            (Some(f), Some(p)) => format!(
+                "server {{\n    listen 127.0.0.1:{p} ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n    root {d}/html;\n  }}\n",
+                f.cert.display(),
+                f.key.display()
+            ),
+            _ => String::new(),
+        };
         let conf = format!(
             "worker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
              events {{ worker_connections 4096; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
              server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    listen [::1]:{port} backlog=4096;\n\
-             root {d}/html;\n  }}\n}}\n"
+             listen unix:{d}/nginx.sock;\n    root {d}/html;\n\
+             location = /moved {{ return 301 /index.html; }}\n\
+             location = /away {{ return 302 http://127.0.0.2:{port}/; }}\n  }}\n{tls_server}}}\n"
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
         let child = Command::new(binary)
@@ -58,7 +84,19 @@ impl Nginx {
             assert!(Instant::now() < deadline, "nginx did not start listening on {addr}");
             std::thread::sleep(Duration::from_millis(20));
         }
-        Some(Self { addr, child, dir })
+        let unix = dir.join("nginx.sock");
+        Some(Self { addr, unix, tls_port, child, dir })
+    }
+
+    /// Pauses (SIGSTOP) or resumes (SIGCONT) every nginx process: a server that stalls.
+    pub fn signal_all(&self, signal: &str) {
+        let master = self.child.id();
+        let children = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"))
+            .unwrap_or_default();
+        let mut pids: Vec<String> = children.split_whitespace().map(String::from).collect();
+        pids.push(master.to_string());
+        let ok = Command::new("kill").arg(format!("-{signal}")).args(&pids).status().unwrap();
+        assert!(ok.success(), "kill -{signal} {pids:?}");
     }
 }
 
