@@ -112,6 +112,7 @@ impl Totals {
             bytes_in: self.bytes_in - earlier.bytes_in,
             bytes_out: self.bytes_out - earlier.bytes_out,
             connections: self.connections - earlier.connections,
+            tls_error: self.tls_error.clone(),
             ..Default::default()
         };
         for (code, n) in &self.status {

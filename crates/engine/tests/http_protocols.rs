@@ -1,0 +1,145 @@
+//! The HTTP load generator's protocols against real servers: HTTPS (a certificate generated
+//! here, trusted with --cacert or not at all with --insecure) and HTTP/2 by ALPN against
+//! Debian's nginx, h2c against the built-in fixture, nginx's unix socket, several requests
+//! round-robin, and redirects (followed on the same origin, counted when they leave it).
+
+mod common;
+
+use std::net::SocketAddr;
+
+use common::nginx::{Nginx, TlsFiles};
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::http::client::{self, HttpOptions};
+use wirespeed_engine::http::fixture::{self, FixtureConfig};
+use wirespeed_engine::http::requests::Request;
+use wirespeed_engine::server::Listeners;
+use wirespeed_engine::ClientError;
+use wirespeed_model::http::{HttpReport, HttpSpec};
+use wirespeed_model::ReportBody;
+use wirespeed_proto::http_url::HttpUrl;
+
+async fn run_opts(opts: HttpOptions) -> Result<HttpReport, ClientError> {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let report = client::run(opts, tx, CancellationToken::new()).await?;
+    let ReportBody::Http(h) = report.body else { panic!("not an http report") };
+    Ok(h)
+}
+
+fn counted(url: String, n: u64) -> HttpSpec {
+    let mut s = HttpSpec::new(url);
+    s.count = Some(n);
+    s.connections = 2;
+    s.interval_ns = 100_000_000;
+    s
+}
+
+/// A self-signed certificate for localhost and 127.0.0.1, written to `dir`.
+fn certificate(dir: &std::path::Path) -> TlsFiles {
+    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+    let cert = rcgen::generate_simple_self_signed(names).unwrap();
+    let files = TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem") };
+    std::fs::write(&files.cert, cert.cert.pem()).unwrap();
+    std::fs::write(&files.key, cert.key_pair.serialize_pem()).unwrap();
+    files
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_and_h2_against_nginx() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = certificate(dir.path());
+    let Some(nginx) = Nginx::start_with(Some(&files)) else { return };
+    let url = format!("https://localhost:{}/", nginx.tls_port.unwrap());
+
+    // Trusted through --cacert: HTTP/1.1 over TLS, then HTTP/2 by ALPN.
+    for (h2, streams) in [(false, 1), (true, 4)] {
+        let mut spec = counted(url.clone(), 300);
+        spec.http2 = h2;
+        spec.streams = streams;
+        let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
+        opts.tls.cacert = Some(files.cert.clone());
+        let r = run_opts(opts).await.unwrap();
+        let s = &r.summary;
+        assert_eq!((s.responses, s.status.get("200")), (300, Some(&300)), "h2={h2}: {:?}", s.errors);
+        assert!(s.bytes_in >= 300 * 615, "h2={h2}");
+        assert!(s.breakdown.tls.count >= 1 && s.breakdown.tls.count <= 2, "h2={h2}: keep-alive");
+        assert_eq!(s.breakdown.tls.count, s.connections_opened, "h2={h2}");
+    }
+
+    // Not trusted: every request fails on the certificate, and the error says so.
+    let opts = HttpOptions::single(counted(url.clone(), 4), Vec::new(), "test").unwrap();
+    let err = run_opts(opts).await.unwrap_err().to_string();
+    assert!(err.contains("TLS error") && err.contains("certificate"), "{err}");
+    // --insecure accepts it.
+    let mut spec = counted(url.clone(), 20);
+    spec.insecure = true;
+    let r = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap();
+    assert_eq!(r.summary.responses, 20);
+    // Plain HTTP sent to the TLS port is answered by nginx with a 400, counted as such.
+    let plain = format!("http://127.0.0.1:{}/", nginx.tls_port.unwrap());
+    let r = run_opts(HttpOptions::single(counted(plain, 3), Vec::new(), "test").unwrap()).await;
+    if let Ok(r) = r {
+        assert_eq!(r.summary.succeeded, 0);
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn h2c_against_the_fixture_in_both_models() {
+    let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
+    let port = listeners[0].local_addr().unwrap().port();
+    let stop = CancellationToken::new();
+    tokio::spawn(fixture::run(listeners, FixtureConfig::default(), stop.clone()));
+    let mut spec = counted(format!("http://127.0.0.1:{port}/?size=2K"), 400);
+    spec.http2 = true;
+    spec.streams = 8;
+    let r = run_opts(HttpOptions::single(spec.clone(), Vec::new(), "test").unwrap()).await.unwrap();
+    assert_eq!((r.summary.responses, r.summary.connections_opened), (400, 2));
+    assert_eq!(r.summary.bytes_in, 400 * 2048, "HTTP/2 counts body bytes");
+    spec.rates = vec![300.0];
+    spec.count = Some(150);
+    spec.streams = 1;
+    let r = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap();
+    assert_eq!((r.summary.responses, r.summary.sent), (150, 150));
+    assert_eq!(r.summary.breakdown.queue.count, 150);
+    stop.cancel();
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn unix_sockets_targets_and_redirects_against_nginx() {
+    let Some(nginx) = Nginx::start() else { return };
+    // The unix socket: the URL gives the Host and the path.
+    let mut spec = counted("http://localhost/".into(), 100);
+    spec.unix_socket = Some(nginx.unix.display().to_string());
+    let r = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap();
+    assert_eq!(r.summary.status.get("200"), Some(&100));
+
+    // Several requests round-robin: a page and a missing one.
+    let base = format!("http://{}", nginx.addr);
+    let request = |path: &str, method: &str| Request {
+        method: method.into(),
+        url: HttpUrl::parse(&format!("{base}{path}")).unwrap(),
+        headers: Vec::new(),
+        body: Vec::new(),
+    };
+    let mut opts = HttpOptions::single(counted(format!("{base}/"), 100), Vec::new(), "test").unwrap();
+    opts.requests = vec![request("/", "GET"), request("/missing", "GET"), request("/", "HEAD")];
+    opts.spec.connections = 1;
+    let r = run_opts(opts).await.unwrap();
+    let status = &r.summary.status;
+    assert_eq!((status.get("200"), status.get("404")), (Some(&67), Some(&33)), "{status:?}");
+
+    // Redirects: a 3xx is the answer unless asked; followed on the same origin.
+    let moved = format!("{base}/moved");
+    let r = run_opts(HttpOptions::single(counted(moved.clone(), 10), Vec::new(), "test").unwrap())
+        .await
+        .unwrap();
+    assert_eq!(r.summary.status.get("301"), Some(&10));
+    let mut spec = counted(moved, 10);
+    spec.max_redirects = 3;
+    let r = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap();
+    assert_eq!(r.summary.status.get("200"), Some(&10), "{:?}", r.summary);
+    // To another origin: not followed, counted.
+    let mut spec = counted(format!("{base}/away"), 10);
+    spec.max_redirects = 3;
+    let err = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("redirect not followed"), "{err}");
+}
