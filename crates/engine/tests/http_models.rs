@@ -150,7 +150,8 @@ async fn a_delay_is_measured_as_the_delay() {
     spec.count = Some(100);
     spec.connections = 2;
     let r = run(spec).await;
-    let plain = tokio::task::spawn_blocking(move || plain_client_p50(port, path, 50)).await.unwrap();
+    let plain =
+        tokio::task::spawn_blocking(move || plain_client_p50(port, path, 50)).await.unwrap();
     let p50 = r.summary.latency.p50_ns;
     // Never less than the delay, and within 0.5 ms of what the plainest client measures on
     // the same machine (which adds its own wake-up time: about 0.4 ms on a small VM).

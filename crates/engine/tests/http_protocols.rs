@@ -59,7 +59,12 @@ async fn https_and_h2_against_nginx() {
         opts.tls.cacert = Some(files.cert.clone());
         let r = run_opts(opts).await.unwrap();
         let s = &r.summary;
-        assert_eq!((s.responses, s.status.get("200")), (300, Some(&300)), "h2={h2}: {:?}", s.errors);
+        assert_eq!(
+            (s.responses, s.status.get("200")),
+            (300, Some(&300)),
+            "h2={h2}: {:?}",
+            s.errors
+        );
         assert!(s.bytes_in >= 300 * 615, "h2={h2}");
         assert!(s.breakdown.tls.count >= 1 && s.breakdown.tls.count <= 2, "h2={h2}: keep-alive");
         assert_eq!(s.breakdown.tls.count, s.connections_opened, "h2={h2}");
@@ -120,7 +125,8 @@ async fn unix_sockets_targets_and_redirects_against_nginx() {
         headers: Vec::new(),
         body: Vec::new(),
     };
-    let mut opts = HttpOptions::single(counted(format!("{base}/"), 100), Vec::new(), "test").unwrap();
+    let mut opts =
+        HttpOptions::single(counted(format!("{base}/"), 100), Vec::new(), "test").unwrap();
     opts.requests = vec![request("/", "GET"), request("/missing", "GET"), request("/", "HEAD")];
     opts.spec.connections = 1;
     let r = run_opts(opts).await.unwrap();

@@ -134,7 +134,9 @@ impl HttpSpec {
         }
         for &r in &self.rates {
             if !(r > 0.0 && r <= MAX_HTTP_RATE) {
-                return fail(format!("each rate (-r) must be above 0 and at most {MAX_HTTP_RATE}/s, got {r}"));
+                return fail(format!(
+                    "each rate (-r) must be above 0 and at most {MAX_HTTP_RATE}/s, got {r}"
+                ));
             }
         }
         if self.max_connections == 0 || self.max_connections > MAX_HTTP_CONNECTIONS {
@@ -150,7 +152,10 @@ impl HttpSpec {
             ));
         }
         if self.streams == 0 || self.streams > 1000 || (self.streams > 1 && !self.http2) {
-            return fail(format!("--streams must be 1..=1000, and above 1 only with --h2; got {}", self.streams));
+            return fail(format!(
+                "--streams must be 1..=1000, and above 1 only with --h2; got {}",
+                self.streams
+            ));
         }
         check_run(
             self.count,

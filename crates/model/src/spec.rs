@@ -19,7 +19,7 @@ pub enum TestSpec {
     /// The path to a host, hop by hop (traceroute, and mtr's continuous mode).
     Trace(crate::trace::TraceSpec),
     /// HTTP load: requests per second and latency against any HTTP server.
-    Http(crate::http::HttpSpec),
+    Http(Box<crate::http::HttpSpec>),
 }
 
 /// Transport used by a bandwidth test's data streams.

@@ -33,7 +33,8 @@ pub fn describe(spec: &HttpSpec) -> String {
             format!("{} req/s (open model, {pool})", list.join(", "))
         }
     };
-    let mut text = format!("{} {}: {load} on {threads}, {reuse}, {limit}{each}", spec.method, spec.url);
+    let mut text =
+        format!("{} {}: {load} on {threads}, {reuse}, {limit}{each}", spec.method, spec.url);
     if spec.http2 {
         text.push_str(", HTTP/2");
     }

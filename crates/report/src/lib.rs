@@ -79,7 +79,7 @@ pub fn events_of(report: &Report) -> Vec<Event> {
             e
         }
         ReportBody::Http(h) => {
-            let start = TestSpec::Http(h.spec.clone());
+            let start = TestSpec::Http(Box::new(h.spec.clone()));
             let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
             e.extend(h.intervals.iter().cloned().map(Event::HttpInterval));
             e

@@ -8,28 +8,28 @@ use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
 use wirespeed_engine::cps::client::CpsOptions;
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::http::client::HttpOptions;
+use wirespeed_engine::http::requests::Request;
+use wirespeed_engine::http::tls::TlsOptions;
 use wirespeed_engine::latency::client::LatencyOptions;
 use wirespeed_engine::ping::client::PingOptions;
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
 use wirespeed_engine::ping::probes::http_target;
-use wirespeed_proto::http_targets::{self, TargetBody};
-use wirespeed_proto::http_url::HttpUrl;
-use wirespeed_engine::http::requests::Request;
-use wirespeed_engine::http::tls::TlsOptions;
-use wirespeed_model::http::TargetsFile;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::trace::client::TraceOptions;
 use wirespeed_model::cps::CpsSpec;
 use wirespeed_model::http::HttpSpec;
+use wirespeed_model::http::TargetsFile;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
 use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
+use wirespeed_proto::http_targets::{self, TargetBody};
+use wirespeed_proto::http_url::HttpUrl;
 
 use crate::flags::{
-    BandwidthArgs, ConnectArgs, CpsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs, TargetsFormatArg,
-    ServerArgs, TraceArgs, TraceProtoArg,
+    BandwidthArgs, ConnectArgs, CpsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs,
+    ServerArgs, TargetsFormatArg, TraceArgs, TraceProtoArg,
 };
 
 /// Default port of the wirespeed server (the same as iperf3's).
@@ -365,7 +365,9 @@ pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
         Some(list) => list
             .split(',')
             .map(|r| {
-                r.trim().parse::<f64>().map_err(|_| anyhow!("--rate '{r}': not a number of requests per second"))
+                r.trim()
+                    .parse::<f64>()
+                    .map_err(|_| anyhow!("--rate '{r}': not a number of requests per second"))
             })
             .collect::<Result<_>>()?,
     };

@@ -102,13 +102,11 @@ pub async fn run(
     if let Some(path) = &spec.unix_socket {
         meta.remote_addr = Some(format!("unix:{path}"));
     }
-    let _ = events.send(Event::Start { spec: TestSpec::Http(spec.clone()), meta: meta.clone() });
+    let _ = events
+        .send(Event::Start { spec: TestSpec::Http(Box::new(spec.clone())), meta: meta.clone() });
 
-    let rates: Vec<Option<f64>> = if spec.is_open() {
-        spec.rates.iter().copied().map(Some).collect()
-    } else {
-        vec![None]
-    };
+    let rates: Vec<Option<f64>> =
+        if spec.is_open() { spec.rates.iter().copied().map(Some).collect() } else { vec![None] };
     let run_begin = Instant::now();
     let mut intervals = Vec::new();
     let mut steps = Vec::new();
@@ -189,7 +187,8 @@ fn nothing_answered(
     remote: Option<std::net::SocketAddr>,
     spec: &HttpSpec,
 ) -> Option<ClientError> {
-    let (cause, n) = Cause::ALL.iter().zip(t.errors).filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n)?;
+    let (cause, n) =
+        Cause::ALL.iter().zip(t.errors).filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n)?;
     let mut why = format!("no response to any request: {n} × {}", cause.name());
     if let Some(detail) = &t.tls_error {
         why.push_str(&format!(" ({detail})"));

@@ -107,7 +107,9 @@ impl Transport {
 pub(super) enum Phase {
     Connecting,
     Handshaking,
-    Sending { written: usize },
+    Sending {
+        written: usize,
+    },
     Receiving,
     /// Kept alive with nothing in flight (open model).
     Idle,
@@ -325,7 +327,9 @@ impl Conn {
                     if self.first_byte.is_none() {
                         let now = Instant::now();
                         self.first_byte = Some(now);
-                        tally.record(|h| h.first_byte.record((now - self.sent_at).as_nanos() as u64));
+                        tally.record(|h| {
+                            h.first_byte.record((now - self.sent_at).as_nanos() as u64)
+                        });
                     }
                     self.bytes_in += n as u64;
                     let head_request = self.is_head(set);

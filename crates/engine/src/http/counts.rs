@@ -175,7 +175,6 @@ impl Histograms {
         self.first_byte.add(&other.first_byte);
         self.queue.add(&other.queue);
     }
-
 }
 
 /// What one thread counts before publishing.
@@ -245,5 +244,4 @@ impl ShardCounts {
             Err(_) => Histograms::default(),
         }
     }
-
 }

@@ -3,8 +3,8 @@
 //! timer slack until shortly before the earliest deadline (a sleeping thread wakes 100–200 µs
 //! late on a virtual machine), spins the rest, and wakes each waiter on time.
 
-use std::collections::BinaryHeap;
 use std::cmp::Reverse;
+use std::collections::BinaryHeap;
 use std::sync::mpsc::{self, RecvTimeoutError};
 use std::time::Instant;
 

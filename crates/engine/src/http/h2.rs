@@ -117,7 +117,8 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
                         let mut claimed = first == 0;
                         while !ctx.stop.load(Relaxed) && (claimed || ctx.budget.claim()) {
                             claimed = false;
-                            let alive = request(&ctx, &c, sender.clone(), Instant::now(), false).await;
+                            let alive =
+                                request(&ctx, &c, sender.clone(), Instant::now(), false).await;
                             if !alive {
                                 return;
                             }
@@ -166,11 +167,9 @@ async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, begin: Instant, rate
                 }
                 slot.clone()
             };
-            match sender {
-                Some(s) => {
-                    request(&ctx, &c, s, due, true).await;
-                }
-                None => {} // the failed connect was counted against this request
+            // Without a sender, the failed connect was counted against this request.
+            if let Some(s) = sender {
+                request(&ctx, &c, s, due, true).await;
             }
         });
         // Reap finished requests so the set stays as small as what is in flight.
@@ -237,9 +236,10 @@ async fn h2_over<S>(stream: S) -> Result<Sender, (Cause, Option<String>)>
 where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
-    let (sender, conn) = hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
-        .await
-        .map_err(|e| (cause_of(&e), None))?;
+    let (sender, conn) =
+        hyper::client::conn::http2::handshake(TokioExecutor::new(), TokioIo::new(stream))
+            .await
+            .map_err(|e| (cause_of(&e), None))?;
     tokio::spawn(async move {
         let _ = conn.await;
     });
@@ -256,13 +256,23 @@ fn cause_of(e: &hyper::Error) -> Cause {
     } else {
         // h2 protocol errors (GOAWAY, RST_STREAM) and I/O errors end up here.
         let text = e.to_string();
-        if text.contains("reset") { Cause::Reset } else { Cause::Other }
+        if text.contains("reset") {
+            Cause::Reset
+        } else {
+            Cause::Other
+        }
     }
 }
 
 /// Sends one request scheduled at `scheduled` and reads its whole response; false when the
 /// connection is no longer usable.
-async fn request(ctx: &Ctx, c: &ShardCounts, mut sender: Sender, scheduled: Instant, open: bool) -> bool {
+async fn request(
+    ctx: &Ctx,
+    c: &ShardCounts,
+    mut sender: Sender,
+    scheduled: Instant,
+    open: bool,
+) -> bool {
     let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
     let r = &ctx.set.requests[i];
     let mut builder = hyper::Request::builder()

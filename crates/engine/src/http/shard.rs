@@ -127,7 +127,12 @@ impl Shard {
                         *slot = None;
                         break;
                     }
-                    conn.start(self.next_request(), Instant::now(), self.mode, &mut self.tally.borrow_mut());
+                    conn.start(
+                        self.next_request(),
+                        Instant::now(),
+                        self.mode,
+                        &mut self.tally.borrow_mut(),
+                    );
                 }
             }
             self.sweep(&mut conns, &mut last_sweep, |_| {});
@@ -185,7 +190,8 @@ impl Shard {
             }
             // Sleep until the next request is due, or 10 ms for the sweep.
             let next = if exhausted { now + Duration::from_millis(10) } else { schedule.due(k) };
-            let wait = next.saturating_duration_since(Instant::now()).min(Duration::from_millis(10));
+            let wait =
+                next.saturating_duration_since(Instant::now()).min(Duration::from_millis(10));
             let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?;
             for ev in &ready[..n] {
                 let i = ev.u64 as usize;

@@ -49,17 +49,13 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> io::Result<Arc<Client
         .with_safe_default_protocol_versions()
         .map_err(|e| bad("TLS".into(), e))?;
     let builder = if opts.insecure {
-        builder
-            .dangerous()
-            .with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
+        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
     } else {
         let mut roots = RootCertStore::empty();
         match &opts.cacert {
             Some(path) => {
                 for cert in certificates(path)? {
-                    roots
-                        .add(cert)
-                        .map_err(|e| bad(format!("--cacert {}", path.display()), e))?;
+                    roots.add(cert).map_err(|e| bad(format!("--cacert {}", path.display()), e))?;
                 }
             }
             None => {
@@ -74,9 +70,7 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> io::Result<Arc<Client
             let chain = certificates(cert)?;
             let key = PrivateKeyDer::from_pem_file(key)
                 .map_err(|e| bad(format!("--key {}", key.display()), e))?;
-            builder
-                .with_client_auth_cert(chain, key)
-                .map_err(|e| bad("--cert/--key".into(), e))?
+            builder.with_client_auth_cert(chain, key).map_err(|e| bad("--cert/--key".into(), e))?
         }
         (None, None) => builder.with_no_client_auth(),
         _ => return Err(bad("--cert and --key".into(), "give both or neither")),

@@ -21,14 +21,16 @@ pub type HttpTarget = HttpUrl;
 pub fn http_target(url: &str) -> Result<HttpTarget, String> {
     let target = HttpUrl::parse(url)?;
     if target.secure {
-        return Err(format!("'{url}': ping --http times plain HTTP only; use `wirespeed http` for https://"));
+        return Err(format!(
+            "'{url}': ping --http times plain HTTP only; use `wirespeed http` for https://"
+        ));
     }
     Ok(target)
 }
 
 /// The request every HTTP probe sends.
 pub fn probe_request(target: &HttpTarget) -> Vec<u8> {
-        format!(
+    format!(
             "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wirespeed/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
         target.path,
         target.authority,
