@@ -11,8 +11,6 @@ use std::time::Duration;
 use common::nginx::{free_port, Nginx};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::http::client::{self, HttpOptions};
-use wirespeed_engine::http::fixture::{self, FixtureConfig};
-use wirespeed_engine::server::Listeners;
 use wirespeed_engine::ClientError;
 use wirespeed_model::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
@@ -42,14 +40,6 @@ fn assert_consistent(r: &HttpReport) {
     assert_eq!(s.histogram.iter().map(|b| b.count).sum::<u64>(), s.responses);
 }
 
-async fn fixture_server() -> (u16, CancellationToken) {
-    let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
-    let port = listeners[0].local_addr().unwrap().port();
-    let stop = CancellationToken::new();
-    tokio::spawn(fixture::run(listeners, FixtureConfig::default(), stop.clone()));
-    (port, stop)
-}
-
 #[tokio::test(flavor = "multi_thread")]
 async fn every_request_is_answered_by_nginx_on_both_families() {
     let Some(nginx) = Nginx::start() else { return };
@@ -76,7 +66,7 @@ async fn every_request_is_answered_by_nginx_on_both_families() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn the_fixture_sizes_statuses_and_a_timed_run() {
-    let (port, stop) = fixture_server().await;
+    let (port, stop) = common::http_fixture().await;
     let r = run(counted(format!("http://127.0.0.1:{port}/?size=300K"), 100, 3)).await.unwrap();
     assert_consistent(&r);
     assert_eq!(r.summary.responses, 100);
@@ -141,7 +131,7 @@ async fn failures_are_counted_by_cause() {
         server.join().unwrap();
     }
     // Too slow: each request times out, and the run still ends.
-    let (port, stop) = fixture_server().await;
+    let (port, stop) = common::http_fixture().await;
     let mut slow = counted(format!("http://127.0.0.1:{port}/?delay=5s"), 2, 2);
     slow.timeout_ns = 200_000_000;
     let started = std::time::Instant::now();

@@ -5,14 +5,11 @@
 
 mod common;
 
-use std::net::SocketAddr;
 use std::time::Duration;
 
 use common::nginx::Nginx;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::http::client::{self, HttpOptions};
-use wirespeed_engine::http::fixture::{self, FixtureConfig};
-use wirespeed_engine::server::Listeners;
 use wirespeed_model::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 
@@ -22,14 +19,6 @@ async fn run(spec: HttpSpec) -> HttpReport {
     let report = client::run(opts, tx, CancellationToken::new()).await.unwrap();
     let ReportBody::Http(h) = report.body else { panic!("not an http report") };
     h
-}
-
-async fn fixture_server() -> (u16, CancellationToken) {
-    let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
-    let port = listeners[0].local_addr().unwrap().port();
-    let stop = CancellationToken::new();
-    tokio::spawn(fixture::run(listeners, FixtureConfig::default(), stop.clone()));
-    (port, stop)
 }
 
 fn open(url: String, rates: &[f64], count: u64) -> HttpSpec {
@@ -42,7 +31,7 @@ fn open(url: String, rates: &[f64], count: u64) -> HttpSpec {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_rate_sends_every_request_and_a_sweep_reports_each_step() {
-    let (port, stop) = fixture_server().await;
+    let (port, stop) = common::http_fixture().await;
     let r = run(open(format!("http://127.0.0.1:{port}/"), &[400.0], 200)).await;
     let s = &r.summary;
     assert_eq!((s.responses, s.sent), (200, 200), "{:?}", s.errors);
@@ -101,7 +90,7 @@ async fn a_stalled_server_shows_in_the_corrected_percentiles() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn requests_without_a_free_connection_wait_then_are_dropped() {
-    let (port, stop) = fixture_server().await;
+    let (port, stop) = common::http_fixture().await;
     // One connection serves ~10 requests/s; 100/s are asked for; a request may wait 500 ms.
     let mut spec = open(format!("http://127.0.0.1:{port}/?delay=100ms"), &[100.0], 60);
     spec.max_connections = 1;
@@ -144,7 +133,7 @@ fn plain_client_p50(port: u16, path: &str, n: usize) -> u64 {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn a_delay_is_measured_as_the_delay() {
-    let (port, stop) = fixture_server().await;
+    let (port, stop) = common::http_fixture().await;
     let path = "/?delay=10ms";
     let mut spec = HttpSpec::new(format!("http://127.0.0.1:{port}{path}"));
     spec.count = Some(100);

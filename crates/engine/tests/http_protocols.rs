@@ -5,14 +5,10 @@
 
 mod common;
 
-use std::net::SocketAddr;
-
 use common::nginx::{Nginx, TlsFiles};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::http::client::{self, HttpOptions};
-use wirespeed_engine::http::fixture::{self, FixtureConfig};
 use wirespeed_engine::http::requests::Request;
-use wirespeed_engine::server::Listeners;
 use wirespeed_engine::ClientError;
 use wirespeed_model::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
@@ -89,10 +85,7 @@ async fn https_and_h2_against_nginx() {
 
 #[tokio::test(flavor = "multi_thread")]
 async fn h2c_against_the_fixture_in_both_models() {
-    let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
-    let port = listeners[0].local_addr().unwrap().port();
-    let stop = CancellationToken::new();
-    tokio::spawn(fixture::run(listeners, FixtureConfig::default(), stop.clone()));
+    let (port, stop) = common::http_fixture().await;
     let mut spec = counted(format!("http://127.0.0.1:{port}/?size=2K"), 400);
     spec.http2 = true;
     spec.streams = 8;

@@ -97,3 +97,14 @@ pub fn tcp_in_flight_per_stream() -> u64 {
     };
     max_of("tcp_wmem") + max_of("tcp_rmem")
 }
+
+/// The built-in HTTP fixture on a free 127.0.0.1 port, with its default settings; cancel the
+/// token to stop it.
+pub async fn http_fixture() -> (u16, CancellationToken) {
+    use wirespeed_engine::http::fixture::{self, FixtureConfig};
+    let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
+    let port = listeners[0].local_addr().unwrap().port();
+    let stop = CancellationToken::new();
+    tokio::spawn(fixture::run(listeners, FixtureConfig::default(), stop.clone()));
+    (port, stop)
+}
