@@ -91,6 +91,9 @@ pub enum FormatArg {
     /// One document in iperf3's -J schema, for tools that parse iperf3 output.
     #[value(name = "iperf3-json")]
     Iperf3Json,
+    /// http only: one vegeta JSON result line per request on stdout (for `vegeta report` and
+    /// `vegeta plot`); the text report goes to stderr.
+    Vegeta,
 }
 
 /// Where results go: shared by every test subcommand.

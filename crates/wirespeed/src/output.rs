@@ -21,6 +21,8 @@ pub fn format_of(f: FormatArg) -> Format {
         FormatArg::JsonStream => Format::JsonStream,
         FormatArg::Csv => Format::Csv,
         FormatArg::Iperf3Json => Format::Iperf3Json,
+        // The result lines are written by the test; the report is text, on stderr.
+        FormatArg::Vegeta => Format::Text,
     }
 }
 
@@ -29,18 +31,22 @@ pub fn color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
-/// Renders events as they arrive until the channel closes.
+/// Renders events as they arrive until the channel closes (on stderr with `--format vegeta`,
+/// whose stdout carries the result lines).
 pub fn spawn_printer(
-    format: Format,
+    format_arg: FormatArg,
     mut events: UnboundedReceiver<Event>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
-    let color = color();
+    let format = format_of(format_arg);
+    let to_stderr = format_arg == FormatArg::Vegeta;
+    let color = color() && !to_stderr;
     let live = format != Format::Text && std::io::stderr().is_terminal();
     tokio::task::spawn_blocking(move || {
         let mut renderer = wirespeed_report::renderer(format, color);
-        let stdout = std::io::stdout();
+        let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
         while let Some(ev) = events.blocking_recv() {
-            let mut out = stdout.lock();
+            let mut out: Box<dyn Write> =
+                if to_stderr { Box::new(stderr.lock()) } else { Box::new(stdout.lock()) };
             renderer.on_event(&ev, &mut out)?;
             out.flush()?;
             if live {
@@ -82,6 +88,17 @@ fn progress(ev: &Event) {
                 nanos(iv.connect.p50_ns as f64),
                 nanos(iv.connect.p99_ns as f64),
                 iv.failures.total()
+            );
+        }
+        Event::HttpInterval(iv) => {
+            let _ = write!(
+                err,
+                "\r\x1b[2K{:.1} s  {:.0} req/s  p50 {}  p99 {}  errors {}",
+                iv.end_ns as f64 / 1e9,
+                iv.requests_per_second,
+                nanos(iv.latency.p50_ns as f64),
+                nanos(iv.latency.p99_ns as f64),
+                iv.errors
             );
         }
         Event::End(_) => {

@@ -394,7 +394,7 @@ pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
         insecure: args.insecure,
         server_name: args.sni.clone(),
     };
-    Ok(HttpOptions { spec, requests, family, tls, version: version.to_string() })
+    Ok(HttpOptions { spec, requests, family, tls, version: version.to_string(), results: None })
 }
 
 /// A request body file, within the size limit.

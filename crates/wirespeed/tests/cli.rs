@@ -692,3 +692,90 @@ fn http_load_against_the_fixture_in_every_format() {
         client(&["http", &format!("http://127.0.0.1:{}/", free_port()), "-n", "3", "--no-save"]);
     assert_eq!(out.status.code(), Some(3));
 }
+
+#[test]
+fn http_open_model_sweeps_targets_and_vegeta_lines() {
+    let http = free_port();
+    let _s = server(&["--http", &http.to_string()]);
+    let url = format!("http://127.0.0.1:{http}/");
+    // A sweep: one step per rate, in JSON and as CSV step rows, and a table in text.
+    let out = client(&["http", &url, "-r", "200,400", "-n", "40", "-f", "json", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let steps = v["steps"].as_array().unwrap();
+    assert_eq!(steps.len(), 2);
+    assert_eq!(
+        (steps[1]["rate"].as_f64(), steps[1]["summary"]["responses"].as_u64()),
+        (Some(400.0), Some(40))
+    );
+    assert_eq!(v["summary"]["responses"], 80);
+    let csv = client(&["http", &url, "-r", "200,400", "-n", "20", "-f", "csv", "--no-save"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    assert_eq!(csv.lines().filter(|l| l.starts_with("step,")).count(), 2, "{csv}");
+    let width = csv.lines().next().unwrap().split(',').count();
+    assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    let text = client(&["http", &url, "-r", "100,300", "-n", "20", "--no-save"]);
+    let text = String::from_utf8(text.stdout).unwrap();
+    assert!(text.contains("latency vs rate:") && text.contains("open model"), "{text}");
+    assert!(text.contains("scheduled send time"), "says what latency includes: {text}");
+
+    // A targets file, round-robin; --format vegeta writes one line per request.
+    let dir = tempfile::tempdir().unwrap();
+    let targets = dir.path().join("targets.txt");
+    std::fs::write(&targets, format!("GET {url}\n\nGET {url}?status=404\n")).unwrap();
+    let out = client(&[
+        "http",
+        "--targets",
+        targets.to_str().unwrap(),
+        "-n",
+        "30",
+        "-c",
+        "1",
+        "-f",
+        "vegeta",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let lines: Vec<serde_json::Value> = String::from_utf8(out.stdout)
+        .unwrap()
+        .lines()
+        .map(|l| serde_json::from_str(l).unwrap())
+        .collect();
+    assert_eq!(lines.len(), 30);
+    let not_found = lines.iter().filter(|l| l["code"] == 404).count();
+    assert_eq!(not_found, 15);
+    assert!(lines.iter().all(|l| l["latency"].as_u64().unwrap() > 0 && l["method"] == "GET"));
+    let mut seqs: Vec<u64> = lines.iter().map(|l| l["seq"].as_u64().unwrap()).collect();
+    seqs.sort_unstable();
+    assert_eq!(seqs, (0..30).collect::<Vec<_>>());
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("responses"),
+        "the report goes to stderr"
+    );
+
+    // Bad input, each with a message that says what is wrong.
+    let cases: [(&[&str], &str); 5] = [
+        (&["-r", "100,fast"], "--rate 'fast'"),
+        (&["-r", "0"], "each rate"),
+        (&["--streams", "4"], "--h2"),
+        (&["--targets", "/nonexistent/t.txt"], "--targets /nonexistent/t.txt"),
+        (&["-f", "vegeta", "--unix-socket", "/nonexistent.sock"], "unix:/nonexistent.sock"),
+    ];
+    for (extra, says) in cases {
+        let mut args = vec!["http", &url, "--no-save", "-n", "3"];
+        if extra[0] == "--targets" {
+            args.remove(1);
+        }
+        args.extend_from_slice(extra);
+        let out = client(&args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_ne!(out.status.code(), Some(0), "{extra:?}");
+        assert!(err.contains(says), "{extra:?}: {err}");
+    }
+    let other = dir.path().join("other.txt");
+    std::fs::write(&other, format!("GET {url}\n\nGET http://127.0.0.2:{http}/\n")).unwrap();
+    let out = client(&["http", "--targets", other.to_str().unwrap(), "--no-save"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("every request must go to"));
+    let out = client(&["bandwidth", "127.0.0.1", "-f", "vegeta"]);
+    assert!(String::from_utf8_lossy(&out.stderr).contains("is for `wirespeed http` only"));
+}

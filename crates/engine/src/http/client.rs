@@ -24,6 +24,7 @@ use wirespeed_proto::http_url::HttpUrl;
 use super::conn::Mode;
 use super::counts::{Cause, Histograms, ShardCounts, Tally, Totals};
 use super::requests::{Request, RequestSet};
+use super::results::ResultSink;
 use super::shard::{Peer, Schedule, Shard};
 use super::tls::{self, TlsOptions};
 use crate::budget::{share, Budget};
@@ -47,6 +48,8 @@ pub struct HttpOptions {
     pub tls: TlsOptions,
     /// This client's version, for the report and the User-Agent.
     pub version: String,
+    /// Where each request's record goes, for `--format vegeta`.
+    pub results: Option<ResultSink>,
 }
 
 impl HttpOptions {
@@ -60,7 +63,14 @@ impl HttpOptions {
             body,
         };
         let tls = TlsOptions { insecure: spec.insecure, ..TlsOptions::default() };
-        Ok(Self { spec, requests: vec![request], family: None, tls, version: version.into() })
+        Ok(Self {
+            spec,
+            requests: vec![request],
+            family: None,
+            tls,
+            version: version.into(),
+            results: None,
+        })
     }
 }
 
@@ -113,9 +123,9 @@ pub async fn run(
     let mut interrupted = false;
     for rate in rates {
         let run = if spec.http2 {
-            super::h2::start(&spec, &peer, &url, &set, rate)
+            super::h2::start(&spec, &peer, &url, &set, rate, opts.results.clone())
         } else {
-            start(&spec, &peer, &set, rate)
+            start(&spec, &peer, &set, rate, opts.results.clone())
         }
         .map_err(ClientError::local("starting threads"))?;
         let mut sampler = HttpSampler {
@@ -232,6 +242,7 @@ fn start(
     peer: &Arc<Peer>,
     set: &Arc<RequestSet>,
     rate: Option<f64>,
+    results: Option<ResultSink>,
 ) -> io::Result<Running> {
     let stop = Arc::new(AtomicBool::new(false));
     let budget = Budget::new(spec.count);
@@ -257,6 +268,7 @@ fn start(
             counts: c.clone(),
             stop: stop.clone(),
             budget: budget.clone(),
+            results: results.clone(),
             // Threads start at different requests of a targets file.
             next: Cell::new(usize::from(i) % set.len().max(1)),
             tally: RefCell::new(Tally::new(c.clone())),

@@ -22,6 +22,7 @@ use super::client::{Running, Stopper};
 use super::conn::LATE_NS;
 use super::counts::{Cause, ShardCounts};
 use super::requests::RequestSet;
+use super::results::ResultSink;
 use super::shard::Peer;
 use crate::budget::Budget;
 
@@ -37,6 +38,7 @@ struct Ctx {
     budget: Budget,
     stop: Arc<AtomicBool>,
     next: AtomicU64,
+    results: Option<ResultSink>,
 }
 
 /// The runtime thread of one step.
@@ -61,6 +63,7 @@ pub(super) fn start(
     url: &HttpUrl,
     set: &Arc<RequestSet>,
     rate: Option<f64>,
+    results: Option<ResultSink>,
 ) -> io::Result<Running> {
     let stop = Arc::new(AtomicBool::new(false));
     let connections = usize::from(spec.connections);
@@ -74,6 +77,7 @@ pub(super) fn start(
         budget: Budget::new(spec.count),
         stop: stop.clone(),
         next: AtomicU64::new(0),
+        results,
     });
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(usize::from(spec.threads.max(1)))
@@ -314,7 +318,16 @@ async fn request(
         }
         Ok((status, bytes_in))
     };
-    match tokio::time::timeout(ctx.timeout, work).await {
+    let outcome = tokio::time::timeout(ctx.timeout, work).await;
+    if let Some(sink) = &ctx.results {
+        let out = r.body.len() as u64;
+        match &outcome {
+            Ok(Ok((status, bytes_in))) => sink.emit(i, scheduled, *status, (out, *bytes_in), None),
+            Ok(Err(cause)) => sink.emit(i, scheduled, 0, (out, 0), Some(cause.name())),
+            Err(_) => sink.emit(i, scheduled, 0, (out, 0), Some(Cause::Timeout.name())),
+        }
+    }
+    match outcome {
         Ok(Ok((status, bytes_in))) => {
             c.histograms(|h| h.total.record(scheduled.elapsed().as_nanos() as u64));
             c.count(|t| {

@@ -4,7 +4,8 @@
 //! - [`client`]: runs a load test: its steps, intervals and report.
 //! - `shard`, `conn`: HTTP/1.1 load threads (closed and open models, TLS, unix sockets).
 //! - `h2`: HTTP/2 load (prior knowledge, or ALPN over TLS), on hyper.
-//! - `counts`: what the threads count; [`requests`]: the requests they send; [`tls`]: TLS settings.
+//! - `counts`: what the threads count; [`requests`]: the requests they send; [`results`]: one
+//!   record per request (`--format vegeta`); [`tls`]: TLS settings.
 //! - [`fixture`]: the server.
 
 pub mod client;
@@ -14,5 +15,6 @@ mod delay;
 pub mod fixture;
 mod h2;
 pub mod requests;
+pub mod results;
 mod shard;
 pub mod tls;

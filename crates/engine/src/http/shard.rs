@@ -21,6 +21,7 @@ use socket2::{Domain, SockAddr, Socket, Type};
 use super::conn::{Conn, Mode, Phase, Step, Transport};
 use super::counts::{Cause, ShardCounts, Tally};
 use super::requests::RequestSet;
+use super::results::ResultSink;
 use crate::budget::{fill_slots, Budget};
 use crate::sys;
 
@@ -66,6 +67,8 @@ pub(super) struct Shard {
     pub counts: Arc<ShardCounts>,
     pub stop: Arc<AtomicBool>,
     pub budget: Budget,
+    /// Where each request's record goes (`--format vegeta`).
+    pub results: Option<ResultSink>,
     /// Next request of the set (round-robin).
     pub next: Cell<usize>,
     /// Counted here first and published to `counts` every 10 ms: no lock per request.
@@ -94,7 +97,12 @@ impl Shard {
         i
     }
 
-    fn failed(&self, cause: Cause, detail: Option<String>) {
+    /// Counts request `request` (due or sent at `started`) as failed, and records it.
+    fn failed(&self, cause: Cause, detail: Option<String>, request: usize, started: Instant) {
+        if let Some(sink) = &self.results {
+            let out = self.set.requests[request].body.len() as u64;
+            sink.emit(request, started, 0, (out, 0), Some(cause.name()));
+        }
         let mut tally = self.tally.borrow_mut();
         tally.totals.fail(cause);
         if tally.totals.tls_error.is_none() {
@@ -162,9 +170,11 @@ impl Shard {
                 k += 1;
             }
             // A request that could not get a connection within the timeout is given up.
-            while pending.front().is_some_and(|&due| now.duration_since(due) > self.mode.timeout) {
+            while let Some(due) =
+                pending.front().copied().filter(|&due| now.duration_since(due) > self.mode.timeout)
+            {
                 pending.pop_front();
-                self.failed(Cause::Dropped, None);
+                self.failed(Cause::Dropped, None, self.next.get(), due);
             }
             while let Some(&due) = pending.front() {
                 if let Some(i) = idle.pop() {
@@ -228,7 +238,7 @@ impl Shard {
                 Phase::Connecting | Phase::Handshaking => Cause::ConnectTimeout,
                 _ => Cause::Timeout,
             };
-            self.failed(cause, None);
+            self.failed(cause, None, conn.request, conn.scheduled);
             *slot = None;
             freed(i);
         }
@@ -239,7 +249,7 @@ impl Shard {
     fn open(&self, epoll: libc::c_int, slot: usize, scheduled: Instant) -> Option<Conn> {
         let request = self.next_request();
         let fail = |e: &io::Error| {
-            self.failed(Cause::of(e, true), None);
+            self.failed(Cause::of(e, true), None, request, scheduled);
             None
         };
         let domain = self.peer.addr.domain();
@@ -260,7 +270,7 @@ impl Shard {
             Some((config, name)) => match ClientConnection::new(config.clone(), name.clone()) {
                 Ok(c) => Some(Box::new(c)),
                 Err(e) => {
-                    self.failed(Cause::Tls, Some(e.to_string()));
+                    self.failed(Cause::Tls, Some(e.to_string()), request, scheduled);
                     return None;
                 }
             },
@@ -292,7 +302,7 @@ impl Shard {
                     return After::Gone;
                 }
                 Step::Failed(cause, detail) => {
-                    self.failed(cause, detail);
+                    self.failed(cause, detail, conn.request, conn.scheduled);
                     *slot = None;
                     return After::Gone;
                 }
@@ -306,13 +316,18 @@ impl Shard {
                                 continue;
                             }
                             None => {
-                                self.failed(Cause::Redirect, None);
+                                self.failed(Cause::Redirect, None, conn.request, conn.scheduled);
                                 *slot = None;
                                 return After::Gone;
                             }
                         }
                     }
                     let took = conn.scheduled.elapsed().as_nanos() as u64;
+                    if let Some(sink) = &self.results {
+                        let out = self.set.requests[conn.request].body.len() as u64;
+                        let body = bytes_in.saturating_sub(head.len as u64);
+                        sink.emit(conn.request, conn.scheduled, head.status, (out, body), None);
+                    }
                     let mut tally = self.tally.borrow_mut();
                     tally.record(|h| h.total.record(took));
                     let t = &mut tally.totals;

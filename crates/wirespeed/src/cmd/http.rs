@@ -1,12 +1,36 @@
-//! `wirespeed http`: load an HTTP server, render the run, save it.
+//! `wirespeed http`: load an HTTP server, render the run, save it. With `--format vegeta`, a
+//! writer thread puts one vegeta result line per request on stdout while the test runs.
 
 use anyhow::Result;
 use wirespeed_engine::http::client;
+use wirespeed_engine::http::results::ResultSink;
 
-use crate::flags::HttpArgs;
-use crate::resolve;
+use crate::flags::{FormatArg, HttpArgs};
+use crate::{resolve, vegeta};
 
 pub async fn run(args: HttpArgs) -> Result<u8> {
-    let opts = resolve::http(&args, env!("CARGO_PKG_VERSION"))?;
-    super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await
+    let mut opts = resolve::http(&args, env!("CARGO_PKG_VERSION"))?;
+    if args.output.format != FormatArg::Vegeta {
+        return super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await;
+    }
+    let (sink, rx) = ResultSink::new();
+    opts.results = Some(sink.clone());
+    let requests = opts.requests.clone();
+    let writer = std::thread::spawn(move || vegeta::write_all(rx, requests));
+    let code = super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await;
+    // The last sender goes with the sink; then the writer drains the queue and ends.
+    let lost = sink.lost();
+    drop(sink);
+    match writer.join() {
+        Ok(Err(e)) if e.kind() != std::io::ErrorKind::BrokenPipe => {
+            eprintln!("wirespeed: writing result lines: {e}")
+        }
+        _ => {}
+    }
+    if lost > 0 {
+        eprintln!(
+            "wirespeed: warning: {lost} result lines lost (stdout was slower than the requests)"
+        );
+    }
+    code
 }

@@ -23,6 +23,11 @@ use crate::output;
 
 /// Runs a subcommand to completion.
 pub fn run(command: Command) -> Result<u8> {
+    if let Some(o) = output_args(&command) {
+        if o.format == crate::flags::FormatArg::Vegeta && !matches!(command, Command::Http(_)) {
+            anyhow::bail!("--format vegeta is for `wirespeed http` only");
+        }
+    }
     let runtime = tokio::runtime::Builder::new_multi_thread()
         .worker_threads(2)
         .enable_all()
@@ -40,6 +45,21 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
+    })
+}
+
+/// The output flags of a test subcommand.
+fn output_args(command: &Command) -> Option<&OutputArgs> {
+    Some(match command {
+        Command::Server(_) => return None,
+        Command::Bandwidth(a) => &a.output,
+        Command::Latency(a) => &a.output,
+        Command::Cps(a) => &a.output,
+        Command::Ping(a) => &a.output,
+        Command::Trace(a) => &a.output,
+        Command::Http(a) => &a.output,
+        Command::Pps(a) => &a.output,
+        Command::Quick(a) => &a.output,
     })
 }
 
@@ -90,7 +110,7 @@ where
 {
     let cancel = interrupt_token();
     let (tx, rx) = unbounded_channel();
-    let printer = output::spawn_printer(output::format_of(output_args.format), rx);
+    let printer = output::spawn_printer(output_args.format, rx);
     let result = test(tx, cancel.clone()).await;
     match printer.await? {
         // The reader went away (`| head`): the run still counts and is still saved.
