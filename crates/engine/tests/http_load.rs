@@ -1,6 +1,6 @@
 //! The HTTP load generator (closed model, HTTP/1.1) against real servers: Debian's nginx and
 //! the built-in fixture, on both families; and the ways requests fail, each counted by cause:
-//! a closed port, a server that hangs up, one that answers garbage, one that is too slow.
+//! a closed port, a server that hangs up or resets, one that answers garbage, one too slow.
 
 mod common;
 
@@ -88,7 +88,8 @@ async fn the_fixture_sizes_statuses_and_a_timed_run() {
     stop.cancel();
 }
 
-/// A raw listener that answers each connection with `reply` (after reading the request).
+/// A raw listener that answers each connection with `reply` (after reading the request), or
+/// resets it when `reply` is `RST`.
 fn raw_server(
     reply: &'static [u8],
     connections: usize,
@@ -100,6 +101,10 @@ fn raw_server(
             let Ok((mut c, _)) = l.accept() else { return };
             let mut buf = [0u8; 4096];
             let _ = c.read(&mut buf);
+            if reply == b"RST" {
+                let _ = socket2::SockRef::from(&c).set_linger(Some(Duration::ZERO));
+                continue;
+            }
             let _ = c.write_all(reply);
         }
     });
@@ -124,6 +129,7 @@ async fn failures_are_counted_by_cause() {
             "closed before the response ended",
         ),
         (huge, "invalid response"),
+        (b"RST".as_slice(), "connection reset"),
     ] {
         let (addr, server) = raw_server(reply, 3);
         let err = run(counted(format!("http://{addr}/"), 3, 1)).await.unwrap_err();
