@@ -33,7 +33,7 @@ fn counted(url: String, n: u64) -> HttpSpec {
 fn certificate(dir: &std::path::Path) -> TlsFiles {
     let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
     let cert = rcgen::generate_simple_self_signed(names).unwrap();
-    let files = TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem") };
+    let files = TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem"), client_ca: None };
     std::fs::write(&files.cert, cert.cert.pem()).unwrap();
     std::fs::write(&files.key, cert.key_pair.serialize_pem()).unwrap();
     files
@@ -81,6 +81,69 @@ async fn https_and_h2_against_nginx() {
     if let Ok(r) = r {
         assert_eq!(r.summary.succeeded, 0);
     }
+}
+
+/// A CA, a server certificate it signed (for `localhost`), and a client certificate it signed,
+/// written to `dir`: (nginx's files, requiring client certificates; the client's cert; key).
+fn ca_and_client(dir: &std::path::Path) -> (TlsFiles, std::path::PathBuf, std::path::PathBuf) {
+    use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+    // Each certificate needs its own subject: one equal to its issuer's reads as self-signed.
+    let named = |names: Vec<String>, cn: &str| {
+        let mut p = CertificateParams::new(names).unwrap();
+        p.distinguished_name.push(DnType::CommonName, cn);
+        p
+    };
+    let ca_key = KeyPair::generate().unwrap();
+    let mut ca_params = named(Vec::new(), "wirespeed test CA");
+    ca_params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+    let ca = ca_params.self_signed(&ca_key).unwrap();
+    let signed = |names: Vec<String>| {
+        let key = KeyPair::generate().unwrap();
+        let cn = names[0].clone();
+        let cert = named(names, &cn).signed_by(&key, &ca, &ca_key).unwrap();
+        (cert.pem(), key.serialize_pem())
+    };
+    let write = |name: &str, pem: String| {
+        let path = dir.join(name);
+        std::fs::write(&path, pem).unwrap();
+        path
+    };
+    let (server_cert, server_key) = signed(vec!["localhost".into()]);
+    let (client_cert, client_key) = signed(vec!["client.test".into()]);
+    let files = TlsFiles {
+        cert: write("server.pem", server_cert),
+        key: write("server.key", server_key),
+        client_ca: Some(write("ca.pem", ca.pem())),
+    };
+    (files, write("client.pem", client_cert), write("client.key", client_key))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn client_certificates_and_sni() {
+    let dir = tempfile::tempdir().unwrap();
+    let (files, cert, key) = ca_and_client(dir.path());
+    let Some(nginx) = Nginx::start_with(Some(&files)) else { return };
+    // By address, with --sni naming the certificate's host: verification passes.
+    let url = format!("https://127.0.0.1:{}/", nginx.tls_port.unwrap());
+    let options = |with_cert: bool| {
+        let mut o = HttpOptions::single(counted(url.clone(), 10), Vec::new(), "test").unwrap();
+        o.tls.cacert = files.client_ca.clone();
+        o.tls.server_name = Some("localhost".into());
+        if with_cert {
+            (o.tls.cert, o.tls.key) = (Some(cert.clone()), Some(key.clone()));
+        }
+        o
+    };
+    let r = run_opts(options(true)).await.unwrap();
+    assert_eq!(r.summary.status.get("200"), Some(&10), "{}", nginx.error_log());
+    // Without a client certificate nginx answers 400 (it requires one).
+    let r = run_opts(options(false)).await.unwrap();
+    assert_eq!(r.summary.status.get("400"), Some(&10), "{:?}", r.summary);
+    // Without --sni the certificate does not name 127.0.0.1.
+    let mut o = options(true);
+    o.tls.server_name = None;
+    let err = run_opts(o).await.unwrap_err().to_string();
+    assert!(err.contains("TLS error") && err.contains("certificate"), "{err}");
 }
 
 #[tokio::test(flavor = "multi_thread")]
@@ -135,7 +198,7 @@ async fn unix_sockets_targets_and_redirects_against_nginx() {
     let mut spec = counted(moved, 10);
     spec.max_redirects = 3;
     let r = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap();
-    assert_eq!(r.summary.status.get("200"), Some(&10), "{:?}", r.summary);
+    assert_eq!(r.summary.status.get("200"), Some(&10), "{}", nginx.error_log());
     // To another origin: not followed, counted.
     let mut spec = counted(format!("{base}/away"), 10);
     spec.max_redirects = 3;

@@ -21,10 +21,12 @@ pub struct Nginx {
     dir: PathBuf,
 }
 
-/// A certificate and key (PEM files) for nginx's TLS listener.
+/// A certificate and key (PEM files) for nginx's TLS listener, and optionally the CA whose
+/// client certificates it requires.
 pub struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
+    pub client_ca: Option<PathBuf>,
 }
 
 impl Nginx {
@@ -51,14 +53,18 @@ impl Nginx {
         let tls_port = tls.map(|_| free_port());
         let tls_server = match (tls, tls_port) {
             (Some(f), Some(p)) => format!(
-                "server {{\n    listen 127.0.0.1:{p} ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n    root {d}/html;\n  }}\n",
+                "server {{\n    listen 127.0.0.1:{p} ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n{}    root {d}/html;\n  }}\n",
                 f.cert.display(),
-                f.key.display()
+                f.key.display(),
+                f.client_ca.as_ref().map_or(String::new(), |ca| format!(
+                    "    ssl_client_certificate {};\n    ssl_verify_client on;\n",
+                    ca.display()
+                ))
             ),
             _ => String::new(),
         };
         let conf = format!(
-            "worker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log;\n\
+            "worker_processes 1;\nuser root;\npid {d}/nginx.pid;\nerror_log {d}/error.log info;\n\
              events {{ worker_connections 4096; }}\n\
              http {{\n  access_log off;\n  client_body_temp_path {d}/body;\n  proxy_temp_path {d}/proxy;\n\
              fastcgi_temp_path {d}/fastcgi;\n  uwsgi_temp_path {d}/uwsgi;\n  scgi_temp_path {d}/scgi;\n\
@@ -86,6 +92,11 @@ impl Nginx {
         }
         let unix = dir.join("nginx.sock");
         Some(Self { addr, unix, tls_port, child, dir })
+    }
+
+    /// What nginx has logged, for a failing assertion's message.
+    pub fn error_log(&self) -> String {
+        std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
     }
 
     /// Pauses (SIGSTOP) or resumes (SIGCONT) every nginx process: a server that stalls.
