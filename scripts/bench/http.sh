@@ -3,18 +3,20 @@
 # and one thread each, both against the same Debian nginx (one worker, a 615-byte page) on
 # loopback, alternating. Prints each run's requests/s and client CPU seconds per 100k
 # requests, and the median ratios wirespeed/wrk: requests/s (higher is better) and CPU per
-# request (lower is better). nginx is pinned to CPU 1 and both clients to CPU 0 (taskset).
-# Every run is bounded by -d.
-#   RUNS=5 SECS=3 CONNS=32 scripts/bench/http.sh
+# request (lower is better). PIN=1 (default): nginx on CPU 1, both clients on CPU 0 (taskset),
+# so nginx's core is the ceiling; PIN=same: nginx and the client share CPU 0, so a client that
+# needs less CPU leaves more to nginx. Every run is bounded by -d.
+#   RUNS=5 SECS=3 CONNS=32 PIN=1 scripts/bench/http.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
 SECS=${SECS:-3}
 CONNS=${CONNS:-32}
+PIN=${PIN:-1}
 source scripts/bench/common.sh
 need nginx wrk taskset jq
 PORT=15261
-start_nginx $PORT taskset -c 1
+if [ "$PIN" = same ]; then start_nginx $PORT taskset -c 0; else start_nginx $PORT taskset -c 1; fi
 URL="http://127.0.0.1:$PORT/"
 
 # cpu_of CMD...: runs CMD and prints "user+system seconds" of it on stderr's last line.
@@ -23,7 +25,7 @@ cpu_of() { /usr/bin/time -f "%U %S" "$@" 2>"$tmp/time" >"$tmp/out"; tail -1 "$tm
 # One unmeasured run of each.
 taskset -c 0 $WS http "$URL" -c "$CONNS" -d 1 --no-save >/dev/null
 taskset -c 0 wrk -t 1 -c "$CONNS" -d 1s "$URL" >/dev/null
-echo "run  ws_req_s  wrk_req_s  ws_cpu_s/100k  wrk_cpu_s/100k  rate_ratio  cpu_ratio  ($CONNS connections)"
+echo "run  ws_req_s  wrk_req_s  ws_cpu_s/100k  wrk_cpu_s/100k  rate_ratio  cpu_ratio  ($CONNS connections, PIN=$PIN)"
 : >"$tmp/rate"; : >"$tmp/cpu"
 for i in $(seq 1 "$RUNS"); do
   wc=$(cpu_of taskset -c 0 $WS http "$URL" -c "$CONNS" -d "$SECS" -f json --no-save)
