@@ -286,13 +286,17 @@ impl Conn {
                     };
                     let len = wire.len();
                     match self.io.write(&wire[written..]) {
+                        Ok(n) if written + n == len => {
+                            tally.totals.bytes_out += n as u64;
+                            self.phase = Phase::Receiving;
+                            // The last response was read to its end and nothing may follow it,
+                            // so the socket is empty: the answer's arrival is a new edge. Not
+                            // reading now saves a read that would only say EAGAIN.
+                            return Step::Wait;
+                        }
                         Ok(n) => {
                             tally.totals.bytes_out += n as u64;
-                            self.phase = if written + n == len {
-                                Phase::Receiving
-                            } else {
-                                Phase::Sending { written: written + n }
-                            };
+                            self.phase = Phase::Sending { written: written + n };
                         }
                         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait,
                         Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
