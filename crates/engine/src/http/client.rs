@@ -272,6 +272,7 @@ fn start(
             // Threads start at different requests of a targets file.
             next: Cell::new(usize::from(i) % set.len().max(1)),
             tally: RefCell::new(Tally::new(c.clone())),
+            epoll: Cell::new(-1),
         };
         handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
             move || {

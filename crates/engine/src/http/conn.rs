@@ -132,6 +132,10 @@ pub(super) struct Conn {
     /// A redirect being followed: its bytes, URL, HEAD flag and how many so far.
     pub redirect: Option<(Vec<u8>, HttpUrl, bool)>,
     pub hops: u8,
+    /// Its key in the thread's epoll set.
+    pub slot: u64,
+    /// Whether epoll watches it for writability now.
+    pub watching_writable: bool,
     first_byte: Option<Instant>,
     head_buf: Vec<u8>,
     head: Option<ResponseHead>,
@@ -174,6 +178,8 @@ impl Conn {
             request,
             redirect: None,
             hops: 0,
+            slot: 0,
+            watching_writable: true,
             first_byte: None,
             head_buf: Vec::with_capacity(1024),
             head: None,
@@ -305,6 +311,10 @@ impl Conn {
                 }
                 Phase::Receiving | Phase::Idle => {
                     let idle = self.phase == Phase::Idle;
+                    // TLS bytes of the request that the socket could not take at once.
+                    if let Err(e) = self.io.flush_tls() {
+                        return Step::Failed(Cause::of(&e, false), None);
+                    }
                     let n = match self.io.read(scratch) {
                         Ok(0) if idle => return Step::PeerClosed,
                         Ok(0) => {
@@ -392,6 +402,13 @@ impl Conn {
             Framing::UntilClose => false,
         };
         Ok(complete.then_some(head))
+    }
+
+    /// True while the connection needs to hear that it can write: connecting, handshaking,
+    /// a request not yet all written, or TLS bytes still queued.
+    pub fn wants_writable(&self) -> bool {
+        matches!(self.phase, Phase::Connecting | Phase::Handshaking | Phase::Sending { .. })
+            || self.io.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// The status of the response just completed.

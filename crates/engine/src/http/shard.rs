@@ -47,6 +47,21 @@ impl Schedule {
     }
 }
 
+/// Adds (`EPOLL_CTL_ADD`) or changes (`EPOLL_CTL_MOD`) the events watched on `fd`:
+/// readable and hang-ups always, writable when `writable`; edge-triggered.
+fn watch(epoll: libc::c_int, op: libc::c_int, fd: libc::c_int, slot: u64, writable: bool) -> io::Result<()> {
+    let mut events = libc::EPOLLIN | libc::EPOLLET | libc::EPOLLRDHUP;
+    if writable {
+        events |= libc::EPOLLOUT;
+    }
+    let mut ev = libc::epoll_event { events: events as u32, u64: slot };
+    // SAFETY: a live epoll descriptor, a live socket and a valid event.
+    if unsafe { libc::epoll_ctl(epoll, op, fd, &mut ev) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
 /// What a connection is doing after an event.
 enum After {
     Busy,
@@ -73,6 +88,8 @@ pub(super) struct Shard {
     pub next: Cell<usize>,
     /// Counted here first and published to `counts` every 10 ms: no lock per request.
     pub tally: RefCell<Tally>,
+    /// This thread's epoll descriptor, once its loop has started.
+    pub epoll: Cell<libc::c_int>,
 }
 
 impl Shard {
@@ -112,6 +129,7 @@ impl Shard {
 
     fn run_closed(&self) -> io::Result<()> {
         let epoll = sys::epoll()?;
+        self.epoll.set(epoll.as_raw_fd());
         let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
         let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots.max(1)];
         let mut scratch = vec![0u8; 64 * 1024];
@@ -151,6 +169,7 @@ impl Shard {
     fn run_open(&self) -> io::Result<()> {
         let Some(schedule) = self.schedule else { return Ok(()) };
         let epoll = sys::epoll()?;
+        self.epoll.set(epoll.as_raw_fd());
         let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
         let mut free: Vec<usize> = (0..self.slots).rev().collect();
         let mut idle: Vec<usize> = Vec::new();
@@ -275,17 +294,14 @@ impl Shard {
                 }
             },
         };
-        let mut ev = libc::epoll_event {
-            events: (libc::EPOLLIN | libc::EPOLLOUT | libc::EPOLLET | libc::EPOLLRDHUP) as u32,
-            u64: slot as u64,
-        };
-        // SAFETY: a live epoll descriptor, a live socket and a valid event.
-        if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, socket.as_raw_fd(), &mut ev) } < 0 {
-            return fail(&io::Error::last_os_error());
+        if let Err(e) = watch(epoll, libc::EPOLL_CTL_ADD, socket.as_raw_fd(), slot as u64, true) {
+            return fail(&e);
         }
         self.tally.borrow_mut().totals.connections += 1;
         let mut conn = Conn::new(Transport { socket, tls }, connected, request, scheduled);
         conn.deadline = conn.opened + self.mode.timeout;
+        conn.slot = slot as u64;
+        conn.watching_writable = true;
         Some(conn)
     }
 
@@ -294,6 +310,20 @@ impl Shard {
         loop {
             let Some(conn) = slot.as_mut() else { return After::Gone };
             let step = conn.step(&self.set, self.mode, &mut self.tally.borrow_mut(), scratch);
+            if let Step::Wait = step {
+                // Writability is watched only while there is something to write: a socket
+                // that is always writable would wake the loop for every ACK.
+                let want = conn.wants_writable();
+                if want != conn.watching_writable {
+                    let (fd, slot_id) = (conn.io.socket.as_raw_fd(), conn.slot);
+                    if let Err(e) = watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, want) {
+                        self.failed(Cause::of(&e, false), None, conn.request, conn.scheduled);
+                        *slot = None;
+                        return After::Gone;
+                    }
+                    conn.watching_writable = want;
+                }
+            }
             match step {
                 Step::Wait if conn.phase == Phase::Idle => return After::Idle,
                 Step::Wait => return After::Busy,
