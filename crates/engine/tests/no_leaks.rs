@@ -9,8 +9,10 @@ use common::{run, spec, TestServer};
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::cps::client::{self as cps, CpsOptions};
+use wirespeed_engine::http::client::{self as http, HttpOptions};
 use wirespeed_engine::latency::client::{self as latency, LatencyOptions};
 use wirespeed_model::cps::CpsSpec;
+use wirespeed_model::http::HttpSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::spec::{Direction, Protocol};
 
@@ -25,8 +27,10 @@ fn threads() -> usize {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn finished_and_failed_tests_release_sockets_and_threads() {
     let server = TestServer::loopback().await;
+    let (http_port, http_stop) = common::http_fixture().await;
     still(&server).await; // warm up the runtime's own threads and descriptors
     let (fds, tasks) = (open_fds(), threads());
+    http_runs(http_port).await;
     for protocol in [Protocol::Tcp, Protocol::Udp] {
         let mut s = spec(protocol, 0.3);
         s.direction = Direction::Bidir;
@@ -104,6 +108,32 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
     assert!(settled, "fds {fds} -> {}, threads {tasks} -> {}", open_fds(), threads());
     still(&server).await;
     server.shutdown().await;
+    http_stop.cancel();
+}
+
+/// HTTP load in every shape, finished, failed and interrupted: its threads, sockets and the
+/// HTTP/2 runtime must all go.
+async fn http_runs(port: u16) {
+    let url = format!("http://127.0.0.1:{port}/");
+    let run_http = |spec: HttpSpec, cancel: CancellationToken| async move {
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
+        http::run(opts, tx, cancel).await
+    };
+    for (h2, rates) in [(false, vec![]), (false, vec![500.0]), (true, vec![]), (true, vec![500.0])] {
+        let mut spec = HttpSpec::new(url.clone());
+        (spec.http2, spec.rates, spec.count, spec.connections) = (h2, rates, Some(200), 4);
+        run_http(spec, CancellationToken::new()).await.unwrap();
+    }
+    let refused = HttpSpec::new(format!("http://127.0.0.1:{}/", common::nginx::free_port()));
+    assert!(run_http(refused, CancellationToken::new()).await.is_err());
+    let cancel = CancellationToken::new();
+    let mut long = HttpSpec::new(url);
+    long.rates = vec![1000.0];
+    let running = tokio::spawn(run_http(long, cancel.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cancel.cancel();
+    running.await.unwrap().unwrap();
 }
 
 fn stock_iperf3(addr: std::net::SocketAddr, args: &str) -> std::process::Command {

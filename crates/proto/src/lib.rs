@@ -91,6 +91,7 @@ pub fn exercise_http_decoders(data: &[u8]) {
     for head_request in [false, true] {
         let _ = http1::parse_head(data, head_request);
     }
+    let _ = http1::header(data, "location");
     let mut chunked = http1::ChunkedScanner::default();
     for part in data.chunks(7) {
         if chunked.feed(part).is_err() {
@@ -100,5 +101,9 @@ pub fn exercise_http_decoders(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = http_targets::parse_http(text);
         let _ = http_targets::parse_json(text);
+        if let Ok(url) = http_url::HttpUrl::parse("http://h/a/b") {
+            let _ = url.join(text);
+        }
+        let _ = http_url::HttpUrl::parse(text);
     }
 }
