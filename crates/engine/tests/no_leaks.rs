@@ -120,7 +120,8 @@ async fn http_runs(port: u16) {
         let opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
         http::run(opts, tx, cancel).await
     };
-    for (h2, rates) in [(false, vec![]), (false, vec![500.0]), (true, vec![]), (true, vec![500.0])] {
+    for (h2, rates) in [(false, vec![]), (false, vec![500.0]), (true, vec![]), (true, vec![500.0])]
+    {
         let mut spec = HttpSpec::new(url.clone());
         (spec.http2, spec.rates, spec.count, spec.connections) = (h2, rates, Some(200), 4);
         run_http(spec, CancellationToken::new()).await.unwrap();

@@ -36,7 +36,7 @@ pub enum Command {
     Ping(Box<PingArgs>),
     /// Trace the path to a host hop by hop (traceroute), or keep probing it (--mtr).
     Trace(Box<TraceArgs>),
-    /// Load an HTTP server: requests/s and latency with -c connections (closed model, like wrk).
+    /// Load an HTTP server: requests/s and latency with -c connections (closed model, like wrk) or at -r requests/s (open model, like wrk2 and vegeta); HTTP/1.1, h2, TLS.
     Http(Box<HttpArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),

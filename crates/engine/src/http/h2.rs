@@ -112,7 +112,7 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
                 if !ctx.budget.claim() {
                     break;
                 }
-                let Some(sender) = connect(&ctx, &c).await else { continue };
+                let Some(sender) = connect(&ctx, &c, Instant::now()).await else { continue };
                 let mut streams_set = tokio::task::JoinSet::new();
                 for first in 0..streams {
                     let (ctx, c, sender) = (ctx.clone(), c.clone(), sender.clone());
@@ -167,7 +167,7 @@ async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, begin: Instant, rate
             let sender = {
                 let mut slot = slot.lock().await;
                 if slot.as_ref().is_none_or(|s| s.is_closed()) {
-                    *slot = connect(&ctx, &c).await;
+                    *slot = connect(&ctx, &c, due).await;
                 }
                 slot.clone()
             };
@@ -190,20 +190,22 @@ async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, begin: Instant, rate
     }
 }
 
-/// Opens one HTTP/2 connection (counting the failure against the request that needed it).
-async fn connect(ctx: &Ctx, c: &ShardCounts) -> Option<Sender> {
+/// Opens one HTTP/2 connection; a failure is counted (and recorded) against the request that
+/// needed it, due at `scheduled`.
+async fn connect(ctx: &Ctx, c: &ShardCounts, scheduled: Instant) -> Option<Sender> {
     let opened = Instant::now();
-    match tokio::time::timeout(ctx.timeout, handshake(ctx, c, opened)).await {
-        Ok(Ok(sender)) => Some(sender),
-        Ok(Err((cause, detail))) => {
-            c.fail(cause, detail);
-            None
-        }
-        Err(_) => {
-            c.fail(Cause::ConnectTimeout, None);
-            None
-        }
+    let (cause, detail) = match tokio::time::timeout(ctx.timeout, handshake(ctx, c, opened)).await {
+        Ok(Ok(sender)) => return Some(sender),
+        Ok(Err(failure)) => failure,
+        Err(_) => (Cause::ConnectTimeout, None),
+    };
+    if let Some(sink) = &ctx.results {
+        let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
+        let out = ctx.set.requests[i].body.len() as u64;
+        sink.emit(i, scheduled, 0, (out, 0), Some(cause.name()));
     }
+    c.fail(cause, detail);
+    None
 }
 
 async fn handshake(

@@ -49,7 +49,13 @@ impl Schedule {
 
 /// Adds (`EPOLL_CTL_ADD`) or changes (`EPOLL_CTL_MOD`) the events watched on `fd`:
 /// readable and hang-ups always, writable when `writable`; edge-triggered.
-fn watch(epoll: libc::c_int, op: libc::c_int, fd: libc::c_int, slot: u64, writable: bool) -> io::Result<()> {
+fn watch(
+    epoll: libc::c_int,
+    op: libc::c_int,
+    fd: libc::c_int,
+    slot: u64,
+    writable: bool,
+) -> io::Result<()> {
     let mut events = libc::EPOLLIN | libc::EPOLLET | libc::EPOLLRDHUP;
     if writable {
         events |= libc::EPOLLOUT;
@@ -316,7 +322,8 @@ impl Shard {
                 let want = conn.wants_writable();
                 if want != conn.watching_writable {
                     let (fd, slot_id) = (conn.io.socket.as_raw_fd(), conn.slot);
-                    if let Err(e) = watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, want) {
+                    if let Err(e) = watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, want)
+                    {
                         self.failed(Cause::of(&e, false), None, conn.request, conn.scheduled);
                         *slot = None;
                         return After::Gone;
