@@ -15,11 +15,6 @@ impl Budget {
         Self(count.map(|n| Arc::new(AtomicU64::new(n))))
     }
 
-    /// True while some are left (without taking one).
-    pub fn peek(&self) -> bool {
-        self.0.as_ref().is_none_or(|b| b.load(Relaxed) > 0)
-    }
-
     /// Takes one; false when none are left.
     pub fn claim(&self) -> bool {
         match &self.0 {

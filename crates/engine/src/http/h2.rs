@@ -129,23 +129,13 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
                         }
                     });
                 }
+                // Then the claim above ends a counted run whose budget is spent.
                 while streams_set.join_next().await.is_some() {}
-                if ctx.budget_spent() {
-                    break;
-                }
             }
             c.done.store(true, Relaxed);
         });
     }
     while tasks.join_next().await.is_some() {}
-}
-
-impl Ctx {
-    fn budget_spent(&self) -> bool {
-        // A counted run ends when its budget is gone; a timed one never does.
-        let probe = self.budget.clone();
-        !probe.peek()
-    }
 }
 
 /// Open model: a request falls due every `1/rate` s and goes out on the next connection.
