@@ -10,6 +10,8 @@
 //! - [`http_targets`]: vegeta's targets files (http and json formats), for HTTP load tests.
 //! - [`http1`]: HTTP/1.1 response heads and chunked bodies, read without copying.
 //! - [`http_url`]: http:// and https:// URLs, and redirects resolved against them.
+//! - [`dns`]: DNS queries and answers, dnsperf's datafile, a zone file subset and the
+//!   fixture's responder.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
@@ -17,6 +19,7 @@ pub mod auth;
 pub mod codec;
 pub mod control;
 pub mod datagram;
+pub mod dns;
 pub mod http1;
 pub mod http_targets;
 pub mod http_url;
@@ -45,6 +48,7 @@ pub fn exercise_decoders(data: &[u8]) {
     exercise_iperf3_decoders(data);
     exercise_icmp_decoders(data);
     exercise_http_decoders(data);
+    exercise_dns_decoders(data);
     let mut stats = datagram::ReceiverStats::default();
     for chunk in data.chunks(16) {
         if let Some((seq, sent)) = datagram::read_header(chunk) {
@@ -105,5 +109,31 @@ pub fn exercise_http_decoders(data: &[u8]) {
             let _ = url.join(text);
         }
         let _ = http_url::HttpUrl::parse(text);
+    }
+}
+
+/// Feeds `data` to the DNS decoders: an answer as the load generator reads it (header,
+/// question check, OPT and extended RCODE), the fixture's responder (over UDP and TCP), and
+/// the datafile and zone-file parsers. For the `dns` fuzz target and [`exercise_decoders`].
+#[doc(hidden)]
+pub fn exercise_dns_decoders(data: &[u8]) {
+    use dns::wire;
+    if let Ok(h) = wire::Header::read(data) {
+        let _ = wire::full_rcode(data, &h);
+        let _ = wire::question_matches(data, &h, b"\x03www\x07example\x04test\x00\x00\x01\x00\x01");
+    }
+    static ZONE: std::sync::OnceLock<dns::zone::Zone> = std::sync::OnceLock::new();
+    let zone = ZONE.get_or_init(|| dns::zone::Zone::generated(3));
+    let mut out = Vec::new();
+    for udp in [true, false] {
+        if dns::responder::respond(data, zone, udp, &mut out) {
+            // What the fixture sends must itself read as an answer.
+            let h = wire::Header::read_answer(&out).expect("the fixture's answer has a header");
+            let _ = wire::full_rcode(&out, &h).expect("the fixture's answer parses");
+        }
+    }
+    if let Ok(text) = std::str::from_utf8(data) {
+        let _ = dns::datafile::parse(text);
+        let _ = dns::zone::Zone::parse(text, Some("fuzz.test"));
     }
 }

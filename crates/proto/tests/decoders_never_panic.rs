@@ -46,11 +46,25 @@ fn random_and_mutated_inputs() {
     exercise(&iperf3);
     let iperf3_params = iperf3.split_off(37);
     exercise(&iperf3_params);
+    // A DNS query with EDNS, so mutations reach the responder's lookups and the OPT walk.
+    let dns = wirespeed_proto::dns::wire::Query::encode(
+        "host1.example.test",
+        1,
+        true,
+        Some(wirespeed_proto::dns::wire::Edns { udp_size: 1232, dnssec_ok: true }),
+    )
+    .unwrap()
+    .bytes;
+    exercise(&dns);
     for _ in 0..20_000 {
         let len = (rng.next() % 300) as usize;
         let random: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         exercise(&random);
-        let seed = if rng.next() % 2 == 0 { &valid } else { &iperf3_params };
+        let seed = match rng.next() % 3 {
+            0 => &valid,
+            1 => &iperf3_params,
+            _ => &dns,
+        };
         let mut mutated = seed.clone();
         for _ in 0..1 + rng.next() % 4 {
             let at = (rng.next() as usize) % mutated.len();
