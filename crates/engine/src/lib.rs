@@ -8,7 +8,8 @@
 //! - [`cps`]: the connections-per-second test.
 //! - [`ping`]: ICMP, TCP, UDP and HTTP ping.
 //! - [`trace`]: traceroute and mtr.
-//! - [`http`]: the HTTP fixture `wirespeed server --http` serves.
+//! - [`http`]: HTTP load and the HTTP fixture `wirespeed server --http` serves.
+//! - [`dns`]: DNS load and the DNS fixture `wirespeed server --dns` serves.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
@@ -21,12 +22,14 @@ mod budget;
 pub mod buffer;
 pub mod counters;
 pub mod cps;
+pub mod dns;
 pub mod error;
 pub mod framed;
 pub mod handshake;
 pub mod http;
 mod intervals;
 pub mod latency;
+pub mod mmsg;
 pub mod pacer;
 pub mod ping;
 pub mod server;

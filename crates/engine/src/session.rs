@@ -134,10 +134,10 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
         TestSpec::Latency(spec) => crate::latency::server::run(ctl, state, ctx, spec, peer).await,
         TestSpec::Cps(spec) => crate::cps::server::run(ctl, state, ctx, spec, peer).await,
         // A UDP ping runs as a latency test; nothing else of ping's, or trace's, needs a server.
-        TestSpec::Ping(_) | TestSpec::Trace(_) | TestSpec::Http(_) => Err(refuse(
+        TestSpec::Ping(_) | TestSpec::Trace(_) | TestSpec::Http(_) | TestSpec::Dns(_) => Err(refuse(
             ctl,
             RefuseCode::Limit,
-            "ping, trace and http are not server-side tests (UDP ping starts a latency test)"
+            "ping, trace, http and dns are not server-side tests (UDP ping starts a latency test)"
                 .into(),
         )
         .await),

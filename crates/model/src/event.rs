@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::cps::CpsInterval;
+use crate::dns::DnsInterval;
 use crate::http::HttpInterval;
 use crate::latency::LatencyInterval;
 use crate::ping::PingProbe;
@@ -35,6 +36,8 @@ pub enum Event {
     TraceRound(TraceRound),
     /// An HTTP load interval is complete.
     HttpInterval(HttpInterval),
+    /// A DNS load interval is complete.
+    DnsInterval(DnsInterval),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.

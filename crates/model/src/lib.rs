@@ -7,6 +7,7 @@
 //! [`report::Report`] → renderers and store.
 
 pub mod cps;
+pub mod dns;
 pub mod event;
 pub mod http;
 pub mod latency;

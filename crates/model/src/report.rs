@@ -35,6 +35,8 @@ pub enum ReportBody {
     Trace(crate::trace::TraceReport),
     /// An HTTP load test.
     Http(crate::http::HttpReport),
+    /// A DNS load test.
+    Dns(crate::dns::DnsReport),
 }
 
 impl Report {
@@ -47,6 +49,7 @@ impl Report {
             ReportBody::Ping(_) => "ping",
             ReportBody::Trace(_) => "trace",
             ReportBody::Http(_) => "http",
+            ReportBody::Dns(_) => "dns",
         }
     }
 
@@ -59,6 +62,7 @@ impl Report {
             ReportBody::Ping(p) => &p.spec.target,
             ReportBody::Trace(t) => &t.spec.target,
             ReportBody::Http(h) => &h.spec.url,
+            ReportBody::Dns(d) => &d.spec.server,
         }
     }
 }

@@ -20,6 +20,8 @@ pub enum TestSpec {
     Trace(crate::trace::TraceSpec),
     /// HTTP load: requests per second and latency against any HTTP server.
     Http(Box<crate::http::HttpSpec>),
+    /// DNS load: queries per second, loss and latency against any DNS server.
+    Dns(Box<crate::dns::DnsSpec>),
 }
 
 /// Transport used by a bandwidth test's data streams.

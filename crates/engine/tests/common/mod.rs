@@ -108,3 +108,15 @@ pub async fn http_fixture() -> (u16, CancellationToken) {
     tokio::spawn(fixture::run(listeners, FixtureConfig::default(), stop.clone()));
     (port, stop)
 }
+
+/// The built-in DNS fixture (UDP and TCP) on a free 127.0.0.1 port, serving the generated
+/// zone with 1000 hosts; cancel the token to stop it.
+pub async fn dns_fixture() -> (u16, CancellationToken) {
+    use wirespeed_engine::dns::fixture::{self, DnsListeners};
+    let listeners = DnsListeners::bind(&[SocketAddr::from(([127, 0, 0, 1], 0))], 1).unwrap();
+    let port = listeners.local_addrs()[0].port();
+    let stop = CancellationToken::new();
+    let zone = std::sync::Arc::new(wirespeed_proto::dns::zone::Zone::generated(1000));
+    tokio::spawn(fixture::run(listeners, zone, stop.clone()));
+    (port, stop)
+}

@@ -1,0 +1,224 @@
+//! The DNS fixture `wirespeed server --dns PORT` serves: an authoritative server for one zone
+//! (a `--zone` file, or [`Zone::generated`]'s records) over UDP and TCP on the same port. Each
+//! UDP thread owns a socket of an `SO_REUSEPORT` group and answers in `recvmmsg`/`sendmmsg`
+//! batches, so the fixture is not what a load test measures; TCP connections are served on
+//! the async runtime, queries pipelined. It answers what the zone says (see
+//! [`wirespeed_proto::dns::responder`]) and drops what is not a query.
+
+use std::io;
+use std::net::{SocketAddr, UdpSocket};
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::Duration;
+
+use bytes::{Buf, BytesMut};
+use socket2::{Domain, Protocol, Socket, Type};
+use tokio::io::{AsyncReadExt, AsyncWriteExt};
+use tokio::net::{TcpListener, TcpStream};
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use wirespeed_proto::dns::responder::respond;
+use wirespeed_proto::dns::zone::Zone;
+
+use crate::mmsg::MsgBatch;
+use crate::sys;
+
+/// Datagrams per system call.
+const BATCH: usize = 64;
+/// Largest query read.
+const QUERY: usize = 4096;
+/// Largest answer sent (the biggest UDP payload; a client's EDNS size may allow it).
+const DATAGRAM: usize = 65_535;
+/// How long a TCP connection may stay silent before the fixture closes it.
+const TCP_IDLE: Duration = Duration::from_secs(30);
+
+/// The fixture's sockets, bound.
+#[derive(Debug)]
+pub struct DnsListeners {
+    udp: Vec<UdpSocket>,
+    tcp: Vec<TcpListener>,
+}
+
+impl DnsListeners {
+    /// Binds UDP (`threads` sockets per address, sharing the port) and TCP on each of
+    /// `addrs`; with port 0 every address gets the first one's free port.
+    pub fn bind(addrs: &[SocketAddr], threads: usize) -> io::Result<Self> {
+        let mut udp = Vec::new();
+        let mut tcp = Vec::new();
+        let mut port = addrs.first().map_or(0, |a| a.port());
+        for &addr in addrs {
+            let mut addr = addr;
+            addr.set_port(port);
+            for _ in 0..threads.max(1) {
+                let s = reuse_port_socket(addr, Type::DGRAM, Protocol::UDP)?;
+                let bound = s.local_addr()?.as_socket().unwrap_or(addr);
+                port = bound.port();
+                addr.set_port(port);
+                udp.push(UdpSocket::from(s));
+            }
+            let t = reuse_port_socket(addr, Type::STREAM, Protocol::TCP)?;
+            t.listen(1024)?;
+            t.set_nonblocking(true)?;
+            tcp.push(TcpListener::from_std(t.into())?);
+        }
+        Ok(Self { udp, tcp })
+    }
+
+    /// Every bound address (one per address given).
+    pub fn local_addrs(&self) -> Vec<SocketAddr> {
+        self.tcp.iter().filter_map(|l| l.local_addr().ok()).collect()
+    }
+}
+
+fn reuse_port_socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
+    let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
+    if addr.is_ipv6() {
+        s.set_only_v6(true)?;
+    }
+    s.set_reuse_address(true)?;
+    s.set_reuse_port(true)?;
+    s.bind(&addr.into())?;
+    Ok(s)
+}
+
+/// Serves `zone` on every listener until `shutdown`.
+pub async fn run(
+    listeners: DnsListeners,
+    zone: Arc<Zone>,
+    shutdown: CancellationToken,
+) -> io::Result<()> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let mut threads = Vec::new();
+    for (i, socket) in listeners.udp.into_iter().enumerate() {
+        let (zone, stop) = (zone.clone(), stop.clone());
+        threads.push(std::thread::Builder::new().name(format!("ws-dns-fixture-{}", i + 1)).spawn(
+            move || {
+                if let Err(e) = serve_udp(&socket, &zone, &stop) {
+                    tracing::warn!("DNS fixture UDP thread failed: {e}");
+                }
+            },
+        )?);
+    }
+    let tracker = TaskTracker::new();
+    for listener in listeners.tcp {
+        let (zone, shutdown, conns) = (zone.clone(), shutdown.clone(), tracker.clone());
+        tracker.spawn(async move {
+            loop {
+                tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    accepted = listener.accept() => match accepted {
+                        Ok((stream, _)) => {
+                            let (zone, shutdown) = (zone.clone(), shutdown.clone());
+                            conns.spawn(async move {
+                                tokio::select! {
+                                    _ = shutdown.cancelled() => {}
+                                    r = serve_tcp(stream, &zone) => if let Err(e) = r {
+                                        tracing::debug!("DNS fixture TCP connection: {e}");
+                                    },
+                                }
+                            });
+                        }
+                        // Out of descriptors, or a connection reset before accept: go on.
+                        Err(e) => {
+                            tracing::warn!("DNS fixture accept: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                        }
+                    }
+                }
+            }
+        });
+    }
+    shutdown.cancelled().await;
+    stop.store(true, Relaxed);
+    tracker.close();
+    tracker.wait().await;
+    tokio::task::spawn_blocking(move || {
+        for t in threads {
+            let _ = t.join();
+        }
+    })
+    .await
+    .map_err(io::Error::other)?;
+    Ok(())
+}
+
+/// One UDP thread: read a batch, answer each query, send the answers back as a batch.
+fn serve_udp(socket: &UdpSocket, zone: &Zone, stop: &AtomicBool) -> io::Result<()> {
+    let fd = socket.as_raw_fd();
+    sys::raise_rcvbuf(fd, 8 << 20);
+    sys::raise_sndbuf(fd, 8 << 20);
+    let mut inbox = MsgBatch::new(BATCH, QUERY, true);
+    let mut outbox = MsgBatch::new(BATCH, DATAGRAM, true);
+    let mut answer = Vec::with_capacity(DATAGRAM);
+    let mut lens = Vec::with_capacity(BATCH);
+    while !stop.load(Relaxed) {
+        let got = match inbox.recv(fd) {
+            Ok(0) => {
+                sys::wait_readable(fd, Duration::from_millis(100))?;
+                continue;
+            }
+            Ok(n) => n,
+            // An ICMP error for an earlier answer (the client went away).
+            Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => continue,
+            Err(e) => return Err(e),
+        };
+        lens.clear();
+        for i in 0..got {
+            if !respond(inbox.received(i), zone, true, &mut answer) || answer.len() > DATAGRAM {
+                continue;
+            }
+            let k = lens.len();
+            outbox.buf_mut(k)[..answer.len()].copy_from_slice(&answer);
+            outbox.reply_to(k, &inbox, i);
+            lens.push(answer.len());
+        }
+        let mut first = 0;
+        while first < lens.len() {
+            match outbox.send_from(fd, first, &lens) {
+                Ok(n) => first += n.max(1),
+                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                    // The send buffer is full: wait until it drains rather than drop.
+                    let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+                    // SAFETY: one valid pollfd for the length given.
+                    unsafe { libc::poll(&mut p, 1, 100) };
+                }
+                // One answer could not go (its client vanished): skip it.
+                Err(_) => first += 1,
+            }
+        }
+    }
+    Ok(())
+}
+
+/// One TCP connection: frames in, frames out, pipelined.
+async fn serve_tcp(mut stream: TcpStream, zone: &Zone) -> io::Result<()> {
+    stream.set_nodelay(true)?;
+    let mut inbuf = BytesMut::with_capacity(16 * 1024);
+    let mut outbuf = Vec::with_capacity(16 * 1024);
+    let mut answer = Vec::new();
+    loop {
+        let n = match tokio::time::timeout(TCP_IDLE, stream.read_buf(&mut inbuf)).await {
+            Ok(r) => r?,
+            Err(_) => return Ok(()), // idle: close, as servers do
+        };
+        if n == 0 {
+            return Ok(());
+        }
+        while inbuf.len() >= 2 {
+            let len = usize::from(u16::from_be_bytes([inbuf[0], inbuf[1]]));
+            if inbuf.len() < 2 + len {
+                break;
+            }
+            if respond(&inbuf[2..2 + len], zone, false, &mut answer) && answer.len() <= 65_535 {
+                outbuf.extend_from_slice(&(answer.len() as u16).to_be_bytes());
+                outbuf.extend_from_slice(&answer);
+            }
+            inbuf.advance(2 + len);
+        }
+        if !outbuf.is_empty() {
+            stream.write_all(&outbuf).await?;
+            outbuf.clear();
+        }
+    }
+}

@@ -1,0 +1,282 @@
+//! A TCP or DNS-over-TLS client (RFC 7766, RFC 7858): one connection, queries pipelined as
+//! length-prefixed frames, answers matched by ID in whatever order they come. When the server
+//! closes the connection, the queries in flight on it are lost (no answer can come on another)
+//! and the client connects again; a client that cannot connect three times running while
+//! working through a bounded datafile gives its share up as unsent instead of trying forever.
+//! The same loop asks truncated UDP answers again over TCP for `--tc-retry`, its queries
+//! coming from a channel instead of the datafile.
+
+use std::collections::VecDeque;
+use std::io;
+use std::net::SocketAddr;
+use std::sync::atomic::Ordering::Relaxed;
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use bytes::{Buf, BytesMut};
+use rustls::pki_types::ServerName;
+use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
+use tokio::net::TcpStream;
+use tokio::sync::mpsc;
+use wirespeed_proto::dns::wire::set_id;
+
+use super::queries::{Cursor, QuerySet};
+use super::shared::{since, Control, Local, Pace, WorkerShared};
+use super::tracker::{Answered, Tracker};
+
+/// Longest wait between looks at the run's flags.
+const HEARTBEAT: Duration = Duration::from_millis(10);
+/// Bytes of queued frames past which no more are queued until the socket takes some.
+const OUT_HIGH: usize = 64 * 1024;
+/// Consecutive failed connections after which a bounded run's client gives up.
+const GIVE_UP_AFTER: u32 = 3;
+
+/// Where a stream client's queries come from.
+pub(super) enum Source {
+    /// The datafile, this client's share of it.
+    File(Cursor),
+    /// Truncated UDP answers to ask again (`--tc-retry`).
+    Retry { rx: mpsc::Receiver<u32>, queue: VecDeque<u32>, closed: bool },
+}
+
+impl Source {
+    fn next(&mut self) -> Option<u32> {
+        match self {
+            Source::File(c) => c.next(),
+            Source::Retry { queue, .. } => queue.pop_front(),
+        }
+    }
+
+    fn exhausted(&self) -> bool {
+        match self {
+            Source::File(c) => c.exhausted(),
+            Source::Retry { queue, closed, .. } => *closed && queue.is_empty(),
+        }
+    }
+
+    /// Counts what is left of a bounded share as unsent; true when there was a bound.
+    fn give_up(&mut self, tracker: &mut Tracker) -> bool {
+        match self {
+            Source::File(c) if c.bounded() => {
+                while c.next().is_some() {
+                    tracker.counts.unsent += 1;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// One stream client.
+pub(super) struct StreamClient {
+    pub addr: SocketAddr,
+    /// DoT: the TLS configuration and the name to verify.
+    pub tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    pub connect_timeout: Duration,
+    pub queries: Arc<QuerySet>,
+    pub source: Source,
+    pub window: u32,
+    pub pace: Option<Pace>,
+    pub tracker: Tracker,
+    pub shared: Arc<WorkerShared>,
+    pub control: Arc<Control>,
+    pub begin: Instant,
+}
+
+/// How one connection ended.
+enum Ended {
+    /// Nothing more to do.
+    Done,
+    /// The server closed it (or it failed) with work left.
+    Closed,
+}
+
+impl StreamClient {
+    /// Runs until this client's queries are sent and answered or lost, or the run stops.
+    pub async fn run(mut self) {
+        let mut local = Local::new();
+        let mut failures = 0u32;
+        loop {
+            if self.control.interrupt.load(Relaxed) {
+                break;
+            }
+            let sending = !self.control.stop.load(Relaxed) && !self.source.exhausted();
+            if !sending && self.tracker.in_flight() == 0 {
+                break;
+            }
+            self.tracker.counts.connect_attempts += 1;
+            let started = Instant::now();
+            match self.connect().await {
+                Ok(stream) => {
+                    failures = 0;
+                    self.tracker.counts.connects += 1;
+                    local.setups.push(started.elapsed().as_nanos() as u64);
+                    let ended = match stream {
+                        Conn::Plain(s) => self.serve(s, &mut local).await,
+                        Conn::Tls(s) => self.serve(*s, &mut local).await,
+                    };
+                    if let Ended::Closed = ended {
+                        self.tracker.abandon(false);
+                    } else {
+                        break;
+                    }
+                }
+                Err(e) => {
+                    failures += 1;
+                    tracing::debug!("DNS connection to {} failed: {e}", self.addr);
+                    if failures >= GIVE_UP_AFTER && self.source.give_up(&mut self.tracker) {
+                        break;
+                    }
+                    // Not in a tight loop: a refused port answers at once.
+                    self.pause(Duration::from_millis(200)).await;
+                }
+            }
+            local.publish(&self.shared, &self.tracker.counts, since(self.begin), true);
+        }
+        if self.control.interrupt.load(Relaxed) {
+            self.tracker.abandon(true);
+        }
+        self.shared.finish(&mut local, &self.tracker.counts, since(self.begin));
+    }
+
+    async fn pause(&mut self, d: Duration) {
+        let until = Instant::now() + d;
+        while Instant::now() < until && !self.control.stopping() {
+            tokio::time::sleep(HEARTBEAT).await;
+        }
+    }
+
+    async fn connect(&self) -> io::Result<Conn> {
+        let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr))
+            .await
+            .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
+        tcp.set_nodelay(true)?;
+        match &self.tls {
+            None => Ok(Conn::Plain(tcp)),
+            Some((config, name)) => {
+                let connector = tokio_rustls::TlsConnector::from(config.clone());
+                let handshake = connector.connect(name.clone(), tcp);
+                let tls = tokio::time::timeout(self.connect_timeout, handshake).await.map_err(
+                    |_| io::Error::new(io::ErrorKind::TimedOut, "TLS handshake timed out"),
+                )??;
+                Ok(Conn::Tls(Box::new(tls)))
+            }
+        }
+    }
+
+    /// Drives one connection: queue frames, write what the socket takes, read answers.
+    async fn serve<S: AsyncRead + AsyncWrite + Unpin>(
+        &mut self,
+        stream: S,
+        local: &mut Local,
+    ) -> Ended {
+        let (mut rd, mut wr) = tokio::io::split(stream);
+        let mut inbuf = BytesMut::with_capacity(64 * 1024);
+        let mut outbuf: Vec<u8> = Vec::with_capacity(OUT_HIGH + 1024);
+        loop {
+            if self.control.interrupt.load(Relaxed) {
+                return Ended::Done;
+            }
+            let sending = !self.control.stop.load(Relaxed) && !self.source.exhausted();
+            if !sending && self.tracker.in_flight() == 0 {
+                let _ = wr.shutdown().await;
+                return Ended::Done;
+            }
+            let now = since(self.begin);
+            if sending && outbuf.len() < OUT_HIGH {
+                self.queue(now, &mut outbuf);
+            }
+            let mut wait = HEARTBEAT;
+            if let Some(p) = &self.pace {
+                wait = wait.min(Duration::from_nanos(p.next_ns().saturating_sub(now)));
+            }
+            if let Some(d) = self.tracker.next_deadline() {
+                wait = wait.min(Duration::from_nanos(d.saturating_sub(now)));
+            }
+            let retry_open = matches!(&self.source, Source::Retry { closed: false, .. });
+            tokio::select! {
+                r = rd.read_buf(&mut inbuf) => match r {
+                    Ok(0) | Err(_) => return Ended::Closed,
+                    Ok(_) => self.read_frames(&mut inbuf, local),
+                },
+                w = wr.write(&outbuf), if !outbuf.is_empty() => match w {
+                    Ok(0) | Err(_) => return Ended::Closed,
+                    Ok(n) => { outbuf.drain(..n); }
+                },
+                q = recv_retry(&mut self.source), if retry_open => {
+                    if let Source::Retry { queue, closed, .. } = &mut self.source {
+                        match q {
+                            Some(q) => queue.push_back(q),
+                            None => *closed = true,
+                        }
+                    }
+                }
+                _ = tokio::time::sleep(wait) => {}
+            }
+            let now = since(self.begin);
+            self.tracker.expire(now);
+            local.publish(&self.shared, &self.tracker.counts, now, false);
+        }
+    }
+
+    /// Appends the frames the window and the schedule allow.
+    fn queue(&mut self, now: u64, outbuf: &mut Vec<u8>) {
+        let room = u64::from(self.window.saturating_sub(self.tracker.in_flight()));
+        let want = match &mut self.pace {
+            Some(p) => {
+                let (due, skipped) = p.due(now);
+                self.tracker.counts.unsent += skipped;
+                due.min(room)
+            }
+            None => room,
+        };
+        let mut queued = 0;
+        while queued < want && outbuf.len() < OUT_HIGH {
+            let Some(id) = self.tracker.take_id() else { break };
+            let Some(q) = self.source.next() else {
+                self.tracker.give_back(id);
+                break;
+            };
+            let template = &self.queries.get(q).bytes;
+            outbuf.extend_from_slice(&(template.len() as u16).to_be_bytes());
+            let at = outbuf.len();
+            outbuf.extend_from_slice(template);
+            set_id(&mut outbuf[at..], id);
+            self.tracker.sent(id, q, 0, now, template.len());
+            queued += 1;
+        }
+        if let Some(p) = &mut self.pace {
+            p.consume(queued);
+        }
+    }
+
+    /// Counts every whole frame in `inbuf` and keeps the partial one.
+    fn read_frames(&mut self, inbuf: &mut BytesMut, local: &mut Local) {
+        let now = since(self.begin);
+        while inbuf.len() >= 2 {
+            let len = usize::from(u16::from_be_bytes([inbuf[0], inbuf[1]]));
+            if inbuf.len() < 2 + len {
+                break;
+            }
+            let answered = self.tracker.answer(&inbuf[2..2 + len], 0, now, &self.queries);
+            if let Answered::Completed { latency_ns, .. } = answered {
+                local.pending.push(latency_ns);
+            }
+            inbuf.advance(2 + len);
+        }
+    }
+}
+
+async fn recv_retry(source: &mut Source) -> Option<u32> {
+    match source {
+        Source::Retry { rx, .. } => rx.recv().await,
+        Source::File(_) => std::future::pending().await,
+    }
+}
+
+/// A connection, plain or TLS.
+enum Conn {
+    Plain(TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+}

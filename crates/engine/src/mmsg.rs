@@ -1,0 +1,166 @@
+//! Preallocated `sendmmsg`/`recvmmsg` batches: the buffers, iovecs and message headers are
+//! built once and point at each other for the batch's whole life, so a DNS worker or the DNS
+//! fixture moves dozens of datagrams per system call without allocating (the `sys`
+//! helpers build their headers per call). With `named`, each message carries a peer address:
+//! an unconnected server socket learns whom to answer.
+
+use std::io;
+use std::mem::size_of;
+use std::os::fd::RawFd;
+
+/// A batch of `count` datagram buffers of `size` bytes each.
+pub struct MsgBatch {
+    bufs: Box<[u8]>,
+    size: usize,
+    iovs: Box<[libc::iovec]>,
+    names: Box<[libc::sockaddr_storage]>,
+    msgs: Box<[libc::mmsghdr]>,
+    named: bool,
+}
+
+// SAFETY: the raw pointers inside point into the batch's own boxed buffers, which move with
+// it and are only used through `&mut self`.
+unsafe impl Send for MsgBatch {}
+
+impl MsgBatch {
+    /// A batch of `count` buffers of `size` bytes; `named` keeps a peer address per message.
+    pub fn new(count: usize, size: usize, named: bool) -> Self {
+        let mut bufs = vec![0u8; count * size].into_boxed_slice();
+        let mut iovs: Box<[libc::iovec]> = (0..count)
+            .map(|i| libc::iovec {
+                // SAFETY: i * size is within the buffer of count * size bytes.
+                iov_base: unsafe { bufs.as_mut_ptr().add(i * size) }.cast(),
+                iov_len: size,
+            })
+            .collect();
+        // SAFETY: sockaddr_storage and mmsghdr are plain data; zeroed is valid for both.
+        let mut names: Box<[libc::sockaddr_storage]> =
+            (0..count).map(|_| unsafe { std::mem::zeroed() }).collect();
+        let mut msgs: Box<[libc::mmsghdr]> =
+            (0..count).map(|_| unsafe { std::mem::zeroed() }).collect();
+        for i in 0..count {
+            let h = &mut msgs[i].msg_hdr;
+            h.msg_iov = &mut iovs[i];
+            h.msg_iovlen = 1;
+            if named {
+                h.msg_name = (&mut names[i] as *mut libc::sockaddr_storage).cast();
+                h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            }
+        }
+        Self { bufs, size, iovs, names, msgs, named }
+    }
+
+    /// How many messages the batch holds.
+    pub fn capacity(&self) -> usize {
+        self.msgs.len()
+    }
+
+    /// Buffer `i`, whole, to fill before [`Self::send`].
+    pub fn buf_mut(&mut self, i: usize) -> &mut [u8] {
+        &mut self.bufs[i * self.size..(i + 1) * self.size]
+    }
+
+    /// What message `i` of the last [`Self::recv`] holds.
+    pub fn received(&self, i: usize) -> &[u8] {
+        let len = (self.msgs[i].msg_len as usize).min(self.size);
+        &self.bufs[i * self.size..i * self.size + len]
+    }
+
+    /// Sends messages `0..lens.len()`, message `i` being the first `lens[i]` bytes of its
+    /// buffer, to the connected peer (or, in a named batch, to each message's address).
+    /// Returns how many the kernel took.
+    pub fn send(&mut self, fd: RawFd, lens: &[usize]) -> io::Result<usize> {
+        self.send_from(fd, 0, lens)
+    }
+
+    /// Like [`Self::send`] for messages `first..lens.len()`: the rest of a batch the kernel
+    /// took only part of.
+    pub fn send_from(&mut self, fd: RawFd, first: usize, lens: &[usize]) -> io::Result<usize> {
+        let n = lens.len().min(self.msgs.len());
+        if first >= n {
+            return Ok(0);
+        }
+        for (i, &len) in lens.iter().enumerate().take(n) {
+            self.iovs[i].iov_len = len.min(self.size);
+        }
+        // SAFETY: headers first..n point at live iovecs, buffers and names of this batch.
+        let r = unsafe {
+            libc::sendmmsg(
+                fd,
+                self.msgs.as_mut_ptr().add(first),
+                (n - first) as libc::c_uint,
+                libc::MSG_DONTWAIT,
+            )
+        };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(r as usize)
+        }
+    }
+
+    /// Receives up to a batch of datagrams without waiting; returns how many arrived (an
+    /// empty socket is `Ok(0)`).
+    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+        for i in 0..self.msgs.len() {
+            self.iovs[i].iov_len = self.size;
+            if self.named {
+                self.msgs[i].msg_hdr.msg_namelen =
+                    size_of::<libc::sockaddr_storage>() as libc::socklen_t;
+            }
+        }
+        // SAFETY: every header points at live iovecs, buffers and names of this batch.
+        let r = unsafe {
+            libc::recvmmsg(
+                fd,
+                self.msgs.as_mut_ptr(),
+                self.msgs.len() as libc::c_uint,
+                libc::MSG_DONTWAIT,
+                std::ptr::null_mut(),
+            )
+        };
+        if r < 0 {
+            let e = io::Error::last_os_error();
+            return if e.kind() == io::ErrorKind::WouldBlock { Ok(0) } else { Err(e) };
+        }
+        Ok(r as usize)
+    }
+
+    /// Copies the peer address of message `from` of `other` (a received batch) into message
+    /// `to` of this one, so an answer goes back where its query came from.
+    pub fn reply_to(&mut self, to: usize, other: &MsgBatch, from: usize) {
+        self.names[to] = other.names[from];
+        self.msgs[to].msg_hdr.msg_namelen = other.msgs[from].msg_hdr.msg_namelen;
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::net::UdpSocket;
+    use std::os::fd::AsRawFd;
+
+    #[test]
+    fn a_batch_goes_out_and_comes_back_with_addresses() {
+        let server = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let client = UdpSocket::bind("127.0.0.1:0").unwrap();
+        client.connect(server.local_addr().unwrap()).unwrap();
+        let mut out = MsgBatch::new(4, 64, false);
+        for i in 0..3 {
+            out.buf_mut(i)[..2].copy_from_slice(&[i as u8, 0xaa]);
+        }
+        assert_eq!(out.send(client.as_raw_fd(), &[2, 2, 1]).unwrap(), 3);
+        std::thread::sleep(std::time::Duration::from_millis(20));
+        let mut got = MsgBatch::new(8, 64, true);
+        assert_eq!(got.recv(server.as_raw_fd()).unwrap(), 3);
+        assert_eq!(got.received(2), &[2]);
+        let mut back = MsgBatch::new(8, 64, true);
+        back.buf_mut(0)[0] = 9;
+        back.reply_to(0, &got, 1);
+        assert_eq!(back.send(server.as_raw_fd(), &[1]).unwrap(), 1);
+        let mut buf = [0u8; 8];
+        assert_eq!(client.recv(&mut buf).unwrap(), 1);
+        assert_eq!(buf[0], 9);
+        assert_eq!(got.recv(server.as_raw_fd()).unwrap(), 0, "empty socket");
+    }
+}

@@ -1,0 +1,376 @@
+//! The DNS load test's plain data: what it is asked to do ([`DnsSpec`], dnsperf's options and
+//! ours) and what it found, per interval ([`DnsInterval`]) and over the run ([`DnsSummary`]):
+//! dnsperf's counts (sent, completed, lost, interrupted, response codes, sizes, run time, QPS,
+//! latency) and what dnsperf does not count (truncated, mismatched, duplicate, late and
+//! unexpected answers, percentiles).
+
+use serde::{Deserialize, Serialize};
+
+use crate::latency::{HistogramBucket, LatencyStats, MAX_RTT_NS};
+use crate::spec::SpecError;
+
+/// Most sockets (or connections) one test may use.
+pub const MAX_DNS_CLIENTS: u16 = 4096;
+/// Most threads one test may use.
+pub const MAX_DNS_THREADS: u16 = 64;
+/// Most queries in flight per thread: a thread's IDs are 16 bits.
+pub const MAX_OUTSTANDING_PER_THREAD: u32 = 65_536;
+/// The highest rate one test may ask for, queries per second.
+pub const MAX_DNS_RATE: f64 = 100_000_000.0;
+
+/// How queries travel.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[serde(rename_all = "snake_case")]
+pub enum DnsTransport {
+    /// One datagram per query (dnsperf's default).
+    #[default]
+    Udp,
+    /// Length-prefixed messages, pipelined on one connection per client (RFC 7766).
+    Tcp,
+    /// TCP's framing inside TLS (RFC 7858).
+    Dot,
+}
+
+impl DnsTransport {
+    /// The port a server of this transport listens on by default.
+    pub fn default_port(self) -> u16 {
+        match self {
+            DnsTransport::Dot => 853,
+            _ => 53,
+        }
+    }
+
+    /// The name people use for it.
+    pub fn name(self) -> &'static str {
+        match self {
+            DnsTransport::Udp => "UDP",
+            DnsTransport::Tcp => "TCP",
+            DnsTransport::Dot => "DoT",
+        }
+    }
+}
+
+/// What a DNS load test is asked to do. Defaults follow dnsperf where dnsperf has one.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct DnsSpec {
+    /// The server as the user wrote it.
+    pub server: String,
+    /// Its port.
+    pub port: u16,
+    /// UDP, TCP or DNS over TLS.
+    pub transport: DnsTransport,
+    /// The datafile's path (`-d`); `None`: the built-in queries for the fixture's zone.
+    pub datafile: Option<String>,
+    /// Queries in the datafile.
+    pub queries: usize,
+    /// Sockets, or connections for TCP and DoT (`-c`).
+    pub clients: u16,
+    /// Threads sharing the clients (`-T`).
+    pub threads: u16,
+    /// Most queries in flight, all threads together (`-q`; closed loop).
+    pub max_outstanding: u32,
+    /// Most queries per second (`-Q`; the closed loop still waits for answers).
+    pub max_qps: Option<f64>,
+    /// Open loop: send this many queries per second whatever the server does (`--rate`).
+    pub rate: Option<f64>,
+    /// Stop sending after this long (`-l`), nanoseconds.
+    pub duration_ns: Option<u64>,
+    /// Stop after this many runs through the datafile (`-n`); with neither limit, one run.
+    pub passes: Option<u64>,
+    /// How long a query may wait for its answer before it counts as lost (`-t`).
+    pub timeout_ns: u64,
+    /// Length of one reporting interval, nanoseconds.
+    pub interval_ns: u64,
+    /// Add an EDNS0 OPT record advertising this UDP size (`-e` is 4096, as dnsperf).
+    pub edns_size: Option<u16>,
+    /// Set the DO bit (implies EDNS).
+    pub dnssec_ok: bool,
+    /// Re-ask a truncated (TC=1) UDP answer over TCP, as a resolver would.
+    pub tc_retry: bool,
+    /// DoT: skip verifying the server's certificate.
+    #[serde(default)]
+    pub insecure: bool,
+    /// DoT: the name sent in SNI and verified (default: the server's name).
+    #[serde(default)]
+    pub sni: Option<String>,
+}
+
+impl DnsSpec {
+    /// A spec with dnsperf's defaults against `server:53` over UDP: one socket, one thread,
+    /// 100 queries in flight, 5 s timeout, one run through the file.
+    pub fn new(server: impl Into<String>, port: u16) -> Self {
+        Self {
+            server: server.into(),
+            port,
+            transport: DnsTransport::Udp,
+            datafile: None,
+            queries: 0,
+            clients: 1,
+            threads: 1,
+            max_outstanding: 100,
+            max_qps: None,
+            rate: None,
+            duration_ns: None,
+            passes: None,
+            timeout_ns: 5_000_000_000,
+            interval_ns: 1_000_000_000,
+            edns_size: None,
+            dnssec_ok: false,
+            tc_retry: false,
+            insecure: false,
+            sni: None,
+        }
+    }
+
+    /// Checks every field's range.
+    pub fn validate(&self) -> Result<(), SpecError> {
+        let fail = |msg: String| Err(SpecError(msg));
+        if self.clients == 0 || self.clients > MAX_DNS_CLIENTS {
+            return fail(format!(
+                "clients (-c) must be 1..={MAX_DNS_CLIENTS}, got {}",
+                self.clients
+            ));
+        }
+        if self.threads == 0 || self.threads > MAX_DNS_THREADS || self.threads > self.clients {
+            return fail(format!(
+                "threads (-T) must be 1..={MAX_DNS_THREADS} and at most -c, got {}",
+                self.threads
+            ));
+        }
+        let per_thread = u64::from(MAX_OUTSTANDING_PER_THREAD) * u64::from(self.threads);
+        if self.max_outstanding == 0 || u64::from(self.max_outstanding) > per_thread {
+            return fail(format!(
+                "outstanding queries (-q) must be 1..={per_thread} (65536 per thread), got {}",
+                self.max_outstanding
+            ));
+        }
+        for (flag, r) in [("-Q", self.max_qps), ("--rate", self.rate)] {
+            if let Some(r) = r {
+                if !(r.is_finite() && r > 0.0 && r <= MAX_DNS_RATE) {
+                    return fail(format!(
+                        "{flag} must be above 0 and at most {MAX_DNS_RATE}/s, got {r}"
+                    ));
+                }
+            }
+        }
+        if self.rate.is_some() && self.max_qps.is_some() {
+            return fail("--rate (open loop) and -Q (closed loop) do not go together".into());
+        }
+        if self.duration_ns == Some(0) || self.passes == Some(0) {
+            return fail("the time limit (-l) and the passes (-n) must be above 0".into());
+        }
+        if self.timeout_ns == 0 || self.timeout_ns > MAX_RTT_NS {
+            return fail("the timeout (-t) must be above 0 and at most 60 s".into());
+        }
+        if !(100_000_000..=60_000_000_000).contains(&self.interval_ns) {
+            return fail("the interval (-S) must be between 0.1 s and 60 s".into());
+        }
+        if let Some(size) = self.edns_size {
+            if size < 512 {
+                return fail(format!("the EDNS UDP size must be at least 512, got {size}"));
+            }
+        }
+        if self.tc_retry && self.transport != DnsTransport::Udp {
+            return fail("--tc-retry applies to UDP only".into());
+        }
+        if self.port == 0 {
+            return fail("the port (-p) must be above 0".into());
+        }
+        if self.server.len() > 1024 {
+            return fail("the server name is too long".into());
+        }
+        Ok(())
+    }
+
+    /// The passes through the datafile: dnsperf runs once when neither -n nor -l is given.
+    pub fn effective_passes(&self) -> Option<u64> {
+        match (self.passes, self.duration_ns) {
+            (None, None) => Some(1),
+            (p, _) => p,
+        }
+    }
+}
+
+/// One reporting interval.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DnsInterval {
+    /// Position, from 0.
+    pub index: u32,
+    /// Start, nanoseconds since the test began.
+    pub start_ns: u64,
+    /// End, nanoseconds since the test began.
+    pub end_ns: u64,
+    /// Queries sent.
+    pub sent: u64,
+    /// Answers matched to a query.
+    pub completed: u64,
+    /// Queries that timed out.
+    pub lost: u64,
+    /// Answers with TC=1.
+    pub truncated: u64,
+    /// Answers per second (dnsperf's `-S` figure).
+    pub queries_per_second: f64,
+    /// Latency of the interval's answers.
+    pub latency: LatencyStats,
+}
+
+/// How often one response code came back.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+pub struct RcodeCount {
+    /// The full (extended) code.
+    pub code: u16,
+    /// Its name: NOERROR, NXDOMAIN, BADVERS, …
+    pub name: String,
+    /// Answers with it.
+    pub count: u64,
+}
+
+/// Answers that were not counted as completed, by why.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+pub struct StrayAnswers {
+    /// The ID of a query in flight, but another question: not its answer (the query stays
+    /// in flight).
+    pub mismatched: u64,
+    /// A second answer to a query already answered.
+    pub duplicate: u64,
+    /// The answer to a query that had already timed out (it counts as lost).
+    pub late: u64,
+    /// An ID this socket is not waiting for and has no memory of.
+    pub unexpected: u64,
+    /// Not a DNS answer: too short, QR=0, or a record past the end.
+    pub malformed: u64,
+}
+
+impl StrayAnswers {
+    /// All of them.
+    pub fn total(&self) -> u64 {
+        self.mismatched + self.duplicate + self.late + self.unexpected + self.malformed
+    }
+}
+
+/// Exact latency moments, as dnsperf computes them (sums, not the histogram).
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct ExactLatency {
+    /// Mean, nanoseconds.
+    pub mean_ns: f64,
+    /// Sample standard deviation, nanoseconds (0 with fewer than two answers).
+    pub stddev_ns: f64,
+    /// Shortest.
+    pub min_ns: u64,
+    /// Longest.
+    pub max_ns: u64,
+}
+
+/// TCP and DoT connections.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+pub struct DnsConnections {
+    /// Connections tried.
+    pub attempts: u64,
+    /// Connections that were established (and, for DoT, finished the handshake).
+    pub successful: u64,
+    /// Connection setup time (TCP connect, and the TLS handshake for DoT).
+    pub setup: LatencyStats,
+}
+
+/// The whole run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DnsSummary {
+    /// dnsperf's run time: from the first query to the end of the last query's wait (the
+    /// later of its answer and its timeout), nanoseconds.
+    pub duration_ns: u64,
+    /// Why the test ended: `time limit`, `end of file` or `interruption`.
+    pub end_reason: String,
+    /// Queries sent.
+    pub sent: u64,
+    /// Queries answered (a matching answer, whatever its code; TC answers included).
+    pub completed: u64,
+    /// Queries that timed out.
+    pub lost: u64,
+    /// Queries still in flight when the user interrupted the run.
+    pub interrupted: u64,
+    /// Answers by response code, in code order.
+    pub rcodes: Vec<RcodeCount>,
+    /// Completed answers with TC=1.
+    pub truncated: u64,
+    /// Truncated answers asked again over TCP (`--tc-retry`).
+    pub tc_retried: u64,
+    /// Of those, answered over TCP.
+    pub tc_retry_completed: u64,
+    /// Answers not counted as completed.
+    pub stray: StrayAnswers,
+    /// Queries the kernel would not send (a refused port, a full buffer).
+    pub send_errors: u64,
+    /// Open loop: queries the schedule asked for that were never sent (no free ID, or the
+    /// generator fell more than a batch behind).
+    pub unsent: u64,
+    /// Bytes of every query sent (DNS messages, without UDP/TCP headers).
+    pub request_bytes: u64,
+    /// Bytes of every completed answer.
+    pub response_bytes: u64,
+    /// completed ÷ run time.
+    pub queries_per_second: f64,
+    /// Latency of every completed query, from the histogram (percentiles).
+    pub latency: LatencyStats,
+    /// Mean, sample deviation, min and max from exact sums, as dnsperf prints them.
+    pub exact: ExactLatency,
+    /// The full histogram of latencies.
+    pub histogram: Vec<HistogramBucket>,
+    /// TCP and DoT connections (also the TCP retries of `--tc-retry`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub connections: Option<DnsConnections>,
+}
+
+/// A DNS load run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct DnsReport {
+    /// What was asked.
+    pub spec: DnsSpec,
+    /// One entry per interval.
+    pub intervals: Vec<DnsInterval>,
+    /// The whole run.
+    pub summary: DnsSummary,
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn defaults_follow_dnsperf_and_bad_fields_are_refused() {
+        let base = DnsSpec::new("127.0.0.1", 53);
+        assert!(base.validate().is_ok());
+        assert_eq!((base.max_outstanding, base.timeout_ns), (100, 5_000_000_000));
+        assert_eq!(base.effective_passes(), Some(1));
+        let mut timed = base.clone();
+        timed.duration_ns = Some(1);
+        assert_eq!(timed.effective_passes(), None);
+        type Mutation = Box<dyn Fn(&mut DnsSpec)>;
+        let cases: Vec<Mutation> = vec![
+            Box::new(|s| s.clients = 0),
+            Box::new(|s| s.threads = 2),
+            Box::new(|s| s.max_outstanding = 0),
+            Box::new(|s| s.max_outstanding = 70_000),
+            Box::new(|s| s.max_qps = Some(0.0)),
+            Box::new(|s| s.rate = Some(f64::NAN)),
+            Box::new(|s| {
+                s.rate = Some(1.0);
+                s.max_qps = Some(1.0)
+            }),
+            Box::new(|s| s.duration_ns = Some(0)),
+            Box::new(|s| s.passes = Some(0)),
+            Box::new(|s| s.timeout_ns = 0),
+            Box::new(|s| s.edns_size = Some(100)),
+            Box::new(|s| {
+                s.tc_retry = true;
+                s.transport = DnsTransport::Tcp
+            }),
+            Box::new(|s| s.port = 0),
+        ];
+        for (i, mutate) in cases.iter().enumerate() {
+            let mut spec = base.clone();
+            mutate(&mut spec);
+            assert!(spec.validate().is_err(), "case {i} should be rejected");
+        }
+    }
+}
