@@ -126,6 +126,65 @@ impl MsgBatch {
         Ok(r as usize)
     }
 
+    /// True when messages `a` and `b` go to the same address (a named batch).
+    pub fn same_peer(&self, a: usize, b: usize) -> bool {
+        let (na, nb) = (self.msgs[a].msg_hdr.msg_namelen, self.msgs[b].msg_hdr.msg_namelen);
+        let bytes = |i: usize, n: libc::socklen_t| {
+            // SAFETY: a sockaddr_storage is plain bytes, and n is at most its size.
+            unsafe {
+                std::slice::from_raw_parts(
+                    (&self.names[i] as *const libc::sockaddr_storage).cast::<u8>(),
+                    (n as usize).min(size_of::<libc::sockaddr_storage>()),
+                )
+            }
+        };
+        na == nb && bytes(a, na) == bytes(b, nb)
+    }
+
+    /// Sends messages `first..first + count`, all `segment` bytes long and to message
+    /// `first`'s address, as one UDP GSO send packed in `pack`.
+    pub fn send_gso_run(
+        &mut self,
+        fd: RawFd,
+        first: usize,
+        count: usize,
+        segment: usize,
+        pack: &mut Vec<u8>,
+    ) -> io::Result<usize> {
+        pack.clear();
+        for i in first..first + count {
+            pack.extend_from_slice(&self.bufs[i * self.size..i * self.size + segment]);
+        }
+        let mut iov = libc::iovec { iov_base: pack.as_mut_ptr().cast(), iov_len: pack.len() };
+        let mut control = [0u64; 4];
+        // SAFETY: msghdr is plain data; zeroed is a valid empty header.
+        let mut msg: libc::msghdr = unsafe { std::mem::zeroed() };
+        msg.msg_iov = &mut iov;
+        msg.msg_iovlen = 1;
+        if self.named {
+            msg.msg_name = (&mut self.names[first] as *mut libc::sockaddr_storage).cast();
+            msg.msg_namelen = self.msgs[first].msg_hdr.msg_namelen;
+        }
+        // SAFETY: CMSG_SPACE is a pure size computation.
+        msg.msg_controllen = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
+        msg.msg_control = control.as_mut_ptr().cast();
+        // SAFETY: the control buffer (32 bytes) holds the one header CMSG_SPACE(2) asks for.
+        unsafe {
+            let cmsg = libc::CMSG_FIRSTHDR(&msg);
+            (*cmsg).cmsg_level = libc::SOL_UDP;
+            (*cmsg).cmsg_type = libc::UDP_SEGMENT;
+            (*cmsg).cmsg_len = libc::CMSG_LEN(size_of::<u16>() as u32) as usize;
+            std::ptr::write_unaligned(libc::CMSG_DATA(cmsg).cast::<u16>(), segment as u16);
+        }
+        // SAFETY: msg points at iov, the name and control, all alive for the call.
+        let r = unsafe { libc::sendmsg(fd, &msg, libc::MSG_DONTWAIT) };
+        if r < 0 {
+            Err(io::Error::last_os_error())
+        } else {
+            Ok(count)
+        }
+    }
+
     /// Copies the peer address of message `from` of `other` (a received batch) into message
     /// `to` of this one, so an answer goes back where its query came from.
     pub fn reply_to(&mut self, to: usize, other: &MsgBatch, from: usize) {

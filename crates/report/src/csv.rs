@@ -8,7 +8,7 @@ use wirespeed_model::stats::Figures;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
 use crate::Renderer;
-use crate::{cps, http, latency, ping, trace};
+use crate::{cps, dns, http, latency, ping, trace};
 
 const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
 sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
@@ -64,6 +64,7 @@ impl Csv {
                 TestSpec::Ping(_) => ping::csv_columns(),
                 TestSpec::Trace(_) => trace::csv_columns(),
                 TestSpec::Http(_) => http::csv_columns(),
+                TestSpec::Dns(_) => dns::csv_columns(),
             };
             writeln!(out, "{columns}")?;
             self.header_done = true;
@@ -80,6 +81,7 @@ impl Renderer for Csv {
             Event::CpsInterval(iv) => writeln!(out, "{}", cps::csv_interval(iv))?,
             Event::PingProbe(p) => writeln!(out, "{}", ping::csv_probe(p))?,
             Event::HttpInterval(iv) => writeln!(out, "{}", http::csv_interval(iv))?,
+            Event::DnsInterval(iv) => writeln!(out, "{}", dns::csv_interval(iv))?,
             // A trace's rows are its final hops, written at the end.
             Event::TraceRound(_) => {}
             Event::Interval(iv) => {
@@ -114,6 +116,7 @@ impl Renderer for Csv {
                 ReportBody::Cps(c) => writeln!(out, "{}", cps::csv_summary(c))?,
                 ReportBody::Ping(p) => writeln!(out, "{}", ping::csv_summary(p))?,
                 ReportBody::Http(h) => writeln!(out, "{}", http::csv_summary(h))?,
+                ReportBody::Dns(d) => writeln!(out, "{}", dns::csv_summary(d))?,
                 ReportBody::Trace(t) => {
                     for row in trace::csv_rows(t) {
                         writeln!(out, "{row}")?;

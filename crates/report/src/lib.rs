@@ -9,6 +9,7 @@ use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 
 pub mod cps;
 pub mod csv;
+pub mod dns;
 pub mod http;
 pub mod iperf3_json;
 pub mod json;
@@ -82,6 +83,12 @@ pub fn events_of(report: &Report) -> Vec<Event> {
             let start = TestSpec::Http(Box::new(h.spec.clone()));
             let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
             e.extend(h.intervals.iter().cloned().map(Event::HttpInterval));
+            e
+        }
+        ReportBody::Dns(d) => {
+            let start = TestSpec::Dns(Box::new(d.spec.clone()));
+            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
+            e.extend(d.intervals.iter().cloned().map(Event::DnsInterval));
             e
         }
         // The hops are in the end event; a trace's rounds are not kept.

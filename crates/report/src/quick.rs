@@ -120,6 +120,20 @@ fn lines(name: &str, report: &Report) -> Vec<Line> {
                 ),
             )
         }
+        ReportBody::Dns(d) => {
+            let s = &d.summary;
+            one(
+                format!("{:.0} qps", s.queries_per_second),
+                format!(
+                    "p50 {}, p99 {}, {} of {} answered, {} lost",
+                    nanos(s.latency.p50_ns as f64),
+                    nanos(s.latency.p99_ns as f64),
+                    s.completed,
+                    s.sent,
+                    s.lost
+                ),
+            )
+        }
         ReportBody::Http(h) => {
             let s = &h.summary;
             one(

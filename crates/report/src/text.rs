@@ -12,7 +12,7 @@ use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
 use crate::Renderer;
-use crate::{cps, http, latency, ping, trace};
+use crate::{cps, dns, http, latency, ping, trace};
 
 /// The text renderer.
 #[derive(Debug)]
@@ -430,6 +430,11 @@ impl Renderer for Text {
                 banner(meta, &spec.url, &http::describe(spec), out)?;
                 writeln!(out, "{}", self.bold(&http::header()))?;
             }
+            Event::Start { spec: TestSpec::Dns(spec), meta } => {
+                banner(meta, &spec.server, &dns::describe(spec), out)?;
+                writeln!(out, "{}", self.bold(&dns::header()))?;
+            }
+            Event::DnsInterval(iv) => writeln!(out, "{}", dns::row(iv))?,
             Event::HttpInterval(iv) => {
                 writeln!(out, "{}", self.maybe_dim(iv.omitted, &http::row(iv)))?
             }
@@ -447,6 +452,7 @@ impl Renderer for Text {
                     ReportBody::Cps(c) => cps::summary(c, out)?,
                     ReportBody::Ping(p) => ping::summary(p, out)?,
                     ReportBody::Http(h) => http::summary(h, out)?,
+                    ReportBody::Dns(d) => dns::summary(d, out)?,
                     ReportBody::Trace(t) => {
                         self.erase_live(out)?;
                         for l in trace::table(&t.summary.hops) {

@@ -38,6 +38,8 @@ pub enum Command {
     Trace(Box<TraceArgs>),
     /// Load an HTTP server: requests/s and latency with -c connections (closed model, like wrk) or at -r requests/s (open model, like wrk2 and vegeta); HTTP/1.1, h2, TLS.
     Http(Box<HttpArgs>),
+    /// Load a DNS server like dnsperf: queries/s, loss, response codes and latency over UDP, TCP or DoT, closed loop (-q) or open loop (--rate).
+    Dns(Box<DnsArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
 }
@@ -75,6 +77,22 @@ pub struct ServerArgs {
     /// Body size the HTTP fixture answers with when the request does not ask (615B is nginx's welcome page).
     #[arg(long, default_value = "615B", value_name = "SIZE", requires = "http")]
     pub http_body: String,
+    /// Also serve the DNS fixture on this port (UDP and TCP): an authoritative server for
+    /// --zone, or for a generated example.test (www, hostN, a large TXT at big).
+    #[arg(long, value_name = "PORT")]
+    pub dns: Option<u16>,
+    /// The zone file the DNS fixture serves (A, AAAA, TXT, NS, CNAME, MX, PTR, SOA records).
+    #[arg(long, value_name = "FILE", requires = "dns", conflicts_with = "dns_hosts")]
+    pub zone: Option<PathBuf>,
+    /// The zone's apex when the file has no $ORIGIN.
+    #[arg(long, value_name = "NAME", requires = "zone")]
+    pub zone_origin: Option<String>,
+    /// Hosts in the generated zone (host1 … hostN.example.test, each an A record).
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "dns")]
+    pub dns_hosts: u32,
+    /// UDP threads of the DNS fixture (each a socket of one SO_REUSEPORT group).
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "dns")]
+    pub dns_threads: usize,
 }
 
 /// Output formats.
@@ -423,6 +441,88 @@ pub struct HttpArgs {
     /// Connect to this unix socket instead of the URL's host.
     #[arg(long, value_name = "PATH", conflicts_with_all = ["ipv4", "ipv6"])]
     pub unix_socket: Option<String>,
+    /// Use IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// `wirespeed dns`: dnsperf's options, with its letters.
+#[derive(Debug, Args)]
+pub struct DnsArgs {
+    /// The server to load.
+    #[arg(short = 's', long, default_value = "127.0.0.1", value_name = "HOST")]
+    pub server: String,
+    /// Its port (default 53, or 853 with --dot).
+    #[arg(short = 'p', long, value_name = "PORT")]
+    pub port: Option<u16>,
+    /// Queries, one "NAME TYPE" a line (dnsperf's datafile; ';' and '#' start comments); '-'
+    /// reads standard input. Default: queries for the fixture's generated zone.
+    #[arg(short = 'd', long, value_name = "FILE")]
+    pub datafile: Option<PathBuf>,
+    /// Clients: UDP sockets, or TCP/DoT connections.
+    #[arg(short = 'c', long, default_value_t = 1, value_name = "N")]
+    pub clients: u16,
+    /// Threads sharing the clients.
+    #[arg(short = 'T', long, default_value_t = 1, value_name = "N")]
+    pub threads: u16,
+    /// Closed loop: most queries in flight, all clients together.
+    #[arg(short = 'q', long, default_value_t = 100, value_name = "N")]
+    pub max_outstanding: u32,
+    /// Closed loop: at most this many queries per second (e.g. 50000, 50k).
+    #[arg(short = 'Q', long, value_name = "QPS")]
+    pub max_qps: Option<String>,
+    /// Open loop: send this many queries per second whatever the server does (e.g. 100k);
+    /// a query unanswered within -t is lost, and nothing waits for it.
+    #[arg(long, value_name = "QPS", conflicts_with = "max_qps")]
+    pub rate: Option<String>,
+    /// Stop sending after this long (e.g. 60, 30s); then wait up to -t for the answers.
+    #[arg(short = 'l', long, value_name = "DURATION")]
+    pub time_limit: Option<String>,
+    /// Runs through the datafile (one when neither -n nor -l is given).
+    #[arg(short = 'n', long, value_name = "N")]
+    pub passes: Option<u64>,
+    /// How long a query may wait for its answer before it counts as lost.
+    #[arg(short = 't', long, default_value = "5", value_name = "DURATION")]
+    pub timeout: String,
+    /// Report interval (dnsperf's -S), 0.1 s to 60 s.
+    #[arg(short = 'S', long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// Add an EDNS0 OPT record (UDP size 4096, as dnsperf).
+    #[arg(short = 'e', long)]
+    pub edns: bool,
+    /// Add an EDNS0 OPT record advertising this UDP size (e.g. 1232).
+    #[arg(long, value_name = "BYTES")]
+    pub edns_size: Option<u16>,
+    /// Set the DO bit (DNSSEC OK); implies EDNS.
+    #[arg(short = 'D', long)]
+    pub dnssec: bool,
+    /// Queries over TCP, pipelined on one connection per client.
+    #[arg(long, conflicts_with = "dot")]
+    pub tcp: bool,
+    /// Queries over TLS (DNS over TLS, RFC 7858).
+    #[arg(long)]
+    pub dot: bool,
+    /// Ask truncated (TC=1) UDP answers again over TCP, as a resolver would.
+    #[arg(long, conflicts_with_all = ["tcp", "dot"])]
+    pub tc_retry: bool,
+    /// DoT: accept any server certificate.
+    #[arg(short = 'k', long, requires = "dot")]
+    pub insecure: bool,
+    /// DoT: trust the certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE", requires = "dot")]
+    pub cacert: Option<PathBuf>,
+    /// DoT: the name sent in SNI and verified (default: the server's name).
+    #[arg(long, value_name = "NAME", requires = "dot")]
+    pub sni: Option<String>,
+    /// TCP and DoT: how long connecting may take.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub connect_timeout: String,
     /// Use IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
     pub ipv4: bool,

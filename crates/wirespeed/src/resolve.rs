@@ -6,6 +6,8 @@ use std::time::Duration;
 use anyhow::{anyhow, bail, Context, Result};
 use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
 use wirespeed_engine::cps::client::CpsOptions;
+use wirespeed_engine::dns::client::DnsOptions;
+use wirespeed_engine::dns::queries::QuerySet;
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::http::client::HttpOptions;
 use wirespeed_engine::http::requests::Request;
@@ -17,6 +19,7 @@ use wirespeed_engine::ping::probes::http_target;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::trace::client::TraceOptions;
 use wirespeed_model::cps::CpsSpec;
+use wirespeed_model::dns::{DnsSpec, DnsTransport};
 use wirespeed_model::http::HttpSpec;
 use wirespeed_model::http::TargetsFile;
 use wirespeed_model::latency::LatencySpec;
@@ -24,12 +27,13 @@ use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, DEFAULT_UDP_BITRATE};
 use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
+use wirespeed_proto::dns::wire::Edns;
 use wirespeed_proto::http_targets::{self, TargetBody};
 use wirespeed_proto::http_url::HttpUrl;
 
 use crate::flags::{
-    BandwidthArgs, ConnectArgs, CpsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs, PpsArgs,
-    ServerArgs, TargetsFormatArg, TraceArgs, TraceProtoArg,
+    BandwidthArgs, ConnectArgs, CpsArgs, DnsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs,
+    PpsArgs, ServerArgs, TargetsFormatArg, TraceArgs, TraceProtoArg,
 };
 
 /// Default port of the wirespeed server (the same as iperf3's).
@@ -441,6 +445,97 @@ fn targets_file(
             Ok(Request { method: t.method, url, headers: all, body })
         })
         .collect()
+}
+
+/// A rate of queries per second: a number, optionally with k or M (`50k`, `1.5M`).
+fn qps(flag: &str, text: &str) -> Result<f64> {
+    let t = text.trim();
+    let (num, scale) = match t.strip_suffix(['k', 'K']) {
+        Some(n) => (n, 1e3),
+        None => match t.strip_suffix('M') {
+            Some(n) => (n, 1e6),
+            None => (t, 1.0),
+        },
+    };
+    num.parse::<f64>()
+        .map(|v| v * scale)
+        .map_err(|_| anyhow!("{flag} '{text}': not a number of queries per second"))
+}
+
+/// The queries of `wirespeed dns`: the datafile (`-` for standard input), or the built-in
+/// ones for the fixture's zone.
+pub fn dns_queries(args: &DnsArgs) -> Result<Vec<wirespeed_proto::dns::datafile::QueryLine>> {
+    let Some(path) = &args.datafile else {
+        return Ok(wirespeed_engine::dns::queries::builtin_lines(1000));
+    };
+    let text = if path.as_os_str() == "-" {
+        std::io::read_to_string(std::io::stdin()).context("reading queries from standard input")?
+    } else {
+        std::fs::read_to_string(path).with_context(|| format!("-d {}", path.display()))?
+    };
+    let what =
+        if path.as_os_str() == "-" { "standard input".into() } else { path.display().to_string() };
+    wirespeed_proto::dns::datafile::parse(&text).with_context(|| format!("datafile {what}"))
+}
+
+/// `wirespeed dns` flags → a DNS load test.
+pub fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
+    let lines = dns_queries(args)?;
+    let transport = match (args.tcp, args.dot) {
+        (true, _) => DnsTransport::Tcp,
+        (_, true) => DnsTransport::Dot,
+        _ => DnsTransport::Udp,
+    };
+    let (host, _) = split_target(&args.server)?;
+    let mut spec = DnsSpec::new(host, args.port.unwrap_or(transport.default_port()));
+    spec.transport = transport;
+    spec.datafile = args.datafile.as_ref().map(|p| p.display().to_string());
+    spec.queries = lines.len();
+    spec.clients = args.clients;
+    spec.threads = args.threads;
+    spec.max_outstanding = args.max_outstanding;
+    spec.max_qps = args.max_qps.as_deref().map(|q| qps("-Q", q)).transpose()?;
+    spec.rate = args.rate.as_deref().map(|q| qps("--rate", q)).transpose()?;
+    spec.duration_ns = args
+        .time_limit
+        .as_deref()
+        .map(|l| duration("-l", l))
+        .transpose()?
+        .map(|d| d.as_nanos() as u64);
+    spec.passes = args.passes;
+    spec.timeout_ns = duration("-t", &args.timeout)?.as_nanos() as u64;
+    spec.interval_ns = duration("-S", &args.interval)?.as_nanos() as u64;
+    spec.edns_size = match (args.edns_size, args.edns || args.dnssec) {
+        (Some(size), _) => Some(size),
+        (None, true) => Some(4096),
+        (None, false) => None,
+    };
+    spec.dnssec_ok = args.dnssec;
+    spec.tc_retry = args.tc_retry;
+    spec.insecure = args.insecure;
+    spec.sni = args.sni.clone();
+    spec.validate()?;
+    let edns = spec.edns_size.map(|udp_size| Edns { udp_size, dnssec_ok: spec.dnssec_ok });
+    let queries = QuerySet::from_lines(&lines, edns).map_err(anyhow::Error::msg)?;
+    let family = match (args.ipv4, args.ipv6) {
+        (true, _) => Some(Family::V4),
+        (_, true) => Some(Family::V6),
+        _ => None,
+    };
+    let tls = TlsOptions {
+        cacert: args.cacert.clone(),
+        insecure: args.insecure,
+        server_name: args.sni.clone(),
+        ..TlsOptions::default()
+    };
+    Ok(DnsOptions {
+        spec,
+        queries: std::sync::Arc::new(queries),
+        family,
+        tls,
+        connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
+        version: version.to_string(),
+    })
 }
 
 /// `wirespeed server` flags → server configuration.

@@ -73,6 +73,7 @@ pub async fn run(
         total: RttHistogram::default(),
         setup: RttHistogram::default(),
         last: (0, Counts::default()),
+        last_hist: RttHistogram::default(),
         intervals: Vec::new(),
         events: &events,
     };
@@ -106,7 +107,7 @@ pub async fn run(
     }
     join(threads).await;
     let end_ns = sampler.end_ns().max(1);
-    sampler.close(end_ns);
+    sampler.close_last(end_ns, spec.interval_ns);
     let mut totals = sampler.counts();
     let retry = sampler.retry_counts();
     if let Some(r) = &retry {
@@ -249,6 +250,8 @@ fn start(
                     control: control.clone(),
                     begin,
                     retry: retry_tx.clone(),
+                    gso: true,
+                    gso_buf: Vec::with_capacity(64 * 1024),
                 };
                 let handle = std::thread::Builder::new()
                     .name(format!("ws-dns-{}", i + 1))
@@ -352,6 +355,8 @@ struct DnsSampler<'a> {
     total: RttHistogram,
     setup: RttHistogram,
     last: (u64, Counts),
+    /// The last interval's latencies, in case the run's tail joins it.
+    last_hist: RttHistogram,
     intervals: Vec<DnsInterval>,
     events: &'a UnboundedSender<Event>,
 }
@@ -380,8 +385,40 @@ impl DnsSampler<'_> {
         self.workers.iter().chain(self.retry).map(|w| w.end_ns.load(Relaxed)).max().unwrap_or(0)
     }
 
+    /// Closes the run's last interval: a sliver (under a tenth of an interval, the wait for
+    /// the last answers) joins the interval before it, instead of showing a rate computed over
+    /// a few microseconds.
+    fn close_last(&mut self, end_ns: u64, interval_ns: u64) {
+        let short = end_ns.saturating_sub(self.last.0) < interval_ns / 10;
+        match self.intervals.pop() {
+            Some(prev) if short => {
+                // Reopen the previous interval and close it again at the end.
+                let mut before = self.last.1.clone();
+                before.sent -= prev.sent;
+                before.completed -= prev.completed;
+                before.lost -= prev.lost;
+                before.truncated -= prev.truncated;
+                self.last = (prev.start_ns, before);
+                let seed = std::mem::take(&mut self.last_hist);
+                // Already shown live; the report keeps the extended interval.
+                self.close_with(end_ns, seed, false);
+            }
+            Some(prev) => {
+                self.intervals.push(prev);
+                self.close(end_ns);
+            }
+            None => self.close(end_ns),
+        }
+    }
+
     /// Closes the interval ending at `end_ns`.
     fn close(&mut self, end_ns: u64) {
+        self.close_with(end_ns, RttHistogram::default(), true);
+    }
+
+    /// Closes the interval ending at `end_ns` whose latencies so far are `earlier` (already
+    /// counted in the total).
+    fn close_with(&mut self, end_ns: u64, earlier: RttHistogram, emit: bool) {
         let mut h = RttHistogram::default();
         let mut now = Counts::default();
         for w in self.workers.iter().chain(self.retry) {
@@ -396,6 +433,7 @@ impl DnsSampler<'_> {
             }
         }
         self.total.add(&h);
+        h.add(&earlier);
         let (start_ns, before) = (self.last.0, &self.last.1);
         if end_ns <= start_ns {
             return;
@@ -413,7 +451,10 @@ impl DnsSampler<'_> {
             latency: h.stats(),
         };
         self.last = (end_ns, now);
-        let _ = self.events.send(Event::DnsInterval(iv.clone()));
+        self.last_hist = h;
+        if emit {
+            let _ = self.events.send(Event::DnsInterval(iv.clone()));
+        }
         self.intervals.push(iv);
     }
 }

@@ -152,6 +152,8 @@ fn serve_udp(socket: &UdpSocket, zone: &Zone, stop: &AtomicBool) -> io::Result<(
     let mut outbox = MsgBatch::new(BATCH, DATAGRAM, true);
     let mut answer = Vec::with_capacity(DATAGRAM);
     let mut lens = Vec::with_capacity(BATCH);
+    let mut pack = Vec::with_capacity(64 * 1024);
+    let mut gso = true;
     while !stop.load(Relaxed) {
         let got = match inbox.recv(fd) {
             Ok(0) => {
@@ -173,22 +175,66 @@ fn serve_udp(socket: &UdpSocket, zone: &Zone, stop: &AtomicBool) -> io::Result<(
             outbox.reply_to(k, &inbox, i);
             lens.push(answer.len());
         }
-        let mut first = 0;
-        while first < lens.len() {
-            match outbox.send_from(fd, first, &lens) {
-                Ok(n) => first += n.max(1),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
-                    // The send buffer is full: wait until it drains rather than drop.
-                    let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
-                    // SAFETY: one valid pollfd for the length given.
-                    unsafe { libc::poll(&mut p, 1, 100) };
-                }
-                // One answer could not go (its client vanished): skip it.
-                Err(_) => first += 1,
-            }
-        }
+        send_answers(fd, &mut outbox, &lens, &mut gso, &mut pack);
     }
     Ok(())
+}
+
+/// Sends a batch of answers: runs of equal-length answers to one client as one UDP GSO send
+/// each (a load generator's queries come in runs of equal length, and so do their answers),
+/// the rest with `sendmmsg`, waiting for room rather than dropping when the buffer is full.
+fn send_answers(
+    fd: libc::c_int,
+    outbox: &mut MsgBatch,
+    lens: &[usize],
+    gso: &mut bool,
+    pack: &mut Vec<u8>,
+) {
+    let mut first = 0;
+    while first < lens.len() {
+        let run = if *gso {
+            (first..lens.len())
+                .take_while(|&i| lens[i] == lens[first] && outbox.same_peer(first, i))
+                .count()
+        } else {
+            1
+        };
+        let result = if run >= 2 {
+            outbox.send_gso_run(fd, first, run, lens[first], pack)
+        } else {
+            // Up to the next run of two, one datagram each.
+            let mut end = first + 1;
+            while end < lens.len()
+                && !(*gso
+                    && end + 1 < lens.len()
+                    && lens[end + 1] == lens[end]
+                    && outbox.same_peer(end, end + 1))
+            {
+                end += 1;
+            }
+            outbox.send_from(fd, first, &lens[..end])
+        };
+        match result {
+            Ok(n) => first += n.max(1),
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => {
+                // The send buffer is full: wait until it drains rather than drop.
+                let mut p = libc::pollfd { fd, events: libc::POLLOUT, revents: 0 };
+                // SAFETY: one valid pollfd for the length given.
+                unsafe { libc::poll(&mut p, 1, 100) };
+            }
+            Err(e)
+                if run >= 2
+                    && matches!(
+                        e.raw_os_error(),
+                        Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT)
+                    ) =>
+            {
+                *gso = false; // no UDP GSO here: one datagram each from now on
+            }
+            // One answer could not go (its client vanished): skip it.
+            Err(_) => first += 1,
+        }
+    }
 }
 
 /// One TCP connection: frames in, frames out, pipelined.

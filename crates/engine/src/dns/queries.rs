@@ -118,14 +118,6 @@ impl Cursor {
     pub fn bounded(&self) -> bool {
         self.left.is_some()
     }
-
-    /// Gives the last query back (it could not be sent).
-    pub fn undo(&mut self) {
-        self.next -= self.step;
-        if let Some(left) = &mut self.left {
-            *left += 1;
-        }
-    }
 }
 
 #[cfg(test)]
@@ -146,8 +138,6 @@ mod tests {
         let mut endless = Cursor::new(1, 2, 3, None);
         let first: Vec<u32> = (0..4).filter_map(|_| endless.next()).collect();
         assert_eq!(first, vec![1, 0, 2, 1]);
-        endless.undo();
-        assert_eq!(endless.next(), Some(1));
     }
 
     #[test]

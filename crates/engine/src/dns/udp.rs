@@ -44,6 +44,10 @@ pub(super) struct UdpWorker {
     pub begin: Instant,
     /// Where truncated answers go to be asked again over TCP (`--tc-retry`).
     pub retry: Option<mpsc::Sender<u32>>,
+    /// Send runs of equal-length queries with UDP GSO (cleared where the kernel refuses).
+    pub gso: bool,
+    /// Where a GSO run is packed.
+    pub gso_buf: Vec<u8>,
 }
 
 impl UdpWorker {
@@ -186,59 +190,111 @@ impl UdpWorker {
         };
         let sockets = fds.len();
         let per_socket = (want as usize).div_ceil(sockets).max(1);
-        let mut tried = 0;
-        while want > 0 && tried < sockets {
+        while want > 0 {
             let socket = *next_socket;
             *next_socket = (socket + 1) % sockets;
-            tried += 1;
             plan.clear();
-            lens.clear();
-            let take = per_socket.min(want as usize).min(BATCH);
-            for slot in 0..take {
+            for _ in 0..per_socket.min(want as usize).min(BATCH) {
                 let Some(id) = self.tracker.take_id() else { break };
                 let Some(q) = self.cursor.next() else {
                     self.tracker.give_back(id);
                     break;
                 };
-                let template = &self.queries.get(q).bytes;
-                let buf = out.buf_mut(slot);
-                buf[..template.len()].copy_from_slice(template);
-                set_id(buf, id);
                 plan.push((id, q));
-                lens.push(template.len());
             }
             if plan.is_empty() {
                 break;
             }
-            let sent_at = since(self.begin);
-            let (sent, failed) = match out.send(fds[socket], lens) {
-                Ok(n) => (n, false),
-                Err(e) if e.kind() == io::ErrorKind::WouldBlock => (0, false),
-                // The first message failed (a refused port, no route): it counts as a send
-                // error and the rest wait for the next turn.
-                Err(_) => (0, true),
-            };
-            for (i, &(id, q)) in plan.iter().enumerate().take(sent) {
-                self.tracker.sent(id, q, socket as u16, sent_at, lens[i]);
-            }
-            let mut unsent = plan.len() - sent;
-            if failed {
-                self.tracker.counts.send_errors += 1;
-                self.tracker.give_back(plan[0].0);
-                unsent -= 1;
-            }
-            for &(id, _) in plan[plan.len() - unsent..].iter().rev() {
-                self.tracker.give_back(id);
-                self.cursor.undo();
-            }
-            let used = (sent + usize::from(failed)) as u64;
+            let sent = self.send_plan(fds[socket], socket as u16, out, plan, lens);
             if let Some(p) = &mut self.pace {
-                p.consume(used);
+                p.consume(plan.len() as u64);
             }
-            want = want.saturating_sub(used);
-            if unsent > 0 {
+            want = want.saturating_sub(plan.len() as u64);
+            if sent < plan.len() {
                 break; // the socket is full or failing: try again next turn
             }
+        }
+    }
+
+    /// Sends the queries of `plan` on one socket; returns how many left. Queries of equal
+    /// length go out as one UDP GSO send (the kernel walks its stack once for the whole
+    /// run and splits it into datagrams at the receiver), the rest in one `sendmmsg`. A query
+    /// the kernel would not take counts as a send error and gives its ID back.
+    fn send_plan(
+        &mut self,
+        fd: RawFd,
+        socket: u16,
+        out: &mut MsgBatch,
+        plan: &mut [(u16, u32)],
+        lens: &mut Vec<usize>,
+    ) -> usize {
+        let queries = self.queries.clone();
+        let len_of = |q: u32| queries.get(q).bytes.len();
+        plan.sort_by_key(|&(_, q)| len_of(q));
+        let mut sent = 0;
+        let mut singles: Vec<(u16, u32)> = Vec::new();
+        let mut i = 0;
+        while i < plan.len() {
+            let len = len_of(plan[i].1);
+            let run = plan[i..].iter().take_while(|&&(_, q)| len_of(q) == len).count();
+            let group = &plan[i..i + run];
+            i += run;
+            if run < 2 || !self.gso {
+                singles.extend_from_slice(group);
+                continue;
+            }
+            self.gso_buf.clear();
+            for &(id, q) in group {
+                let at = self.gso_buf.len();
+                self.gso_buf.extend_from_slice(&queries.get(q).bytes);
+                set_id(&mut self.gso_buf[at..], id);
+            }
+            let sent_at = since(self.begin);
+            match sys::send_gso(fd, &self.gso_buf, len as u16) {
+                Ok(_) => {
+                    for &(id, q) in group {
+                        self.tracker.sent(id, q, socket, sent_at, len);
+                    }
+                    sent += run;
+                }
+                // No UDP GSO here (an old kernel, a device without it): per datagram from now on.
+                Err(e)
+                    if matches!(
+                        e.raw_os_error(),
+                        Some(libc::EIO | libc::EINVAL | libc::ENOPROTOOPT)
+                    ) =>
+                {
+                    self.gso = false;
+                    singles.extend_from_slice(group);
+                }
+                Err(_) => self.failed(group),
+            }
+        }
+        for chunk in singles.chunks(out.capacity()) {
+            lens.clear();
+            for (slot, &(id, q)) in chunk.iter().enumerate() {
+                let template = &queries.get(q).bytes;
+                let buf = out.buf_mut(slot);
+                buf[..template.len()].copy_from_slice(template);
+                set_id(buf, id);
+                lens.push(template.len());
+            }
+            let sent_at = since(self.begin);
+            let n = out.send(fd, lens).unwrap_or(0);
+            for (k, &(id, q)) in chunk.iter().enumerate().take(n) {
+                self.tracker.sent(id, q, socket, sent_at, lens[k]);
+            }
+            sent += n;
+            self.failed(&chunk[n..]);
+        }
+        sent
+    }
+
+    /// Counts queries the kernel would not send and frees their IDs.
+    fn failed(&mut self, group: &[(u16, u32)]) {
+        for &(id, _) in group {
+            self.tracker.counts.send_errors += 1;
+            self.tracker.give_back(id);
         }
     }
 }

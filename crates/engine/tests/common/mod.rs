@@ -2,6 +2,7 @@
 //! Debian's nginx as an external peer ([`nginx`]).
 #![allow(dead_code)]
 
+pub mod dns_servers;
 pub mod nginx;
 
 use std::net::SocketAddr;
@@ -119,4 +120,41 @@ pub async fn dns_fixture() -> (u16, CancellationToken) {
     let zone = std::sync::Arc::new(wirespeed_proto::dns::zone::Zone::generated(1000));
     tokio::spawn(fixture::run(listeners, zone, stop.clone()));
     (port, stop)
+}
+
+/// Options for a DNS test of `spec` sending `lines` (EDNS as the spec asks).
+pub fn dns_options(
+    spec: wirespeed_model::dns::DnsSpec,
+    lines: &[wirespeed_proto::dns::datafile::QueryLine],
+) -> wirespeed_engine::dns::client::DnsOptions {
+    use wirespeed_proto::dns::wire::Edns;
+    let edns = spec.edns_size.map(|udp_size| Edns { udp_size, dnssec_ok: spec.dnssec_ok });
+    let queries = wirespeed_engine::dns::queries::QuerySet::from_lines(lines, edns).unwrap();
+    let mut spec = spec;
+    spec.queries = lines.len();
+    wirespeed_engine::dns::client::DnsOptions {
+        spec,
+        queries: std::sync::Arc::new(queries),
+        family: None,
+        tls: Default::default(),
+        connect_timeout: Duration::from_secs(2),
+        version: "test".into(),
+    }
+}
+
+/// Runs a DNS test to its end and returns its report.
+pub async fn run_dns(
+    opts: wirespeed_engine::dns::client::DnsOptions,
+) -> wirespeed_model::dns::DnsReport {
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let report = wirespeed_engine::dns::client::run(opts, tx, CancellationToken::new())
+        .await
+        .expect("the DNS test runs");
+    let ReportBody::Dns(d) = report.body else { panic!("not a DNS report") };
+    d
+}
+
+/// How many answers of `r` had the response code named `name`.
+pub fn rcode(r: &wirespeed_model::dns::DnsReport, name: &str) -> u64 {
+    r.summary.rcodes.iter().find(|c| c.name == name).map_or(0, |c| c.count)
 }

@@ -2,6 +2,7 @@
 
 mod bandwidth;
 mod cps;
+mod dns;
 mod http;
 mod latency;
 mod ping;
@@ -42,6 +43,7 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Ping(args) => ping::run(*args).await,
             Command::Trace(args) => trace::run(*args).await,
             Command::Http(args) => http::run(*args).await,
+            Command::Dns(args) => dns::run(*args).await,
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
         }
@@ -58,6 +60,7 @@ fn output_args(command: &Command) -> Option<&OutputArgs> {
         Command::Ping(a) => &a.output,
         Command::Trace(a) => &a.output,
         Command::Http(a) => &a.output,
+        Command::Dns(a) => &a.output,
         Command::Pps(a) => &a.output,
         Command::Quick(a) => &a.output,
     })

@@ -2,6 +2,7 @@
 //! kind against it, prints one table, saves every run.
 
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use anyhow::{Context, Result};
@@ -9,6 +10,9 @@ use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::{self, ClientOptions};
 use wirespeed_engine::cps::client::{self as cps_client, CpsOptions};
+use wirespeed_engine::dns::client::{self as dns_client, DnsOptions};
+use wirespeed_engine::dns::fixture::{self as dns_fixture, DnsListeners};
+use wirespeed_engine::dns::queries::{builtin_lines, QuerySet};
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::http::client::{self as http_client, HttpOptions};
 use wirespeed_engine::http::fixture::{self, FixtureConfig};
@@ -19,12 +23,14 @@ use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_engine::trace::client::{self as trace_client, TraceOptions};
 use wirespeed_engine::ClientError;
 use wirespeed_model::cps::CpsSpec;
+use wirespeed_model::dns::DnsSpec;
 use wirespeed_model::http::HttpSpec;
 use wirespeed_model::latency::LatencySpec;
 use wirespeed_model::ping::{PingMode, PingSpec};
 use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
 use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::parse_duration;
+use wirespeed_proto::dns::zone::Zone;
 use wirespeed_report::quick::QuickRow;
 use wirespeed_report::Format;
 
@@ -48,6 +54,8 @@ enum Planned {
     Trace,
     /// HTTP/1.1 load against the in-process HTTP fixture, 10 keep-alive connections.
     Http,
+    /// DNS queries over UDP against the in-process DNS fixture, dnsperf's defaults.
+    Dns,
 }
 
 /// The tests `quick` runs, with their names.
@@ -67,6 +75,7 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("UDP ping", Ping),
         ("ICMP trace", Trace),
         ("HTTP/1.1 requests", Http),
+        ("DNS queries (UDP)", Dns),
     ]
 }
 
@@ -82,6 +91,14 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     let http_port = http_listeners[0].local_addr().context("the HTTP fixture's port")?.port();
     let http_fixture =
         tokio::spawn(fixture::run(http_listeners, FixtureConfig::default(), stop.clone()));
+    let dns_listeners = DnsListeners::bind(&[SocketAddr::from(([127, 0, 0, 1], 0))], 1)
+        .context("binding the in-process DNS fixture")?;
+    let dns_port = dns_listeners.local_addrs()[0].port();
+    let dns_fixture = tokio::spawn(dns_fixture::run(
+        dns_listeners,
+        Arc::new(Zone::generated(1000)),
+        stop.clone(),
+    ));
     let cancel = super::interrupt_token();
     let mut rows = Vec::new();
     let endpoint = Endpoint {
@@ -149,6 +166,28 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                     Err(m) => Err(ClientError::Protocol(m)),
                 }
             }
+            Planned::Dns => {
+                let mut spec = DnsSpec::new("127.0.0.1", dns_port);
+                spec.duration_ns = Some(duration_ns);
+                spec.interval_ns = interval_ns;
+                spec.timeout_ns = 1_000_000_000;
+                let lines = builtin_lines(1000);
+                spec.queries = lines.len();
+                match QuerySet::from_lines(&lines, None) {
+                    Ok(queries) => {
+                        let opts = DnsOptions {
+                            spec,
+                            queries: Arc::new(queries),
+                            family: None,
+                            tls: Default::default(),
+                            connect_timeout: Duration::from_secs(5),
+                            version: env!("CARGO_PKG_VERSION").into(),
+                        };
+                        dns_client::run(opts, tx, cancel.clone()).await
+                    }
+                    Err(m) => Err(ClientError::Protocol(m)),
+                }
+            }
             Planned::Trace => {
                 let mut spec = TraceSpec::new("127.0.0.1", TraceProtocol::Icmp);
                 spec.max_hops = 5;
@@ -167,6 +206,7 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     stop.cancel();
     let _ = server.await;
     let _ = http_fixture.await;
+    let _ = dns_fixture.await;
     let reports: Vec<_> = rows.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
     let format = output::format_of(args.output.format);
     let mut out = std::io::stdout().lock();

@@ -3,9 +3,11 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
+use wirespeed_engine::dns::fixture::{self as dns_fixture, DnsListeners};
 use wirespeed_engine::http::fixture;
 use wirespeed_engine::server::{self, Listeners};
 use wirespeed_model::units::parse_bytes;
+use wirespeed_proto::dns::zone::Zone;
 
 use crate::exit;
 use crate::flags::ServerArgs;
@@ -37,6 +39,10 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
         }
         None => None,
     };
+    let dns = match args.dns {
+        Some(port) => Some(dns_fixture(&args, port)?),
+        None => None,
+    };
     for addr in listeners.local_addrs() {
         tracing::info!("listening on {addr} (TCP and UDP)");
     }
@@ -50,10 +56,49 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
         }
         tokio::spawn(fixture::run(http_listeners, http_config, shutdown.clone()))
     });
+    let dns = dns.map(|(dns_listeners, zone)| {
+        for a in dns_listeners.local_addrs() {
+            tracing::info!("DNS fixture listening on {a} (UDP and TCP)");
+        }
+        tokio::spawn(dns_fixture::run(dns_listeners, zone, shutdown.clone()))
+    });
     server::run(listeners, config, shutdown).await.context("server failed")?;
+    if let Some(d) = dns {
+        d.await.context("DNS fixture")?.context("DNS fixture failed")?;
+    }
     if let Some(f) = fixture {
         f.await.context("HTTP fixture")?.context("HTTP fixture failed")?;
     }
     tracing::info!("stopped");
     Ok(exit::OK)
+}
+
+/// The DNS fixture's sockets and zone: the `--zone` file, or the generated one.
+fn dns_fixture(args: &ServerArgs, port: u16) -> Result<(DnsListeners, std::sync::Arc<Zone>)> {
+    let zone = match &args.zone {
+        Some(path) => {
+            let text = std::fs::read_to_string(path)
+                .with_context(|| format!("--zone {}", path.display()))?;
+            Zone::parse(&text, args.zone_origin.as_deref())
+                .with_context(|| format!("zone file {}", path.display()))?
+        }
+        None => Zone::generated(args.dns_hosts),
+    };
+    if !(1..=64).contains(&args.dns_threads) {
+        anyhow::bail!("--dns-threads must be 1..=64");
+    }
+    let listeners = if args.bind.is_empty() {
+        let v4 = SocketAddr::from(([0, 0, 0, 0], port));
+        DnsListeners::bind(
+            &[v4, SocketAddr::from((std::net::Ipv6Addr::UNSPECIFIED, port))],
+            args.dns_threads,
+        )
+        .or_else(|_| DnsListeners::bind(&[v4], args.dns_threads))
+    } else {
+        let addrs: Vec<SocketAddr> =
+            args.bind.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
+        DnsListeners::bind(&addrs, args.dns_threads)
+    }
+    .with_context(|| format!("cannot listen for DNS on port {port}"))?;
+    Ok((listeners, std::sync::Arc::new(zone)))
 }

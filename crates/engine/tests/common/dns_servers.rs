@@ -1,0 +1,193 @@
+//! Debian's unbound, nsd and knot, started for one test: one worker each, authoritative for
+//! a test zone, listening on 127.0.0.1 (UDP and TCP) on a free port, in its own temporary
+//! directory, with rate limiting off. They are the real peers `wirespeed dns` is checked
+//! against; a test is skipped (with a printed reason) where the server is not installed.
+//! Also the zone and the query file the checks are written for.
+#![allow(dead_code)]
+
+use std::net::{SocketAddr, UdpSocket};
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Hosts in the test zone (host1 … hostN).
+pub const HOSTS: u32 = 100;
+
+/// The test zone: SOA, NS, www (A, AAAA), hostN (A), and `big` with a TXT record of about
+/// 2 KB, too large for a UDP answer without EDNS (512 bytes) and for EDNS 1232.
+pub fn zone_text() -> String {
+    let mut z = String::from(
+        "$ORIGIN example.test.\n$TTL 3600\n@ IN SOA ns1.example.test. hostmaster.example.test. ( 1 7200 3600 1209600 3600 )\n@ IN NS ns1.example.test.\nns1 IN A 127.0.0.1\nwww IN A 192.0.2.10\nwww IN AAAA 2001:db8::10\n",
+    );
+    z.push_str("big IN TXT");
+    for _ in 0..8 {
+        z.push_str(&format!(" \"{}\"", "x".repeat(250)));
+    }
+    z.push('\n');
+    for i in 1..=HOSTS {
+        z.push_str(&format!("host{i} IN A 10.0.{}.{}\n", i / 256, i % 256));
+    }
+    z
+}
+
+/// The query file: each host, www (A and AAAA), one name that does not exist (NXDOMAIN),
+/// one type a name lacks (NODATA: NOERROR, no answer) and the large TXT (TC=1 over UDP).
+pub fn query_lines() -> String {
+    let mut q = String::from(
+        "; the checks count on this list\nwww.example.test A\nwww.example.test AAAA\n",
+    );
+    for i in 1..=HOSTS {
+        q.push_str(&format!("host{i}.example.test A\n"));
+    }
+    q.push_str("nx1.example.test A\nwww.example.test MX\nbig.example.test TXT\n");
+    q
+}
+
+/// Queries in [`query_lines`]: (total, NXDOMAIN, truncated over UDP).
+pub const QUERIES: (u64, u64, u64) = (HOSTS as u64 + 5, 1, 1);
+
+/// Which server.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Kind {
+    Unbound,
+    Nsd,
+    Knot,
+}
+
+/// A running DNS server, stopped when dropped.
+pub struct DnsServer {
+    pub addr: SocketAddr,
+    pub kind: Kind,
+    child: Child,
+    dir: PathBuf,
+}
+
+impl DnsServer {
+    /// Starts `kind`, or returns `None` (after saying why) when it is not installed.
+    pub fn start(kind: Kind) -> Option<Self> {
+        let binary = match kind {
+            Kind::Unbound => "/usr/sbin/unbound",
+            Kind::Nsd => "/usr/sbin/nsd",
+            Kind::Knot => "/usr/sbin/knotd",
+        };
+        if !std::path::Path::new(binary).exists() {
+            eprintln!("SKIPPED: {binary} is not installed (scripts/test.sh installs it)");
+            return None;
+        }
+        let port = free_port();
+        let dir =
+            std::env::temp_dir().join(format!("wirespeed-{kind:?}-{}-{port}", std::process::id()));
+        let _ = std::fs::remove_dir_all(&dir);
+        std::fs::create_dir_all(&dir).unwrap();
+        let zone = dir.join("example.test.zone");
+        std::fs::write(&zone, zone_text()).unwrap();
+        let d = dir.display();
+        let z = zone.display();
+        let mut cmd = match kind {
+            Kind::Unbound => {
+                // `test.` is one of unbound's built-in RFC 6761 static zones, which would
+                // answer NXDOMAIN for everything below it.
+                let conf = format!(
+                    "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 0\n  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n  local-zone: \"test.\" nodefault\n  ratelimit: 0\n  ip-ratelimit: 0\nauth-zone:\n  name: \"example.test\"\n  zonefile: \"{z}\"\n  for-downstream: yes\n  for-upstream: no\n  fallback-enabled: no\nremote-control:\n  control-enable: no\n"
+                );
+                std::fs::write(dir.join("unbound.conf"), conf).unwrap();
+                let mut c = Command::new(binary);
+                c.arg("-d").arg("-c").arg(dir.join("unbound.conf"));
+                c
+            }
+            Kind::Nsd => {
+                // Debian builds NSD with response rate limiting on (200/s): off, or a load
+                // test measures the limiter.
+                let conf = format!(
+                    "server:\n  ip-address: 127.0.0.1@{port}\n  do-ip4: yes\n  do-ip6: no\n  server-count: 1\n  username: \"\"\n  chroot: \"\"\n  zonesdir: \"{d}\"\n  database: \"\"\n  zonelistfile: \"{d}/zone.list\"\n  xfrdfile: \"{d}/xfrd.state\"\n  xfrdir: \"{d}\"\n  pidfile: \"{d}/nsd.pid\"\n  logfile: \"{d}/nsd.log\"\n  verbosity: 1\n  hide-version: yes\n  rrl-ratelimit: 0\n  rrl-whitelist-ratelimit: 0\nremote-control:\n  control-enable: no\nzone:\n  name: \"example.test\"\n  zonefile: \"{z}\"\n"
+                );
+                std::fs::write(dir.join("nsd.conf"), conf).unwrap();
+                let mut c = Command::new(binary);
+                c.arg("-d").arg("-c").arg(dir.join("nsd.conf"));
+                c
+            }
+            Kind::Knot => {
+                std::fs::create_dir_all(dir.join("db")).unwrap();
+                let conf = format!(
+                    "server:\n    rundir: \"{d}\"\n    listen: 127.0.0.1@{port}\n    udp-workers: 1\n    tcp-workers: 1\n    background-workers: 1\nlog:\n  - target: stderr\n    any: error\ndatabase:\n    storage: \"{d}/db\"\ntemplate:\n  - id: default\n    storage: \"{d}\"\n    file: \"%s.zone\"\n    zonefile-sync: -1\n    journal-content: none\nzone:\n  - domain: example.test\n"
+                );
+                std::fs::write(dir.join("knot.conf"), conf).unwrap();
+                let mut c = Command::new(binary);
+                c.arg("-c").arg(dir.join("knot.conf"));
+                c
+            }
+        };
+        // A new process group, so a failing test that leaves it behind can still be found.
+        let child = cmd
+            .stdout(Stdio::null())
+            .stderr(Stdio::inherit())
+            .spawn()
+            .expect("the DNS server starts");
+        let addr = SocketAddr::from(([127, 0, 0, 1], port));
+        let server = Self { addr, kind, child, dir };
+        server.wait_ready();
+        Some(server)
+    }
+
+    /// Waits until the server answers a query for the zone's apex SOA.
+    fn wait_ready(&self) {
+        let socket = UdpSocket::bind("127.0.0.1:0").unwrap();
+        socket.set_read_timeout(Some(Duration::from_millis(100))).unwrap();
+        let query =
+            wirespeed_proto::dns::wire::Query::encode("example.test", 6, false, None).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(15);
+        let mut buf = [0u8; 512];
+        loop {
+            let _ = socket.send_to(&query.bytes, self.addr);
+            if let Ok((n, _)) = socket.recv_from(&mut buf) {
+                if let Ok(h) = wirespeed_proto::dns::wire::Header::read_answer(&buf[..n]) {
+                    if h.rcode() == 0 && h.ancount == 1 {
+                        return;
+                    }
+                }
+            }
+            assert!(
+                Instant::now() < deadline,
+                "{:?} did not start answering on {}",
+                self.kind,
+                self.addr
+            );
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// The query file, written in the server's directory.
+    pub fn datafile(&self) -> PathBuf {
+        let path = self.dir.join("queries.txt");
+        std::fs::write(&path, query_lines()).unwrap();
+        path
+    }
+}
+
+impl Drop for DnsServer {
+    fn drop(&mut self) {
+        // SIGTERM lets NSD stop its children; then make sure.
+        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
+        let deadline = Instant::now() + Duration::from_secs(5);
+        while Instant::now() < deadline {
+            if let Ok(Some(_)) = self.child.try_wait() {
+                break;
+            }
+            std::thread::sleep(Duration::from_millis(20));
+        }
+        let _ = self.child.kill();
+        let _ = self.child.wait();
+        let _ = std::fs::remove_dir_all(&self.dir);
+    }
+}
+
+/// A port free for both UDP and TCP on 127.0.0.1.
+pub fn free_port() -> u16 {
+    loop {
+        let u = UdpSocket::bind("127.0.0.1:0").unwrap();
+        let port = u.local_addr().unwrap().port();
+        if std::net::TcpListener::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
