@@ -28,9 +28,11 @@ fn threads() -> usize {
 async fn finished_and_failed_tests_release_sockets_and_threads() {
     let server = TestServer::loopback().await;
     let (http_port, http_stop) = common::http_fixture().await;
+    let (dns_port, dns_stop) = common::dns_fixture().await;
     still(&server).await; // warm up the runtime's own threads and descriptors
     let (fds, tasks) = (open_fds(), threads());
     http_runs(http_port).await;
+    dns_runs(dns_port).await;
     for protocol in [Protocol::Tcp, Protocol::Udp] {
         let mut s = spec(protocol, 0.3);
         s.direction = Direction::Bidir;
@@ -109,6 +111,34 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
     still(&server).await;
     server.shutdown().await;
     http_stop.cancel();
+    dns_stop.cancel();
+}
+
+/// DNS load over UDP (with the TCP retry client), TCP, to a refused port, and interrupted:
+/// worker threads, sockets and the stream runtime must all go.
+async fn dns_runs(port: u16) {
+    use wirespeed_model::dns::{DnsSpec, DnsTransport};
+    let lines = wirespeed_proto::dns::datafile::parse("big.example.test TXT\nwww.example.test A\n")
+        .unwrap();
+    for (transport, tc_retry) in [(DnsTransport::Udp, true), (DnsTransport::Tcp, false)] {
+        let mut spec = DnsSpec::new("127.0.0.1", port);
+        (spec.transport, spec.tc_retry, spec.passes, spec.clients) =
+            (transport, tc_retry, Some(50), 3);
+        let r = common::run_dns(common::dns_options(spec, &lines)).await;
+        assert_eq!(r.summary.completed, 100);
+    }
+    let mut refused = DnsSpec::new("127.0.0.1", common::dns_servers::free_port());
+    refused.transport = DnsTransport::Tcp;
+    assert_eq!(common::run_dns(common::dns_options(refused, &lines)).await.summary.completed, 0);
+    let mut long = DnsSpec::new("127.0.0.1", port);
+    long.duration_ns = Some(30_000_000_000);
+    let opts = common::dns_options(long, &lines);
+    let cancel = CancellationToken::new();
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let running = tokio::spawn(wirespeed_engine::dns::client::run(opts, tx, cancel.clone()));
+    tokio::time::sleep(Duration::from_millis(300)).await;
+    cancel.cancel();
+    running.await.unwrap().unwrap();
 }
 
 /// HTTP load in every shape, finished, failed and interrupted: its threads, sockets and the

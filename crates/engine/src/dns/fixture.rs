@@ -42,8 +42,22 @@ pub struct DnsListeners {
 
 impl DnsListeners {
     /// Binds UDP (`threads` sockets per address, sharing the port) and TCP on each of
-    /// `addrs`; with port 0 every address gets the first one's free port.
+    /// `addrs`; with port 0 every address gets the first one's free port (free for UDP
+    /// and TCP both: a port whose TCP side is taken is given up and another tried).
     pub fn bind(addrs: &[SocketAddr], threads: usize) -> io::Result<Self> {
+        let any_port = addrs.first().is_some_and(|a| a.port() == 0);
+        let mut tries = 0;
+        loop {
+            match Self::bind_once(addrs, threads) {
+                Err(e) if any_port && e.kind() == io::ErrorKind::AddrInUse && tries < 50 => {
+                    tries += 1
+                }
+                other => return other,
+            }
+        }
+    }
+
+    fn bind_once(addrs: &[SocketAddr], threads: usize) -> io::Result<Self> {
         let mut udp = Vec::new();
         let mut tcp = Vec::new();
         let mut port = addrs.first().map_or(0, |a| a.port());
@@ -51,13 +65,13 @@ impl DnsListeners {
             let mut addr = addr;
             addr.set_port(port);
             for _ in 0..threads.max(1) {
-                let s = reuse_port_socket(addr, Type::DGRAM, Protocol::UDP)?;
+                let s = socket(addr, Type::DGRAM, Protocol::UDP, threads > 1)?;
                 let bound = s.local_addr()?.as_socket().unwrap_or(addr);
                 port = bound.port();
                 addr.set_port(port);
                 udp.push(UdpSocket::from(s));
             }
-            let t = reuse_port_socket(addr, Type::STREAM, Protocol::TCP)?;
+            let t = socket(addr, Type::STREAM, Protocol::TCP, false)?;
             t.listen(1024)?;
             t.set_nonblocking(true)?;
             tcp.push(TcpListener::from_std(t.into())?);
@@ -71,13 +85,15 @@ impl DnsListeners {
     }
 }
 
-fn reuse_port_socket(addr: SocketAddr, ty: Type, proto: Protocol) -> io::Result<Socket> {
+/// A bound socket; `group` joins an `SO_REUSEPORT` group (only the fixture's own UDP threads
+/// need one, and a port shared by accident with another server would split its queries).
+fn socket(addr: SocketAddr, ty: Type, proto: Protocol, group: bool) -> io::Result<Socket> {
     let s = Socket::new(Domain::for_address(addr), ty, Some(proto))?;
     if addr.is_ipv6() {
         s.set_only_v6(true)?;
     }
     s.set_reuse_address(true)?;
-    s.set_reuse_port(true)?;
+    s.set_reuse_port(group)?;
     s.bind(&addr.into())?;
     Ok(s)
 }

@@ -13,8 +13,9 @@ use std::time::{Duration, Instant};
 /// Hosts in the test zone (host1 … hostN).
 pub const HOSTS: u32 = 100;
 
-/// The test zone: SOA, NS, www (A, AAAA), hostN (A), and `big` with a TXT record of about
-/// 2 KB, too large for a UDP answer without EDNS (512 bytes) and for EDNS 1232.
+/// The test zone: SOA, NS, www (A, AAAA), hostN (A), `mid` with a TXT record of about 800
+/// bytes (too large for a UDP answer without EDNS, 512 bytes, not for EDNS 1232) and `big`
+/// with one of about 2 KB (too large for 1232 as well, the most these servers send).
 pub fn zone_text() -> String {
     let mut z = String::from(
         "$ORIGIN example.test.\n$TTL 3600\n@ IN SOA ns1.example.test. hostmaster.example.test. ( 1 7200 3600 1209600 3600 )\n@ IN NS ns1.example.test.\nns1 IN A 127.0.0.1\nwww IN A 192.0.2.10\nwww IN AAAA 2001:db8::10\n",
@@ -22,6 +23,10 @@ pub fn zone_text() -> String {
     z.push_str("big IN TXT");
     for _ in 0..8 {
         z.push_str(&format!(" \"{}\"", "x".repeat(250)));
+    }
+    z.push_str("\nmid IN TXT");
+    for _ in 0..3 {
+        z.push_str(&format!(" \"{}\"", "y".repeat(250)));
     }
     z.push('\n');
     for i in 1..=HOSTS {
@@ -31,7 +36,7 @@ pub fn zone_text() -> String {
 }
 
 /// The query file: each host, www (A and AAAA), one name that does not exist (NXDOMAIN),
-/// one type a name lacks (NODATA: NOERROR, no answer) and the large TXT (TC=1 over UDP).
+/// one type a name lacks (NODATA: NOERROR, no answer) and the two large TXT records.
 pub fn query_lines() -> String {
     let mut q = String::from(
         "; the checks count on this list\nwww.example.test A\nwww.example.test AAAA\n",
@@ -39,12 +44,14 @@ pub fn query_lines() -> String {
     for i in 1..=HOSTS {
         q.push_str(&format!("host{i}.example.test A\n"));
     }
-    q.push_str("nx1.example.test A\nwww.example.test MX\nbig.example.test TXT\n");
+    q.push_str(
+        "nx1.example.test A\nwww.example.test MX\nmid.example.test TXT\nbig.example.test TXT\n",
+    );
     q
 }
 
-/// Queries in [`query_lines`]: (total, NXDOMAIN, truncated over UDP).
-pub const QUERIES: (u64, u64, u64) = (HOSTS as u64 + 5, 1, 1);
+/// Queries in [`query_lines`]: (total, NXDOMAIN).
+pub const QUERIES: (u64, u64) = (HOSTS as u64 + 6, 1);
 
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -57,6 +64,8 @@ pub enum Kind {
 /// A running DNS server, stopped when dropped.
 pub struct DnsServer {
     pub addr: SocketAddr,
+    /// Its DNS-over-TLS port, when started with a certificate (unbound only).
+    pub tls_port: Option<u16>,
     pub kind: Kind,
     child: Child,
     dir: PathBuf,
@@ -65,6 +74,14 @@ pub struct DnsServer {
 impl DnsServer {
     /// Starts `kind`, or returns `None` (after saying why) when it is not installed.
     pub fn start(kind: Kind) -> Option<Self> {
+        Self::start_with(kind, None)
+    }
+
+    /// Starts `kind`; unbound also serves DNS over TLS with `tls` (certificate and key PEM).
+    pub fn start_with(
+        kind: Kind,
+        tls: Option<(&std::path::Path, &std::path::Path)>,
+    ) -> Option<Self> {
         let binary = match kind {
             Kind::Unbound => "/usr/sbin/unbound",
             Kind::Nsd => "/usr/sbin/nsd",
@@ -83,12 +100,21 @@ impl DnsServer {
         std::fs::write(&zone, zone_text()).unwrap();
         let d = dir.display();
         let z = zone.display();
+        let tls_port = tls.map(|_| free_port());
         let mut cmd = match kind {
             Kind::Unbound => {
+                let dot = match (tls, tls_port) {
+                    (Some((cert, key)), Some(p)) => format!(
+                        "  interface: 127.0.0.1@{port}\n  interface: 127.0.0.1@{p}\n  tls-port: {p}\n  tls-service-pem: \"{}\"\n  tls-service-key: \"{}\"\n",
+                        cert.display(),
+                        key.display()
+                    ),
+                    _ => "  interface: 127.0.0.1\n".into(),
+                };
                 // `test.` is one of unbound's built-in RFC 6761 static zones, which would
                 // answer NXDOMAIN for everything below it.
                 let conf = format!(
-                    "server:\n  interface: 127.0.0.1\n  port: {port}\n  do-ip6: no\n  num-threads: 1\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  logfile: \"\"\n  verbosity: 0\n  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n  local-zone: \"test.\" nodefault\n  ratelimit: 0\n  ip-ratelimit: 0\nauth-zone:\n  name: \"example.test\"\n  zonefile: \"{z}\"\n  for-downstream: yes\n  for-upstream: no\n  fallback-enabled: no\nremote-control:\n  control-enable: no\n"
+                    "server:\n{dot}  port: {port}\n  do-ip6: no\n  num-threads: 1\n  do-daemonize: no\n  username: \"\"\n  chroot: \"\"\n  directory: \"{d}\"\n  pidfile: \"{d}/unbound.pid\"\n  use-syslog: no\n  logfile: \"{d}/unbound.log\"\n  verbosity: 0\n  access-control: 127.0.0.0/8 allow\n  module-config: \"iterator\"\n  local-zone: \"test.\" nodefault\n  ratelimit: 0\n  ip-ratelimit: 0\nauth-zone:\n  name: \"example.test\"\n  zonefile: \"{z}\"\n  for-downstream: yes\n  for-upstream: no\n  fallback-enabled: no\nremote-control:\n  control-enable: no\n"
                 );
                 std::fs::write(dir.join("unbound.conf"), conf).unwrap();
                 let mut c = Command::new(binary);
@@ -124,7 +150,7 @@ impl DnsServer {
             .spawn()
             .expect("the DNS server starts");
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let server = Self { addr, kind, child, dir };
+        let server = Self { addr, tls_port, kind, child, dir };
         server.wait_ready();
         Some(server)
     }
