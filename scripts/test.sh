@@ -15,11 +15,24 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # socat: an echo service for latency --external.
 command -v socat >/dev/null 2>&1 || need_apt+=(socat)
+# Real DNS servers `wirespeed dns` is checked against.
+[ -x /usr/sbin/unbound ] || need_apt+=(unbound)
+[ -x /usr/sbin/nsd ] || need_apt+=(nsd)
+[ -x /usr/sbin/knotd ] || need_apt+=(knot)
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
+  # The DNS servers' packages would start system services on port 53: the tests start
+  # their own, so keep the packages from starting anything while they install.
+  added_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  [ "$added_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy

@@ -155,6 +155,7 @@ fn quick_runs_every_test_kind_in_process() {
         "UDP ping",
         "ICMP trace",
         "HTTP/1.1 requests",
+        "DNS queries (UDP)",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
@@ -778,4 +779,108 @@ fn http_open_model_sweeps_targets_and_vegeta_lines() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("every request must go to"));
     let out = client(&["bandwidth", "127.0.0.1", "-f", "vegeta"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("is for `wirespeed http` only"));
+}
+
+#[test]
+fn dns_against_the_server_fixture_in_every_format_and_saved() {
+    let dns = free_port();
+    let _s = server(&["--dns", &dns.to_string(), "--dns-hosts", "50"]);
+    let port = dns.to_string();
+    let dir = tempfile::tempdir().unwrap();
+    let queries = dir.path().join("q.txt");
+    std::fs::write(
+        &queries,
+        "; a comment\nwww.example.test A\nhost7.example.test A\nnx1.example.test A\n",
+    )
+    .unwrap();
+    let q = queries.to_str().unwrap();
+    let db = dir.path().join("r.db");
+    let db = db.to_str().unwrap();
+    let out = client(&[
+        "dns", "-p", &port, "-d", q, "-n", "100", "-c", "2", "-f", "json", "--db", db, "--tag",
+        "dns",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(v["kind"], "dns");
+    assert_eq!(v["summary"]["completed"], 300);
+    assert_eq!(v["summary"]["rcodes"][1]["name"], "NXDOMAIN");
+    assert_eq!(v["summary"]["rcodes"][1]["count"], 100);
+    let text = client(&["dns", "-p", &port, "-d", q, "-l", "0.3", "-S", "0.1", "--db", db]);
+    assert_eq!(text.status.code(), Some(0));
+    let text = String::from_utf8(text.stdout).unwrap();
+    for line in [
+        "Queries sent:",
+        "Queries completed:",
+        "Response codes:       NOERROR",
+        "Queries per second:",
+        "Latency StdDev (s):",
+        "Testing complete (time limit)",
+    ] {
+        assert!(text.contains(line), "missing {line}: {text}");
+    }
+    let csv = client(&["dns", "-p", &port, "-d", q, "-n", "3", "--tcp", "-f", "csv", "--no-save"]);
+    let csv = String::from_utf8(csv.stdout).unwrap();
+    let width = csv.lines().next().unwrap().split(',').count();
+    assert!(
+        csv.lines().all(|l| l.split(',').count() == width) && csv.contains("\nsummary,"),
+        "{csv}"
+    );
+    let store = wirespeed_store::Store::open(std::path::Path::new(db)).unwrap();
+    let rows = store.list(10).unwrap();
+    assert_eq!(rows.len(), 2);
+    assert!(rows.iter().all(|r| r.kind == "dns" && r.target == "127.0.0.1"));
+    let saved = store.get(rows[1].id).unwrap().unwrap();
+    assert_eq!(serde_json::to_value(&saved).unwrap()["summary"]["completed"], 300);
+}
+
+#[test]
+fn dns_bad_input_has_clear_errors_and_exit_codes() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad = dir.path().join("bad.txt");
+    std::fs::write(&bad, "www.example.test A\nwww.example.test\n").unwrap();
+    let out = client(&["dns", "-d", bad.to_str().unwrap(), "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("line 2") && err.contains("expected 'NAME TYPE'"), "{err}");
+    // Nothing listening: the report is still printed, and the exit code says unreachable.
+    let port = free_port().to_string();
+    let out = client(&["dns", "-p", &port, "-n", "1", "-t", "0.3", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("no query was answered"));
+    // A server that answers garbage: 6, the peer broke the protocol.
+    let garbage = std::net::UdpSocket::bind("127.0.0.1:0").unwrap();
+    let gport = garbage.local_addr().unwrap().port().to_string();
+    std::thread::spawn(move || {
+        let mut buf = [0u8; 512];
+        while let Ok((_, from)) = garbage.recv_from(&mut buf) {
+            let _ = garbage.send_to(b"\x00\x01 not dns", from);
+        }
+    });
+    let out = client(&["dns", "-p", &gport, "-n", "1", "-t", "0.3", "--no-save"]);
+    assert_eq!(out.status.code(), Some(6), "{}", String::from_utf8_lossy(&out.stdout));
+    assert!(String::from_utf8_lossy(&out.stdout).contains("malformed"));
+    // Options that do not go together, and a zone file with a bad line.
+    let out = client(&["dns", "-T", "2", "-c", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("threads (-T)"));
+    let zone = dir.path().join("z.zone");
+    std::fs::write(&zone, "$ORIGIN t.\nwww A 1.2.3.4\nbad A 999.1.1.1\n").unwrap();
+    let out = client(&[
+        "server",
+        "-B",
+        "127.0.0.1",
+        "-p",
+        &free_port().to_string(),
+        "--dns",
+        "0",
+        "--zone",
+        zone.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(
+        String::from_utf8_lossy(&out.stderr).contains("line 3"),
+        "{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
 }
