@@ -104,8 +104,9 @@ async fn wrong_ids_wrong_questions_and_duplicates_are_told_apart() {
     let s = &r.summary;
     assert_eq!((s.completed, s.lost), (10, 0), "{s:?}");
     assert_eq!(s.stray.mismatched, 10, "{s:?}");
-    assert_eq!(s.stray.duplicate, 10, "{s:?}");
-    assert!(s.stray.unexpected >= 9, "an ID may come up again at random: {s:?}");
+    // The run ends with its last answer, so what the server sends after that is not seen.
+    assert!(s.stray.duplicate >= 9, "{s:?}");
+    assert!(s.stray.unexpected >= 8, "{s:?}");
 }
 
 #[tokio::test]

@@ -318,6 +318,28 @@ mod tests {
     }
 
     #[test]
+    fn json_round_trips_and_the_stream_has_dns_intervals() {
+        let r = report();
+        let json = render(&r, Format::Json);
+        let back: Report = serde_json::from_str(&json).unwrap();
+        assert_eq!(back, r);
+        let v: serde_json::Value = serde_json::from_str(&json).unwrap();
+        assert_eq!(v["kind"], "dns");
+        assert_eq!(v["summary"]["stray"]["late"], 2);
+        let stream = render(&r, Format::JsonStream);
+        let kinds: Vec<String> = stream
+            .lines()
+            .map(|l| {
+                serde_json::from_str::<serde_json::Value>(l).unwrap()["event"]
+                    .as_str()
+                    .unwrap()
+                    .to_string()
+            })
+            .collect();
+        assert_eq!(kinds, ["start", "dns_interval", "dns_interval", "end"]);
+    }
+
+    #[test]
     fn csv_rows_are_even() {
         let csv = render(&report(), Format::Csv);
         assert_even_rows(&csv);
