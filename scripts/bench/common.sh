@@ -17,7 +17,7 @@ WS=target/release/wirespeed
 tmp=$(mktemp -d)
 PIDS=()
 # Every background server the script starts goes in PIDS; they stop with the script.
-trap 'kill "${PIDS[@]}" 2>/dev/null; rm -rf "$tmp"' EXIT
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 # start_nginx PORT [PREFIX...]: Debian's nginx with one worker (started through PREFIX, such as
 # `taskset -c 1`) serving a 615-byte page, like its welcome page, on 127.0.0.1:PORT, with

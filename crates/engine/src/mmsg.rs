@@ -2,7 +2,8 @@
 //! built once and point at each other for the batch's whole life, so a DNS worker or the DNS
 //! fixture moves dozens of datagrams per system call without allocating (the `sys`
 //! helpers build their headers per call). With `named`, each message carries a peer address:
-//! an unconnected server socket learns whom to answer.
+//! an unconnected server socket learns whom to answer; [`MsgBatch::stamped`] keeps room for
+//! the kernel's receive timestamp of each message (`SO_TIMESTAMPNS`).
 
 use std::io;
 use std::mem::size_of;
@@ -16,6 +17,7 @@ pub struct MsgBatch {
     names: Box<[libc::sockaddr_storage]>,
     msgs: Box<[libc::mmsghdr]>,
     named: bool,
+    controls: Option<Box<[[u64; 8]]>>,
 }
 
 // SAFETY: the raw pointers inside point into the batch's own boxed buffers, which move with
@@ -47,7 +49,38 @@ impl MsgBatch {
                 h.msg_namelen = size_of::<libc::sockaddr_storage>() as libc::socklen_t;
             }
         }
-        Self { bufs, size, iovs, names, msgs, named }
+        Self { bufs, size, iovs, names, msgs, named, controls: None }
+    }
+
+    /// Keeps room for each received message's kernel timestamp (the socket must have
+    /// `SO_TIMESTAMPNS` on); read it with [`Self::stamp_ns`].
+    pub fn stamped(mut self) -> Self {
+        let mut controls: Box<[[u64; 8]]> = vec![[0u64; 8]; self.msgs.len()].into_boxed_slice();
+        for (m, c) in self.msgs.iter_mut().zip(controls.iter_mut()) {
+            m.msg_hdr.msg_control = c.as_mut_ptr().cast();
+        }
+        self.controls = Some(controls);
+        self
+    }
+
+    /// When the kernel received message `i` of the last [`Self::recv`] (wall clock, ns since
+    /// the epoch), if the batch is [`Self::stamped`] and the kernel stamped it.
+    pub fn stamp_ns(&self, i: usize) -> Option<i64> {
+        self.controls.as_ref()?;
+        let hdr = &self.msgs[i].msg_hdr;
+        // SAFETY: walking the control buffer the kernel filled, bounded by msg_controllen.
+        unsafe {
+            let mut cmsg = libc::CMSG_FIRSTHDR(hdr);
+            while !cmsg.is_null() {
+                let c = &*cmsg;
+                if c.cmsg_level == libc::SOL_SOCKET && c.cmsg_type == libc::SCM_TIMESTAMPNS {
+                    let ts: libc::timespec = std::ptr::read_unaligned(libc::CMSG_DATA(cmsg).cast());
+                    return Some(ts.tv_sec * 1_000_000_000 + ts.tv_nsec);
+                }
+                cmsg = libc::CMSG_NXTHDR(hdr, cmsg);
+            }
+        }
+        None
     }
 
     /// How many messages the batch holds.
@@ -104,6 +137,9 @@ impl MsgBatch {
     pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         for i in 0..self.msgs.len() {
             self.iovs[i].iov_len = self.size;
+            if self.controls.is_some() {
+                self.msgs[i].msg_hdr.msg_controllen = size_of::<[u64; 8]>();
+            }
             if self.named {
                 self.msgs[i].msg_hdr.msg_namelen =
                     size_of::<libc::sockaddr_storage>() as libc::socklen_t;

@@ -293,7 +293,12 @@ fn start(
                     source: Source::File(Cursor::new(i as usize, clients as usize, len, passes)),
                     window,
                     pace,
-                    tracker: Tracker::new(spec.timeout_ns, seed.wrapping_add(i)),
+                    // Eight IDs per place in the window, so a freed ID still waits a while.
+                    tracker: Tracker::with_ids(
+                        spec.timeout_ns,
+                        seed.wrapping_add(i),
+                        (window as usize * 8).next_power_of_two().max(1024),
+                    ),
                     shared,
                     control: control.clone(),
                     begin,

@@ -136,10 +136,18 @@ pub(super) struct Tracker {
 }
 
 impl Tracker {
-    /// A tracker whose queries time out after `timeout_ns`; `seed` shuffles the IDs (a
-    /// predictable sequence is what spoofing attacks guess, and servers may treat it oddly).
+    /// A tracker of every 16-bit ID whose queries time out after `timeout_ns`; `seed`
+    /// shuffles the IDs (a predictable sequence is what spoofing attacks guess, and servers
+    /// may treat it oddly).
     pub fn new(timeout_ns: u64, seed: u64) -> Self {
-        let mut ids: Vec<u16> = (0..=u16::MAX).collect();
+        Self::with_ids(timeout_ns, seed, IDS)
+    }
+
+    /// A tracker of the first `ids` IDs only (a power of two, at most 65 536): a TCP
+    /// connection with a small window needs no 1.5 MB table, and thousands of them would.
+    pub fn with_ids(timeout_ns: u64, seed: u64, ids: usize) -> Self {
+        let ids = ids.clamp(1, IDS);
+        let mut ids: Vec<u16> = (0..ids).map(|i| i as u16).collect();
         let mut x = seed | 1;
         for i in (1..ids.len()).rev() {
             x ^= x << 13;
@@ -149,7 +157,7 @@ impl Tracker {
         }
         let slot = Slot { sent_ns: 0, query: 0, generation: 0, socket: 0, fate: Fate::Never };
         Self {
-            slots: vec![slot; IDS],
+            slots: vec![slot; IDS.min(ids.len())],
             free: ids.into(),
             deadlines: VecDeque::new(),
             in_flight: 0,
@@ -192,7 +200,10 @@ impl Tracker {
             return Answered::Stray;
         };
         let id = usize::from(h.id);
-        let slot = self.slots[id];
+        let Some(&slot) = self.slots.get(id) else {
+            self.counts.stray.unexpected += 1;
+            return Answered::Stray;
+        };
         if slot.socket != socket || slot.fate == Fate::Never {
             self.counts.stray.unexpected += 1;
             return Answered::Stray;

@@ -27,6 +27,9 @@ const BATCH: usize = 32;
 const QUERY_BUF: usize = 320;
 /// Largest answer read whole (the biggest UDP payload).
 const ANSWER_BUF: usize = 65_535;
+/// The shortest nap worth taking while the window refills: below it, a sleep costs about
+/// what it saves, and waiting on epoll wakes the thread as the first answer lands.
+const MIN_NAP: Duration = Duration::from_micros(40);
 /// Longest sleep between looks at the run's flags.
 const HEARTBEAT: Duration = Duration::from_millis(10);
 
@@ -79,9 +82,19 @@ impl UdpWorker {
             }
         }
         let fds: Vec<RawFd> = self.sockets.iter().map(|s| s.as_raw_fd()).collect();
+        // Kernel receive times: the latency then ends when the answer arrived, not when this
+        // thread got round to reading it (it may be sleeping while the window refills).
+        let stamped = fds.iter().all(|&fd| sys::enable_rx_timestamps(fd));
+        sys::tighten_timer_slack();
         let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; fds.len().min(256)];
         let mut out = MsgBatch::new(BATCH, QUERY_BUF, false);
         let mut inbox = MsgBatch::new(BATCH, ANSWER_BUF, false);
+        if stamped {
+            inbox = inbox.stamped();
+        }
+        // How long an answer takes, smoothed: with the queries in flight it says how soon the
+        // window will have room again.
+        let mut latency_ewma = 0f64;
         let mut next_socket = 0usize;
         let mut plan: Vec<(u16, u32)> = Vec::with_capacity(BATCH);
         let mut lens: Vec<usize> = Vec::with_capacity(BATCH);
@@ -108,7 +121,29 @@ impl UdpWorker {
                 None => wait,
             }
             .min(HEARTBEAT);
-            let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?;
+            // A window that is filling up again is not woken for every answer: the thread
+            // sleeps about as long as the answers it waits for take to come, then reads them
+            // all at once (their kernel receive times keep the latency exact). Each wake-up
+            // saved is one the server's sending CPU does not pay for either.
+            let need = self.min_send().saturating_sub(room);
+            let n = if sending
+                && need > 0
+                && stamped
+                && self.pace.is_none()
+                && self.window >= 8
+                && latency_ewma > 0.0
+            {
+                let per_answer = latency_ewma / f64::from(self.tracker.in_flight().max(1));
+                let nap = Duration::from_nanos((per_answer * f64::from(need)) as u64);
+                if nap >= MIN_NAP {
+                    std::thread::sleep(nap.min(Duration::from_millis(1)).min(wait));
+                    sys::epoll_wait(epoll.as_raw_fd(), &mut ready, Duration::ZERO)?
+                } else {
+                    sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?
+                }
+            } else {
+                sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?
+            };
             for ev in &ready[..n] {
                 let socket = ev.u64 as usize;
                 loop {
@@ -120,11 +155,21 @@ impl UdpWorker {
                         Err(e) => return Err(e),
                     };
                     let now = since(self.begin);
+                    // The kernel's wall-clock stamps, moved onto this run's monotonic clock.
+                    let offset = sys::realtime_ns() - now as i64;
                     for i in 0..got {
+                        let at = inbox
+                            .stamp_ns(i)
+                            .map_or(now, |t| ((t - offset).max(0) as u64).min(now));
                         let msg = inbox.received(i);
-                        let answered = self.tracker.answer(msg, socket as u16, now, &self.queries);
+                        let answered = self.tracker.answer(msg, socket as u16, at, &self.queries);
                         if let Answered::Completed { query, latency_ns, truncated } = answered {
                             local.pending.push(latency_ns);
+                            latency_ewma = if latency_ewma == 0.0 {
+                                latency_ns as f64
+                            } else {
+                                latency_ewma + (latency_ns as f64 - latency_ewma) / 16.0
+                            };
                             if truncated {
                                 if let Some(retry) = &self.retry {
                                     if retry.try_send(query).is_ok() {
