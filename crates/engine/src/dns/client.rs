@@ -190,8 +190,6 @@ fn start(
     begin: Instant,
 ) -> Result<Started, ClientError> {
     let spec = &opts.spec;
-    let open = spec.rate.is_some();
-    let rate = spec.rate.or(spec.max_qps);
     let passes = spec.effective_passes();
     let len = opts.queries.len();
     let seed = seed();
@@ -231,12 +229,7 @@ fn start(
                     .collect::<io::Result<Vec<_>>>()
                     .map_err(ClientError::local("opening UDP sockets"))?;
                 socket_at += sockets;
-                let window = if open {
-                    IDS as u32
-                } else {
-                    share(u64::from(spec.max_outstanding), threads, i).max(1) as u32
-                };
-                let pace = rate.map(|r| Pace::new(r / threads as f64, i as f64 * 1e9 / r, open));
+                let (window, pace) = part_of(spec, threads, i);
                 let shared = Arc::new(WorkerShared::default());
                 started.workers.push(shared.clone());
                 let worker = UdpWorker {
@@ -277,12 +270,7 @@ fn start(
             };
             let clients = u64::from(spec.clients);
             for i in 0..clients {
-                let window = if open {
-                    IDS as u32
-                } else {
-                    share(u64::from(spec.max_outstanding), clients, i).max(1) as u32
-                };
-                let pace = rate.map(|r| Pace::new(r / clients as f64, i as f64 * 1e9 / r, open));
+                let (window, pace) = part_of(spec, clients, i);
                 let shared = Arc::new(WorkerShared::default());
                 started.workers.push(shared.clone());
                 stream_clients.push(StreamClient {
@@ -331,6 +319,20 @@ fn start(
         started.threads.push(handle);
     }
     Ok(started)
+}
+
+/// Worker `i` of `parts`' window (its share of `-q`, at least one; the whole ID space in the
+/// open loop) and schedule (its share of `--rate` or `-Q`, its first query `i` slots in).
+fn part_of(spec: &DnsSpec, parts: u64, i: u64) -> (u32, Option<Pace>) {
+    let open = spec.rate.is_some();
+    let window = if open {
+        IDS as u32
+    } else {
+        share(u64::from(spec.max_outstanding), parts, i).max(1) as u32
+    };
+    let pace =
+        spec.rate.or(spec.max_qps).map(|r| Pace::new(r / parts as f64, i as f64 * 1e9 / r, open));
+    (window, pace)
 }
 
 /// A connected, non-blocking UDP socket to `addr` with a roomy receive buffer (bursts of
