@@ -1,6 +1,25 @@
 //! Record type mnemonics (IANA's DNS parameters registry) and `TYPEnnn` (RFC 3597), both
 //! ways, case-insensitively, as dnsperf's datafiles and zone files write them.
 
+/// A: an IPv4 address.
+pub const A: u16 = 1;
+/// NS: a name server.
+pub const NS: u16 = 2;
+/// CNAME: an alias.
+pub const CNAME: u16 = 5;
+/// SOA: the start of a zone of authority.
+pub const SOA: u16 = 6;
+/// PTR: a pointer to another name.
+pub const PTR: u16 = 12;
+/// MX: a mail exchanger.
+pub const MX: u16 = 15;
+/// TXT: text strings.
+pub const TXT: u16 = 16;
+/// AAAA: an IPv6 address.
+pub const AAAA: u16 = 28;
+/// ANY (a query type only): every record of the name.
+pub const ANY: u16 = 255;
+
 /// Every mnemonic this table knows, with its number.
 const TYPES: &[(&str, u16)] = &[
     ("A", 1),

@@ -5,6 +5,7 @@
 //! client's EDNS size. Answers are written into a reused buffer; nothing a client sends can
 //! make it panic.
 
+use super::qtype::{ANY as TYPE_ANY, CNAME as TYPE_CNAME, SOA as TYPE_SOA};
 use super::wire::{
     self, Header, CLASS_IN, FLAG_AA, FLAG_QR, FLAG_RD, FLAG_TC, HEADER_LEN, TYPE_OPT,
 };
@@ -19,9 +20,6 @@ const FORMERR: u16 = 1;
 const NXDOMAIN: u16 = 3;
 const NOTIMP: u16 = 4;
 const REFUSED: u16 = 5;
-const TYPE_ANY: u16 = 255;
-const TYPE_CNAME: u16 = 5;
-const TYPE_SOA: u16 = 6;
 
 /// Writes the answer to `query` into `out`; false when the message deserves no answer at all
 /// (shorter than a header, or itself an answer). `udp` applies the size limit that TC marks.

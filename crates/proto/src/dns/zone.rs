@@ -7,6 +7,7 @@
 use std::collections::{HashMap, HashSet};
 use std::net::{Ipv4Addr, Ipv6Addr};
 
+use super::qtype::{A, AAAA, CNAME, MX, NS, PTR, SOA, TXT};
 use super::wire::{self, encode_name};
 
 /// One record's type, TTL and RDATA (wire format, names uncompressed).
@@ -43,16 +44,6 @@ pub struct ZoneError {
     /// What is wrong.
     pub message: String,
 }
-
-/// Type numbers the fixture can load.
-const A: u16 = 1;
-const NS: u16 = 2;
-const CNAME: u16 = 5;
-const SOA: u16 = 6;
-const PTR: u16 = 12;
-const MX: u16 = 15;
-const TXT: u16 = 16;
-const AAAA: u16 = 28;
 
 impl Zone {
     /// The zone wirespeed serves when none is given: `example.test` (a name reserved for
