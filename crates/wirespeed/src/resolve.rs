@@ -43,6 +43,16 @@ fn duration(flag: &str, text: &str) -> Result<Duration> {
     parse_duration(text).with_context(|| format!("{flag} {text}"))
 }
 
+/// A duration flag's value in nanoseconds, as specs keep it.
+fn nanos(flag: &str, text: &str) -> Result<u64> {
+    Ok(duration(flag, text)?.as_nanos() as u64)
+}
+
+/// An optional duration flag's value in nanoseconds.
+fn optional_nanos(flag: &str, text: Option<&str>) -> Result<Option<u64>> {
+    text.map(|t| nanos(flag, t)).transpose()
+}
+
 fn size(flag: &str, text: &str) -> Result<u64> {
     parse_bytes(text).with_context(|| format!("{flag} {text}"))
 }
@@ -114,7 +124,7 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
     let mut spec = BandwidthSpec::new(args.target.clone(), protocol);
     spec.parallel = args.parallel;
-    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.duration_ns = nanos("--time", &args.time)?;
     spec.bytes = args.bytes.as_deref().map(|b| size("--bytes", b)).transpose()?;
     spec.direction = match (args.reverse, args.bidir) {
         (true, _) => Direction::Download,
@@ -129,8 +139,8 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     if let Some(l) = &args.length {
         spec.length = u32::try_from(size("--length", l)?).context("--length is too large")?;
     }
-    spec.omit_ns = duration("--omit", &args.omit)?.as_nanos() as u64;
-    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.omit_ns = nanos("--omit", &args.omit)?;
+    spec.interval_ns = nanos("--interval", &args.interval)?;
     spec.window = args
         .window
         .as_deref()
@@ -171,7 +181,7 @@ pub fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
     let mut spec = BandwidthSpec::new(args.target.clone(), Protocol::Udp);
     spec.length =
         u32::try_from(size("--length", &args.length)?).context("--length is too large")?;
-    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.duration_ns = nanos("--time", &args.time)?;
     spec.parallel = args.parallel;
     spec.direction = if args.reverse { Direction::Download } else { Direction::Upload };
     // A packet rate is a bit rate at this datagram size.
@@ -182,8 +192,8 @@ pub fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
         }
         None => 0,
     };
-    spec.omit_ns = duration("--omit", &args.omit)?.as_nanos() as u64;
-    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
+    spec.omit_ns = nanos("--omit", &args.omit)?;
+    spec.interval_ns = nanos("--interval", &args.interval)?;
     spec.validate()?;
     Ok(ClientOptions { spec, endpoint })
 }
@@ -195,12 +205,12 @@ pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
     spec.length =
         u32::try_from(size("--length", &args.length)?).context("--length is too large")?;
     spec.count = args.count;
-    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
+    spec.duration_ns = nanos("--time", &args.time)?;
     spec.parallel = args.parallel;
-    spec.warmup_ns = duration("--warmup", &args.warmup)?.as_nanos() as u64;
+    spec.warmup_ns = nanos("--warmup", &args.warmup)?;
     spec.rate = args.rate;
-    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
-    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.interval_ns = nanos("--interval", &args.interval)?;
+    spec.timeout_ns = nanos("--timeout", &args.timeout)?;
     spec.busy_poll = args.busy_poll;
     spec.external = args.external;
     if args.external && args.connect.port.is_none() && split_target(&args.target)?.1.is_none() {
@@ -221,10 +231,10 @@ pub fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
     spec.parallel = args.parallel;
     spec.threads = args.threads;
     spec.count = args.count;
-    spec.duration_ns = duration("--time", &args.time)?.as_nanos() as u64;
-    spec.warmup_ns = duration("--warmup", &args.warmup)?.as_nanos() as u64;
-    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
-    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.duration_ns = nanos("--time", &args.time)?;
+    spec.warmup_ns = nanos("--warmup", &args.warmup)?;
+    spec.interval_ns = nanos("--interval", &args.interval)?;
+    spec.timeout_ns = nanos("--timeout", &args.timeout)?;
     spec.rst = args.rst;
     spec.validate()?;
     Ok(CpsOptions { spec, endpoint })
@@ -250,14 +260,9 @@ pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
     };
     let mut spec = PingSpec::new(target, mode);
     spec.count = args.count;
-    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
-    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
-    spec.deadline_ns = args
-        .deadline
-        .as_deref()
-        .map(|d| duration("--deadline", d))
-        .transpose()?
-        .map(|d| d.as_nanos() as u64);
+    spec.interval_ns = nanos("--interval", &args.interval)?;
+    spec.timeout_ns = nanos("--timeout", &args.timeout)?;
+    spec.deadline_ns = optional_nanos("--deadline", args.deadline.as_deref())?;
     spec.size = args.size;
     spec.validate()?;
     let icmp_socket = match args.icmp_socket {
@@ -283,9 +288,8 @@ pub fn trace(args: &TraceArgs, version: &str) -> Result<TraceOptions> {
     spec.first_ttl = args.first_ttl;
     spec.mtr = args.mtr;
     spec.rounds = if args.mtr { args.count } else { Some(args.queries) };
-    spec.interval_ns =
-        if args.mtr { duration("--interval", &args.interval)?.as_nanos() as u64 } else { 0 };
-    spec.timeout_ns = duration("--wait", &args.wait)?.as_nanos() as u64;
+    spec.interval_ns = if args.mtr { nanos("--interval", &args.interval)? } else { 0 };
+    spec.timeout_ns = nanos("--wait", &args.wait)?;
     spec.validate()?;
     let family = match (args.ipv4, args.ipv6) {
         (true, _) => Some(Family::V4),
@@ -359,10 +363,10 @@ pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
     spec.connections = args.connections;
     spec.threads = args.threads;
     spec.count = args.requests;
-    spec.duration_ns = duration("--duration", &args.duration)?.as_nanos() as u64;
-    spec.warmup_ns = duration("--warmup", &args.warmup)?.as_nanos() as u64;
-    spec.interval_ns = duration("--interval", &args.interval)?.as_nanos() as u64;
-    spec.timeout_ns = duration("--timeout", &args.timeout)?.as_nanos() as u64;
+    spec.duration_ns = nanos("--duration", &args.duration)?;
+    spec.warmup_ns = nanos("--warmup", &args.warmup)?;
+    spec.interval_ns = nanos("--interval", &args.interval)?;
+    spec.timeout_ns = nanos("--timeout", &args.timeout)?;
     spec.keepalive = !args.no_keepalive;
     spec.rates = match &args.rate {
         None => Vec::new(),
@@ -496,15 +500,10 @@ pub fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
     spec.max_outstanding = args.max_outstanding;
     spec.max_qps = args.max_qps.as_deref().map(|q| qps("-Q", q)).transpose()?;
     spec.rate = args.rate.as_deref().map(|q| qps("--rate", q)).transpose()?;
-    spec.duration_ns = args
-        .time_limit
-        .as_deref()
-        .map(|l| duration("-l", l))
-        .transpose()?
-        .map(|d| d.as_nanos() as u64);
+    spec.duration_ns = optional_nanos("-l", args.time_limit.as_deref())?;
     spec.passes = args.passes;
-    spec.timeout_ns = duration("-t", &args.timeout)?.as_nanos() as u64;
-    spec.interval_ns = duration("-S", &args.interval)?.as_nanos() as u64;
+    spec.timeout_ns = nanos("-t", &args.timeout)?;
+    spec.interval_ns = nanos("-S", &args.interval)?;
     spec.edns_size = match (args.edns_size, args.edns || args.dnssec) {
         (Some(size), _) => Some(size),
         (None, true) => Some(4096),

@@ -26,7 +26,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::dns::wire::rcode_name;
 
 use super::queries::{Cursor, QuerySet};
-use super::shared::{since, Control, Pace, WorkerShared};
+use super::shared::{since, Control, Pace, Part, WorkerShared};
 use super::stream::{Source, StreamClient};
 use super::tracker::{Counts, Tracker, IDS};
 use super::udp::UdpWorker;
@@ -199,23 +199,26 @@ fn start(
     // wait on the sampler's, and `-T` sets its threads.
     let needs_runtime = spec.transport != DnsTransport::Udp || spec.tc_retry;
     let mut stream_clients = Vec::new();
+    let new_part = |(window, pace): (u32, Option<Pace>), tracker: Tracker| Part {
+        queries: opts.queries.clone(),
+        window,
+        pace,
+        tracker,
+        shared: Arc::new(WorkerShared::default()),
+        control: control.clone(),
+        begin,
+    };
     if spec.tc_retry {
         let (tx, rx) = mpsc::channel(IDS);
         retry_tx = Some(tx);
-        let shared = Arc::new(WorkerShared::default());
-        started.retry = Some(shared.clone());
+        let part = new_part((IDS as u32, None), Tracker::new(spec.timeout_ns, seed ^ 0x5eed));
+        started.retry = Some(part.shared.clone());
         stream_clients.push(StreamClient {
             addr,
             tls: None,
             connect_timeout: opts.connect_timeout,
-            queries: opts.queries.clone(),
             source: Source::Retry { rx, queue: Default::default(), closed: false },
-            window: IDS as u32,
-            pace: None,
-            tracker: Tracker::new(spec.timeout_ns, seed ^ 0x5eed),
-            shared,
-            control: control.clone(),
-            begin,
+            part,
         });
     }
     match spec.transport {
@@ -229,19 +232,13 @@ fn start(
                     .collect::<io::Result<Vec<_>>>()
                     .map_err(ClientError::local("opening UDP sockets"))?;
                 socket_at += sockets;
-                let (window, pace) = part_of(spec, threads, i);
-                let shared = Arc::new(WorkerShared::default());
-                started.workers.push(shared.clone());
+                let tracker = Tracker::new(spec.timeout_ns, seed.wrapping_add(i));
+                let part = new_part(part_of(spec, threads, i), tracker);
+                started.workers.push(part.shared.clone());
                 let worker = UdpWorker {
                     sockets: socks,
-                    queries: opts.queries.clone(),
                     cursor: Cursor::new(i as usize, threads as usize, len, passes),
-                    window,
-                    pace,
-                    tracker: Tracker::new(spec.timeout_ns, seed.wrapping_add(i)),
-                    shared,
-                    control: control.clone(),
-                    begin,
+                    part,
                     retry: retry_tx.clone(),
                     gso: true,
                     gso_buf: Vec::with_capacity(64 * 1024),
@@ -271,25 +268,17 @@ fn start(
             let clients = u64::from(spec.clients);
             for i in 0..clients {
                 let (window, pace) = part_of(spec, clients, i);
-                let shared = Arc::new(WorkerShared::default());
-                started.workers.push(shared.clone());
+                // Eight IDs per place in the window, so a freed ID still waits a while.
+                let ids = (window as usize * 8).next_power_of_two().max(1024);
+                let tracker = Tracker::with_ids(spec.timeout_ns, seed.wrapping_add(i), ids);
+                let part = new_part((window, pace), tracker);
+                started.workers.push(part.shared.clone());
                 stream_clients.push(StreamClient {
                     addr,
                     tls: tls.clone(),
                     connect_timeout: opts.connect_timeout,
-                    queries: opts.queries.clone(),
                     source: Source::File(Cursor::new(i as usize, clients as usize, len, passes)),
-                    window,
-                    pace,
-                    // Eight IDs per place in the window, so a freed ID still waits a while.
-                    tracker: Tracker::with_ids(
-                        spec.timeout_ns,
-                        seed.wrapping_add(i),
-                        (window as usize * 8).next_power_of_two().max(1024),
-                    ),
-                    shared,
-                    control: control.clone(),
-                    begin,
+                    part,
                 });
             }
         }

@@ -59,6 +59,24 @@ impl Control {
     }
 }
 
+/// What every worker, UDP thread or stream client, has of the run.
+pub(super) struct Part {
+    /// The queries, encoded.
+    pub queries: std::sync::Arc<super::queries::QuerySet>,
+    /// Most queries in flight (the closed loop's `-q` share; the ID space in the open loop).
+    pub window: u32,
+    /// Its share of `--rate` or `-Q`.
+    pub pace: Option<Pace>,
+    /// Its IDs in flight and its counts.
+    pub tracker: super::tracker::Tracker,
+    /// Where it publishes.
+    pub shared: std::sync::Arc<WorkerShared>,
+    /// The run's flags.
+    pub control: std::sync::Arc<Control>,
+    /// When the run began.
+    pub begin: Instant,
+}
+
 /// A worker's local counts and the latencies it has not published yet.
 pub(super) struct Local {
     pub pending: Vec<u64>,

@@ -20,8 +20,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirespeed_proto::dns::wire::set_id;
 
-use super::queries::{Cursor, QuerySet};
-use super::shared::{since, Control, Local, Pace, WorkerShared};
+use super::queries::Cursor;
+use super::shared::{since, Local, Part};
 use super::tracker::{Answered, Tracker};
 
 /// Longest wait between looks at the run's flags.
@@ -74,14 +74,9 @@ pub(super) struct StreamClient {
     /// DoT: the TLS configuration and the name to verify.
     pub tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
     pub connect_timeout: Duration,
-    pub queries: Arc<QuerySet>,
     pub source: Source,
-    pub window: u32,
-    pub pace: Option<Pace>,
-    pub tracker: Tracker,
-    pub shared: Arc<WorkerShared>,
-    pub control: Arc<Control>,
-    pub begin: Instant,
+    /// What every worker has: queries, window, schedule, tracker, flags.
+    pub part: Part,
 }
 
 /// How one connection ended.
@@ -98,26 +93,26 @@ impl StreamClient {
         let mut local = Local::new();
         let mut failures = 0u32;
         loop {
-            if self.control.interrupt.load(Relaxed) {
+            if self.part.control.interrupt.load(Relaxed) {
                 break;
             }
-            let sending = !self.control.stop.load(Relaxed) && !self.source.exhausted();
-            if !sending && self.tracker.in_flight() == 0 {
+            let sending = !self.part.control.stop.load(Relaxed) && !self.source.exhausted();
+            if !sending && self.part.tracker.in_flight() == 0 {
                 break;
             }
-            self.tracker.counts.connect_attempts += 1;
+            self.part.tracker.counts.connect_attempts += 1;
             let started = Instant::now();
             match self.connect().await {
                 Ok(stream) => {
                     failures = 0;
-                    self.tracker.counts.connects += 1;
+                    self.part.tracker.counts.connects += 1;
                     local.setups.push(started.elapsed().as_nanos() as u64);
                     let ended = match stream {
                         Conn::Plain(s) => self.serve(s, &mut local).await,
                         Conn::Tls(s) => self.serve(*s, &mut local).await,
                     };
                     if let Ended::Closed = ended {
-                        self.tracker.abandon(false);
+                        self.part.tracker.abandon(false);
                     } else {
                         break;
                     }
@@ -125,24 +120,29 @@ impl StreamClient {
                 Err(e) => {
                     failures += 1;
                     tracing::debug!("DNS connection to {} failed: {e}", self.addr);
-                    if failures >= GIVE_UP_AFTER && self.source.give_up(&mut self.tracker) {
+                    if failures >= GIVE_UP_AFTER && self.source.give_up(&mut self.part.tracker) {
                         break;
                     }
                     // Not in a tight loop: a refused port answers at once.
                     self.pause(Duration::from_millis(200)).await;
                 }
             }
-            local.publish(&self.shared, &self.tracker.counts, since(self.begin), true);
+            local.publish(
+                &self.part.shared,
+                &self.part.tracker.counts,
+                since(self.part.begin),
+                true,
+            );
         }
-        if self.control.interrupt.load(Relaxed) {
-            self.tracker.abandon(true);
+        if self.part.control.interrupt.load(Relaxed) {
+            self.part.tracker.abandon(true);
         }
-        self.shared.finish(&mut local, &self.tracker.counts, since(self.begin));
+        self.part.shared.finish(&mut local, &self.part.tracker.counts, since(self.part.begin));
     }
 
     async fn pause(&mut self, d: Duration) {
         let until = Instant::now() + d;
-        while Instant::now() < until && !self.control.stopping() {
+        while Instant::now() < until && !self.part.control.stopping() {
             tokio::time::sleep(HEARTBEAT).await;
         }
     }
@@ -175,23 +175,23 @@ impl StreamClient {
         let mut inbuf = BytesMut::with_capacity(64 * 1024);
         let mut outbuf: Vec<u8> = Vec::with_capacity(OUT_HIGH + 1024);
         loop {
-            if self.control.interrupt.load(Relaxed) {
+            if self.part.control.interrupt.load(Relaxed) {
                 return Ended::Done;
             }
-            let sending = !self.control.stop.load(Relaxed) && !self.source.exhausted();
-            if !sending && self.tracker.in_flight() == 0 {
+            let sending = !self.part.control.stop.load(Relaxed) && !self.source.exhausted();
+            if !sending && self.part.tracker.in_flight() == 0 {
                 let _ = wr.shutdown().await;
                 return Ended::Done;
             }
-            let now = since(self.begin);
+            let now = since(self.part.begin);
             if sending && outbuf.len() < OUT_HIGH {
                 self.queue(now, &mut outbuf);
             }
             let mut wait = HEARTBEAT;
-            if let Some(p) = &self.pace {
+            if let Some(p) = &self.part.pace {
                 wait = wait.min(Duration::from_nanos(p.next_ns().saturating_sub(now)));
             }
-            if let Some(d) = self.tracker.next_deadline() {
+            if let Some(d) = self.part.tracker.next_deadline() {
                 wait = wait.min(Duration::from_nanos(d.saturating_sub(now)));
             }
             let retry_open = matches!(&self.source, Source::Retry { closed: false, .. });
@@ -214,52 +214,52 @@ impl StreamClient {
                 }
                 _ = tokio::time::sleep(wait) => {}
             }
-            let now = since(self.begin);
-            self.tracker.expire(now);
-            local.publish(&self.shared, &self.tracker.counts, now, false);
+            let now = since(self.part.begin);
+            self.part.tracker.expire(now);
+            local.publish(&self.part.shared, &self.part.tracker.counts, now, false);
         }
     }
 
     /// Appends the frames the window and the schedule allow.
     fn queue(&mut self, now: u64, outbuf: &mut Vec<u8>) {
-        let room = u64::from(self.window.saturating_sub(self.tracker.in_flight()));
-        let want = match &mut self.pace {
+        let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
+        let want = match &mut self.part.pace {
             Some(p) => {
                 let (due, skipped) = p.due(now);
-                self.tracker.counts.unsent += skipped;
+                self.part.tracker.counts.unsent += skipped;
                 due.min(room)
             }
             None => room,
         };
         let mut queued = 0;
         while queued < want && outbuf.len() < OUT_HIGH {
-            let Some(id) = self.tracker.take_id() else { break };
+            let Some(id) = self.part.tracker.take_id() else { break };
             let Some(q) = self.source.next() else {
-                self.tracker.give_back(id);
+                self.part.tracker.give_back(id);
                 break;
             };
-            let template = &self.queries.get(q).bytes;
+            let template = &self.part.queries.get(q).bytes;
             outbuf.extend_from_slice(&(template.len() as u16).to_be_bytes());
             let at = outbuf.len();
             outbuf.extend_from_slice(template);
             set_id(&mut outbuf[at..], id);
-            self.tracker.sent(id, q, 0, now, template.len());
+            self.part.tracker.sent(id, q, 0, now, template.len());
             queued += 1;
         }
-        if let Some(p) = &mut self.pace {
+        if let Some(p) = &mut self.part.pace {
             p.consume(queued);
         }
     }
 
     /// Counts every whole frame in `inbuf` and keeps the partial one.
     fn read_frames(&mut self, inbuf: &mut BytesMut, local: &mut Local) {
-        let now = since(self.begin);
+        let now = since(self.part.begin);
         while inbuf.len() >= 2 {
             let len = usize::from(u16::from_be_bytes([inbuf[0], inbuf[1]]));
             if inbuf.len() < 2 + len {
                 break;
             }
-            let answered = self.tracker.answer(&inbuf[2..2 + len], 0, now, &self.queries);
+            let answered = self.part.tracker.answer(&inbuf[2..2 + len], 0, now, &self.part.queries);
             if let Answered::Completed { latency_ns, .. } = answered {
                 local.pending.push(latency_ns);
             }

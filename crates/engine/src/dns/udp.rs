@@ -9,15 +9,14 @@ use std::io;
 use std::net::UdpSocket;
 use std::os::fd::{AsRawFd, RawFd};
 use std::sync::atomic::Ordering::Relaxed;
-use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use tokio::sync::mpsc;
 use wirespeed_proto::dns::wire::set_id;
 
-use super::queries::{Cursor, QuerySet};
-use super::shared::{since, Control, Local, Pace, WorkerShared};
-use super::tracker::{Answered, Tracker};
+use super::queries::Cursor;
+use super::shared::{since, Local, Part};
+use super::tracker::Answered;
 use crate::mmsg::MsgBatch;
 use crate::sys;
 
@@ -36,15 +35,9 @@ const HEARTBEAT: Duration = Duration::from_millis(10);
 /// One UDP worker thread's share of the test.
 pub(super) struct UdpWorker {
     pub sockets: Vec<UdpSocket>,
-    pub queries: Arc<QuerySet>,
     pub cursor: Cursor,
-    /// Most queries in flight (the closed loop's `-q` share; the ID space in the open loop).
-    pub window: u32,
-    pub pace: Option<Pace>,
-    pub tracker: Tracker,
-    pub shared: Arc<WorkerShared>,
-    pub control: Arc<Control>,
-    pub begin: Instant,
+    /// What every worker has: queries, window, schedule, tracker, flags.
+    pub part: Part,
     /// Where truncated answers go to be asked again over TCP (`--tc-retry`).
     pub retry: Option<mpsc::Sender<u32>>,
     /// Send runs of equal-length queries with UDP GSO (cleared where the kernel refuses).
@@ -59,13 +52,13 @@ impl UdpWorker {
     pub fn run(mut self) -> io::Result<()> {
         let mut local = Local::new();
         let result = self.turns(&mut local);
-        let now = since(self.begin);
-        if self.control.interrupt.load(Relaxed) {
-            self.tracker.abandon(true);
+        let now = since(self.part.begin);
+        if self.part.control.interrupt.load(Relaxed) {
+            self.part.tracker.abandon(true);
         } else {
-            self.tracker.expire(now);
+            self.part.tracker.expire(now);
         }
-        self.shared.finish(&mut local, &self.tracker.counts, now);
+        self.part.shared.finish(&mut local, &self.part.tracker.counts, now);
         result
     }
 
@@ -99,24 +92,24 @@ impl UdpWorker {
         let mut plan: Vec<(u16, u32)> = Vec::with_capacity(BATCH);
         let mut lens: Vec<usize> = Vec::with_capacity(BATCH);
         loop {
-            if self.control.interrupt.load(Relaxed) {
+            if self.part.control.interrupt.load(Relaxed) {
                 return Ok(());
             }
-            let sending = !self.control.stop.load(Relaxed) && !self.cursor.exhausted();
-            if !sending && self.tracker.in_flight() == 0 {
+            let sending = !self.part.control.stop.load(Relaxed) && !self.cursor.exhausted();
+            if !sending && self.part.tracker.in_flight() == 0 {
                 return Ok(());
             }
-            let now = since(self.begin);
-            let room = self.window.saturating_sub(self.tracker.in_flight());
+            let now = since(self.part.begin);
+            let room = self.part.window.saturating_sub(self.part.tracker.in_flight());
             let wait = if sending && room >= self.min_send() {
-                match &self.pace {
+                match &self.part.pace {
                     Some(p) => Duration::from_nanos(p.next_ns().saturating_sub(now)),
                     None => Duration::ZERO,
                 }
             } else {
                 HEARTBEAT
             };
-            let wait = match self.tracker.next_deadline() {
+            let wait = match self.part.tracker.next_deadline() {
                 Some(d) => wait.min(Duration::from_nanos(d.saturating_sub(now))),
                 None => wait,
             }
@@ -129,11 +122,11 @@ impl UdpWorker {
             let n = if sending
                 && need > 0
                 && stamped
-                && self.pace.is_none()
-                && self.window >= 8
+                && self.part.pace.is_none()
+                && self.part.window >= 8
                 && latency_ewma > 0.0
             {
-                let per_answer = latency_ewma / f64::from(self.tracker.in_flight().max(1));
+                let per_answer = latency_ewma / f64::from(self.part.tracker.in_flight().max(1));
                 let nap = Duration::from_nanos((per_answer * f64::from(need)) as u64);
                 if nap >= MIN_NAP {
                     std::thread::sleep(nap.min(Duration::from_millis(1)).min(wait));
@@ -154,13 +147,14 @@ impl UdpWorker {
                         Err(e) if is_icmp_error(&e) => continue,
                         Err(e) => return Err(e),
                     };
-                    let (now, offset) = clock_offset(self.begin);
+                    let (now, offset) = clock_offset(self.part.begin);
                     for i in 0..got {
                         let at = inbox
                             .stamp_ns(i)
                             .map_or(now, |t| ((t - offset).max(0) as u64).min(now));
                         let msg = inbox.received(i);
-                        let answered = self.tracker.answer(msg, socket as u16, at, &self.queries);
+                        let answered =
+                            self.part.tracker.answer(msg, socket as u16, at, &self.part.queries);
                         if let Answered::Completed { query, latency_ns, truncated } = answered {
                             local.pending.push(latency_ns);
                             latency_ewma = if latency_ewma == 0.0 {
@@ -171,7 +165,7 @@ impl UdpWorker {
                             if truncated {
                                 if let Some(retry) = &self.retry {
                                     if retry.try_send(query).is_ok() {
-                                        self.tracker.counts.tc_retried += 1;
+                                        self.part.tracker.counts.tc_retried += 1;
                                     }
                                 }
                             }
@@ -182,13 +176,13 @@ impl UdpWorker {
                     }
                 }
             }
-            let now = since(self.begin);
-            self.tracker.expire(now);
-            let room = self.window.saturating_sub(self.tracker.in_flight());
+            let now = since(self.part.begin);
+            self.part.tracker.expire(now);
+            let room = self.part.window.saturating_sub(self.part.tracker.in_flight());
             if sending && room >= self.min_send() {
                 self.send_due(now, &fds, &mut out, &mut next_socket, &mut plan, &mut lens);
             }
-            local.publish(&self.shared, &self.tracker.counts, now, false);
+            local.publish(&self.part.shared, &self.part.tracker.counts, now, false);
         }
     }
 
@@ -197,10 +191,10 @@ impl UdpWorker {
     /// system call per query; a window three-quarters full still keeps the server as busy.
     /// A paced worker (`-Q`, `--rate`) sends on its schedule.
     fn min_send(&self) -> u32 {
-        if self.pace.is_some() {
+        if self.part.pace.is_some() {
             1
         } else {
-            (self.window / 4).clamp(1, BATCH as u32)
+            (self.part.window / 4).clamp(1, BATCH as u32)
         }
     }
 
@@ -214,12 +208,12 @@ impl UdpWorker {
         plan: &mut Vec<(u16, u32)>,
         lens: &mut Vec<usize>,
     ) {
-        let room = u64::from(self.window.saturating_sub(self.tracker.in_flight()));
-        let mut want = match &mut self.pace {
+        let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
+        let mut want = match &mut self.part.pace {
             Some(p) => {
                 let (due, skipped) = p.due(now);
                 if skipped > 0 {
-                    self.tracker.counts.unsent += skipped;
+                    self.part.tracker.counts.unsent += skipped;
                     // Skipped queries still use up the file, as if sent and dropped.
                     for _ in 0..skipped {
                         if self.cursor.next().is_none() {
@@ -230,7 +224,7 @@ impl UdpWorker {
                 if p.is_open() && due > room {
                     // No ID free: the open loop cannot wait, so these are not sent.
                     let short = due - room;
-                    self.tracker.counts.unsent += short;
+                    self.part.tracker.counts.unsent += short;
                     p.consume(short);
                     for _ in 0..short {
                         if self.cursor.next().is_none() {
@@ -253,9 +247,9 @@ impl UdpWorker {
             *next_socket = (socket + 1) % sockets;
             plan.clear();
             for _ in 0..per_socket.min(want as usize).min(BATCH) {
-                let Some(id) = self.tracker.take_id() else { break };
+                let Some(id) = self.part.tracker.take_id() else { break };
                 let Some(q) = self.cursor.next() else {
-                    self.tracker.give_back(id);
+                    self.part.tracker.give_back(id);
                     break;
                 };
                 plan.push((id, q));
@@ -264,7 +258,7 @@ impl UdpWorker {
                 break;
             }
             let sent = self.send_plan(fds[socket], socket as u16, out, plan, lens);
-            if let Some(p) = &mut self.pace {
+            if let Some(p) = &mut self.part.pace {
                 p.consume(plan.len() as u64);
             }
             want = want.saturating_sub(plan.len() as u64);
@@ -286,7 +280,7 @@ impl UdpWorker {
         plan: &mut [(u16, u32)],
         lens: &mut Vec<usize>,
     ) -> usize {
-        let queries = self.queries.clone();
+        let queries = self.part.queries.clone();
         let len_of = |q: u32| queries.get(q).bytes.len();
         plan.sort_by_key(|&(_, q)| len_of(q));
         let mut sent = 0;
@@ -307,11 +301,11 @@ impl UdpWorker {
                 self.gso_buf.extend_from_slice(&queries.get(q).bytes);
                 set_id(&mut self.gso_buf[at..], id);
             }
-            let sent_at = since(self.begin);
+            let sent_at = since(self.part.begin);
             match sys::send_gso(fd, &self.gso_buf, len as u16) {
                 Ok(_) => {
                     for &(id, q) in group {
-                        self.tracker.sent(id, q, socket, sent_at, len);
+                        self.part.tracker.sent(id, q, socket, sent_at, len);
                     }
                     sent += run;
                 }
@@ -337,10 +331,10 @@ impl UdpWorker {
                 set_id(buf, id);
                 lens.push(template.len());
             }
-            let sent_at = since(self.begin);
+            let sent_at = since(self.part.begin);
             let n = out.send(fd, lens).unwrap_or(0);
             for (k, &(id, q)) in chunk.iter().enumerate().take(n) {
-                self.tracker.sent(id, q, socket, sent_at, lens[k]);
+                self.part.tracker.sent(id, q, socket, sent_at, lens[k]);
             }
             sent += n;
             self.failed(&chunk[n..]);
@@ -351,8 +345,8 @@ impl UdpWorker {
     /// Counts queries the kernel would not send and frees their IDs.
     fn failed(&mut self, group: &[(u16, u32)]) {
         for &(id, _) in group {
-            self.tracker.counts.send_errors += 1;
-            self.tracker.give_back(id);
+            self.part.tracker.counts.send_errors += 1;
+            self.part.tracker.give_back(id);
         }
     }
 }
