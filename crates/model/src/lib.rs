@@ -6,11 +6,13 @@
 //! Data flows one way: flags → [`spec::TestSpec`] → engine → [`event::Event`]s → collector →
 //! [`report::Report`] → renderers and store.
 
+pub mod compare;
 pub mod cps;
 pub mod dns;
 pub mod event;
 pub mod http;
 pub mod latency;
+pub mod metrics;
 pub mod ping;
 pub mod report;
 pub mod spec;

@@ -1,4 +1,4 @@
-//! Renderers: the only place numbers become text. Each output format implements [`Renderer`],
+//! Renderers: the only place numbers become text (and charts). Each output format implements [`Renderer`],
 //! which consumes the same [`Event`] stream a live run produces; a saved [`Report`] is rendered
 //! by replaying its events ([`events_of`]), so `show` prints exactly what the run printed.
 //! Nothing here touches the network or the clock.
@@ -7,15 +7,23 @@ use std::io::{self, Write};
 
 use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 
+pub mod charts;
+pub mod comparison;
 pub mod cps;
 pub mod csv;
+pub mod digest;
 pub mod dns;
+pub mod history;
+pub mod html;
 pub mod http;
 pub mod iperf3_json;
 pub mod json;
 pub mod latency;
+pub mod markdown;
 pub mod ping;
+pub mod plot;
 pub mod quick;
+pub mod table;
 pub mod text;
 pub mod trace;
 pub mod units;
@@ -33,6 +41,10 @@ pub enum Format {
     Csv,
     /// One document in iperf3's `-J` schema at the end.
     Iperf3Json,
+    /// A Markdown document at the end: facts, key figures, intervals, options.
+    Markdown,
+    /// A self-contained HTML page at the end: the Markdown's tables plus interactive charts.
+    Html,
 }
 
 /// Turns events into bytes.
@@ -49,6 +61,8 @@ pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
         Format::JsonStream => Box::new(json::JsonStream),
         Format::Csv => Box::new(csv::Csv::default()),
         Format::Iperf3Json => Box::new(iperf3_json::Iperf3Json),
+        Format::Markdown => Box::new(markdown::Markdown),
+        Format::Html => Box::new(html::Html),
     }
 }
 

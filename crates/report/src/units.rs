@@ -1,6 +1,8 @@
 //! Formatting numbers for people: rates with decimal prefixes (bit/s), sizes with binary ones
 //! (bytes), durations in the unit that keeps three significant digits.
 
+use wirespeed_model::metrics::Unit;
+
 /// A rate such as `941 Mbit/s` or `19.8 Gbit/s`.
 pub fn rate(bps: f64) -> String {
     scaled(bps, 1000.0, &["bit/s", "kbit/s", "Mbit/s", "Gbit/s", "Tbit/s"])
@@ -26,6 +28,37 @@ pub fn nanos(ns: f64) -> String {
         format!("{} ms", sig3(ns / 1e6))
     } else {
         format!("{} s", sig3(ns / 1e9))
+    }
+}
+
+/// A count per second such as `62.4k q/s`, naming what is counted.
+pub fn per_second(v: f64, events: &str) -> String {
+    let (v, prefix) = si(v);
+    format!("{}{prefix} {events}", sig3(v))
+}
+
+/// `v` scaled to below 1000 with its decimal prefix (`""`, `k`, `M`, `G`).
+pub fn si(mut v: f64) -> (f64, &'static str) {
+    let mut i = 0;
+    let prefixes = ["", "k", "M", "G", "T"];
+    while v.abs() >= 1000.0 && i + 1 < prefixes.len() {
+        v /= 1000.0;
+        i += 1;
+    }
+    (v, prefixes[i])
+}
+
+/// Any figure in its unit.
+pub fn figure(v: f64, unit: Unit) -> String {
+    if !v.is_finite() {
+        return "-".into();
+    }
+    match unit {
+        Unit::BitsPerSecond => rate(v),
+        Unit::PerSecond(events) => per_second(v, events),
+        Unit::Nanos => nanos(v),
+        Unit::Ratio => percent(v),
+        Unit::Count => format!("{v:.0}"),
     }
 }
 
@@ -79,5 +112,8 @@ mod tests {
         assert_eq!(nanos(12.0), "12.0 ns");
         assert_eq!(percent(0.0042), "0.42%");
         assert_eq!(percent(0.0), "0%");
+        assert_eq!(per_second(62_400.0, "q/s"), "62.4k q/s");
+        assert_eq!(figure(1.5e9, Unit::BitsPerSecond), "1.50 Gbit/s");
+        assert_eq!(figure(f64::NAN, Unit::Count), "-");
     }
 }

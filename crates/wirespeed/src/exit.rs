@@ -11,9 +11,12 @@
 //! | 6 | the peer broke the protocol (not a wirespeed server, malformed messages) |
 //! | 7 | the test ran but its results could not be saved |
 //! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace) |
+//! | 9 | a saved run asked for does not exist (or nothing has been saved yet) |
+//! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched) |
 //! | 130 | interrupted by the user (results so far are still reported) |
 
 use wirespeed_engine::ClientError;
+use wirespeed_store::StoreError;
 
 /// Success.
 pub const OK: u8 = 0;
@@ -31,6 +34,10 @@ pub const PROTOCOL: u8 = 6;
 pub const NOT_SAVED: u8 = 7;
 /// The system refused a permission the test needs.
 pub const NOT_PERMITTED: u8 = 8;
+/// A saved run asked for does not exist.
+pub const NOT_FOUND: u8 = 9;
+/// The results database is corrupt, foreign or too new.
+pub const DB_UNUSABLE: u8 = 10;
 /// Interrupted by the user.
 pub const INTERRUPTED: u8 = 130;
 
@@ -55,5 +62,21 @@ pub fn of_client(e: &ClientError) -> u8 {
 
 /// The exit code for any error that reached `main`.
 pub fn code_of(err: &anyhow::Error) -> u8 {
-    err.chain().find_map(|e| e.downcast_ref::<ClientError>()).map_or(OTHER, of_client)
+    err.chain()
+        .find_map(|e| {
+            if let Some(c) = e.downcast_ref::<ClientError>() {
+                return Some(of_client(c));
+            }
+            if e.downcast_ref::<crate::saved::NoSuchRun>().is_some() {
+                return Some(NOT_FOUND);
+            }
+            match e.downcast_ref::<StoreError>()? {
+                StoreError::NotADatabase { .. }
+                | StoreError::Foreign { .. }
+                | StoreError::TooNew { .. }
+                | StoreError::Corrupt { .. } => Some(DB_UNUSABLE),
+                _ => None,
+            }
+        })
+        .unwrap_or(OTHER)
 }

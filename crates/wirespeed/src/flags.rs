@@ -5,6 +5,9 @@ use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
+mod saved;
+pub use saved::*;
+
 /// Network performance tests in one binary.
 #[derive(Debug, Parser)]
 #[command(name = "wirespeed", version, about, long_about = None, propagate_version = true)]
@@ -42,6 +45,18 @@ pub enum Command {
     Dns(Box<DnsArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
+    /// List saved runs, newest first, filtered by kind, target, tag or time.
+    History(HistoryArgs),
+    /// Print a saved run as if it had just run, in any format, and optionally chart it.
+    Show(ShowArgs),
+    /// Write saved runs out as JSON, CSV, Markdown or a self-contained HTML report.
+    Export(ExportArgs),
+    /// Compare saved runs side by side: ratios to the first with confidence intervals and verdicts.
+    Compare(CompareArgs),
+    /// Delete saved runs, by id or by count and age.
+    Rm(RmArgs),
+    /// Show or set how many saved runs to keep, and for how long.
+    Retention(RetentionArgs),
 }
 
 /// `wirespeed server`.
@@ -109,6 +124,11 @@ pub enum FormatArg {
     /// One document in iperf3's -J schema, for tools that parse iperf3 output.
     #[value(name = "iperf3-json")]
     Iperf3Json,
+    /// A Markdown document when the test ends: facts, key figures, intervals, options.
+    #[value(alias = "markdown")]
+    Md,
+    /// A self-contained HTML page when the test ends: tables and interactive charts.
+    Html,
     /// http only: one vegeta JSON result line per request on stdout (for `vegeta report` and
     /// `vegeta plot`); the text report goes to stderr.
     Vegeta,
@@ -129,6 +149,12 @@ pub struct OutputArgs {
     /// A free-text tag stored with the results, for finding them later.
     #[arg(long)]
     pub tag: Option<String>,
+    /// Also draw the run's charts into this file (.svg or .png).
+    #[arg(long, value_name = "FILE")]
+    pub chart: Option<PathBuf>,
+    /// No live panel on the terminal while the test runs.
+    #[arg(long)]
+    pub quiet: bool,
 }
 
 /// `wirespeed bandwidth`.

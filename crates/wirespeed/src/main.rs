@@ -6,6 +6,7 @@ mod exit;
 mod flags;
 mod output;
 mod resolve;
+mod saved;
 mod vegeta;
 
 use std::io::IsTerminal;

@@ -21,6 +21,8 @@ pub fn format_of(f: FormatArg) -> Format {
         FormatArg::JsonStream => Format::JsonStream,
         FormatArg::Csv => Format::Csv,
         FormatArg::Iperf3Json => Format::Iperf3Json,
+        FormatArg::Md => Format::Markdown,
+        FormatArg::Html => Format::Html,
         // The result lines are written by the test; the report is text, on stderr.
         FormatArg::Vegeta => Format::Text,
     }
@@ -111,10 +113,15 @@ fn progress(ev: &Event) {
 
 /// The database path from the flags or the default location.
 pub fn db_path(args: &OutputArgs) -> Result<PathBuf> {
-    match &args.db {
-        Some(p) => Ok(p.clone()),
-        None => Store::default_path()
-            .context("no data directory for the results database; pass --db PATH"),
+    crate::saved::db_path(&args.db)
+}
+
+/// Writes to stdout; a reader that went away (`| head`) is not an error.
+pub fn write_stdout(bytes: &[u8]) -> Result<()> {
+    let mut out = std::io::stdout().lock();
+    match out.write_all(bytes).and_then(|()| out.flush()) {
+        Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
+        other => other.context("writing to standard output"),
     }
 }
 

@@ -87,7 +87,8 @@ fn every_format_renders_and_results_are_saved() {
     assert_eq!(events.first().unwrap()["event"], "start");
     assert_eq!(events.last().unwrap()["event"], "end");
     let store = wirespeed_store::Store::open(std::path::Path::new(db)).unwrap();
-    let runs = store.list(10).unwrap();
+    let runs =
+        store.list(&wirespeed_store::RunFilter { limit: Some(10), ..Default::default() }).unwrap();
     assert_eq!(runs.len(), 3);
     assert_eq!(runs.iter().filter(|r| r.tag.as_deref() == Some("cli")).count(), 1);
 }
@@ -298,7 +299,8 @@ fn latency_renders_every_format_and_saves() {
         .sum();
     assert_eq!(in_histogram, 500);
     let store = wirespeed_store::Store::open(&db_path).unwrap();
-    let runs = store.list(10).unwrap();
+    let runs =
+        store.list(&wirespeed_store::RunFilter { limit: Some(10), ..Default::default() }).unwrap();
     assert_eq!(runs.len(), 1);
     let saved = store.get(runs[0].id).unwrap().unwrap();
     assert_eq!(saved.kind(), "latency");
@@ -397,7 +399,19 @@ fn cps_renders_every_format_saves_and_has_exit_codes() {
     assert_eq!(v["summary"]["server_accepted"], 400);
     assert_eq!(v["summary"]["failures"]["refused"], 0);
     let saved = wirespeed_store::Store::open(&db_path).unwrap();
-    assert_eq!(saved.get(saved.list(1).unwrap()[0].id).unwrap().unwrap().kind(), "cps");
+    assert_eq!(
+        saved
+            .get(
+                saved
+                    .list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() })
+                    .unwrap()[0]
+                    .id
+            )
+            .unwrap()
+            .unwrap()
+            .kind(),
+        "cps"
+    );
 
     let text = client(&["cps", &target, "-t", "0.3", "-i", "0.1", "--rst", "--no-save"]);
     let text = String::from_utf8(text.stdout).unwrap();
@@ -447,7 +461,19 @@ fn ping_over_icmp_tcp_and_udp_with_exit_codes() {
     assert_eq!((v["kind"].as_str(), v["summary"]["received"].as_u64()), (Some("ping"), Some(3)));
     assert_eq!(v["probes"][0]["outcome"], "reply");
     let store = wirespeed_store::Store::open(&db_path).unwrap();
-    assert_eq!(store.get(store.list(1).unwrap()[0].id).unwrap().unwrap().kind(), "ping");
+    assert_eq!(
+        store
+            .get(
+                store
+                    .list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() })
+                    .unwrap()[0]
+                    .id
+            )
+            .unwrap()
+            .unwrap()
+            .kind(),
+        "ping"
+    );
 
     let text = client(&[
         "ping",
@@ -661,7 +687,19 @@ fn http_load_against_the_fixture_in_every_format() {
     assert_eq!((v["kind"].as_str(), v["summary"]["responses"].as_u64()), (Some("http"), Some(300)));
     assert_eq!(v["summary"]["status"]["200"], 300);
     let store = wirespeed_store::Store::open(&db_path).unwrap();
-    assert_eq!(store.get(store.list(1).unwrap()[0].id).unwrap().unwrap().kind(), "http");
+    assert_eq!(
+        store
+            .get(
+                store
+                    .list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() })
+                    .unwrap()[0]
+                    .id
+            )
+            .unwrap()
+            .unwrap()
+            .kind(),
+        "http"
+    );
     let text = client(&[
         "http",
         &url,
@@ -827,7 +865,8 @@ fn dns_against_the_server_fixture_in_every_format_and_saved() {
         "{csv}"
     );
     let store = wirespeed_store::Store::open(std::path::Path::new(db)).unwrap();
-    let rows = store.list(10).unwrap();
+    let rows =
+        store.list(&wirespeed_store::RunFilter { limit: Some(10), ..Default::default() }).unwrap();
     assert_eq!(rows.len(), 2);
     assert!(rows.iter().all(|r| r.kind == "dns" && r.target == "127.0.0.1"));
     let saved = store.get(rows[1].id).unwrap().unwrap();

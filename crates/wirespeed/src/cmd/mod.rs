@@ -1,13 +1,17 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod bandwidth;
+mod compare;
 mod cps;
 mod dns;
+mod history;
 mod http;
 mod latency;
 mod ping;
+mod prune;
 mod quick;
 mod server;
+mod show;
 mod trace;
 
 use std::future::Future;
@@ -24,9 +28,22 @@ use crate::output;
 
 /// Runs a subcommand to completion.
 pub fn run(command: Command) -> Result<u8> {
+    // Subcommands on saved results need no network and no runtime.
+    let command = match command {
+        Command::History(args) => return history::run(args),
+        Command::Show(args) => return show::show(args),
+        Command::Export(args) => return show::export(args),
+        Command::Compare(args) => return compare::run(args),
+        Command::Rm(args) => return prune::rm(args),
+        Command::Retention(args) => return prune::retention(args),
+        other => other,
+    };
     if let Some(o) = output_args(&command) {
         if o.format == crate::flags::FormatArg::Vegeta && !matches!(command, Command::Http(_)) {
             anyhow::bail!("--format vegeta is for `wirespeed http` only");
+        }
+        if let Some(path) = &o.chart {
+            crate::saved::chart_file(path)?;
         }
     }
     let runtime = tokio::runtime::Builder::new_multi_thread()
@@ -46,6 +63,12 @@ pub fn run(command: Command) -> Result<u8> {
             Command::Dns(args) => dns::run(*args).await,
             Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
+            Command::History(_)
+            | Command::Show(_)
+            | Command::Export(_)
+            | Command::Compare(_)
+            | Command::Rm(_)
+            | Command::Retention(_) => unreachable!("handled above"),
         }
     })
 }
@@ -63,6 +86,12 @@ fn output_args(command: &Command) -> Option<&OutputArgs> {
         Command::Dns(a) => &a.output,
         Command::Pps(a) => &a.output,
         Command::Quick(a) => &a.output,
+        Command::History(_)
+        | Command::Show(_)
+        | Command::Export(_)
+        | Command::Compare(_)
+        | Command::Rm(_)
+        | Command::Retention(_) => return None,
     })
 }
 
@@ -121,6 +150,13 @@ where
         other => other?,
     }
     let report = result?;
+    if let Some(path) = &output_args.chart {
+        if let Err(e) =
+            crate::saved::write_chart(path, &wirespeed_report::charts::run_charts(&report))
+        {
+            eprintln!("wirespeed: warning: no chart written: {e:#}");
+        }
+    }
     if let Err(e) = output::save(output_args, &[&report]) {
         eprintln!("wirespeed: warning: results not saved: {e:#}");
         return Ok(exit::NOT_SAVED);

@@ -1,0 +1,177 @@
+//! A plain table (headers and rows of text) and its four spellings: aligned text, Markdown,
+//! CSV and HTML. History, comparisons and the key-figure sections of Markdown and HTML
+//! reports are built as a [`Table`] once and printed in whichever format was asked for.
+
+/// Rows of cells under headers; `numeric` columns are right-aligned.
+#[derive(Debug, Clone, Default, PartialEq, Eq)]
+pub struct Table {
+    /// Column names.
+    pub headers: Vec<String>,
+    /// Right-align this column (numbers).
+    pub numeric: Vec<bool>,
+    /// The cells, one `Vec` per row, as wide as `headers`.
+    pub rows: Vec<Vec<String>>,
+}
+
+impl Table {
+    /// An empty table with these columns; a header starting with `>` is numeric.
+    pub fn new(headers: &[&str]) -> Self {
+        Self {
+            headers: headers.iter().map(|h| h.trim_start_matches('>').to_string()).collect(),
+            numeric: headers.iter().map(|h| h.starts_with('>')).collect(),
+            rows: Vec::new(),
+        }
+    }
+
+    /// Adds a row.
+    pub fn push(&mut self, row: Vec<String>) {
+        debug_assert_eq!(row.len(), self.headers.len());
+        self.rows.push(row);
+    }
+
+    /// Columns padded to their widest cell, two spaces apart.
+    pub fn text(&self) -> String {
+        let width = |i: usize| {
+            self.rows
+                .iter()
+                .map(|r| r[i].chars().count())
+                .chain([self.headers[i].chars().count()])
+                .max()
+                .unwrap_or(0)
+        };
+        let widths: Vec<usize> = (0..self.headers.len()).map(width).collect();
+        let line = |cells: &[String]| {
+            let mut s = String::new();
+            for (i, c) in cells.iter().enumerate() {
+                let pad = widths[i] - c.chars().count();
+                let last = i + 1 == cells.len();
+                if i > 0 {
+                    s.push_str("  ");
+                }
+                if self.numeric[i] {
+                    s.push_str(&" ".repeat(pad));
+                    s.push_str(c);
+                } else {
+                    s.push_str(c);
+                    if !last {
+                        s.push_str(&" ".repeat(pad));
+                    }
+                }
+            }
+            s.trim_end().to_string() + "\n"
+        };
+        let mut out = line(&self.headers);
+        for r in &self.rows {
+            out.push_str(&line(r));
+        }
+        out
+    }
+
+    /// A GitHub-flavoured Markdown table (pipes in cells escaped).
+    pub fn markdown(&self) -> String {
+        let cell = |c: &str| c.replace('|', "\\|");
+        let row = |cells: &[String]| {
+            format!("| {} |\n", cells.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "))
+        };
+        let mut out = row(&self.headers);
+        let rule: Vec<&str> =
+            self.numeric.iter().map(|&n| if n { "---:" } else { "---" }).collect();
+        out.push_str(&format!("| {} |\n", rule.join(" | ")));
+        for r in &self.rows {
+            out.push_str(&row(r));
+        }
+        out
+    }
+
+    /// RFC 4180 CSV: cells with commas, quotes or line breaks are quoted.
+    pub fn csv(&self) -> String {
+        let row = |cells: &[String]| {
+            cells.iter().map(|c| csv_cell(c)).collect::<Vec<_>>().join(",") + "\n"
+        };
+        let mut out = row(&self.headers);
+        for r in &self.rows {
+            out.push_str(&row(r));
+        }
+        out
+    }
+
+    /// An HTML `<table>`, every cell escaped.
+    pub fn html(&self) -> String {
+        let class = |i: usize| if self.numeric[i] { " class=\"num\"" } else { "" };
+        let mut out = String::from("<table>\n<thead><tr>");
+        for (i, h) in self.headers.iter().enumerate() {
+            out.push_str(&format!("<th{}>{}</th>", class(i), escape_html(h)));
+        }
+        out.push_str("</tr></thead>\n<tbody>\n");
+        for r in &self.rows {
+            out.push_str("<tr>");
+            for (i, c) in r.iter().enumerate() {
+                out.push_str(&format!("<td{}>{}</td>", class(i), escape_html(c)));
+            }
+            out.push_str("</tr>\n");
+        }
+        out.push_str("</tbody>\n</table>\n");
+        out
+    }
+}
+
+/// A CSV cell, quoted when it must be.
+pub fn csv_cell(c: &str) -> String {
+    if c.contains([',', '"', '\n', '\r']) {
+        format!("\"{}\"", c.replace('"', "\"\""))
+    } else {
+        c.to_string()
+    }
+}
+
+/// Text made safe inside HTML elements and attribute values.
+pub fn escape_html(s: &str) -> String {
+    let mut out = String::with_capacity(s.len());
+    for ch in s.chars() {
+        match ch {
+            '&' => out.push_str("&amp;"),
+            '<' => out.push_str("&lt;"),
+            '>' => out.push_str("&gt;"),
+            '"' => out.push_str("&quot;"),
+            '\'' => out.push_str("&#39;"),
+            c => out.push(c),
+        }
+    }
+    out
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn sample() -> Table {
+        let mut t = Table::new(&["name", ">value"]);
+        t.push(vec!["a|b".into(), "1".into()]);
+        t.push(vec!["say \"hi\", <you>".into(), "1234".into()]);
+        t
+    }
+
+    #[test]
+    fn four_spellings() {
+        let t = sample();
+        insta::assert_snapshot!(t.text(), @r#"
+        name             value
+        a|b                  1
+        say "hi", <you>   1234
+        "#);
+        insta::assert_snapshot!(t.markdown(), @r#"
+        | name | value |
+        | --- | ---: |
+        | a\|b | 1 |
+        | say "hi", <you> | 1234 |
+        "#);
+        insta::assert_snapshot!(t.csv(), @r#"
+        name,value
+        a|b,1
+        "say ""hi"", <you>",1234
+        "#);
+        assert!(t
+            .html()
+            .contains("<td>say &quot;hi&quot;, &lt;you&gt;</td><td class=\"num\">1234</td>"));
+    }
+}

@@ -1,0 +1,150 @@
+//! Schema migrations. Migration `i` brings the schema from version `i` to `i + 1` (SQLite's
+//! `user_version`), in one transaction with its backfill, so a crash mid-migration leaves the
+//! previous version intact. Never edit a released migration; add the next one.
+
+use rusqlite::{params, Connection, Transaction};
+
+use crate::StoreError;
+
+/// One step of the schema.
+pub struct Migration {
+    /// File name, for error messages.
+    pub name: &'static str,
+    /// The DDL.
+    pub sql: &'static str,
+    /// Data the new columns need, computed in Rust from the saved reports.
+    pub backfill: Option<fn(&Transaction<'_>) -> rusqlite::Result<()>>,
+}
+
+/// The migrations, in order.
+pub const MIGRATIONS: &[Migration] = &[
+    Migration { name: "0001_init", sql: include_str!("migrations/0001_init.sql"), backfill: None },
+    Migration {
+        name: "0002_headline_and_retention",
+        sql: include_str!("migrations/0002_headline_and_retention.sql"),
+        backfill: Some(backfill_headlines),
+    },
+];
+
+/// Applies every migration the database has not had.
+pub(crate) fn to_latest(conn: &mut Connection, path: &str) -> Result<(), StoreError> {
+    to_version(conn, path, MIGRATIONS.len())
+}
+
+/// Applies migrations until the schema is at `version`.
+pub(crate) fn to_version(
+    conn: &mut Connection,
+    path: &str,
+    version: usize,
+) -> Result<(), StoreError> {
+    let found: i64 = conn
+        .query_row("PRAGMA user_version", [], |r| r.get(0))
+        .map_err(|e| crate::error(path, e))?;
+    for (i, m) in MIGRATIONS.iter().enumerate().take(version).skip(found as usize) {
+        let step = |conn: &mut Connection| -> rusqlite::Result<()> {
+            let tx = conn.transaction()?;
+            tx.execute_batch(m.sql)?;
+            if let Some(fill) = m.backfill {
+                fill(&tx)?;
+            }
+            tx.pragma_update(None, "user_version", i as i64 + 1)?;
+            tx.commit()
+        };
+        step(conn).map_err(|e| match crate::error(path, e) {
+            StoreError::Sqlite { path, source } => {
+                StoreError::Sqlite { path: format!("{path} (migration {})", m.name), source }
+            }
+            other => other,
+        })?;
+    }
+    Ok(())
+}
+
+/// Fills the headline columns of runs saved before they existed. A report that no longer
+/// parses keeps empty columns (the history shows `-`) rather than failing the upgrade.
+fn backfill_headlines(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let mut read = tx.prepare("SELECT id, report FROM runs WHERE headline_key IS NULL")?;
+    let mut write = tx.prepare(
+        "UPDATE runs SET headline_key = ?2, headline = ?3, headline_unit = ?4 WHERE id = ?1",
+    )?;
+    let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (id, json) = row?;
+        if let Ok(report) = serde_json::from_str::<wirespeed_model::Report>(&json) {
+            let head = wirespeed_model::metrics::headline(&report);
+            write.execute(params![id, head.key, head.value, head.unit.code()])?;
+        }
+    }
+    Ok(())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::tests::report;
+    use crate::{RunFilter, Store};
+
+    /// Inserts a run as the schema at `version` had it.
+    fn insert_at(conn: &Connection, version: usize, ms: u64, bps: f64) {
+        let r = report(ms, bps);
+        let json = serde_json::to_string(&r).unwrap();
+        match version {
+            1 => conn
+                .execute(
+                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
+                    params![r.kind(), r.target(), ms as i64, r.meta.version, "old", json],
+                )
+                .unwrap(),
+            v => panic!("no insert written for schema {v}: add one with the new migration"),
+        };
+    }
+
+    #[test]
+    fn every_earlier_schema_upgrades_with_its_runs() {
+        for version in 1..MIGRATIONS.len() {
+            let dir = tempfile::tempdir().unwrap();
+            let path = dir.path().join("r.db");
+            let mut conn = Connection::open(&path).unwrap();
+            to_version(&mut conn, "r.db", version).unwrap();
+            insert_at(&conn, version, 10, 5e8);
+            insert_at(&conn, version, 20, 7e8);
+            // A row whose report no longer parses must not stop the upgrade.
+            conn.execute(
+                "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE started_at_ms = 10",
+                [],
+            )
+            .unwrap();
+            drop(conn);
+
+            let store = Store::open(&path).unwrap();
+            assert_eq!(store.schema_version().unwrap(), MIGRATIONS.len() as i64, "from {version}");
+            let rows = store.list(&RunFilter::default()).unwrap();
+            assert_eq!(rows.len(), 2, "from {version}");
+            assert_eq!(rows[0].headline, Some(7e8), "from {version}: backfilled");
+            assert_eq!(rows[0].tag.as_deref(), Some("old"));
+            assert_eq!(rows[1].headline, None, "from {version}: unreadable report left blank");
+            assert_eq!(store.get(rows[0].id).unwrap().unwrap(), report(20, 7e8));
+            assert!(matches!(store.get(rows[1].id), Err(StoreError::Corrupt { .. })));
+            // And it works as a new one does.
+            store.save(&report(30, 1.0), None).unwrap();
+        }
+    }
+
+    #[test]
+    fn an_empty_database_gets_every_migration() {
+        let mut conn = Connection::open_in_memory().unwrap();
+        to_latest(&mut conn, ":memory:").unwrap();
+        let v: i64 = conn.query_row("PRAGMA user_version", [], |r| r.get(0)).unwrap();
+        assert_eq!(v, MIGRATIONS.len() as i64);
+        let tables: Vec<String> = conn
+            .prepare("SELECT name FROM sqlite_master WHERE type = 'table' ORDER BY name")
+            .unwrap()
+            .query_map([], |r| r.get(0))
+            .unwrap()
+            .collect::<Result<_, _>>()
+            .unwrap();
+        assert_eq!(tables, ["runs", "settings"]);
+        // Applying again is a no-op.
+        to_latest(&mut conn, ":memory:").unwrap();
+    }
+}
