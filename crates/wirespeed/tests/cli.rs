@@ -1,54 +1,11 @@
 //! The built binary, end to end: a real `wirespeed server` process, clients run as processes,
 //! their exit codes, output formats and saved results.
 
-use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+mod common;
 
-struct Server(Child, u16);
-
-impl Drop for Server {
-    fn drop(&mut self) {
-        let _ = self.0.kill();
-        let _ = self.0.wait();
-    }
-}
-
-/// A port free for both TCP and UDP on loopback right now (the server binds both).
-fn free_port() -> u16 {
-    loop {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
-        let port = tcp.local_addr().unwrap().port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
-            return port;
-        }
-    }
-}
-
-/// Starts `wirespeed server` on loopback and waits for its "listening" line.
-fn server(extra: &[&str]) -> Server {
-    let port = free_port();
-    let mut child = Command::new(BIN)
-        .args(["server", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("server printed nothing").unwrap();
-        if line.contains("listening on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
-    Server(child, port)
-}
-
-fn client(args: &[&str]) -> std::process::Output {
-    Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
-}
+use common::{client, free_port, server, BIN};
 
 #[test]
 fn json_output_has_the_documented_shape_and_exit_0() {

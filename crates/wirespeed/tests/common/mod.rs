@@ -1,0 +1,54 @@
+//! Helpers the binary's end-to-end tests share: a real `wirespeed server` process on a free
+//! loopback port, and clients run as processes.
+#![allow(dead_code)] // each test file uses its own subset
+
+use std::io::{BufRead, BufReader};
+use std::process::{Child, Command, Stdio};
+
+pub const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+
+/// A running server process and its port; killed when dropped.
+pub struct Server(pub Child, pub u16);
+
+impl Drop for Server {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
+/// A port free for both TCP and UDP on loopback right now (the server binds both).
+pub fn free_port() -> u16 {
+    loop {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let port = tcp.local_addr().unwrap().port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return port;
+        }
+    }
+}
+
+/// Starts `wirespeed server` on loopback and waits for its "listening" line.
+pub fn server(extra: &[&str]) -> Server {
+    let port = free_port();
+    let mut child = Command::new(BIN)
+        .args(["server", "-B", "127.0.0.1", "-p", &port.to_string()])
+        .args(extra)
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
+    loop {
+        let line = lines.next().expect("server printed nothing").unwrap();
+        if line.contains("listening on") {
+            break;
+        }
+    }
+    std::thread::spawn(move || for _ in lines {});
+    Server(child, port)
+}
+
+/// Runs the binary with `args`, colour off, and waits for it.
+pub fn client(args: &[&str]) -> std::process::Output {
+    Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
+}

@@ -1,0 +1,267 @@
+//! Saved results end to end: real runs against a real server process, then `history`, `show`,
+//! `export`, `compare`, `rm` and `retention` on the database they were saved in, charts that
+//! must parse, and databases that must be refused without being touched.
+
+mod common;
+
+use std::path::Path;
+
+use common::{client, server};
+
+fn ok(out: &std::process::Output) -> String {
+    assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
+    String::from_utf8(out.stdout.clone()).unwrap()
+}
+
+/// Three real runs saved in `db`: bandwidth with 1 stream (tag "one"), with 2 (tag "two"),
+/// and a latency run. Returns the CSV the first run printed.
+fn three_runs(db: &str) -> String {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let first = ok(&client(&[
+        "bw", &target, "-t", "1", "-i", "0.2", "-f", "csv", "--db", db, "--tag", "one",
+    ]));
+    ok(&client(&["bw", &target, "-t", "1", "-i", "0.2", "-P", "2", "--db", db, "--tag", "two"]));
+    ok(&client(&["lat", &target, "-t", "1", "-i", "0.2", "--db", db]));
+    first
+}
+
+fn svg_parses(path: &Path) -> roxmltree::Document<'static> {
+    let text: &'static str = Box::leak(std::fs::read_to_string(path).unwrap().into_boxed_str());
+    let doc =
+        roxmltree::Document::parse(text).unwrap_or_else(|e| panic!("{}: {e}", path.display()));
+    assert_eq!(doc.root_element().tag_name().name(), "svg");
+    doc
+}
+
+fn png_size(path: &Path) -> (u32, u32) {
+    let decoder = png::Decoder::new(std::io::BufReader::new(std::fs::File::open(path).unwrap()));
+    let info = decoder.read_info().unwrap();
+    (info.info().width, info.info().height)
+}
+
+#[test]
+fn history_show_export_compare_rm_and_retention_on_real_runs() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("r.db");
+    let db = db_path.to_str().unwrap();
+    let first_csv = three_runs(db);
+
+    // history: newest first, filters, formats.
+    let text = ok(&client(&["history", "--db", db]));
+    let lines: Vec<&str> = text.lines().collect();
+    assert_eq!(lines.len(), 4, "{text}");
+    assert!(
+        lines[0].starts_with("ID") && lines[1].contains("latency") && lines[3].contains("one"),
+        "{text}"
+    );
+    assert!(lines[3].contains("bit/s"), "the headline is shown: {text}");
+    let one_kind = ok(&client(&["history", "--db", db, "--kind", "latency"]));
+    assert_eq!(one_kind.lines().count(), 2, "{one_kind}");
+    let tagged = ok(&client(&["history", "--db", db, "--tag", "TWO", "-f", "json"]));
+    let tagged: serde_json::Value = serde_json::from_str(&tagged).unwrap();
+    assert_eq!(tagged.as_array().unwrap().len(), 1);
+    assert_eq!(tagged[0]["tag"], "two");
+    assert_eq!(tagged[0]["headline_unit"], "bit/s");
+    assert!(tagged[0]["headline"].as_f64().unwrap() > 0.0);
+    assert_eq!(
+        ok(&client(&["history", "--db", db, "--since", "1h", "-n", "2"])).lines().count(),
+        3
+    );
+    assert_eq!(
+        ok(&client(&["history", "--db", db, "--until", "2020-01-01"])),
+        "no saved runs match\n"
+    );
+    assert!(ok(&client(&["history", "--db", db, "-f", "csv"]))
+        .starts_with("ID,Started (UTC),Kind,Target,Result,Unit,Tag\n"));
+    assert!(ok(&client(&["history", "--db", db, "-f", "md"])).starts_with("| ID |"));
+
+    // show: exactly what the run printed, and the saved report as JSON.
+    assert_eq!(ok(&client(&["show", "1", "--db", db, "-f", "csv"])), first_csv);
+    let shown: serde_json::Value =
+        serde_json::from_str(&ok(&client(&["show", "last", "--db", db, "-f", "json"]))).unwrap();
+    assert_eq!(shown["kind"], "latency");
+    assert!(
+        ok(&client(&["show", "last~1", "--db", db])).contains("sender"),
+        "text of the 2-stream run"
+    );
+    let md = ok(&client(&["show", "1", "--db", db, "-f", "md"]));
+    assert!(md.contains("## Run #1: bandwidth") && md.contains("- **Tag:** one"), "{md}");
+
+    // export: every format.
+    let json: serde_json::Value =
+        serde_json::from_str(&ok(&client(&["export", "1", "3", "--db", db]))).unwrap();
+    assert_eq!(json.as_array().unwrap().len(), 2);
+    assert_eq!(
+        (json[0]["id"].as_i64(), json[1]["report"]["kind"].as_str()),
+        (Some(1), Some("latency"))
+    );
+    let csv = ok(&client(&["export", "1", "2", "3", "--db", db, "-f", "csv"]));
+    assert!(csv.starts_with("id,kind,target,started_at,tag,figure,unit,value,"), "{csv}");
+    assert!(csv.contains(",throughput_bps,bit/s,") && csv.contains(",rtt_p99_ns,ns,"), "{csv}");
+    let html = dir.path().join("runs.html");
+    ok(&client(&["export", "1", "3", "--db", db, "-f", "html", "-o", html.to_str().unwrap()]));
+    let page = std::fs::read_to_string(&html).unwrap();
+    assert!(page.contains("<canvas") && page.contains("Chart.js v4"));
+
+    // compare: the spec difference is named, verdicts are given, charts parse.
+    let cmp = ok(&client(&["compare", "1", "2", "--db", db]));
+    assert!(cmp.contains("parallel: 1 → 2"), "{cmp}");
+    assert!(cmp.contains("#2 two is ") && cmp.contains(" times #1 one in Throughput: "), "{cmp}");
+    let cj: serde_json::Value =
+        serde_json::from_str(&ok(&client(&["compare", "1", "2", "--db", db, "-f", "json"])))
+            .unwrap();
+    let runs = cj["figures"][0]["runs"].as_array().unwrap();
+    assert_eq!(runs.len(), 2);
+    assert!(runs[1]["ratio_low"].as_f64().unwrap() <= runs[1]["ratio"].as_f64().unwrap());
+    assert!(runs[1]["ratio"].as_f64().unwrap() <= runs[1]["ratio_high"].as_f64().unwrap());
+    let svg = dir.path().join("cmp.svg");
+    ok(&client(&["compare", "1", "2", "--db", db, "--chart", svg.to_str().unwrap()]));
+    let doc = svg_parses(&svg);
+    assert!(doc
+        .descendants()
+        .any(|n| n.text().is_some_and(|t| t.contains("Throughput (median of intervals)"))));
+    let mixed = client(&["compare", "1", "3", "--db", db]);
+    assert_eq!(mixed.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&mixed.stderr)
+        .contains("cannot compare a bandwidth run with a latency run"));
+
+    // charts from show and from a test run.
+    let png = dir.path().join("lat.png");
+    ok(&client(&["show", "3", "--db", db, "--chart", png.to_str().unwrap()]));
+    let (w, h) = png_size(&png);
+    assert!(w > 0 && h > w, "four stacked charts: {w}x{h}");
+    let lat_svg = dir.path().join("lat.svg");
+    ok(&client(&["show", "3", "--db", db, "--chart", lat_svg.to_str().unwrap()]));
+    let lat_doc = svg_parses(&lat_svg);
+    for title in ["Latency percentiles per interval", "Latency histogram", "Latency CDF"] {
+        assert!(
+            lat_doc.descendants().any(|n| n.text().is_some_and(|t| t.contains(title))),
+            "{title}"
+        );
+    }
+    let bad_chart = client(&["show", "3", "--db", db, "--chart", "x.gif"]);
+    assert_eq!(bad_chart.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad_chart.stderr).contains("must end in .svg or .png"));
+
+    // rm and unknown runs.
+    let gone = client(&["rm", "2", "99", "--db", db]);
+    assert_eq!(gone.status.code(), Some(9));
+    assert!(String::from_utf8_lossy(&gone.stdout).contains("removed 1 run; 2 left"));
+    assert!(String::from_utf8_lossy(&gone.stderr).contains("no saved run 99"));
+    for args in
+        [&["show", "2"][..], &["export", "1", "2"], &["compare", "1", "2"], &["show", "last~5"]]
+    {
+        let out = client(&[args, &["--db", db]].concat());
+        assert_eq!(
+            out.status.code(),
+            Some(9),
+            "{args:?}: {}",
+            String::from_utf8_lossy(&out.stderr)
+        );
+    }
+    let bogus = client(&["show", "latest", "--db", db]);
+    assert_eq!(bogus.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bogus.stderr).contains("use an id, `last` or `last~N`"));
+
+    // retention: set, applied at once and after each save, shown, turned off.
+    let set = ok(&client(&["retention", "--keep", "1", "--db", db]));
+    assert!(
+        set.contains("removed 1 run") && set.contains("keep the newest 1 runs (1 saved now"),
+        "{set}"
+    );
+    assert_eq!(ok(&client(&["history", "--db", db])).lines().count(), 2);
+    assert!(ok(&client(&["retention", "--off", "--db", db])).contains("keep all runs"));
+    let pruned = ok(&client(&["rm", "--keep", "0", "--db", db]));
+    assert!(pruned.contains("removed 1 run; 0 left"), "{pruned}");
+}
+
+#[test]
+fn a_test_run_draws_its_chart_and_refuses_a_bad_chart_name_before_running() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let dir = tempfile::tempdir().unwrap();
+    let png = dir.path().join("bw.png");
+    ok(&client(&[
+        "bw",
+        &target,
+        "-t",
+        "0.6",
+        "-i",
+        "0.2",
+        "--no-save",
+        "--chart",
+        png.to_str().unwrap(),
+    ]));
+    assert_eq!(png_size(&png).0, 960);
+    let bad = client(&["bw", &target, "-t", "30", "--no-save", "--chart", "bw.jpeg"]);
+    assert_eq!(bad.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&bad.stderr).contains("must end in .svg or .png"));
+}
+
+/// Every file in `dir`, with its bytes.
+fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
+    let mut files: Vec<_> = std::fs::read_dir(dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .map(|p| (p.display().to_string(), std::fs::read(&p).unwrap()))
+        .collect();
+    files.sort();
+    files
+}
+
+#[test]
+fn corrupt_foreign_and_newer_databases_are_refused_and_left_untouched() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let cases: [(&str, fn(&Path)); 3] = [
+        ("corrupt", |p| std::fs::write(p, b"not a database at all\n".repeat(100)).unwrap()),
+        ("foreign", |p| {
+            rusqlite::Connection::open(p)
+                .unwrap()
+                .execute_batch("CREATE TABLE recipes (name TEXT)")
+                .unwrap()
+        }),
+        ("newer", |p| {
+            drop(wirespeed_store::Store::open(p).unwrap());
+            let c = rusqlite::Connection::open(p).unwrap();
+            c.pragma_update(None, "user_version", 999).unwrap();
+            c.pragma_update(None, "journal_mode", "DELETE").unwrap();
+        }),
+    ];
+    for (name, make) in cases {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        make(&path);
+        let before = snapshot(dir.path());
+        let db = path.to_str().unwrap();
+        for args in
+            [&["history"][..], &["show", "1"], &["compare", "1", "2"], &["rm", "1"], &["retention"]]
+        {
+            let out = client(&[args, &["--db", db]].concat());
+            assert_eq!(
+                out.status.code(),
+                Some(10),
+                "{name} {args:?}: {}",
+                String::from_utf8_lossy(&out.stderr)
+            );
+            let err = String::from_utf8_lossy(&out.stderr);
+            assert!(err.contains("left as it is"), "{name}: {err}");
+        }
+        // A test still runs and reports; only the save fails (exit 7).
+        let run = client(&["bw", &target, "-t", "0.3", "--db", db]);
+        assert_eq!(run.status.code(), Some(7), "{name}");
+        assert!(String::from_utf8_lossy(&run.stdout).contains("receiver"));
+        assert!(String::from_utf8_lossy(&run.stderr).contains("results not saved"));
+        assert_eq!(snapshot(dir.path()), before, "{name}: the file was changed");
+    }
+    let empty = tempfile::tempdir().unwrap();
+    let missing = empty.path().join("none.db");
+    let out = client(&["show", "1", "--db", missing.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(9));
+    assert!(!missing.exists(), "reading does not create a database");
+    assert_eq!(
+        ok(&client(&["history", "--db", missing.to_str().unwrap()])),
+        "no saved runs match\n"
+    );
+}
