@@ -214,7 +214,8 @@ fn snapshot(dir: &Path) -> Vec<(String, Vec<u8>)> {
 fn corrupt_foreign_and_newer_databases_are_refused_and_left_untouched() {
     let s = server(&[]);
     let target = format!("127.0.0.1:{}", s.1);
-    let cases: [(&str, fn(&Path)); 3] = [
+    type Make = fn(&Path);
+    let cases: [(&str, Make); 3] = [
         ("corrupt", |p| std::fs::write(p, b"not a database at all\n".repeat(100)).unwrap()),
         ("foreign", |p| {
             rusqlite::Connection::open(p)
