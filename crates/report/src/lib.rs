@@ -19,6 +19,7 @@ pub mod http;
 pub mod iperf3_json;
 pub mod json;
 pub mod latency;
+pub mod live;
 pub mod markdown;
 pub mod ping;
 pub mod plot;

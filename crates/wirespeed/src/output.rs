@@ -1,5 +1,5 @@
-//! Where events and reports go: the chosen renderer on stdout, a one-line live progress on
-//! stderr when stderr is a terminal and stdout is not already showing intervals, and the store.
+//! Where events and reports go: the chosen renderer on stdout, a live panel on stderr when it
+//! is a terminal, and the store.
 
 use std::io::{IsTerminal, Write};
 use std::path::PathBuf;
@@ -7,7 +7,7 @@ use std::path::PathBuf;
 use anyhow::{Context, Result};
 use tokio::sync::mpsc::UnboundedReceiver;
 use wirespeed_model::{Event, Report};
-use wirespeed_report::units::{nanos, rate};
+use wirespeed_report::live::Panel;
 use wirespeed_report::Format;
 use wirespeed_store::Store;
 
@@ -34,81 +34,84 @@ pub fn color() -> bool {
 }
 
 /// Renders events as they arrive until the channel closes (on stderr with `--format vegeta`,
-/// whose stdout carries the result lines).
+/// whose stdout carries the result lines). On a terminal, unless `--quiet`, a live panel sits
+/// on stderr below the output and is erased before the final report.
 pub fn spawn_printer(
-    format_arg: FormatArg,
+    args: &OutputArgs,
     mut events: UnboundedReceiver<Event>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
+    let format_arg = args.format;
     let format = format_of(format_arg);
     let to_stderr = format_arg == FormatArg::Vegeta;
     let color = color() && !to_stderr;
-    let live = format != Format::Text && std::io::stderr().is_terminal();
+    let live = !args.quiet && std::io::stderr().is_terminal();
     tokio::task::spawn_blocking(move || {
         let mut renderer = wirespeed_report::renderer(format, color);
+        let mut panel = LivePanel::new(live);
         let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
         while let Some(ev) = events.blocking_recv() {
+            // Off the screen while the output is written, so it never lands inside a line.
+            panel.erase();
             let mut out: Box<dyn Write> =
                 if to_stderr { Box::new(stderr.lock()) } else { Box::new(stdout.lock()) };
             renderer.on_event(&ev, &mut out)?;
             out.flush()?;
-            if live {
-                progress(&ev);
+            drop(out);
+            if !matches!(ev, Event::End(_)) {
+                panel.update(&ev);
             }
         }
+        panel.erase();
         Ok(())
     })
 }
 
-/// Rewrites one stderr line with the latest interval, and clears it at the end.
-fn progress(ev: &Event) {
-    let mut err = std::io::stderr().lock();
-    match ev {
-        Event::Interval(iv) => {
-            let flows: Vec<String> = iv
-                .flows
-                .iter()
-                .map(|f| format!("{:?} {}", f.flow, rate(f.total.received_bps)))
-                .collect();
-            let _ = write!(err, "\r\x1b[2K{:.1} s  {}", iv.end_ns as f64 / 1e9, flows.join("  "));
-        }
-        Event::LatencyInterval(iv) => {
-            let _ = write!(
-                err,
-                "\r\x1b[2K{:.1} s  {:.0} msg/s  p50 {}  p99 {}",
-                iv.end_ns as f64 / 1e9,
-                iv.messages_per_second,
-                nanos(iv.rtt.p50_ns as f64),
-                nanos(iv.rtt.p99_ns as f64)
-            );
-        }
-        Event::CpsInterval(iv) => {
-            let _ = write!(
-                err,
-                "\r\x1b[2K{:.1} s  {:.0} conn/s  connect p50 {}  p99 {}  failed {}",
-                iv.end_ns as f64 / 1e9,
-                iv.connections_per_second,
-                nanos(iv.connect.p50_ns as f64),
-                nanos(iv.connect.p99_ns as f64),
-                iv.failures.total()
-            );
-        }
-        Event::HttpInterval(iv) => {
-            let _ = write!(
-                err,
-                "\r\x1b[2K{:.1} s  {:.0} req/s  p50 {}  p99 {}  errors {}",
-                iv.end_ns as f64 / 1e9,
-                iv.requests_per_second,
-                nanos(iv.latency.p50_ns as f64),
-                nanos(iv.latency.p99_ns as f64),
-                iv.errors
-            );
-        }
-        Event::End(_) => {
-            let _ = write!(err, "\r\x1b[2K");
-        }
-        _ => {}
+/// The live panel on stderr: drawn after each event, erased before any output.
+struct LivePanel {
+    panel: Option<Panel>,
+    drawn: usize,
+}
+
+impl LivePanel {
+    fn new(on: bool) -> Self {
+        Self { panel: on.then(Panel::new), drawn: 0 }
     }
-    let _ = err.flush();
+
+    fn update(&mut self, ev: &Event) {
+        let Some(panel) = &mut self.panel else { return };
+        panel.on_event(ev);
+        let lines = panel.lines(terminal_width().saturating_sub(1));
+        if lines.is_empty() {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        let _ = write!(err, "{}", lines.join("\n"));
+        let _ = err.flush();
+        self.drawn = lines.len();
+    }
+
+    fn erase(&mut self) {
+        if self.drawn == 0 {
+            return;
+        }
+        let mut err = std::io::stderr().lock();
+        // Clear the line the cursor is on, then each line above that the panel used.
+        let _ = write!(err, "\r\x1b[2K{}", "\x1b[1A\x1b[2K".repeat(self.drawn - 1));
+        let _ = err.flush();
+        self.drawn = 0;
+    }
+}
+
+/// Columns of the terminal on stderr (80 when it cannot be asked).
+fn terminal_width() -> usize {
+    // SAFETY: TIOCGWINSZ fills a winsize; a failed call leaves it zeroed, handled below.
+    let mut ws: libc::winsize = unsafe { std::mem::zeroed() };
+    let ok = unsafe { libc::ioctl(libc::STDERR_FILENO, libc::TIOCGWINSZ, &mut ws) } == 0;
+    if ok && ws.ws_col > 0 {
+        usize::from(ws.ws_col)
+    } else {
+        std::env::var("COLUMNS").ok().and_then(|c| c.parse().ok()).unwrap_or(80)
+    }
 }
 
 /// The database path from the flags or the default location.

@@ -142,7 +142,7 @@ where
 {
     let cancel = interrupt_token();
     let (tx, rx) = unbounded_channel();
-    let printer = output::spawn_printer(output_args.format, rx);
+    let printer = output::spawn_printer(output_args, rx);
     let result = test(tx, cancel.clone()).await;
     match printer.await? {
         // The reader went away (`| head`): the run still counts and is still saved.

@@ -1,0 +1,221 @@
+//! The live panel a terminal shows while a test runs: elapsed and planned time, the current
+//! rate with a sparkline of recent intervals, p50/p99 and errors. Sans-I/O: it reads the same
+//! events as the renderers and returns lines; the binary draws and erases them on stderr.
+
+use std::collections::VecDeque;
+
+use wirespeed_model::ping::ProbeOutcome;
+use wirespeed_model::{Event, TestSpec};
+
+use crate::units::{nanos, per_second, percent, rate};
+
+/// How many intervals the sparkline shows.
+const SPARK: usize = 24;
+const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
+
+/// The panel's state.
+#[derive(Debug, Default)]
+pub struct Panel {
+    title: String,
+    planned_s: Option<f64>,
+    elapsed_s: f64,
+    current: String,
+    recent: VecDeque<f64>,
+    details: Vec<String>,
+    /// True once something worth showing arrived (the first interval).
+    live: bool,
+}
+
+/// A sparkline of `values`, scaled to their maximum.
+pub fn sparkline(values: impl IntoIterator<Item = f64>) -> String {
+    let v: Vec<f64> = values.into_iter().collect();
+    let max = v.iter().copied().fold(0.0, f64::max);
+    v.iter()
+        .map(|x| {
+            if max <= 0.0 {
+                BLOCKS[0]
+            } else {
+                BLOCKS[((x / max) * 7.0).round().clamp(0.0, 7.0) as usize]
+            }
+        })
+        .collect()
+}
+
+fn planned(spec: &TestSpec) -> Option<u64> {
+    let ns = match spec {
+        TestSpec::Bandwidth(b) => b.total_ns(),
+        TestSpec::Latency(l) if l.count.is_none() => l.total_ns(),
+        TestSpec::Cps(c) if c.count.is_none() => c.total_ns(),
+        TestSpec::Http(h) if h.count.is_none() => {
+            h.total_ns().saturating_mul(h.rates.len().max(1) as u64)
+        }
+        TestSpec::Dns(d) => d.duration_ns?,
+        TestSpec::Ping(p) => p.deadline_ns.or_else(|| Some(p.count? * p.interval_ns))?,
+        _ => return None,
+    };
+    (ns > 0).then_some(ns)
+}
+
+impl Panel {
+    /// An empty panel.
+    pub fn new() -> Self {
+        Self::default()
+    }
+
+    /// True once the panel has something to show.
+    pub fn is_live(&self) -> bool {
+        self.live
+    }
+
+    fn sample(&mut self, end_ns: u64, value: f64, current: String, details: Vec<String>) {
+        self.elapsed_s = end_ns as f64 / 1e9;
+        self.current = current;
+        self.recent.push_back(value);
+        if self.recent.len() > SPARK {
+            self.recent.pop_front();
+        }
+        self.details = details;
+        self.live = true;
+    }
+
+    /// Takes in one event.
+    pub fn on_event(&mut self, event: &Event) {
+        match event {
+            Event::Start { spec, .. } => {
+                let (kind, target) = match spec {
+                    TestSpec::Bandwidth(b) => ("bandwidth", b.target.as_str()),
+                    TestSpec::Latency(l) => ("latency", l.target.as_str()),
+                    TestSpec::Cps(c) => ("cps", c.target.as_str()),
+                    TestSpec::Ping(p) => ("ping", p.target.as_str()),
+                    TestSpec::Trace(t) => ("trace", t.target.as_str()),
+                    TestSpec::Http(h) => ("http", h.url.as_str()),
+                    TestSpec::Dns(d) => ("dns", d.server.as_str()),
+                };
+                self.title = format!("{kind} {target}");
+                self.planned_s = planned(spec).map(|ns| ns as f64 / 1e9);
+            }
+            Event::Interval(iv) => {
+                let bps: f64 = iv.flows.iter().map(|f| f.total.received_bps).sum();
+                let mut details: Vec<String> = iv
+                    .flows
+                    .iter()
+                    .map(|f| format!("{:?} {}", f.flow, rate(f.total.received_bps)))
+                    .collect();
+                let lost: u64 = iv.flows.iter().filter_map(|f| f.total.lost_packets).sum();
+                let retr: u64 = iv.flows.iter().filter_map(|f| f.total.retransmits).sum();
+                if iv.flows.iter().any(|f| f.total.lost_packets.is_some()) {
+                    details.push(format!("lost {lost}"));
+                } else {
+                    details.push(format!("retransmits {retr}"));
+                }
+                if iv.omitted {
+                    details.push("(warm-up)".into());
+                }
+                self.sample(iv.end_ns, bps, rate(bps), details);
+            }
+            Event::LatencyInterval(iv) => self.sample(
+                iv.end_ns,
+                iv.messages_per_second,
+                per_second(iv.messages_per_second, "msg/s"),
+                vec![
+                    format!("p50 {}", nanos(iv.rtt.p50_ns as f64)),
+                    format!("p99 {}", nanos(iv.rtt.p99_ns as f64)),
+                    format!("lost {}", iv.lost.unwrap_or(0)),
+                ],
+            ),
+            Event::CpsInterval(iv) => self.sample(
+                iv.end_ns,
+                iv.connections_per_second,
+                per_second(iv.connections_per_second, "conn/s"),
+                vec![
+                    format!("connect p50 {}", nanos(iv.connect.p50_ns as f64)),
+                    format!("p99 {}", nanos(iv.connect.p99_ns as f64)),
+                    format!("failed {}", iv.failures.total()),
+                ],
+            ),
+            Event::HttpInterval(iv) => self.sample(
+                iv.end_ns,
+                iv.requests_per_second,
+                per_second(iv.requests_per_second, "req/s"),
+                vec![
+                    format!("p50 {}", nanos(iv.latency.p50_ns as f64)),
+                    format!("p99 {}", nanos(iv.latency.p99_ns as f64)),
+                    format!("errors {}", iv.errors),
+                ],
+            ),
+            Event::DnsInterval(iv) => self.sample(
+                iv.end_ns,
+                iv.queries_per_second,
+                per_second(iv.queries_per_second, "q/s"),
+                vec![
+                    format!("p50 {}", nanos(iv.latency.p50_ns as f64)),
+                    format!("p99 {}", nanos(iv.latency.p99_ns as f64)),
+                    format!(
+                        "lost {}",
+                        percent(if iv.sent == 0 { 0.0 } else { iv.lost as f64 / iv.sent as f64 })
+                    ),
+                ],
+            ),
+            Event::PingProbe(p) => {
+                let (value, current) = match &p.outcome {
+                    ProbeOutcome::Reply { rtt_ns, .. } => (*rtt_ns as f64, nanos(*rtt_ns as f64)),
+                    ProbeOutcome::Lost => (0.0, "lost".into()),
+                    ProbeOutcome::Error { reason } => (0.0, reason.clone()),
+                };
+                self.sample(p.sent_ns, value, format!("seq {} {current}", p.seq), Vec::new());
+            }
+            _ => {}
+        }
+    }
+
+    /// The panel's lines, each cut to `width` characters (a wrapped line could not be erased).
+    pub fn lines(&self, width: usize) -> Vec<String> {
+        if !self.live {
+            return Vec::new();
+        }
+        let time = match self.planned_s {
+            Some(total) => format!("{:.1} s / {:.0} s", self.elapsed_s, total),
+            None => format!("{:.1} s", self.elapsed_s),
+        };
+        let first = format!(
+            "▶ {}  {time}  {}  {}",
+            self.title,
+            self.current,
+            sparkline(self.recent.iter().copied())
+        );
+        let mut out = vec![first];
+        if !self.details.is_empty() {
+            out.push(format!("  {}", self.details.join("  ")));
+        }
+        out.into_iter().map(|l| l.chars().take(width.max(1)).collect()).collect()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::{events_of, fixtures};
+    use wirespeed_model::spec::{Direction, Protocol};
+
+    #[test]
+    fn a_bandwidth_run_as_the_panel_sees_it() {
+        let mut p = Panel::new();
+        let events = events_of(&fixtures::report(Protocol::Udp, Direction::Upload));
+        p.on_event(&events[0]);
+        assert!(!p.is_live() && p.lines(80).is_empty(), "nothing before the first interval");
+        p.on_event(&events[1]);
+        p.on_event(&events[2]);
+        insta::assert_snapshot!(p.lines(100).join("\n"), @r"
+        ▶ bandwidth 127.0.0.1  2.0 s / 2 s  11.2 Gbit/s  ██
+          Upload 11.2 Gbit/s  lost 2
+        ");
+        assert!(p.lines(20).iter().all(|l| l.chars().count() <= 20));
+    }
+
+    #[test]
+    fn sparklines_scale_to_the_maximum() {
+        assert_eq!(sparkline([0.0, 50.0, 100.0]), "▁▅█");
+        assert_eq!(sparkline([0.0, 0.0]), "▁▁");
+        assert_eq!(sparkline([]), "");
+    }
+}
