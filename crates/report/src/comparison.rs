@@ -51,7 +51,7 @@ pub fn table(cmp: &Comparison, labels: &[String]) -> Table {
             format!("{} ({better})", base.label),
             labels[0].clone(),
             figure(centre(base), base.unit),
-            "1".into(),
+            "1.00".into(),
             "baseline".into(),
         ]);
         for (i, other) in cmp.others.iter().enumerate() {
@@ -170,4 +170,93 @@ pub fn json(cmp: &Comparison, labels: &[String], ids: &[Option<i64>]) -> Value {
         .map(|d| json!({ "field": d.field, "values": d.values }))
         .collect();
     json!({ "baseline": labels[0], "runs": labels, "spec_differences": diffs, "figures": figures })
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::fixtures;
+    use wirespeed_model::compare::{compare, CompareOptions, Verdict};
+    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::{Report, ReportBody};
+
+    /// A TCP upload run whose intervals moved `gbps[i]` Gbit/s, with `parallel` streams.
+    fn run(gbps: &[f64], parallel: u16) -> Report {
+        let mut r = fixtures::report(Protocol::Tcp, Direction::Upload);
+        let ReportBody::Bandwidth(b) = &mut r.body else { unreachable!() };
+        b.spec.parallel = parallel;
+        let template = b.intervals[0].clone();
+        b.intervals = gbps
+            .iter()
+            .enumerate()
+            .map(|(i, g)| {
+                let mut iv = template.clone();
+                iv.index = i as u32;
+                iv.flows[0].total.received_bps = g * 1e9;
+                iv.flows[0].total.retransmits = Some(i as u64 % 2);
+                iv
+            })
+            .collect();
+        b.summary.primary.total.received_bps = gbps.iter().sum::<f64>() / gbps.len() as f64 * 1e9;
+        r
+    }
+
+    fn labels() -> Vec<String> {
+        vec!["#1".into(), "#2".into(), "#3".into()]
+    }
+
+    /// Base around 10 Gbit/s; a run 50 % faster; a run the same but with 4 streams.
+    fn three() -> (Report, Report, Report) {
+        let base = [9.8, 10.1, 10.0, 9.9, 10.2, 10.0, 9.9, 10.1];
+        let faster: Vec<f64> = base.iter().map(|g| g * 1.5).collect();
+        let same: Vec<f64> = base.iter().rev().copied().collect();
+        (run(&base, 1), run(&faster, 1), run(&same, 4))
+    }
+
+    #[test]
+    fn known_differences_get_the_right_verdicts() {
+        let (a, b, c) = three();
+        let cmp = compare(&[&a, &b, &c], &CompareOptions::default()).unwrap();
+        let head = |i: usize| &cmp.others[i][0];
+        assert_eq!(head(0).verdict, Verdict::Better);
+        assert!((head(0).ratio - 1.5).abs() < 0.01);
+        assert_eq!(head(1).verdict, Verdict::NoChange);
+        assert_eq!(cmp.spec_differences.len(), 1);
+        assert_eq!(cmp.spec_differences[0].field, "parallel");
+        assert_eq!(cmp.spec_differences[0].values, ["1", "1", "4"]);
+    }
+
+    #[test]
+    fn comparison_text() {
+        let (a, b, c) = three();
+        let cmp = compare(&[&a, &b, &c], &CompareOptions::default()).unwrap();
+        insta::assert_snapshot!(text(&cmp, &labels(), "bandwidth"));
+    }
+
+    #[test]
+    fn comparison_markdown() {
+        let (a, b, c) = three();
+        let cmp = compare(&[&a, &b, &c], &CompareOptions::default()).unwrap();
+        insta::assert_snapshot!(markdown(&cmp, &labels(), "bandwidth"));
+    }
+
+    #[test]
+    fn comparison_csv() {
+        let (a, b, c) = three();
+        let cmp = compare(&[&a, &b, &c], &CompareOptions::default()).unwrap();
+        let csv = table(&cmp, &labels()).csv();
+        fixtures::assert_even_rows(&csv);
+        insta::assert_snapshot!(csv);
+    }
+
+    #[test]
+    fn json_carries_intervals_and_verdicts() {
+        let (a, b, _) = three();
+        let cmp = compare(&[&a, &b], &CompareOptions::default()).unwrap();
+        let v = json(&cmp, &labels()[..2], &[Some(1), Some(2)]);
+        let r = &v["figures"][0]["runs"][1];
+        assert_eq!(r["verdict"], "better");
+        assert!(r["ratio_low"].as_f64().unwrap() < 1.5 && r["ratio_high"].as_f64().unwrap() > 1.5 - 0.05);
+        assert_eq!(v["figures"][0]["higher_is_better"], true);
+    }
 }
