@@ -15,6 +15,10 @@ command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # socat: an echo service for latency --external.
 command -v socat >/dev/null 2>&1 || need_apt+=(socat)
+# Chromium: HTML reports are opened headless and their charts must render.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# script (a pseudo-terminal for the live panel's test) is in bsdutils, which Debian always has.
+command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
 # Real DNS servers `wirespeed dns` is checked against.
 [ -x /usr/sbin/unbound ] || need_apt+=(unbound)
 [ -x /usr/sbin/nsd ] || need_apt+=(nsd)

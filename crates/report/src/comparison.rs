@@ -256,7 +256,10 @@ mod tests {
         let v = json(&cmp, &labels()[..2], &[Some(1), Some(2)]);
         let r = &v["figures"][0]["runs"][1];
         assert_eq!(r["verdict"], "better");
-        assert!(r["ratio_low"].as_f64().unwrap() < 1.5 && r["ratio_high"].as_f64().unwrap() > 1.5 - 0.05);
+        assert!(
+            r["ratio_low"].as_f64().unwrap() < 1.5
+                && r["ratio_high"].as_f64().unwrap() > 1.5 - 0.05
+        );
         assert_eq!(v["figures"][0]["higher_is_better"], true);
     }
 }

@@ -31,38 +31,42 @@ impl Table {
 
     /// Columns padded to their widest cell, two spaces apart.
     pub fn text(&self) -> String {
-        let width = |i: usize| {
-            self.rows
-                .iter()
-                .map(|r| r[i].chars().count())
-                .chain([self.headers[i].chars().count()])
-                .max()
-                .unwrap_or(0)
-        };
-        let widths: Vec<usize> = (0..self.headers.len()).map(width).collect();
-        let line = |cells: &[String]| {
-            let mut s = String::new();
+        let cells = |r: &[String]| r.iter().map(|c| c.chars().count()).collect::<Vec<_>>();
+        let mut widths = cells(&self.headers);
+        let counted: Vec<Vec<usize>> = self.rows.iter().map(|r| cells(r)).collect();
+        for row in &counted {
+            for (w, n) in widths.iter_mut().zip(row) {
+                *w = (*w).max(*n);
+            }
+        }
+        let line_len = widths.iter().sum::<usize>() + 2 * widths.len() + 1;
+        // One buffer for the whole table: a history of 100 000 runs is one allocation, not a
+        // string per line.
+        let mut out = String::with_capacity(line_len * (self.rows.len() + 1));
+        let mut line = |cells: &[String], counts: &[usize]| {
+            let start = out.len();
             for (i, c) in cells.iter().enumerate() {
-                let pad = widths[i] - c.chars().count();
-                let last = i + 1 == cells.len();
+                let pad = widths[i] - counts[i];
                 if i > 0 {
-                    s.push_str("  ");
+                    out.push_str("  ");
                 }
                 if self.numeric[i] {
-                    s.push_str(&" ".repeat(pad));
-                    s.push_str(c);
+                    out.extend(std::iter::repeat_n(' ', pad));
+                    out.push_str(c);
                 } else {
-                    s.push_str(c);
-                    if !last {
-                        s.push_str(&" ".repeat(pad));
+                    out.push_str(c);
+                    if i + 1 < cells.len() {
+                        out.extend(std::iter::repeat_n(' ', pad));
                     }
                 }
             }
-            s.trim_end().to_string() + "\n"
+            let kept = out[start..].trim_end().len();
+            out.truncate(start + kept);
+            out.push('\n');
         };
-        let mut out = line(&self.headers);
-        for r in &self.rows {
-            out.push_str(&line(r));
+        line(&self.headers, &cells(&self.headers));
+        for (r, n) in self.rows.iter().zip(&counted) {
+            line(r, n);
         }
         out
     }

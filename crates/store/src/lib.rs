@@ -117,7 +117,9 @@ impl Store {
         store.sql(|c| {
             // WAL: readers never block the writer, and a crash mid-write loses only that write.
             c.pragma_update(None, "journal_mode", "WAL")?;
-            c.pragma_update(None, "synchronous", "NORMAL")
+            c.pragma_update(None, "synchronous", "NORMAL")?;
+            // Deleting a run deletes its report (ON DELETE CASCADE).
+            c.pragma_update(None, "foreign_keys", true)
         })?;
         migrate::to_latest(&mut store.conn, &store.path)?;
         Ok(store)
@@ -140,41 +142,68 @@ impl Store {
 
     /// Saves a finished run in one transaction, then applies the retention policy; returns its id.
     pub fn save(&self, report: &Report, tag: Option<&str>) -> Result<i64, StoreError> {
-        let json = serde_json::to_string(report)
-            .map_err(|source| StoreError::Corrupt { id: 0, source })?;
-        let head = wirespeed_model::metrics::headline(report);
-        let id = self.sql(|c| {
-            c.execute(
-                "INSERT INTO runs (kind, target, started_at_ms, version, tag, report, headline_key, headline, headline_unit)
-                 VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9)",
-                params![
-                    report.kind(),
-                    report.target(),
-                    report.meta.start_unix_ms as i64,
-                    report.meta.version,
-                    tag,
-                    json,
-                    head.key,
-                    head.value,
-                    head.unit.code()
-                ],
-            )?;
-            Ok(c.last_insert_rowid())
+        Ok(self.save_all(&[(report, tag)])?[0])
+    }
+
+    /// Saves runs in one transaction (all or none), then applies the retention policy once;
+    /// returns their ids.
+    pub fn save_all(&self, runs: &[(&Report, Option<&str>)]) -> Result<Vec<i64>, StoreError> {
+        let rows = runs
+            .iter()
+            .map(|(r, tag)| {
+                Ok((
+                    *r,
+                    *tag,
+                    serde_json::to_string(r)
+                        .map_err(|source| StoreError::Corrupt { id: 0, source })?,
+                ))
+            })
+            .collect::<Result<Vec<_>, StoreError>>()?;
+        let ids = self.sql(|c| {
+            let tx = c.unchecked_transaction()?;
+            let mut ids = Vec::with_capacity(rows.len());
+            {
+                let mut insert = tx.prepare_cached(
+                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                )?;
+                let mut insert_report = tx.prepare_cached("INSERT INTO reports (run_id, report) VALUES (?1, ?2)")?;
+                for (report, tag, json) in &rows {
+                    let head = wirespeed_model::metrics::headline(report);
+                    insert.execute(params![
+                        report.kind(),
+                        report.target(),
+                        report.meta.start_unix_ms as i64,
+                        report.meta.version,
+                        tag,
+                        head.key,
+                        head.value,
+                        head.unit.code()
+                    ])?;
+                    let id = tx.last_insert_rowid();
+                    insert_report.execute(params![id, json])?;
+                    ids.push(id);
+                }
+            }
+            tx.commit()?;
+            Ok(ids)
         })?;
         let policy = self.retention()?;
         if !policy.is_off() {
             let now = std::time::SystemTime::now()
                 .duration_since(std::time::UNIX_EPOCH)
                 .map_or(0, |d| d.as_millis() as i64);
-            self.prune(&policy, now.max(report.meta.start_unix_ms as i64))?;
+            let newest = runs.iter().map(|r| r.0.meta.start_unix_ms as i64).max().unwrap_or(0);
+            self.prune(&policy, now.max(newest))?;
         }
-        Ok(id)
+        Ok(ids)
     }
 
     /// The report of run `id`, if there is one.
     pub fn get(&self, id: i64) -> Result<Option<Report>, StoreError> {
         let json: Option<String> = self.sql(|c| {
-            c.query_row("SELECT report FROM runs WHERE id = ?1", [id], |r| r.get(0)).optional()
+            c.query_row("SELECT report FROM reports WHERE run_id = ?1", [id], |r| r.get(0))
+                .optional()
         })?;
         json.map(|j| serde_json::from_str(&j).map_err(|source| StoreError::Corrupt { id, source }))
             .transpose()

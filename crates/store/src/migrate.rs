@@ -20,8 +20,8 @@ pub struct Migration {
 pub const MIGRATIONS: &[Migration] = &[
     Migration { name: "0001_init", sql: include_str!("migrations/0001_init.sql"), backfill: None },
     Migration {
-        name: "0002_headline_and_retention",
-        sql: include_str!("migrations/0002_headline_and_retention.sql"),
+        name: "0002_reports_headline_retention",
+        sql: include_str!("migrations/0002_reports_headline_retention.sql"),
         backfill: Some(backfill_headlines),
     },
 ];
@@ -63,7 +63,9 @@ pub(crate) fn to_version(
 /// Fills the headline columns of runs saved before they existed. A report that no longer
 /// parses keeps empty columns (the history shows `-`) rather than failing the upgrade.
 fn backfill_headlines(tx: &Transaction<'_>) -> rusqlite::Result<()> {
-    let mut read = tx.prepare("SELECT id, report FROM runs WHERE headline_key IS NULL")?;
+    let mut read = tx.prepare(
+        "SELECT runs.id, reports.report FROM runs JOIN reports ON reports.run_id = runs.id WHERE headline_key IS NULL",
+    )?;
     let mut write = tx.prepare(
         "UPDATE runs SET headline_key = ?2, headline = ?3, headline_unit = ?4 WHERE id = ?1",
     )?;
@@ -99,6 +101,14 @@ mod tests {
         };
     }
 
+    /// SQL that damages run `?1`'s saved report at schema `version`.
+    fn corrupt_report(version: usize) -> &'static str {
+        match version {
+            1 => "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE id = ?1",
+            v => panic!("no corruption written for schema {v}: add one with the new migration"),
+        }
+    }
+
     #[test]
     fn every_earlier_schema_upgrades_with_its_runs() {
         for version in 1..MIGRATIONS.len() {
@@ -109,11 +119,10 @@ mod tests {
             insert_at(&conn, version, 10, 5e8);
             insert_at(&conn, version, 20, 7e8);
             // A row whose report no longer parses must not stop the upgrade.
-            conn.execute(
-                "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE started_at_ms = 10",
-                [],
-            )
-            .unwrap();
+            let id: i64 = conn
+                .query_row("SELECT id FROM runs WHERE started_at_ms = 10", [], |r| r.get(0))
+                .unwrap();
+            conn.execute(corrupt_report(version), [id]).unwrap();
             drop(conn);
 
             let store = Store::open(&path).unwrap();
@@ -143,7 +152,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(tables, ["runs", "settings"]);
+        assert_eq!(tables, ["reports", "runs", "settings"]);
         // Applying again is a no-op.
         to_latest(&mut conn, ":memory:").unwrap();
     }

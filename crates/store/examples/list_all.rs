@@ -1,0 +1,15 @@
+//! Times `Store::list` over every saved run, for the history benchmark
+//! (`scripts/bench/history.sh`): prints the milliseconds and the row count.
+//!
+//!     cargo run --release -p wirespeed-store --example list_all -- DB
+
+use wirespeed_store::{RunFilter, Store};
+
+fn main() -> Result<(), Box<dyn std::error::Error>> {
+    let db = std::env::args().nth(1).ok_or("usage: list_all DB")?;
+    let store = Store::open(std::path::Path::new(&db))?;
+    let started = std::time::Instant::now();
+    let rows = store.list(&RunFilter::default())?;
+    println!("{} {}", started.elapsed().as_millis(), rows.len());
+    Ok(())
+}
