@@ -98,7 +98,9 @@ fn send_sigterm(pid: u32) {
 
 #[test]
 fn quick_runs_every_test_kind_in_process() {
-    let out = client(&["quick", "-t", "0.5", "--no-save"]);
+    let dir = tempfile::tempdir().unwrap();
+    let chart = dir.path().join("quick.svg");
+    let out = client(&["quick", "-t", "0.5", "--no-save", "--chart", chart.to_str().unwrap()]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let table = String::from_utf8(out.stdout).unwrap();
     for row in [
@@ -118,6 +120,17 @@ fn quick_runs_every_test_kind_in_process() {
         assert!(table.contains(row), "missing {row}: {table}");
     }
     assert!(!table.contains("FAILED"), "{table}");
+    // Every run's charts in one image, each titled with its row.
+    let svg = std::fs::read_to_string(&chart).unwrap();
+    let doc = roxmltree::Document::parse(&svg).unwrap();
+    let titles: Vec<&str> = doc.descendants().filter_map(|n| n.text()).map(str::trim).collect();
+    for title in [
+        "TCP upload: Throughput per interval",
+        "TCP latency: Latency CDF",
+        "DNS queries (UDP): Rate per interval",
+    ] {
+        assert!(titles.contains(&title), "no chart {title:?} in {titles:?}");
+    }
 }
 
 #[test]

@@ -1,6 +1,7 @@
 //! `wirespeed quick`: the main job. Starts a server in-process on loopback, runs every test
 //! kind against it, prints one table, saves every run.
 
+use std::io::Write;
 use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
@@ -31,6 +32,7 @@ use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol};
 use wirespeed_model::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::units::parse_duration;
 use wirespeed_proto::dns::zone::Zone;
+use wirespeed_report::digest::RunLabel;
 use wirespeed_report::quick::QuickRow;
 use wirespeed_report::Format;
 
@@ -210,8 +212,16 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     let reports: Vec<_> = rows.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
     let format = output::format_of(args.output.format);
     let mut out = std::io::stdout().lock();
+    let labelled = || reports.iter().map(|r| (*r, RunLabel::default())).collect::<Vec<_>>();
     match format {
         Format::Text => wirespeed_report::quick::render(&rows, &mut out)?,
+        // One document for all the runs, not one per run.
+        Format::Markdown => {
+            out.write_all(wirespeed_report::markdown::document(&labelled()).as_bytes())?
+        }
+        Format::Html => {
+            out.write_all(wirespeed_report::html::runs_document(&labelled()).as_bytes())?
+        }
         other => {
             for r in &reports {
                 wirespeed_report::render_report(r, other, false, &mut out)?;
@@ -219,6 +229,22 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
         }
     }
     drop(out);
+    if let Some(path) = &args.output.chart {
+        // Every run's charts, one above the other, each titled with its row's name.
+        let charts: Vec<_> = rows
+            .iter()
+            .filter_map(|r| Some((&r.name, r.outcome.as_ref().ok()?)))
+            .flat_map(|(name, report)| {
+                wirespeed_report::charts::run_charts(report).into_iter().map(move |mut c| {
+                    c.title = format!("{name}: {}", c.title);
+                    c
+                })
+            })
+            .collect();
+        if let Err(e) = crate::saved::write_chart(path, &charts) {
+            eprintln!("wirespeed: warning: no chart written: {e:#}");
+        }
+    }
     let failed = rows.iter().any(|r| r.outcome.is_err() && !r.skipped);
     if let Err(e) = output::save(&args.output, &reports) {
         eprintln!("wirespeed: warning: results not saved: {e:#}");
