@@ -4,6 +4,7 @@
 
 use std::collections::VecDeque;
 
+use wirespeed_model::latency::LatencyStats;
 use wirespeed_model::ping::ProbeOutcome;
 use wirespeed_model::{Event, TestSpec};
 
@@ -78,6 +79,24 @@ impl Panel {
         self.live = true;
     }
 
+    /// An interval of events per second with a latency distribution and an error count.
+    fn rated(
+        &mut self,
+        end_ns: u64,
+        per_s: f64,
+        events: &str,
+        p50: &str,
+        stats: &LatencyStats,
+        errors: String,
+    ) {
+        let details = vec![
+            format!("{p50} {}", nanos(stats.p50_ns as f64)),
+            format!("p99 {}", nanos(stats.p99_ns as f64)),
+            errors,
+        ];
+        self.sample(end_ns, per_s, per_second(per_s, events), details);
+    }
+
     /// Takes in one event.
     pub fn on_event(&mut self, event: &Event) {
         match event {
@@ -113,49 +132,37 @@ impl Panel {
                 }
                 self.sample(iv.end_ns, bps, rate(bps), details);
             }
-            Event::LatencyInterval(iv) => self.sample(
-                iv.end_ns,
-                iv.messages_per_second,
-                per_second(iv.messages_per_second, "msg/s"),
-                vec![
-                    format!("p50 {}", nanos(iv.rtt.p50_ns as f64)),
-                    format!("p99 {}", nanos(iv.rtt.p99_ns as f64)),
-                    format!("lost {}", iv.lost.unwrap_or(0)),
-                ],
-            ),
-            Event::CpsInterval(iv) => self.sample(
-                iv.end_ns,
-                iv.connections_per_second,
-                per_second(iv.connections_per_second, "conn/s"),
-                vec![
-                    format!("connect p50 {}", nanos(iv.connect.p50_ns as f64)),
-                    format!("p99 {}", nanos(iv.connect.p99_ns as f64)),
-                    format!("failed {}", iv.failures.total()),
-                ],
-            ),
-            Event::HttpInterval(iv) => self.sample(
-                iv.end_ns,
-                iv.requests_per_second,
-                per_second(iv.requests_per_second, "req/s"),
-                vec![
-                    format!("p50 {}", nanos(iv.latency.p50_ns as f64)),
-                    format!("p99 {}", nanos(iv.latency.p99_ns as f64)),
-                    format!("errors {}", iv.errors),
-                ],
-            ),
-            Event::DnsInterval(iv) => self.sample(
-                iv.end_ns,
-                iv.queries_per_second,
-                per_second(iv.queries_per_second, "q/s"),
-                vec![
-                    format!("p50 {}", nanos(iv.latency.p50_ns as f64)),
-                    format!("p99 {}", nanos(iv.latency.p99_ns as f64)),
-                    format!(
-                        "lost {}",
-                        percent(if iv.sent == 0 { 0.0 } else { iv.lost as f64 / iv.sent as f64 })
-                    ),
-                ],
-            ),
+            Event::LatencyInterval(iv) => {
+                let lost = format!("lost {}", iv.lost.unwrap_or(0));
+                self.rated(iv.end_ns, iv.messages_per_second, "msg/s", "p50", &iv.rtt, lost);
+            }
+            Event::CpsInterval(iv) => {
+                let failed = format!("failed {}", iv.failures.total());
+                self.rated(
+                    iv.end_ns,
+                    iv.connections_per_second,
+                    "conn/s",
+                    "connect p50",
+                    &iv.connect,
+                    failed,
+                );
+            }
+            Event::HttpInterval(iv) => {
+                let errors = format!("errors {}", iv.errors);
+                self.rated(iv.end_ns, iv.requests_per_second, "req/s", "p50", &iv.latency, errors);
+            }
+            Event::DnsInterval(iv) => {
+                let lost =
+                    percent(if iv.sent == 0 { 0.0 } else { iv.lost as f64 / iv.sent as f64 });
+                self.rated(
+                    iv.end_ns,
+                    iv.queries_per_second,
+                    "q/s",
+                    "p50",
+                    &iv.latency,
+                    format!("lost {lost}"),
+                );
+            }
             Event::PingProbe(p) => {
                 let (value, current) = match &p.outcome {
                     ProbeOutcome::Reply { rtt_ns, .. } => (*rtt_ns as f64, nanos(*rtt_ns as f64)),

@@ -369,19 +369,7 @@ fn cps_renders_every_format_saves_and_has_exit_codes() {
     assert_eq!(v["summary"]["server_accepted"], 400);
     assert_eq!(v["summary"]["failures"]["refused"], 0);
     let saved = wirespeed_store::Store::open(&db_path).unwrap();
-    assert_eq!(
-        saved
-            .get(
-                saved
-                    .list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() })
-                    .unwrap()[0]
-                    .id
-            )
-            .unwrap()
-            .unwrap()
-            .kind(),
-        "cps"
-    );
+    assert_eq!(common::newest_kind(&saved), "cps");
 
     let text = client(&["cps", &target, "-t", "0.3", "-i", "0.1", "--rst", "--no-save"]);
     let text = String::from_utf8(text.stdout).unwrap();
@@ -431,19 +419,7 @@ fn ping_over_icmp_tcp_and_udp_with_exit_codes() {
     assert_eq!((v["kind"].as_str(), v["summary"]["received"].as_u64()), (Some("ping"), Some(3)));
     assert_eq!(v["probes"][0]["outcome"], "reply");
     let store = wirespeed_store::Store::open(&db_path).unwrap();
-    assert_eq!(
-        store
-            .get(
-                store
-                    .list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() })
-                    .unwrap()[0]
-                    .id
-            )
-            .unwrap()
-            .unwrap()
-            .kind(),
-        "ping"
-    );
+    assert_eq!(common::newest_kind(&store), "ping");
 
     let text = client(&[
         "ping",
@@ -657,19 +633,7 @@ fn http_load_against_the_fixture_in_every_format() {
     assert_eq!((v["kind"].as_str(), v["summary"]["responses"].as_u64()), (Some("http"), Some(300)));
     assert_eq!(v["summary"]["status"]["200"], 300);
     let store = wirespeed_store::Store::open(&db_path).unwrap();
-    assert_eq!(
-        store
-            .get(
-                store
-                    .list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() })
-                    .unwrap()[0]
-                    .id
-            )
-            .unwrap()
-            .unwrap()
-            .kind(),
-        "http"
-    );
+    assert_eq!(common::newest_kind(&store), "http");
     let text = client(&[
         "http",
         &url,

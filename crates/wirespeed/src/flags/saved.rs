@@ -27,7 +27,7 @@ pub enum TableFormat {
     /// A Markdown table.
     #[value(alias = "markdown")]
     Md,
-    /// compare only: a self-contained HTML page with charts.
+    /// A self-contained HTML page with charts (compare; for runs, `export -f html`).
     Html,
 }
 
@@ -114,10 +114,10 @@ pub struct RmArgs {
     /// The runs to delete: ids, `last`, or `last~N`.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
-    /// Instead: delete all but the newest N runs.
+    /// Or: delete all but the newest N runs.
     #[arg(long, value_name = "N")]
     pub keep: Option<u64>,
-    /// Instead: delete runs started longer ago than this (e.g. 30d, 12h).
+    /// Or: delete runs started longer ago than this (e.g. 30d, 12h).
     #[arg(long, value_name = "AGE")]
     pub older_than: Option<String>,
     /// Database.

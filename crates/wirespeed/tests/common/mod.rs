@@ -52,3 +52,10 @@ pub fn server(extra: &[&str]) -> Server {
 pub fn client(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
 }
+
+/// The kind of the newest run saved in `store`.
+pub fn newest_kind(store: &wirespeed_store::Store) -> String {
+    let newest =
+        store.list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() }).unwrap();
+    store.get(newest[0].id).unwrap().unwrap().kind().to_string()
+}
