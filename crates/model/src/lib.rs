@@ -19,6 +19,7 @@ pub mod spec;
 pub mod stats;
 pub mod trace;
 pub mod units;
+pub mod web;
 
 pub use event::Event;
 pub use report::{Meta, Report, ReportBody};

@@ -9,6 +9,7 @@
 mod migrate;
 mod query;
 mod retention;
+mod web;
 
 use std::path::{Path, PathBuf};
 
@@ -18,6 +19,7 @@ use wirespeed_model::Report;
 pub use migrate::MIGRATIONS;
 pub use query::{RunFilter, RunRow};
 pub use retention::Retention;
+pub use web::{WebFilter, WebPolicy};
 
 /// Why the store could not do what was asked.
 #[derive(Debug, thiserror::Error)]

@@ -24,6 +24,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0002_reports_headline_retention.sql"),
         backfill: Some(backfill_headlines),
     },
+    Migration {
+        name: "0003_web_results",
+        sql: include_str!("migrations/0003_web_results.sql"),
+        backfill: None,
+    },
 ];
 
 /// Applies every migration the database has not had.
@@ -97,6 +102,20 @@ mod tests {
                     params![r.kind(), r.target(), ms as i64, r.meta.version, "old", json],
                 )
                 .unwrap(),
+            2 | 3 => {
+                let head = wirespeed_model::metrics::headline(&r);
+                conn.execute(
+                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    params![r.kind(), r.target(), ms as i64, r.meta.version, "old", head.key, head.value, head.unit.code()],
+                )
+                .unwrap();
+                conn.execute(
+                    "INSERT INTO reports (run_id, report) VALUES (?1, ?2)",
+                    params![conn.last_insert_rowid(), json],
+                )
+                .unwrap()
+            }
             v => panic!("no insert written for schema {v}: add one with the new migration"),
         };
     }
@@ -105,6 +124,7 @@ mod tests {
     fn corrupt_report(version: usize) -> &'static str {
         match version {
             1 => "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE id = ?1",
+            2 | 3 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
             v => panic!("no corruption written for schema {v}: add one with the new migration"),
         }
     }
@@ -131,7 +151,9 @@ mod tests {
             assert_eq!(rows.len(), 2, "from {version}");
             assert_eq!(rows[0].headline, Some(7e8), "from {version}: backfilled");
             assert_eq!(rows[0].tag.as_deref(), Some("old"));
-            assert_eq!(rows[1].headline, None, "from {version}: unreadable report left blank");
+            if version < 2 {
+                assert_eq!(rows[1].headline, None, "from {version}: unreadable report left blank");
+            }
             assert_eq!(store.get(rows[0].id).unwrap().unwrap(), report(20, 7e8));
             assert!(matches!(store.get(rows[1].id), Err(StoreError::Corrupt { .. })));
             // And it works as a new one does.
@@ -152,7 +174,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(tables, ["reports", "runs", "settings"]);
+        assert_eq!(tables, ["reports", "runs", "settings", "web_results"]);
         // Applying again is a no-op.
         to_latest(&mut conn, ":memory:").unwrap();
     }
