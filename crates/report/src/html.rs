@@ -17,7 +17,8 @@ use crate::digest::{self, RunLabel};
 use crate::table::escape_html;
 use crate::{comparison, Renderer};
 
-const CHART_JS: &str = include_str!("../assets/chart.umd.min.js");
+/// Chart.js (MIT), vendored: HTML reports and the web speed test's results page inline it.
+pub const CHART_JS: &str = include_str!("../assets/chart.umd.min.js");
 
 /// A page being put together: HTML sections and the charts they place.
 #[derive(Debug, Default)]

@@ -1,0 +1,126 @@
+//! Response bodies: small ones held whole, and the download source, which cuts LibreSpeed's
+//! `ckSize` MiB from a few random blocks made at start-up (incompressible, and no CPU spent per
+//! request — LibreSpeed's PHP draws a fresh MiB from OpenSSL for every request) and counts what
+//! it hands to the connection into the test's meter.
+
+use std::convert::Infallible;
+use std::pin::Pin;
+use std::sync::Arc;
+use std::task::{Context, Poll};
+use std::time::Instant;
+
+use bytes::Bytes;
+use http_body::{Body, Frame, SizeHint};
+
+use crate::limits::StreamSlot;
+use crate::meter::Meter;
+
+/// One MiB: LibreSpeed's chunk.
+pub const CHUNK: usize = 1 << 20;
+/// Distinct random chunks; a download cycles through them.
+const BLOCKS: usize = 4;
+
+/// The random chunks downloads are made of.
+pub fn random_blocks() -> Arc<[Bytes]> {
+    (0..BLOCKS)
+        .map(|_| {
+            let mut b = vec![0u8; CHUNK];
+            // A failure leaves zeros: still a valid measurement on paths that do not compress.
+            let _ = getrandom::fill(&mut b);
+            Bytes::from(b)
+        })
+        .collect()
+}
+
+/// A download in progress.
+#[derive(Debug)]
+pub struct Garbage {
+    blocks: Arc<[Bytes]>,
+    left: u32,
+    next: usize,
+    meter: Option<Arc<Meter>>,
+    /// Held until the body is done or dropped (the client went away): the per-client cap.
+    _slot: StreamSlot,
+}
+
+impl Garbage {
+    /// `chunks` MiB of `blocks`, counted into `meter`.
+    pub fn new(
+        blocks: Arc<[Bytes]>,
+        chunks: u32,
+        meter: Option<Arc<Meter>>,
+        slot: StreamSlot,
+    ) -> Self {
+        Self { blocks, left: chunks, next: 0, meter, _slot: slot }
+    }
+}
+
+/// A response body.
+#[derive(Debug)]
+pub enum WebBody {
+    /// Held whole (possibly empty).
+    Full(Option<Bytes>),
+    /// The download source.
+    Garbage(Box<Garbage>),
+}
+
+impl WebBody {
+    /// No body.
+    pub fn empty() -> Self {
+        Self::Full(None)
+    }
+}
+
+impl From<String> for WebBody {
+    fn from(s: String) -> Self {
+        Self::Full(Some(Bytes::from(s)))
+    }
+}
+
+impl From<&'static str> for WebBody {
+    fn from(s: &'static str) -> Self {
+        Self::Full(Some(Bytes::from_static(s.as_bytes())))
+    }
+}
+
+impl Body for WebBody {
+    type Data = Bytes;
+    type Error = Infallible;
+
+    fn poll_frame(
+        self: Pin<&mut Self>,
+        _cx: &mut Context<'_>,
+    ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
+        match self.get_mut() {
+            Self::Full(b) => {
+                Poll::Ready(b.take().filter(|b| !b.is_empty()).map(|b| Ok(Frame::data(b))))
+            }
+            Self::Garbage(g) => {
+                if g.left == 0 {
+                    return Poll::Ready(None);
+                }
+                g.left -= 1;
+                let chunk = g.blocks[g.next % g.blocks.len()].clone();
+                g.next += 1;
+                if let Some(m) = &g.meter {
+                    m.download.add(chunk.len() as u64, Instant::now());
+                }
+                Poll::Ready(Some(Ok(Frame::data(chunk))))
+            }
+        }
+    }
+
+    fn is_end_stream(&self) -> bool {
+        match self {
+            Self::Full(b) => b.as_ref().is_none_or(Bytes::is_empty),
+            Self::Garbage(g) => g.left == 0,
+        }
+    }
+
+    fn size_hint(&self) -> SizeHint {
+        match self {
+            Self::Full(b) => SizeHint::with_exact(b.as_ref().map_or(0, |b| b.len() as u64)),
+            Self::Garbage(g) => SizeHint::with_exact(u64::from(g.left) * CHUNK as u64),
+        }
+    }
+}

@@ -1,0 +1,230 @@
+//! The browser speed test (`wirespeed web`, `wirespeed server --web PORT`): a backend that
+//! LibreSpeed's clients use unchanged ([`librespeed`]: download, upload sink, getIP, telemetry,
+//! a server list), wirespeed's own page and results page ([`api`], [`assets`]), and what makes
+//! it safe to leave on the Internet: per-client budgets ([`limits`]), forwarded addresses
+//! believed only from trusted proxies ([`client_ip`]), capped bodies, results keyed by random
+//! ids and recorded from what the server measured ([`meter`]).
+//!
+//! HTTP/1.1 and HTTP/2 (prior knowledge) on one port, served by hyper. The server takes bound
+//! listeners and a shutdown token; results go to the store through blocking tasks.
+
+pub mod api;
+pub mod assets;
+pub mod body;
+pub mod client_ip;
+pub mod geoip;
+pub mod librespeed;
+pub mod limits;
+pub mod meter;
+pub mod respond;
+pub mod routes;
+pub mod telemetry;
+
+use std::convert::Infallible;
+use std::net::SocketAddr;
+use std::sync::{Arc, Mutex};
+use std::time::{Duration, Instant};
+
+use bytes::Bytes;
+use hyper::body::Incoming;
+use hyper::{Method, Request, StatusCode};
+use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::server::conn::auto;
+use ipnet::IpNet;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+use wirespeed_store::{Store, WebPolicy};
+
+use crate::geoip::GeoIp;
+use crate::limits::{LimitConfig, Limits};
+use crate::meter::Meters;
+use crate::respond::Reply;
+use crate::routes::Route;
+
+/// Largest `ckSize` LibreSpeed allows (MiB per download request).
+pub const MAX_CHUNKS: u32 = 1024;
+
+/// How the web server behaves.
+#[derive(Debug)]
+pub struct WebConfig {
+    /// Largest `ckSize` honoured (MiB per download request; speedtest-x uses 50).
+    pub max_chunks: u32,
+    /// Largest upload body, bytes.
+    pub max_upload: u64,
+    /// Per-client budgets.
+    pub limits: LimitConfig,
+    /// Peers whose `X-Forwarded-For` / `X-Real-IP` are believed.
+    pub trusted_proxies: Vec<IpNet>,
+    /// ISP and place of clients.
+    pub geoip: GeoIp,
+    /// How many results are kept, and per network.
+    pub policy: WebPolicy,
+    /// Argon2 hash (PHC string) of the admin password; deleting results needs it.
+    pub admin_hash: Option<String>,
+    /// Where results are saved (none: not saved).
+    pub store: Option<Arc<Mutex<Store>>>,
+    /// This server's name in server lists.
+    pub name: String,
+}
+
+impl Default for WebConfig {
+    fn default() -> Self {
+        Self {
+            max_chunks: MAX_CHUNKS,
+            max_upload: 64 << 20,
+            limits: LimitConfig::default(),
+            trusted_proxies: Vec::new(),
+            geoip: GeoIp::default(),
+            policy: WebPolicy { max_results: 0, same_ip_multi: true },
+            admin_hash: None,
+            store: None,
+            name: "wirespeed".into(),
+        }
+    }
+}
+
+/// What every request handler shares.
+#[derive(Debug)]
+pub struct State {
+    /// The configuration.
+    pub config: WebConfig,
+    /// Per-client budgets.
+    pub limits: Arc<Limits>,
+    /// Admin password attempts: 10 a minute per client.
+    pub admin_attempts: Arc<Limits>,
+    /// Tests being measured.
+    pub meters: Meters,
+    /// The download source's random chunks.
+    pub blocks: Arc<[Bytes]>,
+}
+
+impl State {
+    /// Shared state for `config`.
+    pub fn new(config: WebConfig) -> Arc<Self> {
+        Arc::new(Self {
+            limits: Limits::new(config.limits),
+            admin_attempts: Limits::new(LimitConfig {
+                requests_per_minute: 10,
+                bytes_per_hour: 0,
+                streams: 0,
+            }),
+            meters: Meters::default(),
+            blocks: body::random_blocks(),
+            config,
+        })
+    }
+
+    /// Runs `f` on the store in a blocking task; `None` when results are not saved.
+    pub async fn with_store<T: Send + 'static>(
+        &self,
+        f: impl FnOnce(&Store) -> Result<T, wirespeed_store::StoreError> + Send + 'static,
+    ) -> Option<Result<T, String>> {
+        let store = self.config.store.clone()?;
+        let joined = tokio::task::spawn_blocking(move || {
+            let store = store.lock().unwrap_or_else(|e| e.into_inner());
+            f(&store).map_err(|e| e.to_string())
+        })
+        .await;
+        Some(joined.unwrap_or_else(|e| Err(format!("store task failed: {e}"))))
+    }
+}
+
+/// Serves every listener until `shutdown`, then lets requests in flight finish (downloads are
+/// cut off after a second).
+pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: CancellationToken) {
+    let tasks = TaskTracker::new();
+    for listener in listeners {
+        tasks.spawn(accept_loop(listener, state.clone(), shutdown.clone(), tasks.clone()));
+    }
+    shutdown.cancelled().await;
+    tasks.close();
+    tasks.wait().await;
+}
+
+async fn accept_loop(
+    listener: TcpListener,
+    state: Arc<State>,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+) {
+    let builder = auto::Builder::new(TokioExecutor::new());
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait instead of spinning.
+                    tracing::warn!("web accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let (builder, state, shutdown) = (builder.clone(), state.clone(), shutdown.clone());
+        tasks.spawn(async move {
+            let service = hyper::service::service_fn(move |req| handle(state.clone(), peer, req));
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let served = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = shutdown.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    // A 1 GiB download would otherwise hold shutdown up for its whole length.
+                    tokio::time::timeout(Duration::from_secs(1), conn).await.unwrap_or(Ok(()))
+                }
+            };
+            if let Err(e) = served {
+                tracing::debug!(%peer, "web connection ended: {e}");
+            }
+        });
+    }
+}
+
+/// Answers one request.
+async fn handle(
+    state: Arc<State>,
+    peer: SocketAddr,
+    req: Request<Incoming>,
+) -> Result<Reply, Infallible> {
+    let client = client_ip::client_ip(peer.ip(), req.headers(), &state.config.trusted_proxies);
+    let now = Instant::now();
+    let query = req.uri().query().map(str::to_string);
+    let cors =
+        req.method() == Method::OPTIONS || routes::query_value(query.as_deref(), "cors").is_some();
+    let Some(route) = routes::route(req.uri().path()) else {
+        return Ok(respond::finish(
+            respond::refuse(StatusCode::NOT_FOUND, "not found", false),
+            cors,
+        ));
+    };
+    // Downloads and uploads are budgeted by bytes and by transfers at once; everything else
+    // by requests.
+    let streaming =
+        matches!(route, Route::Garbage) || (route == Route::Empty && req.method() == Method::POST);
+    if !streaming {
+        if let Err(refusal) = state.limits.request(client, now) {
+            return Ok(respond::finish(respond::too_many(refusal, false), cors));
+        }
+    }
+    let ctx = librespeed::Ctx { state: &state, client, query: query.as_deref(), now };
+    let reply = match route {
+        Route::Garbage => librespeed::garbage(&ctx, req.method()),
+        Route::Empty => librespeed::empty(&ctx, req).await,
+        Route::GetIp => librespeed::get_ip(&ctx),
+        Route::Telemetry => librespeed::telemetry(&ctx, req).await,
+        Route::ResultJson => librespeed::result_json(&ctx).await,
+        Route::ServerList => librespeed::server_list(&ctx, req.headers()),
+        Route::ApiStart => api::start(&ctx),
+        Route::ApiProgress => api::progress(&ctx),
+        Route::ApiResult => api::result(&ctx, req).await,
+        Route::ApiResults => api::results(&ctx, false).await,
+        Route::ApiResultsCsv => api::results(&ctx, true).await,
+        Route::ApiResultById => api::result_by_id(&ctx, req).await,
+        Route::ResultsPage => assets::results_page(),
+        Route::Asset(a) => assets::serve(a),
+    };
+    Ok(respond::finish(reply, cors))
+}

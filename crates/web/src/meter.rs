@@ -1,0 +1,202 @@
+//! What the server itself measured of a test: body bytes sent (download) and received (upload)
+//! in 100 ms bins from each direction's first byte. A test is found by the token its page got
+//! from `/api/start` (`t=` on every request), or — for LibreSpeed clients, which have no such
+//! thing — by the client's address. speedtest-x stores whatever figures the browser posts; these
+//! bins are what lets a result say what the server saw instead.
+
+use std::collections::HashMap;
+use std::net::IpAddr;
+use std::sync::atomic::{AtomicU64, Ordering};
+use std::sync::{Arc, Mutex, OnceLock};
+use std::time::{Duration, Instant};
+
+/// Width of a bin.
+const BIN: Duration = Duration::from_millis(100);
+/// Bins per direction: 30 s, twice a LibreSpeed test's longest phase.
+const BINS: usize = 300;
+/// Tests remembered at once; the least recently active go first.
+const MAX_METERS: usize = 1024;
+/// A test untouched this long is forgotten.
+const IDLE: Duration = Duration::from_secs(120);
+/// Shortest stretch after the grace period that makes a figure.
+const MIN_MEASURED: Duration = Duration::from_secs(1);
+
+/// Bytes over time in one direction.
+#[derive(Debug)]
+pub struct Timeline {
+    first: OnceLock<Instant>,
+    bins: Box<[AtomicU64]>,
+    total: AtomicU64,
+    /// Nanoseconds from `first` to the latest bytes.
+    last_ns: AtomicU64,
+}
+
+impl Default for Timeline {
+    fn default() -> Self {
+        Self {
+            first: OnceLock::new(),
+            bins: (0..BINS).map(|_| AtomicU64::new(0)).collect(),
+            total: AtomicU64::new(0),
+            last_ns: AtomicU64::new(0),
+        }
+    }
+}
+
+impl Timeline {
+    /// Records `n` bytes moved at `now`.
+    pub fn add(&self, n: u64, now: Instant) {
+        let first = *self.first.get_or_init(|| now);
+        let at = now.saturating_duration_since(first);
+        let bin = (at.as_nanos() / BIN.as_nanos()) as usize;
+        if let Some(b) = self.bins.get(bin) {
+            b.fetch_add(n, Ordering::Relaxed);
+        }
+        self.total.fetch_add(n, Ordering::Relaxed);
+        self.last_ns.fetch_max(at.as_nanos() as u64, Ordering::Relaxed);
+    }
+
+    /// Every byte recorded.
+    pub fn total(&self) -> u64 {
+        self.total.load(Ordering::Relaxed)
+    }
+
+    /// Bits per second after the first `grace` (slow start, buffers filling), up to the last
+    /// byte; `None` when less than a second was measured after it.
+    pub fn rate_bps(&self, grace: Duration) -> Option<f64> {
+        self.first.get()?;
+        let last =
+            Duration::from_nanos(self.last_ns.load(Ordering::Relaxed)).min(BIN * BINS as u32);
+        let from = (grace.as_nanos() / BIN.as_nanos()) as usize;
+        let start = BIN * from as u32;
+        if last < start + MIN_MEASURED {
+            return None;
+        }
+        let until = ((last.as_nanos() / BIN.as_nanos()) as usize).min(BINS - 1);
+        let bytes: u64 = self.bins[from..=until].iter().map(|b| b.load(Ordering::Relaxed)).sum();
+        Some(bytes as f64 * 8.0 / (last - start).as_secs_f64())
+    }
+}
+
+/// One test's two directions.
+#[derive(Debug)]
+pub struct Meter {
+    /// Body bytes the server sent.
+    pub download: Timeline,
+    /// Body bytes the server received.
+    pub upload: Timeline,
+    touched: Mutex<Instant>,
+}
+
+impl Meter {
+    fn new(now: Instant) -> Self {
+        Self {
+            download: Timeline::default(),
+            upload: Timeline::default(),
+            touched: Mutex::new(now),
+        }
+    }
+
+    fn touch(&self, now: Instant) {
+        *self.touched.lock().unwrap_or_else(|e| e.into_inner()) = now;
+    }
+
+    fn touched(&self) -> Instant {
+        *self.touched.lock().unwrap_or_else(|e| e.into_inner())
+    }
+}
+
+/// How a test is known.
+#[derive(Debug, Clone, PartialEq, Eq, Hash)]
+pub enum MeterKey {
+    /// The token `/api/start` gave the page.
+    Token(String),
+    /// A LibreSpeed client's address.
+    Client(IpAddr),
+}
+
+/// Every test being measured.
+#[derive(Debug, Default)]
+pub struct Meters {
+    map: Mutex<HashMap<MeterKey, Arc<Meter>>>,
+}
+
+impl Meters {
+    /// The meter of `key`, started now if there is none (a token must have been issued).
+    pub fn get(&self, key: &MeterKey, now: Instant) -> Option<Arc<Meter>> {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        if let Some(m) = map.get(key) {
+            m.touch(now);
+            return Some(m.clone());
+        }
+        if matches!(key, MeterKey::Token(_)) {
+            return None;
+        }
+        Some(Self::insert(&mut map, key.clone(), now))
+    }
+
+    /// Starts a meter for a new token.
+    pub fn issue(&self, token: String, now: Instant) -> Arc<Meter> {
+        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        Self::insert(&mut map, MeterKey::Token(token), now)
+    }
+
+    fn insert(map: &mut HashMap<MeterKey, Arc<Meter>>, key: MeterKey, now: Instant) -> Arc<Meter> {
+        if map.len() >= MAX_METERS {
+            map.retain(|_, m| now.saturating_duration_since(m.touched()) < IDLE);
+        }
+        if map.len() >= MAX_METERS {
+            let oldest = map.iter().min_by_key(|(_, m)| m.touched()).map(|(k, _)| k.clone());
+            if let Some(k) = oldest {
+                map.remove(&k);
+            }
+        }
+        let meter = Arc::new(Meter::new(now));
+        map.insert(key, meter.clone());
+        meter
+    }
+
+    /// Takes the meter of `key` away (its test is over and recorded).
+    pub fn finish(&self, key: &MeterKey) -> Option<Arc<Meter>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(key)
+    }
+
+    /// The meter of `key`, if there is one, without starting one.
+    pub fn peek(&self, key: &MeterKey) -> Option<Arc<Meter>> {
+        self.map.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_rate_skips_the_grace_period_and_needs_a_second_after_it() {
+        let t = Timeline::default();
+        let t0 = Instant::now();
+        assert_eq!(t.rate_bps(Duration::ZERO), None);
+        // 1 MB in the first 100 ms (slow start), then 10 MB/s for 2 s.
+        t.add(1_000_000, t0);
+        for i in 1..=20 {
+            t.add(1_000_000, t0 + BIN * i);
+        }
+        assert_eq!(t.total(), 21_000_000);
+        let bps = t.rate_bps(Duration::from_millis(100)).unwrap();
+        // Bins 1..=20 hold 20 MB over the 1.9 s from 0.1 s to the last byte at 2.0 s.
+        assert!((bps - 20e6 * 8.0 / 1.9).abs() < 1.0, "{bps}");
+        assert_eq!(t.rate_bps(Duration::from_millis(1500)), None, "only 0.5 s after grace");
+    }
+
+    #[test]
+    fn tokens_must_be_issued_and_clients_start_on_demand() {
+        let m = Meters::default();
+        let now = Instant::now();
+        assert!(m.get(&MeterKey::Token("nope".into()), now).is_none());
+        m.issue("t1".into(), now);
+        assert!(m.get(&MeterKey::Token("t1".into()), now).is_some());
+        let ip = MeterKey::Client("192.0.2.1".parse().unwrap());
+        m.get(&ip, now).unwrap().download.add(5, now);
+        assert_eq!(m.finish(&ip).unwrap().download.total(), 5);
+        assert!(m.peek(&ip).is_none());
+    }
+}
