@@ -6,7 +6,9 @@ use std::path::PathBuf;
 use clap::{Args, Parser, Subcommand, ValueEnum};
 
 mod saved;
+mod web;
 pub use saved::*;
+pub use web::*;
 
 /// Network performance tests in one binary.
 #[derive(Debug, Parser)]
@@ -24,7 +26,9 @@ pub struct Cli {
 #[derive(Debug, Subcommand)]
 pub enum Command {
     /// Run the server that every test talks to (TCP and UDP on one port, many clients at once).
-    Server(ServerArgs),
+    Server(Box<ServerArgs>),
+    /// Serve the browser speed test: a page, a results page, and LibreSpeed's API for its clients.
+    Web(Box<WebArgs>),
     /// Measure TCP or UDP throughput to a wirespeed server (like iperf3).
     #[command(visible_alias = "bw")]
     Bandwidth(Box<BandwidthArgs>),
@@ -108,6 +112,12 @@ pub struct ServerArgs {
     /// UDP threads of the DNS fixture (each a socket of one SO_REUSEPORT group).
     #[arg(long, default_value_t = 1, value_name = "N", requires = "dns")]
     pub dns_threads: usize,
+    /// Also serve the browser speed test on this TCP port (as `wirespeed web` does).
+    #[arg(long, value_name = "PORT")]
+    pub web: Option<u16>,
+    /// The speed test's settings (with --web).
+    #[command(flatten)]
+    pub web_options: WebOptions,
 }
 
 /// Output formats.

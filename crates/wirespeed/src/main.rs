@@ -16,7 +16,10 @@ use clap::Parser;
 
 fn main() -> ExitCode {
     let cli = flags::Cli::parse();
-    init_logging(cli.verbose, matches!(cli.command, flags::Command::Server(_)));
+    init_logging(
+        cli.verbose,
+        matches!(cli.command, flags::Command::Server(_) | flags::Command::Web(_)),
+    );
     let code = match cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {
@@ -37,7 +40,9 @@ fn init_logging(verbose: u8, server: bool) {
         _ => "trace",
     };
     let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!("wirespeed={level},wirespeed_engine={level}"))
+        tracing_subscriber::EnvFilter::new(format!(
+            "wirespeed={level},wirespeed_engine={level},wirespeed_web={level}"
+        ))
     });
     tracing_subscriber::fmt()
         .with_env_filter(filter)

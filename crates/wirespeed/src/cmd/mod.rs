@@ -13,6 +13,7 @@ mod quick;
 mod server;
 mod show;
 mod trace;
+mod web;
 
 use std::future::Future;
 
@@ -53,7 +54,8 @@ pub fn run(command: Command) -> Result<u8> {
         .context("starting the async runtime")?;
     runtime.block_on(async move {
         match command {
-            Command::Server(args) => server::run(args).await,
+            Command::Server(args) => server::run(*args).await,
+            Command::Web(args) => web::run(*args).await,
             Command::Bandwidth(args) => bandwidth::run(*args).await,
             Command::Latency(args) => latency::run(*args).await,
             Command::Cps(args) => cps::run(*args).await,
@@ -76,7 +78,7 @@ pub fn run(command: Command) -> Result<u8> {
 /// The output flags of a test subcommand.
 fn output_args(command: &Command) -> Option<&OutputArgs> {
     Some(match command {
-        Command::Server(_) => return None,
+        Command::Server(_) | Command::Web(_) => return None,
         Command::Bandwidth(a) => &a.output,
         Command::Latency(a) => &a.output,
         Command::Cps(a) => &a.output,

@@ -43,6 +43,12 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
         Some(port) => Some(dns_fixture(&args, port)?),
         None => None,
     };
+    let web = match args.web {
+        Some(port) => {
+            Some((super::web::listen(&args.bind, port)?, super::web::config(&args.web_options)?))
+        }
+        None => None,
+    };
     for addr in listeners.local_addrs() {
         tracing::info!("listening on {addr} (TCP and UDP)");
     }
@@ -62,7 +68,13 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
         }
         tokio::spawn(dns_fixture::run(dns_listeners, zone, shutdown.clone()))
     });
+    let web = web.map(|(web_listeners, web_config)| {
+        super::web::spawn(web_listeners, web_config, shutdown.clone())
+    });
     server::run(listeners, config, shutdown).await.context("server failed")?;
+    if let Some(w) = web {
+        w.await.context("web speed test")?;
+    }
     if let Some(d) = dns {
         d.await.context("DNS fixture")?.context("DNS fixture failed")?;
     }
