@@ -26,8 +26,15 @@ fn page(html: &'static str) -> Reply {
     r
 }
 
-/// The results page.
-pub fn results_page() -> Reply {
+/// The results page; `/results` is sent to `/results/`, so the page's relative links (which
+/// also work behind a proxy's path prefix) resolve the same way from every spelling.
+pub fn results_page(path: &str) -> Reply {
+    if path == "/results" {
+        let mut r = respond::empty();
+        *r.status_mut() = StatusCode::MOVED_PERMANENTLY;
+        r.headers_mut().insert(header::LOCATION, HeaderValue::from_static("results/"));
+        return r;
+    }
     page(RESULTS)
 }
 

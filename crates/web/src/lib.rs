@@ -223,7 +223,7 @@ async fn handle(
         Route::ApiResults => api::results(&ctx, false).await,
         Route::ApiResultsCsv => api::results(&ctx, true).await,
         Route::ApiResultById => api::result_by_id(&ctx, req).await,
-        Route::ResultsPage => assets::results_page(),
+        Route::ResultsPage => assets::results_page(req.uri().path()),
         Route::Asset(a) => assets::serve(a),
     };
     Ok(respond::finish(reply, cors))
