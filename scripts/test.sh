@@ -17,6 +17,9 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v socat >/dev/null 2>&1 || need_apt+=(socat)
 # Chromium: HTML reports are opened headless and their charts must render.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# Node.js and npm: playwright-core drives Chromium through the web speed test's pages.
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # script (a pseudo-terminal for the live panel's test) is in bsdutils, which Debian always has.
 command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
 # Real DNS servers `wirespeed dns` is checked against.
@@ -37,6 +40,17 @@ if [ ${#need_apt[@]} -gt 0 ]; then
   apt-get update -qq
   apt-get install -y -qq "${need_apt[@]}" >/dev/null
   [ "$added_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+fi
+# librespeed-cli: the real LibreSpeed command-line client the web speed test is checked with.
+if ! command -v librespeed-cli >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/librespeed-cli" ]; then
+  echo "== installing librespeed-cli"
+  cargo install librespeed-cli --locked --quiet
+fi
+# playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
+browser_tests=crates/wirespeed/tests/browser
+if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then
+  echo "== installing playwright-core"
+  (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy

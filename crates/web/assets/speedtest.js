@@ -46,6 +46,10 @@
     c.font = '12px system-ui, sans-serif';
     c.fillText(`${fmt(maxY)} Mbit/s`, 4, 14);
     c.fillText(`${maxX.toFixed(0)} s`, w - 30, h - 4);
+    c.fillStyle = css('--dl');
+    c.fillText('Download', w - 150, 14);
+    c.fillStyle = css('--ul');
+    c.fillText('Upload', w - 80, 14);
     for (const [name, color] of [['download', css('--dl')], ['upload', css('--ul')]]) {
       const pts = series[name];
       if (pts.length < 2) continue;
@@ -98,13 +102,16 @@
   async function phase(name, streams, seconds, worker, bytes, gauge, color) {
     const stop = new AbortController();
     const workers = [];
+    let failure = null;
     for (let i = 0; i < streams; i++) {
-      workers.push(worker(stop.signal).catch(() => {}));
+      // A stream that fails is not restarted; the phase fails only if nothing got through.
+      workers.push(worker(stop.signal).catch((e) => { if (!stop.signal.aborted) failure = e; }));
       await sleep(50);
     }
     const t0 = performance.now();
     let graceBytes = null, graceT = 0, prevB = 0, prevT = t0, rate = 0;
-    while (performance.now() - t0 < seconds * 1000) {
+    // Measured for `seconds` after the grace period, as LibreSpeed's time_dl_max/time_ul_max.
+    while (performance.now() - t0 < (GRACE[name] + seconds) * 1000) {
       await sleep(TICK_MS);
       const now = performance.now(), b = await bytes(), t = (now - t0) / 1000;
       const inst = ((b - prevB) * 8) / ((now - prevT) / 1000);
@@ -118,6 +125,7 @@
     }
     stop.abort();
     await Promise.all(workers);
+    if (failure && (await bytes()) === 0) throw new Error(`${name} failed: ${failure.message}`);
     return rate;
   }
 

@@ -1,0 +1,62 @@
+// Runs wirespeed's speed-test page in Debian's Chromium (headless, network closed) and then
+// its results page, and prints what they showed as one JSON object for web_browser.rs.
+//   node speedtest.mjs URL SECONDS SCREENSHOT_DIR
+import { chromium } from 'playwright-core';
+
+const [url, seconds = '4', shots = '.'] = process.argv.slice(2);
+const browser = await chromium.launch({
+  executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
+  args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
+    '--disable-component-update', '--disable-sync'],
+});
+const out = { errors: [] };
+try {
+  const page = await browser.newPage({ viewport: { width: 1100, height: 1000 } });
+  page.on('console', (m) => { if (m.type() === 'error') out.errors.push(`console: ${m.text()}`); });
+  page.on('pageerror', (e) => out.errors.push(`page: ${e.message}`));
+  await page.goto(url);
+  await page.waitForFunction(() => !document.getElementById('client').textContent.startsWith('Finding'));
+  await page.click('details summary');
+  await page.fill('#seconds', seconds);
+  await page.click('#start');
+  await page.waitForFunction(() => ['done', 'error'].includes(document.body.dataset.state), null,
+    { timeout: 120000 });
+  const text = (sel) => page.textContent(sel);
+  Object.assign(out, {
+    state: await page.evaluate(() => document.body.dataset.state),
+    status: await text('#status'),
+    client: await text('#client'),
+    dl: parseFloat(await text('#dl')),
+    ul: parseFloat(await text('#ul')),
+    ping: parseFloat(await text('#ping')),
+    jitter: parseFloat(await text('#jitter')),
+    id: await text('#result-id'),
+    note: await text('#source-note'),
+  });
+  await page.screenshot({ path: `${shots}/speedtest.png`, fullPage: true });
+
+  await page.click('#result-link');
+  await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state));
+  Object.assign(out, await page.evaluate(() => {
+    const inked = [...document.querySelectorAll('canvas')].filter((c) => {
+      const d = c.getContext('2d').getImageData(0, 0, c.width, c.height).data;
+      for (let i = 3; i < d.length; i += 4) if (d[i] !== 0) return true;
+      return false;
+    }).length;
+    const rows = [...document.querySelectorAll('#rows tr')];
+    return {
+      resultsState: document.body.dataset.state,
+      rows: rows.map((r) => [...r.children].map((td) => td.textContent)),
+      marked: rows.filter((r) => r.classList.contains('mark')).map((r) => r.dataset.id),
+      inkedCharts: inked,
+      injected: document.querySelectorAll('#rows img, #rows script, #rows b').length,
+      pwned: window.__pwned === 1,
+    };
+  }));
+  await page.screenshot({ path: `${shots}/results.png`, fullPage: true });
+} catch (e) {
+  out.errors.push(`driver: ${e.message}`);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));
