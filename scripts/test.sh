@@ -17,6 +17,8 @@ command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 command -v socat >/dev/null 2>&1 || need_apt+=(socat)
 # Chromium: HTML reports are opened headless and their charts must render.
 [ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# mmdblookup (libmaxminddb): reads back the GeoIP databases the web tests write.
+command -v mmdblookup >/dev/null 2>&1 || need_apt+=(mmdb-bin)
 # Node.js and npm: playwright-core drives Chromium through the web speed test's pages.
 command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)

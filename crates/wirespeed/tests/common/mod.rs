@@ -59,4 +59,5 @@ pub fn newest_kind(store: &wirespeed_store::Store) -> String {
         store.list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() }).unwrap();
     store.get(newest[0].id).unwrap().unwrap().kind().to_string()
 }
+pub mod mmdb;
 pub mod web;
