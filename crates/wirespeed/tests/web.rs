@@ -303,3 +303,47 @@ fn deleting_a_result_needs_the_admin_password() {
     assert_eq!(bad.status.code(), Some(1));
     assert!(String::from_utf8_lossy(&bad.stderr).contains("not an Argon2 PHC hash"));
 }
+
+#[test]
+fn the_container_entrypoint_maps_speedtest_x_settings_onto_flags() {
+    use std::io::BufRead;
+    let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../contrib/docker-entrypoint.sh");
+    let dir = tempfile::tempdir().unwrap();
+    let port = common::free_port();
+    let mut child = std::process::Command::new("sh")
+        .args([script, "-B", "127.0.0.1"])
+        .env("WIRESPEED_BIN", common::BIN)
+        .env("WIRESPEED_DB", dir.path().join("r.db"))
+        .env("WEBPORT", port.to_string())
+        .env("MAX_LOG_COUNT", "2")
+        .env("SAME_IP_MULTI_LOGS", "true")
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap();
+    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
+    while !lines.next().expect("no output").unwrap().contains("web speed test on") {}
+    let w = Web { child, port, dir };
+    for _ in 0..3 {
+        assert_eq!(telemetry(&w, ME, "").status, 200);
+    }
+    assert_eq!(
+        w.saved().len(),
+        2,
+        "several per network (SAME_IP_MULTI_LOGS), at most MAX_LOG_COUNT"
+    );
+
+    for (var, value, says) in [
+        ("SAME_IP_MULTI_LOGS", "maybe", "SAME_IP_MULTI_LOGS must be true or false"),
+        ("MAX_LOG_COUNT", "lots", "MAX_LOG_COUNT must be a whole number"),
+        ("WEBPORT", "http", "WEBPORT must be a port number"),
+    ] {
+        let out = std::process::Command::new("sh")
+            .arg(script)
+            .env("WIRESPEED_BIN", common::BIN)
+            .env(var, value)
+            .output()
+            .unwrap();
+        assert_eq!(out.status.code(), Some(2), "{var}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{var}");
+    }
+}
