@@ -28,7 +28,7 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
 use hyper_util::server::conn::auto;
 use ipnet::IpNet;
 use tokio::net::TcpListener;
@@ -41,6 +41,9 @@ use crate::limits::{LimitConfig, Limits};
 use crate::meter::Meters;
 use crate::respond::Reply;
 use crate::routes::Route;
+
+/// How long a client has to send a request head, on a new or a kept-alive connection.
+const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
 /// Largest `ckSize` LibreSpeed allows (MiB per download request).
 pub const MAX_CHUNKS: u32 = 1024;
@@ -148,7 +151,15 @@ async fn accept_loop(
     shutdown: CancellationToken,
     tasks: TaskTracker,
 ) {
-    let builder = auto::Builder::new(TokioExecutor::new());
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    // A client that opens connections and never finishes a request head (slowloris) or never
+    // sends another on a kept-alive one is cut off, instead of holding a socket for ever.
+    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
+    builder
+        .http2()
+        .timer(TokioTimer::new())
+        .keep_alive_interval(Some(HEADER_TIMEOUT))
+        .keep_alive_timeout(HEADER_TIMEOUT);
     loop {
         let (stream, peer) = tokio::select! {
             _ = shutdown.cancelled() => return,
@@ -165,6 +176,15 @@ async fn accept_loop(
         let _ = stream.set_nodelay(true);
         let (builder, state, shutdown) = (builder.clone(), state.clone(), shutdown.clone());
         tasks.spawn(async move {
+            // hyper's header timeout starts with the first byte; a client that connects and
+            // says nothing would otherwise hold the socket for ever.
+            let mut first = [0u8; 1];
+            if !matches!(
+                tokio::time::timeout(HEADER_TIMEOUT, stream.peek(&mut first)).await,
+                Ok(Ok(1))
+            ) {
+                return;
+            }
             let service = hyper::service::service_fn(move |req| handle(state.clone(), peer, req));
             let conn = builder.serve_connection(TokioIo::new(stream), service);
             tokio::pin!(conn);

@@ -347,3 +347,52 @@ fn the_container_entrypoint_maps_speedtest_x_settings_onto_flags() {
         assert!(String::from_utf8_lossy(&out.stderr).contains(says), "{var}");
     }
 }
+
+#[test]
+fn aborted_transfers_and_silent_clients_leave_no_socket_or_slot_behind() {
+    use std::io::{Read, Write};
+    use std::net::TcpStream;
+    let w = web(&["--streams-per-ip", "2"]);
+    let fds = || std::fs::read_dir(format!("/proc/{}/fd", w.child.id())).unwrap().count();
+    assert_eq!(telemetry(&w, ME, "").status, 200); // the store is open from here on
+    let base = fds();
+    // Downloads dropped after 64 KiB, uploads cut off mid-body.
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(("127.0.0.1", w.port)).unwrap();
+        s.write_all(b"GET /garbage?ckSize=100 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+        let mut got = vec![0u8; 65536];
+        s.read_exact(&mut got).unwrap();
+    }
+    for _ in 0..20 {
+        let mut s = TcpStream::connect(("127.0.0.1", w.port)).unwrap();
+        s.write_all(b"POST /empty HTTP/1.1\r\nHost: x\r\nContent-Length: 10485760\r\n\r\n")
+            .unwrap();
+        s.write_all(&[0u8; 1 << 20]).unwrap();
+    }
+    // Clients that say nothing, or half a request head, and keep the connection open.
+    let silent: Vec<TcpStream> = (0..10)
+        .map(|i| {
+            let mut s = TcpStream::connect(("127.0.0.1", w.port)).unwrap();
+            if i % 2 == 1 {
+                s.write_all(b"GET /empty HTTP/1.1\r\nHost: x\r\n").unwrap();
+            }
+            s
+        })
+        .collect();
+    // Meanwhile others are served, and the aborted transfers' slots come back.
+    assert_eq!(w.get([127, 0, 0, 7], "/getIP.php").status, 200);
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(20);
+    while w.get(ME, "/garbage?ckSize=1").status != 200 {
+        assert!(std::time::Instant::now() < deadline, "download slots were never released");
+        std::thread::sleep(std::time::Duration::from_millis(100));
+    }
+    // Every socket goes; the silent ones when their 10 s for a request head are up.
+    while fds() > base {
+        assert!(std::time::Instant::now() < deadline, "{} descriptors left of {base}", fds());
+        std::thread::sleep(std::time::Duration::from_millis(200));
+    }
+    for mut s in silent {
+        let mut b = [0u8; 1];
+        assert_eq!(s.read(&mut b).unwrap_or(0), 0, "closed by the server");
+    }
+}
