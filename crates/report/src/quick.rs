@@ -136,6 +136,22 @@ fn lines(name: &str, report: &Report) -> Vec<Line> {
         }
         ReportBody::Http(h) => {
             let s = &h.summary;
+            let secs = s.duration_ns as f64 / 1e9;
+            // Large bodies (a speed test's downloads and uploads): throughput is the headline.
+            let per_request = s.bytes_in.max(s.bytes_out) as f64 / s.responses.max(1) as f64;
+            if per_request >= 64.0 * 1024.0 && secs > 0.0 {
+                return vec![(
+                    name.to_string(),
+                    rate(s.bytes_out as f64 * 8.0 / secs),
+                    rate(s.bytes_in as f64 * 8.0 / secs),
+                    format!(
+                        "{:.0} req/s, p50 {}, {} succeeded",
+                        s.requests_per_second,
+                        nanos(s.latency.p50_ns as f64),
+                        percent(s.success_ratio)
+                    ),
+                )];
+            }
             one(
                 format!("{:.0} req/s", s.requests_per_second),
                 format!(

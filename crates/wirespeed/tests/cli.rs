@@ -116,6 +116,8 @@ fn quick_runs_every_test_kind_in_process() {
         "ICMP trace",
         "HTTP/1.1 requests",
         "DNS queries (UDP)",
+        "Web download (LibreSpeed)",
+        "Web upload (LibreSpeed)",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }

@@ -35,6 +35,8 @@ use wirespeed_proto::dns::zone::Zone;
 use wirespeed_report::digest::RunLabel;
 use wirespeed_report::quick::QuickRow;
 use wirespeed_report::Format;
+use wirespeed_web::limits::LimitConfig;
+use wirespeed_web::{State, WebConfig};
 
 use crate::exit;
 use crate::flags::QuickArgs;
@@ -58,6 +60,10 @@ enum Planned {
     Http,
     /// DNS queries over UDP against the in-process DNS fixture, dnsperf's defaults.
     Dns,
+    /// The web speed test's LibreSpeed download (`garbage`) or upload
+    /// (`empty`, 1 MiB POSTs) endpoint, loaded as librespeed-cli does, over this many connections
+    /// (downloads of 25 MiB rather than its 100, so a short run on a slow machine completes some).
+    Web { upload: bool, connections: u16 },
 }
 
 /// The tests `quick` runs, with their names.
@@ -78,6 +84,8 @@ fn plan() -> Vec<(&'static str, Planned)> {
         ("ICMP trace", Trace),
         ("HTTP/1.1 requests", Http),
         ("DNS queries (UDP)", Dns),
+        ("Web download (LibreSpeed)", Web { upload: false, connections: 3 }),
+        ("Web upload (LibreSpeed)", Web { upload: true, connections: 3 }),
     ]
 }
 
@@ -101,6 +109,15 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
         Arc::new(Zone::generated(1000)),
         stop.clone(),
     ));
+    let web_listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0)
+        .context("binding the in-process web speed test")?;
+    let web_port = web_listeners[0].local_addr().context("the web speed test's port")?.port();
+    // Nothing saved and no budgets: quick is the operator's own test.
+    let web_config = WebConfig {
+        limits: LimitConfig { requests_per_minute: 0, bytes_per_hour: 0, streams: 0 },
+        ..WebConfig::default()
+    };
+    let web = tokio::spawn(wirespeed_web::run(web_listeners, State::new(web_config), stop.clone()));
     let cancel = super::interrupt_token();
     let mut rows = Vec::new();
     let endpoint = Endpoint {
@@ -190,6 +207,24 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
                     Err(m) => Err(ClientError::Protocol(m)),
                 }
             }
+            Planned::Web { upload, connections } => {
+                let (path, method, body) = if upload {
+                    ("backend/empty.php", "POST", vec![0x5a; 1 << 20])
+                } else {
+                    ("backend/garbage.php?ckSize=25", "GET", Vec::new())
+                };
+                let mut spec = HttpSpec::new(format!("http://127.0.0.1:{web_port}/{path}"));
+                spec.method = method.into();
+                spec.body_bytes = body.len() as u64;
+                spec.connections = connections;
+                spec.threads = 1;
+                spec.duration_ns = duration_ns;
+                spec.interval_ns = interval_ns;
+                match HttpOptions::single(spec, body, env!("CARGO_PKG_VERSION")) {
+                    Ok(opts) => http_client::run(opts, tx, cancel.clone()).await,
+                    Err(m) => Err(ClientError::Protocol(m)),
+                }
+            }
             Planned::Trace => {
                 let mut spec = TraceSpec::new("127.0.0.1", TraceProtocol::Icmp);
                 spec.max_hops = 5;
@@ -209,6 +244,7 @@ pub async fn run(args: QuickArgs) -> Result<u8> {
     let _ = server.await;
     let _ = http_fixture.await;
     let _ = dns_fixture.await;
+    let _ = web.await;
     let reports: Vec<_> = rows.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
     let format = output::format_of(args.output.format);
     let mut out = std::io::stdout().lock();
