@@ -229,6 +229,11 @@ async fn handle(
             return Ok(respond::finish(respond::too_many(refusal, false), cors));
         }
     }
+    // A CORS preflight (LibreSpeed's multi-server page on another origin) gets the CORS
+    // headers and nothing else, whatever it asks about.
+    if req.method() == Method::OPTIONS {
+        return Ok(respond::finish(respond::empty(), true));
+    }
     let ctx = librespeed::Ctx { state: &state, client, query: query.as_deref(), now };
     let reply = match route {
         Route::Garbage => librespeed::garbage(&ctx, req.method()),
@@ -247,4 +252,37 @@ async fn handle(
         Route::Asset(a) => assets::serve(a),
     };
     Ok(respond::finish(reply, cors))
+}
+
+/// Feeds `data` to everything the web server decodes from a client: telemetry bodies
+/// (multipart with a boundary taken from the input, and urlencoded), paths, query strings,
+/// `ckSize`, and forwarding headers from a trusted proxy. For the `web` fuzz target and the
+/// seeded test that runs in CI; none of it may panic.
+#[doc(hidden)]
+pub fn exercise_decoders(data: &[u8]) {
+    use futures_util::FutureExt;
+    let text = String::from_utf8_lossy(data);
+    let boundary: String = text.chars().take(8).filter(|c| c.is_ascii_alphanumeric()).collect();
+    let body = Bytes::copy_from_slice(data);
+    for content_type in [
+        format!("multipart/form-data; boundary={boundary}"),
+        "multipart/form-data; boundary=B".to_string(),
+        "application/x-www-form-urlencoded".to_string(),
+        text.chars().take(40).collect(),
+    ] {
+        // The body is all there: the parse never waits, so no runtime is needed.
+        let _ = telemetry::parse(Some(&content_type), body.clone()).now_or_never();
+    }
+    let _ = routes::route(&text);
+    for key in ["ckSize", "t", "isp", "cors", "since", "limit"] {
+        let v = routes::query_value(Some(&text), key);
+        let _ = librespeed::chunks(v.as_deref(), MAX_CHUNKS);
+    }
+    if let Ok(value) = hyper::header::HeaderValue::from_bytes(data) {
+        let mut headers = hyper::HeaderMap::new();
+        headers.insert("x-forwarded-for", value.clone());
+        headers.insert("x-real-ip", value);
+        let trusted: Vec<IpNet> = vec!["127.0.0.0/8".parse().expect("a valid network")];
+        let _ = client_ip::client_ip("127.0.0.1".parse().expect("an address"), &headers, &trusted);
+    }
 }

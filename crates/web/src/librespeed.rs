@@ -112,7 +112,6 @@ pub fn garbage(ctx: &Ctx<'_>, method: &Method) -> Reply {
 /// ping target; 200 with no body.
 pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
     match *req.method() {
-        Method::OPTIONS => return respond::empty(),
         Method::GET | Method::HEAD => {
             // A ping carries no body; anything sent anyway is read away, capped.
             return match respond::read_capped(req.into_body(), 64 * 1024).await {
