@@ -73,6 +73,27 @@ fn every_librespeed_endpoint_answers_in_every_spelling() {
     }
     assert_eq!(w.get(ME, "/results/json.php?id=nope").json(), serde_json::json!({}));
 
+    // What LibreSpeed's worker (speedtest_worker.js) sends besides: uploads with
+    // `Content-Encoding: identity` and no Content-Type, the empty POST that primes CORS in
+    // multi-server mode, and telemetry with a cache-busting query.
+    let up = w.post(
+        ME,
+        "/backend/empty.php?cors=true&r=0.42",
+        "Content-Encoding: identity\r\n",
+        &[9u8; 4096],
+    );
+    assert_eq!((up.status, up.body.len()), (200, 0));
+    assert_eq!(up.header("access-control-allow-origin"), Some("*"));
+    let prime = w.post(ME, "/backend/empty.php", "", b"");
+    assert_eq!((prime.status, prime.body.len()), (200, 0));
+    let t = w.post(
+        ME,
+        "/results/telemetry.php?cors=true&r=0.7",
+        "Content-Type: application/x-www-form-urlencoded\r\n",
+        b"dl=1&ul=2&ping=3&jitter=4&log=&extra=",
+    );
+    assert!(t.text().starts_with("id "), "{}", t.text());
+
     let list = w.get(ME, "/.well-known/librespeed").json();
     assert_eq!(list[0]["server"], format!("//127.0.0.1:{}/", w.port));
     assert_eq!(list[0]["dlURL"], "backend/garbage.php");
