@@ -28,12 +28,10 @@ use std::time::{Duration, Instant};
 use bytes::Bytes;
 use hyper::body::Incoming;
 use hyper::{Method, Request, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
-use hyper_util::server::conn::auto;
 use ipnet::IpNet;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
+use wirespeed_engine::http::serve::{serve, ServeOptions};
 use wirespeed_store::{Store, WebPolicy};
 
 use crate::geoip::GeoIp;
@@ -134,73 +132,15 @@ impl State {
 }
 
 /// Serves every listener until `shutdown`, then lets requests in flight finish (downloads are
-/// cut off after a second).
+/// cut off after a second: a 1 GiB one would otherwise hold shutdown up for its whole length).
+/// A client must send each request head within 10 s (slowloris, idle keep-alive).
 pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: CancellationToken) {
-    let tasks = TaskTracker::new();
-    for listener in listeners {
-        tasks.spawn(accept_loop(listener, state.clone(), shutdown.clone(), tasks.clone()));
-    }
-    shutdown.cancelled().await;
-    tasks.close();
-    tasks.wait().await;
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    state: Arc<State>,
-    shutdown: CancellationToken,
-    tasks: TaskTracker,
-) {
-    let mut builder = auto::Builder::new(TokioExecutor::new());
-    // A client that opens connections and never finishes a request head (slowloris) or never
-    // sends another on a kept-alive one is cut off, instead of holding a socket for ever.
-    builder.http1().timer(TokioTimer::new()).header_read_timeout(HEADER_TIMEOUT);
-    builder
-        .http2()
-        .timer(TokioTimer::new())
-        .keep_alive_interval(Some(HEADER_TIMEOUT))
-        .keep_alive_timeout(HEADER_TIMEOUT);
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(x) => x,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait instead of spinning.
-                    tracing::warn!("web accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = stream.set_nodelay(true);
-        let (builder, state, shutdown) = (builder.clone(), state.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            // hyper's header timeout starts with the first byte; a client that connects and
-            // says nothing would otherwise hold the socket for ever.
-            let mut first = [0u8; 1];
-            if !matches!(
-                tokio::time::timeout(HEADER_TIMEOUT, stream.peek(&mut first)).await,
-                Ok(Ok(1))
-            ) {
-                return;
-            }
-            let service = hyper::service::service_fn(move |req| handle(state.clone(), peer, req));
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            let served = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = shutdown.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    // A 1 GiB download would otherwise hold shutdown up for its whole length.
-                    tokio::time::timeout(Duration::from_secs(1), conn).await.unwrap_or(Ok(()))
-                }
-            };
-            if let Err(e) = served {
-                tracing::debug!(%peer, "web connection ended: {e}");
-            }
-        });
-    }
+    let options = ServeOptions {
+        label: "web",
+        head_timeout: Some(HEADER_TIMEOUT),
+        shutdown_grace: Some(Duration::from_secs(1)),
+    };
+    serve(listeners, options, shutdown, move |peer, req| handle(state.clone(), peer, req)).await;
 }
 
 /// Answers one request.

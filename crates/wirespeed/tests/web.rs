@@ -327,22 +327,19 @@ fn deleting_a_result_needs_the_admin_password() {
 
 #[test]
 fn the_container_entrypoint_maps_speedtest_x_settings_onto_flags() {
-    use std::io::BufRead;
     let script = concat!(env!("CARGO_MANIFEST_DIR"), "/../../contrib/docker-entrypoint.sh");
     let dir = tempfile::tempdir().unwrap();
     let port = common::free_port();
-    let mut child = std::process::Command::new("sh")
-        .args([script, "-B", "127.0.0.1"])
-        .env("WIRESPEED_BIN", common::BIN)
-        .env("WIRESPEED_DB", dir.path().join("r.db"))
-        .env("WEBPORT", port.to_string())
-        .env("MAX_LOG_COUNT", "2")
-        .env("SAME_IP_MULTI_LOGS", "true")
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = std::io::BufReader::new(child.stderr.take().unwrap()).lines();
-    while !lines.next().expect("no output").unwrap().contains("web speed test on") {}
+    let child = common::spawn_until(
+        std::process::Command::new("sh")
+            .args([script, "-B", "127.0.0.1"])
+            .env("WIRESPEED_BIN", common::BIN)
+            .env("WIRESPEED_DB", dir.path().join("r.db"))
+            .env("WEBPORT", port.to_string())
+            .env("MAX_LOG_COUNT", "2")
+            .env("SAME_IP_MULTI_LOGS", "true"),
+        "web speed test on",
+    );
     let w = Web { child, port, dir };
     for _ in 0..3 {
         assert_eq!(telemetry(&w, ME, "").status, 200);

@@ -19,13 +19,11 @@ use http_body_util::BodyExt;
 use hyper::body::Incoming;
 use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, SERVER};
 use hyper::{Request, Response, StatusCode};
-use hyper_util::rt::{TokioExecutor, TokioIo};
-use hyper_util::server::conn::auto;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use tokio_util::task::TaskTracker;
 use wirespeed_model::units::{parse_bytes, parse_duration};
 
+use super::serve::{serve, ServeOptions};
 use crate::sys;
 
 /// Largest body `?size=` may ask for.
@@ -62,13 +60,8 @@ pub async fn run(
         timer: super::delay::DelayTimer::start(),
         delays_asked: Default::default(),
     });
-    let tasks = TaskTracker::new();
-    for listener in listeners {
-        tasks.spawn(accept_loop(listener, shared.clone(), shutdown.clone(), tasks.clone()));
-    }
-    shutdown.cancelled().await;
-    tasks.close();
-    tasks.wait().await;
+    let options = ServeOptions { label: "HTTP fixture", head_timeout: None, shutdown_grace: None };
+    serve(listeners, options, shutdown, move |_peer, req| answer(shared.clone(), req)).await;
     Ok(())
 }
 
@@ -77,46 +70,6 @@ struct Shared {
     block: Bytes,
     timer: super::delay::DelayTimer,
     delays_asked: std::sync::atomic::AtomicU64,
-}
-
-async fn accept_loop(
-    listener: TcpListener,
-    shared: Arc<Shared>,
-    shutdown: CancellationToken,
-    tasks: TaskTracker,
-) {
-    let builder = auto::Builder::new(TokioExecutor::new());
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(x) => x,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait instead of spinning.
-                    tracing::warn!("HTTP accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = stream.set_nodelay(true);
-        let (builder, shared, shutdown) = (builder.clone(), shared.clone(), shutdown.clone());
-        tasks.spawn(async move {
-            let service = hyper::service::service_fn(move |req| answer(shared.clone(), req));
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            let served = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = shutdown.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    conn.await
-                }
-            };
-            if let Err(e) = served {
-                tracing::debug!(%peer, "HTTP connection ended: {e}");
-            }
-        });
-    }
 }
 
 /// What a request's query asks for.

@@ -6,7 +6,7 @@
 //! - `h2`: HTTP/2 load (prior knowledge, or ALPN over TLS), on hyper.
 //! - `counts`: what the threads count; [`requests`]: the requests they send; [`results`]: one
 //!   record per request (`--format vegeta`); [`tls`]: TLS settings.
-//! - [`fixture`]: the server.
+//! - [`fixture`]: the server; [`serve`]: serving HTTP on hyper, for it and the web speed test.
 
 pub mod client;
 mod conn;
@@ -16,5 +16,6 @@ pub mod fixture;
 mod h2;
 pub mod requests;
 pub mod results;
+pub mod serve;
 mod shard;
 pub mod tls;

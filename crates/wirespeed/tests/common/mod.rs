@@ -28,23 +28,29 @@ pub fn free_port() -> u16 {
     }
 }
 
-/// Starts `wirespeed server` on loopback and waits for its "listening" line.
-pub fn server(extra: &[&str]) -> Server {
-    let port = free_port();
-    let mut child = Command::new(BIN)
-        .args(["server", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
+/// Starts `command` and waits until a line of its standard error contains `ready`; the rest of
+/// its output is read away in the background.
+pub fn spawn_until(command: &mut Command, ready: &str) -> Child {
+    let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     loop {
-        let line = lines.next().expect("server printed nothing").unwrap();
-        if line.contains("listening on") {
+        let line =
+            lines.next().unwrap_or_else(|| panic!("exited before printing {ready:?}")).unwrap();
+        if line.contains(ready) {
             break;
         }
     }
     std::thread::spawn(move || for _ in lines {});
+    child
+}
+
+/// Starts `wirespeed server` on loopback and waits for its "listening" line.
+pub fn server(extra: &[&str]) -> Server {
+    let port = free_port();
+    let child = spawn_until(
+        Command::new(BIN).args(["server", "-B", "127.0.0.1", "-p", &port.to_string()]).args(extra),
+        "listening on",
+    );
     Server(child, port)
 }
 

@@ -2,11 +2,11 @@
 //! from any 127.0.0.0/8 address — one machine, many visitors — and send bodies as it likes
 //! (lying lengths, chunked, oversized).
 
-use std::io::{BufRead, BufReader, Read, Write};
+use std::io::{Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
-use std::process::{Child, Command, Stdio};
+use std::process::{Child, Command};
 
-use super::{free_port, BIN};
+use super::{free_port, spawn_until, BIN};
 
 /// A running web server, its port and its database; killed when dropped.
 pub struct Web {
@@ -125,19 +125,11 @@ pub fn web(extra: &[&str]) -> Web {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let db = dir.path().join("r.db");
-    let mut child = Command::new(BIN)
-        .args(["web", "-B", "127.0.0.1", "-p", &port.to_string(), "--db", db.to_str().unwrap()])
-        .args(extra)
-        .stderr(Stdio::piped())
-        .spawn()
-        .unwrap();
-    let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
-    loop {
-        let line = lines.next().expect("wirespeed web printed nothing").unwrap();
-        if line.contains("web speed test on") {
-            break;
-        }
-    }
-    std::thread::spawn(move || for _ in lines {});
+    let child = spawn_until(
+        Command::new(BIN)
+            .args(["web", "-B", "127.0.0.1", "-p", &port.to_string(), "--db", db.to_str().unwrap()])
+            .args(extra),
+        "web speed test on",
+    );
     Web { child, port, dir }
 }

@@ -1,0 +1,124 @@
+//! Serving HTTP with hyper — HTTP/1.1 and h2c told apart on one port — for the HTTP fixture
+//! and the web speed test: an accept loop per listener, a task per connection, optional limits
+//! on how long a client may take to send a request head, and shutdown that lets requests in
+//! flight finish (within a grace period, when one is set).
+
+use std::convert::Infallible;
+use std::future::Future;
+use std::net::SocketAddr;
+use std::time::Duration;
+
+use http_body::Body;
+use hyper::body::Incoming;
+use hyper::{Request, Response};
+use hyper_util::rt::{TokioExecutor, TokioIo, TokioTimer};
+use hyper_util::server::conn::auto;
+use tokio::net::TcpListener;
+use tokio_util::sync::CancellationToken;
+use tokio_util::task::TaskTracker;
+
+/// How connections are served.
+#[derive(Debug, Clone, Copy)]
+pub struct ServeOptions {
+    /// What the server is, in log lines ("HTTP fixture", "web").
+    pub label: &'static str,
+    /// A client must start a request head within this time of connecting or of its last
+    /// answer, and finish it within this time more (slowloris); `None`: no limit.
+    pub head_timeout: Option<Duration>,
+    /// At shutdown, connections still busy after this are dropped; `None`: wait for them.
+    pub shutdown_grace: Option<Duration>,
+}
+
+/// Serves `handler` on every listener until `shutdown`, then waits for the connections.
+pub async fn serve<F, Fut, B>(
+    listeners: Vec<TcpListener>,
+    options: ServeOptions,
+    shutdown: CancellationToken,
+    handler: F,
+) where
+    F: Fn(SocketAddr, Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let mut builder = auto::Builder::new(TokioExecutor::new());
+    if let Some(t) = options.head_timeout {
+        builder.http1().timer(TokioTimer::new()).header_read_timeout(t);
+        builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(t)).keep_alive_timeout(t);
+    }
+    let tasks = TaskTracker::new();
+    for listener in listeners {
+        let accept = accept_loop(
+            listener,
+            builder.clone(),
+            options,
+            shutdown.clone(),
+            tasks.clone(),
+            handler.clone(),
+        );
+        tasks.spawn(accept);
+    }
+    shutdown.cancelled().await;
+    tasks.close();
+    tasks.wait().await;
+}
+
+async fn accept_loop<F, Fut, B>(
+    listener: TcpListener,
+    builder: auto::Builder<TokioExecutor>,
+    options: ServeOptions,
+    shutdown: CancellationToken,
+    tasks: TaskTracker,
+    handler: F,
+) where
+    F: Fn(SocketAddr, Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
+    Fut: Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
+    let label = options.label;
+    loop {
+        let (stream, peer) = tokio::select! {
+            _ = shutdown.cancelled() => return,
+            accepted = listener.accept() => match accepted {
+                Ok(x) => x,
+                Err(e) => {
+                    // Out of file descriptors and the like: wait instead of spinning.
+                    tracing::warn!("{label} accept failed: {e}");
+                    tokio::time::sleep(Duration::from_millis(50)).await;
+                    continue;
+                }
+            },
+        };
+        let _ = stream.set_nodelay(true);
+        let (builder, shutdown, handler) = (builder.clone(), shutdown.clone(), handler.clone());
+        tasks.spawn(async move {
+            if let Some(t) = options.head_timeout {
+                // hyper's head timeout starts with the first byte: a client that connects and
+                // says nothing would otherwise hold the socket for ever.
+                let mut first = [0u8; 1];
+                if !matches!(tokio::time::timeout(t, stream.peek(&mut first)).await, Ok(Ok(1))) {
+                    return;
+                }
+            }
+            let service = hyper::service::service_fn(move |req| handler(peer, req));
+            let conn = builder.serve_connection(TokioIo::new(stream), service);
+            tokio::pin!(conn);
+            let served = tokio::select! {
+                r = conn.as_mut() => r,
+                _ = shutdown.cancelled() => {
+                    conn.as_mut().graceful_shutdown();
+                    match options.shutdown_grace {
+                        Some(g) => tokio::time::timeout(g, conn).await.unwrap_or(Ok(())),
+                        None => conn.await,
+                    }
+                }
+            };
+            if let Err(e) = served {
+                tracing::debug!(%peer, "{label} connection ended: {e}");
+            }
+        });
+    }
+}
