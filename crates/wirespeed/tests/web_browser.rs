@@ -1,7 +1,8 @@
 //! The speed-test page in real headless Chromium (Debian's, driven by playwright-core from npm;
 //! scripts/test.sh installs both): a full test over IPv4 and over IPv6, plausible figures on
 //! the page, the result saved with what the server measured, and the results page listing it
-//! with its charts drawn — and showing a stored `<img onerror>` as text, not markup.
+//! with its charts drawn — and showing a stored `<img onerror>` as text, not markup; and the
+//! page on a phone-sized screen in dark mode.
 
 mod common;
 
@@ -86,5 +87,10 @@ fn a_full_test_in_chromium_is_saved_and_listed() {
             "{rows:?}"
         );
         assert!(shots.path().join("results.png").exists());
+        // Usable on a phone, and dark when the phone is.
+        let phone = &page["phone"];
+        assert!(phone["overflow"].as_f64().unwrap() <= 0.0, "wider than a phone: {phone}");
+        assert!(phone["background"].as_f64().unwrap() < 60.0, "not dark: {phone}");
+        assert!(phone["text"].as_f64().unwrap() > 180.0, "text not light: {phone}");
     }
 }

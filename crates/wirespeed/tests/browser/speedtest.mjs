@@ -54,6 +54,23 @@ try {
     };
   }));
   await page.screenshot({ path: `${shots}/results.png`, fullPage: true });
+
+  // A phone in dark mode: nothing wider than the screen, light text on a dark page.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 }, colorScheme: 'dark', isMobile: true });
+  const small = await phone.newPage();
+  small.on('pageerror', (e) => out.errors.push(`phone: ${e.message}`));
+  await small.goto(url);
+  out.phone = await small.evaluate(() => {
+    const lum = (c) => { const [r, g, b] = c.match(/\d+/g).map(Number); return 0.2126 * r + 0.7152 * g + 0.0722 * b; };
+    const style = getComputedStyle(document.documentElement);
+    return {
+      overflow: document.documentElement.scrollWidth - window.innerWidth,
+      background: lum(style.backgroundColor),
+      text: lum(style.color),
+    };
+  });
+  await small.screenshot({ path: `${shots}/phone-dark.png`, fullPage: true });
+  await phone.close();
 } catch (e) {
   out.errors.push(`driver: ${e.message}`);
 } finally {
