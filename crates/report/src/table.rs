@@ -31,32 +31,48 @@ impl Table {
 
     /// Columns padded to their widest cell, two spaces apart.
     pub fn text(&self) -> String {
-        let cells = |r: &[String]| r.iter().map(|c| c.chars().count()).collect::<Vec<_>>();
-        let mut widths = cells(&self.headers);
-        let counted: Vec<Vec<usize>> = self.rows.iter().map(|r| cells(r)).collect();
-        for row in &counted {
+        // Display width: bytes for ASCII (the common case, and cheap), characters otherwise.
+        let width = |c: &String| if c.is_ascii() { c.len() } else { c.chars().count() };
+        let cols = self.headers.len();
+        // Every cell's width in one flat vector: a history of 100 000 runs is one allocation
+        // here, not one per row.
+        let mut counts = Vec::with_capacity((self.rows.len() + 1) * cols);
+        counts.extend(self.headers.iter().map(width));
+        for r in &self.rows {
+            counts.extend(r.iter().map(width));
+        }
+        let mut widths = vec![0; cols];
+        for row in counts.chunks(cols.max(1)) {
             for (w, n) in widths.iter_mut().zip(row) {
                 *w = (*w).max(*n);
             }
         }
         let line_len = widths.iter().sum::<usize>() + 2 * widths.len() + 1;
-        // One buffer for the whole table: a history of 100 000 runs is one allocation, not a
-        // string per line.
+        // One buffer for the whole table, too.
         let mut out = String::with_capacity(line_len * (self.rows.len() + 1));
+        let pad = |out: &mut String, n: usize| {
+            const SPACES: &str = "                                                                ";
+            let mut left = n;
+            while left > 0 {
+                let k = left.min(SPACES.len());
+                out.push_str(&SPACES[..k]);
+                left -= k;
+            }
+        };
         let mut line = |cells: &[String], counts: &[usize]| {
             let start = out.len();
             for (i, c) in cells.iter().enumerate() {
-                let pad = widths[i] - counts[i];
+                let gap = widths[i] - counts[i];
                 if i > 0 {
                     out.push_str("  ");
                 }
                 if self.numeric[i] {
-                    out.extend(std::iter::repeat_n(' ', pad));
+                    pad(&mut out, gap);
                     out.push_str(c);
                 } else {
                     out.push_str(c);
                     if i + 1 < cells.len() {
-                        out.extend(std::iter::repeat_n(' ', pad));
+                        pad(&mut out, gap);
                     }
                 }
             }
@@ -64,9 +80,12 @@ impl Table {
             out.truncate(start + kept);
             out.push('\n');
         };
-        line(&self.headers, &cells(&self.headers));
-        for (r, n) in self.rows.iter().zip(&counted) {
-            line(r, n);
+        let mut rows_counts = counts.chunks(cols.max(1));
+        if let Some(c) = rows_counts.next() {
+            line(&self.headers, c);
+        }
+        for (r, c) in self.rows.iter().zip(rows_counts) {
+            line(r, c);
         }
         out
     }

@@ -45,9 +45,9 @@ pub fn run(args: HistoryArgs) -> Result<u8> {
         .collect();
     let out = match args.format {
         TableFormat::Text if rows.is_empty() => "no saved runs match\n".to_string(),
-        TableFormat::Text => history::table(&rows, false).text(),
-        TableFormat::Md => history::table(&rows, false).markdown(),
-        TableFormat::Csv => history::table(&rows, true).csv(),
+        TableFormat::Text => history::table(rows, false).text(),
+        TableFormat::Md => history::table(rows, false).markdown(),
+        TableFormat::Csv => history::table(rows, true).csv(),
         TableFormat::Json | TableFormat::Html => {
             let list: Vec<serde_json::Value> = rows
                 .iter()
