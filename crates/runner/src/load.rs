@@ -1,0 +1,229 @@
+//! Reading a scenario file: TOML into [`Scenario`] (an unknown key is an error with its line),
+//! then the checks TOML cannot make — names that must exist, probes, placeholders every cell
+//! can fill, checks that parse — each error naming the line it is about.
+
+use std::collections::{BTreeMap, BTreeSet};
+
+use crate::check::Rule;
+use crate::matrix::{self, Plan};
+use crate::scenario::{Entry, Scenario};
+use crate::template;
+
+/// Test kinds a workload may be.
+pub const KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
+
+/// What is wrong with a scenario file.
+#[derive(Debug, thiserror::Error, PartialEq)]
+#[error("{file}{}: {message}", .line.map(|l| format!(":{l}")).unwrap_or_default())]
+pub struct ScenarioError {
+    /// The file, as given.
+    pub file: String,
+    /// The line the problem is on, when it can be told.
+    pub line: Option<usize>,
+    /// What is wrong.
+    pub message: String,
+}
+
+/// A scenario read and checked, with its expansion.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Loaded {
+    /// The file's content.
+    pub scenario: Scenario,
+    /// Its runs.
+    pub plan: Plan,
+}
+
+/// The 1-based line of the first occurrence of `needle` in `text`.
+fn line_of(text: &str, needle: &str) -> Option<usize> {
+    text.find(needle).map(|at| text[..at].matches('\n').count() + 1)
+}
+
+/// Parses and checks `text`, read from `file`.
+pub fn parse(file: &str, text: &str) -> Result<Loaded, ScenarioError> {
+    let err = |line: Option<usize>, message: String| ScenarioError {
+        file: file.to_string(),
+        line,
+        message,
+    };
+    let scenario: Scenario = toml::from_str(text).map_err(|e| {
+        let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
+        err(line, e.message().trim().to_string())
+    })?;
+    // A problem about `name` is reported on the line that first mentions it.
+    let at = |name: &str, message: String| err(line_of(text, &format!("\"{name}\"")), message);
+    check(&scenario).map_err(|(name, message)| at(&name, message))?;
+    let plan = matrix::expand(&scenario).map_err(|m| err(None, m))?;
+    placeholders(&scenario, &plan).map_err(|(name, message)| at(&name, message))?;
+    Ok(Loaded { scenario, plan })
+}
+
+/// Checks that need the whole file: `(a name to find the line by, message)`.
+fn check(s: &Scenario) -> Result<(), (String, String)> {
+    if s.run.repeat == 0 {
+        return Err(("repeat".into(), "run.repeat must be at least 1".into()));
+    }
+    let unique = |what: &str, names: Vec<&String>| {
+        let mut seen = BTreeSet::new();
+        names.into_iter().try_for_each(|n| {
+            if seen.insert(n) {
+                Ok(())
+            } else {
+                Err((n.clone(), format!("two {what}s are named {n:?}")))
+            }
+        })
+    };
+    unique("fixture", s.fixture.iter().map(|f| &f.name).collect())?;
+    unique("workload", s.workload.iter().map(|w| &w.name).collect())?;
+    for system in &s.system {
+        let named = |m: String| (system.name.clone(), format!("system {:?}: {m}", system.name));
+        let mut roles = BTreeSet::new();
+        for p in &system.process {
+            if !roles.insert(&p.role) {
+                return Err(named(format!("two processes have the role {:?}", p.role)));
+            }
+            if let Some(after) = &p.after {
+                if !roles.contains(after) || after == &p.role {
+                    return Err(named(format!(
+                        "{:?} starts after {after:?}, which is not an earlier process",
+                        p.role
+                    )));
+                }
+            }
+            if let Some(r) = &p.ready {
+                let probes = [&r.tcp, &r.udp, &r.http, &r.dns, &r.log]
+                    .iter()
+                    .filter(|p| p.is_some())
+                    .count();
+                if probes != 1 {
+                    return Err(named(format!(
+                        "{:?}: ready needs exactly one of tcp, udp, http, dns or log (not a fixed sleep)",
+                        p.role
+                    )));
+                }
+            }
+            if p.cmd.split_whitespace().next().is_none() {
+                return Err(named(format!("{:?}: empty cmd", p.role)));
+            }
+        }
+        for w in &s.workload {
+            match (&system.entry, &w.target) {
+                (Entry::Named(map), Some(t)) if !map.contains_key(t) => {
+                    return Err(named(format!("no entry for workload {:?}'s target {t:?}", w.name)))
+                }
+                (Entry::Named(_), None) => {
+                    return Err(named(format!(
+                        "entry has names, so workload {:?} needs a target",
+                        w.name
+                    )))
+                }
+                _ => {}
+            }
+        }
+    }
+    for w in &s.workload {
+        if !KINDS.contains(&w.kind.as_str()) {
+            return Err((
+                w.name.clone(),
+                format!(
+                    "workload {:?}: kind {:?} is not one of {}",
+                    w.name,
+                    w.kind,
+                    KINDS.join(", ")
+                ),
+            ));
+        }
+    }
+    for c in &s.check {
+        Rule::parse(&c.expr).map_err(|e| (c.expr.clone(), format!("check: {e}")))?;
+        if let Some(w) = &c.workload {
+            if !s.workload.iter().any(|x| &x.name == w) {
+                return Err((w.clone(), format!("check {:?}: there is no workload {w:?}", c.expr)));
+            }
+        }
+    }
+    Ok(())
+}
+
+/// Every placeholder of every system cell resolves: ports (any name), its own files, known
+/// fixtures, and its axis variables.
+fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
+    let fixtures: BTreeSet<&str> = s.fixture.iter().map(|f| f.name.as_str()).collect();
+    for cell in &plan.systems {
+        let system = &s.system[cell.system];
+        let known = |name: &str| -> bool {
+            let parts: Vec<&str> = name.split('.').collect();
+            match parts.as_slice() {
+                ["port", _] => true,
+                ["file", f] => system.file.contains_key(*f),
+                ["fixture", f, "addr" | "port" | "host"] => fixtures.contains(f),
+                [var] => cell.vars.contains_key(*var),
+                _ => false,
+            }
+        };
+        let entries: Vec<&String> = match &system.entry {
+            Entry::One(e) => vec![e],
+            Entry::Named(map) => map.values().collect(),
+        };
+        let texts = system
+            .process
+            .iter()
+            .flat_map(|p| {
+                let ready = p
+                    .ready
+                    .iter()
+                    .flat_map(|r| [&r.tcp, &r.udp, &r.http, &r.dns].into_iter().flatten());
+                std::iter::once(&p.cmd).chain(ready).chain(p.env.values())
+            })
+            .chain(system.file.values())
+            .chain(system.env.values())
+            .chain(entries);
+        for text in texts {
+            if let Some(bad) = template::placeholders(text).into_iter().find(|n| !known(n)) {
+                return Err((
+                    system.name.clone(),
+                    format!("system {:?}: {{{bad}}} is not a port, file, fixture or axis variable it has", cell.name),
+                ));
+            }
+        }
+    }
+    if let Some(b) = &s.report.baseline {
+        if !plan.systems.iter().any(|c| &c.name == b) {
+            return Err((b.clone(), format!("report.baseline {b:?} is not a system")));
+        }
+    }
+    Ok(())
+}
+
+/// The expanded matrix as lines of text, for `--list` and `--dry-run`.
+pub fn describe(loaded: &Loaded) -> String {
+    let Loaded { scenario: s, plan } = loaded;
+    let mut out = format!(
+        "{}: {} systems × {} workloads × {} repeats = {} runs ({} order)\n",
+        s.scenario.name,
+        plan.systems.len(),
+        plan.workloads.len(),
+        s.run.repeat,
+        plan.runs.len(),
+        format!("{:?}", s.run.order).to_lowercase()
+    );
+    for c in &plan.systems {
+        let requires = &s.system[c.system].requires;
+        let needs = if requires.is_empty() {
+            String::new()
+        } else {
+            format!("  (needs {})", requires.join(", "))
+        };
+        out.push_str(&format!("system   {}{needs}\n", c.name));
+    }
+    for w in &plan.workloads {
+        let kind = &s.workload[w.workload].kind;
+        let opts: BTreeMap<&String, String> =
+            w.options.iter().filter_map(|(k, v)| Some((k, matrix::scalar_text(v)?))).collect();
+        let opts: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
+        out.push_str(&format!("workload {} ({kind} {})\n", w.name, opts.join(" ")));
+    }
+    for r in &plan.runs {
+        out.push_str(&format!("run      {}\n", plan.run_id(r)));
+    }
+    out
+}

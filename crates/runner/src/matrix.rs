@@ -1,0 +1,220 @@
+//! Expanding a scenario into its runs: each system over its axes, each workload over its
+//! swept options, every pair, every repeat, in the order asked for (interleaved by default, so
+//! a shared machine's drift falls on every system alike).
+
+use std::collections::BTreeMap;
+
+use wirespeed_model::compare::SplitMix;
+
+use crate::scenario::{AxisValue, Order, Scenario};
+use crate::template;
+
+/// A system with its axis values chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct SystemCell {
+    /// Its name, the template rendered.
+    pub name: String,
+    /// Index into the scenario's systems.
+    pub system: usize,
+    /// The variables its axes give (the axis names, and every key of table values).
+    pub vars: BTreeMap<String, String>,
+}
+
+/// A workload with its swept options chosen.
+#[derive(Debug, Clone, PartialEq)]
+pub struct WorkloadCell {
+    /// Its name, with the swept values (`tcp-bw[parallel=4]`).
+    pub name: String,
+    /// Index into the scenario's workloads.
+    pub workload: usize,
+    /// Every option with one value.
+    pub options: BTreeMap<String, toml::Value>,
+}
+
+/// One measured run.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Run {
+    /// Index into [`Plan::systems`].
+    pub system: usize,
+    /// Index into [`Plan::workloads`].
+    pub workload: usize,
+    /// 1-based repeat.
+    pub repeat: u32,
+}
+
+/// Everything a scenario asks to run.
+#[derive(Debug, Clone, PartialEq)]
+pub struct Plan {
+    /// System cells.
+    pub systems: Vec<SystemCell>,
+    /// Workload cells.
+    pub workloads: Vec<WorkloadCell>,
+    /// The runs, in order.
+    pub runs: Vec<Run>,
+}
+
+impl Plan {
+    /// A stable id for a run (`system/workload/r2`), for `--resume` and file names.
+    pub fn run_id(&self, r: &Run) -> String {
+        format!("{}/{}/r{}", self.systems[r.system].name, self.workloads[r.workload].name, r.repeat)
+    }
+}
+
+/// A scalar TOML value as text.
+pub fn scalar_text(v: &toml::Value) -> Option<String> {
+    match v {
+        toml::Value::String(s) => Some(s.clone()),
+        toml::Value::Integer(i) => Some(i.to_string()),
+        toml::Value::Float(f) => Some(f.to_string()),
+        toml::Value::Boolean(b) => Some(b.to_string()),
+        _ => None,
+    }
+}
+
+/// The shown name and the variables of one axis value.
+fn axis_value(axis: &str, v: &AxisValue) -> Result<(String, BTreeMap<String, String>), String> {
+    let (name, mut vars) = match v {
+        AxisValue::Scalar(s) => (
+            scalar_text(s).ok_or_else(|| {
+                format!("matrix.{axis}: a value must be a word, a number or a table")
+            })?,
+            BTreeMap::new(),
+        ),
+        AxisValue::Table(t) => (
+            t.get("name")
+                .cloned()
+                .ok_or_else(|| format!("matrix.{axis}: a table value needs a name"))?,
+            t.clone(),
+        ),
+    };
+    vars.insert(axis.to_string(), name.clone());
+    Ok((name, vars))
+}
+
+/// Every combination of one value from each list.
+fn product<T: Clone>(lists: &[Vec<T>]) -> Vec<Vec<T>> {
+    lists.iter().fold(vec![Vec::new()], |acc, list| {
+        acc.iter()
+            .flat_map(|prefix| {
+                list.iter().map(move |v| {
+                    let mut next = prefix.clone();
+                    next.push(v.clone());
+                    next
+                })
+            })
+            .collect()
+    })
+}
+
+fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, String> {
+    let mut cells = Vec::new();
+    for (index, system) in s.system.iter().enumerate() {
+        let mut lists = Vec::new();
+        for axis in &system.matrix {
+            let values = &s
+                .matrix
+                .get(axis)
+                .ok_or_else(|| {
+                    format!("system {:?}: axis {axis:?} is not in [matrix]", system.name)
+                })?
+                .values;
+            if values.is_empty() {
+                return Err(format!("matrix.{axis}: no values"));
+            }
+            lists.push(values.iter().map(|v| axis_value(axis, v)).collect::<Result<Vec<_>, _>>()?);
+        }
+        for combo in product(&lists) {
+            let vars: BTreeMap<String, String> =
+                combo.into_iter().flat_map(|(_, vars)| vars).collect();
+            let name = template::render(&system.name, |n| vars.get(n).cloned()).map_err(|n| {
+                format!(
+                    "system {:?}: {{{n}}} in its name is not one of its axes' variables",
+                    system.name
+                )
+            })?;
+            if cells.iter().any(|c: &SystemCell| c.name == name) {
+                return Err(format!("two systems are named {name:?}"));
+            }
+            cells.push(SystemCell { name, system: index, vars });
+        }
+    }
+    Ok(cells)
+}
+
+fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
+    let mut cells = Vec::new();
+    for (index, w) in s.workload.iter().enumerate() {
+        let swept: Vec<(&String, &Vec<toml::Value>)> = w
+            .options
+            .iter()
+            .filter_map(|(k, v)| match v {
+                toml::Value::Array(a) => Some((k, a)),
+                _ => None,
+            })
+            .collect();
+        for (k, values) in &swept {
+            if values.is_empty() || values.iter().any(|v| scalar_text(v).is_none()) {
+                return Err(format!("workload {:?}: {k} must list words or numbers", w.name));
+            }
+        }
+        let lists: Vec<Vec<toml::Value>> = swept.iter().map(|(_, a)| a.to_vec()).collect();
+        for combo in product(&lists) {
+            let mut options = w.options.clone();
+            let mut label = Vec::new();
+            for ((k, _), v) in swept.iter().zip(combo) {
+                label.push(format!("{k}={}", scalar_text(&v).unwrap_or_default()));
+                options.insert((*k).clone(), v);
+            }
+            let name = if label.is_empty() {
+                w.name.clone()
+            } else {
+                format!("{}[{}]", w.name, label.join(","))
+            };
+            if cells.iter().any(|c: &WorkloadCell| c.name == name) {
+                return Err(format!("two workloads are named {name:?}"));
+            }
+            cells.push(WorkloadCell { name, workload: index, options });
+        }
+    }
+    Ok(cells)
+}
+
+/// Expands `s` into its runs.
+pub fn expand(s: &Scenario) -> Result<Plan, String> {
+    let systems = system_cells(s)?;
+    let workloads = workload_cells(s)?;
+    let repeats = 1..=s.run.repeat;
+    let (n_systems, n_workloads) = (systems.len(), workloads.len());
+    let round = |repeat: u32| {
+        (0..n_workloads)
+            .flat_map(move |workload| {
+                (0..n_systems).map(move |system| Run { system, workload, repeat })
+            })
+            .collect::<Vec<_>>()
+    };
+    let runs = match s.run.order {
+        Order::Interleave => repeats.flat_map(round).collect(),
+        Order::Sequential => (0..n_workloads)
+            .flat_map(|workload| {
+                (0..n_systems).flat_map(move |system| {
+                    (1..=s.run.repeat).map(move |repeat| Run { system, workload, repeat })
+                })
+            })
+            .collect(),
+        Order::Shuffle => {
+            let mut rng = SplitMix(s.run.seed);
+            repeats
+                .flat_map(|r| {
+                    let mut runs = round(r);
+                    // Fisher–Yates with the scenario's seed: the same order every time.
+                    for i in (1..runs.len()).rev() {
+                        let j = (rng.next_u64() % (i as u64 + 1)) as usize;
+                        runs.swap(i, j);
+                    }
+                    runs
+                })
+                .collect()
+        }
+    };
+    Ok(Plan { systems, workloads, runs })
+}

@@ -1,0 +1,309 @@
+//! A scenario file as written: the TOML tables of a side-by-side study. `fixture`s are the
+//! built-in backends (`wirespeed server` listeners), `system`s the processes under test,
+//! `matrix` the axes that expand systems, `workload`s the loads (any wirespeed test kind with
+//! its options; a list of values is a sweep), `check`s the pass/fail rules, `report` the
+//! baseline. Unknown keys are refused, with the line they are on, except among a workload's
+//! options, which the test kind's own flags check.
+
+use std::collections::BTreeMap;
+
+use schemars::JsonSchema;
+use serde::{Deserialize, Serialize};
+
+/// A whole scenario file.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Scenario {
+    /// What the study is.
+    pub scenario: About,
+    /// Repeats, warm-up and run order.
+    #[serde(default)]
+    pub run: RunSettings,
+    /// Process sampling.
+    #[serde(default)]
+    pub sample: SampleSettings,
+    /// Built-in backends the systems forward to.
+    #[serde(default)]
+    pub fixture: Vec<Fixture>,
+    /// Systems under test.
+    #[serde(default)]
+    pub system: Vec<System>,
+    /// Axes that expand systems: `[matrix.NAME] values = [...]`.
+    #[serde(default)]
+    pub matrix: BTreeMap<String, Axis>,
+    /// Loads run against every system.
+    #[serde(default)]
+    pub workload: Vec<Workload>,
+    /// Rules each result must meet (`p99 < 5ms`); a failure gives its own exit code.
+    #[serde(default)]
+    pub check: Vec<Check>,
+    /// How results are reported.
+    #[serde(default)]
+    pub report: ReportSettings,
+}
+
+/// The scenario's name and description.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct About {
+    /// Short name, used for the report directory.
+    pub name: String,
+    /// What is being compared, for the report.
+    #[serde(default)]
+    pub description: Option<String>,
+}
+
+/// The order cells run in.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum Order {
+    /// Each repeat runs every cell once before the next repeat starts (A B A B), so drift on a
+    /// shared machine falls on every system alike.
+    #[default]
+    Interleave,
+    /// All repeats of a cell, then the next cell.
+    Sequential,
+    /// Like interleave, each repeat in a shuffled order (seeded by `seed`).
+    Shuffle,
+}
+
+/// Repeats, warm-up and run order.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct RunSettings {
+    /// Measured runs per cell.
+    #[serde(default = "three")]
+    pub repeat: u32,
+    /// Load before each measured run, left out (e.g. `5s`).
+    #[serde(default)]
+    pub warmup: Option<String>,
+    /// Pause after each run (e.g. `2s`).
+    #[serde(default)]
+    pub cooldown: Option<String>,
+    /// Run order.
+    #[serde(default)]
+    pub order: Order,
+    /// Seed of `shuffle`.
+    #[serde(default = "one")]
+    pub seed: u64,
+}
+
+fn three() -> u32 {
+    3
+}
+
+fn one() -> u64 {
+    1
+}
+
+impl Default for RunSettings {
+    fn default() -> Self {
+        Self { repeat: 3, warmup: None, cooldown: None, order: Order::Interleave, seed: 1 }
+    }
+}
+
+/// A figure sampled from every system process.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum SampleMetric {
+    /// Resident memory (VmRSS).
+    Rss,
+    /// Peak resident memory (VmHWM).
+    Hwm,
+    /// CPU time, user and system.
+    Cpu,
+}
+
+/// Process sampling.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct SampleSettings {
+    /// Time between samples (e.g. `1s`).
+    #[serde(default = "one_second")]
+    pub interval: String,
+    /// What is sampled.
+    #[serde(default = "all_metrics")]
+    pub metrics: Vec<SampleMetric>,
+}
+
+fn one_second() -> String {
+    "1s".into()
+}
+
+fn all_metrics() -> Vec<SampleMetric> {
+    vec![SampleMetric::Rss, SampleMetric::Hwm, SampleMetric::Cpu]
+}
+
+impl Default for SampleSettings {
+    fn default() -> Self {
+        Self { interval: one_second(), metrics: all_metrics() }
+    }
+}
+
+/// Which built-in backend a fixture is.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "kebab-case")]
+pub enum FixtureKind {
+    /// The test server: bandwidth, latency, cps, pps and UDP ping (TCP and UDP on one port).
+    BandwidthSink,
+    /// The HTTP fixture (HTTP/1.1 and h2c).
+    Http,
+    /// The DNS fixture (UDP and TCP).
+    Dns,
+}
+
+/// A built-in backend, started in-process on a free loopback port.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Fixture {
+    /// Name, for `{fixture.NAME.addr}` and `{fixture.NAME.port}`.
+    pub name: String,
+    /// Which backend.
+    pub kind: FixtureKind,
+    /// http: the body size of an answer (e.g. `615B`).
+    #[serde(default)]
+    pub body_size: Option<String>,
+    /// dns: a zone file to serve instead of the generated one.
+    #[serde(default)]
+    pub zone: Option<String>,
+}
+
+/// Where a system takes the load: one address, or one per workload target.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum Entry {
+    /// Every workload goes here.
+    One(String),
+    /// Workloads go to the address of their `target`.
+    Named(BTreeMap<String, String>),
+}
+
+/// How to tell that a process is ready for load. Exactly one of the probes.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Ready {
+    /// A TCP connection to this port (or address) succeeds.
+    #[serde(default)]
+    pub tcp: Option<String>,
+    /// A UDP echo or any answer from this port (or address).
+    #[serde(default)]
+    pub udp: Option<String>,
+    /// An HTTP GET of this URL answers.
+    #[serde(default)]
+    pub http: Option<String>,
+    /// A DNS query to this port (or address) is answered.
+    #[serde(default)]
+    pub dns: Option<String>,
+    /// The process prints a line matching this text.
+    #[serde(default)]
+    pub log: Option<String>,
+    /// How long to wait (default 10s).
+    #[serde(default)]
+    pub timeout: Option<String>,
+}
+
+/// One process of a system.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Process {
+    /// Its part (`server`, `client`): processes are sampled and named by role.
+    pub role: String,
+    /// The command line, a template (`{port.NAME}`, `{file.NAME}`, `{fixture.NAME.addr}`, axis
+    /// variables); split into words like a shell would, without a shell.
+    pub cmd: String,
+    /// When it is ready for load.
+    #[serde(default)]
+    pub ready: Option<Ready>,
+    /// Start it after this role is ready.
+    #[serde(default)]
+    pub after: Option<String>,
+    /// Extra environment.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+}
+
+/// A system under test.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct System {
+    /// Name, a template over the axes it expands on (`gost-{transport}`).
+    pub name: String,
+    /// The `[matrix]` axes it expands over.
+    #[serde(default)]
+    pub matrix: Vec<String>,
+    /// Programs that must be on PATH; without them the system's cells are skipped, not failed.
+    #[serde(default)]
+    pub requires: Vec<String>,
+    /// Where the load goes.
+    pub entry: Entry,
+    /// Environment of every process.
+    #[serde(default)]
+    pub env: BTreeMap<String, String>,
+    /// Config files, templates written per cell: `file.NAME = '''...'''`, `{file.NAME}` in commands.
+    #[serde(default)]
+    pub file: BTreeMap<String, String>,
+    /// Its processes, started in order (and after `after`).
+    #[serde(default)]
+    pub process: Vec<Process>,
+}
+
+/// One value of an axis: a word, or a table of variables with a `name`.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum AxisValue {
+    /// Variables; `name` is the one shown. (Tried first: a TOML value would take tables too.)
+    Table(BTreeMap<String, String>),
+    /// A word or a number: the variable named after the axis.
+    #[schemars(with = "serde_json::Value")]
+    Scalar(toml::Value),
+}
+
+/// An axis of the matrix.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Axis {
+    /// Its values.
+    pub values: Vec<AxisValue>,
+}
+
+/// A load: a wirespeed test kind and its options, named as the command line's long flags
+/// (`parallel = 4` is `--parallel 4`). An option given a list is swept.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Workload {
+    /// Name.
+    pub name: String,
+    /// Test kind: bandwidth, latency, cps, pps, ping, http, dns.
+    pub kind: String,
+    /// Which of a system's named entries it loads.
+    #[serde(default)]
+    pub target: Option<String>,
+    /// The test's options.
+    #[serde(flatten)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub options: BTreeMap<String, toml::Value>,
+}
+
+/// A rule a result must meet: `FIGURE OP VALUE` (`p99 < 5ms`, `loss_ratio < 0.01`).
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Check {
+    /// Only this workload's results (default: every workload's).
+    #[serde(default)]
+    pub workload: Option<String>,
+    /// The rule.
+    pub expr: String,
+}
+
+/// How results are reported.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct ReportSettings {
+    /// The system others are shown as a percentage of.
+    #[serde(default)]
+    pub baseline: Option<String>,
+}
+
+/// The JSON schema of scenario files, generated from these types.
+pub fn json_schema() -> serde_json::Value {
+    serde_json::to_value(schemars::schema_for!(Scenario)).unwrap_or_default()
+}

@@ -1,0 +1,70 @@
+//! Command and config-file templates: `{NAME}` is replaced, where NAME is a letter or `_`
+//! followed by letters, digits, `_`, `.` and `-` (`{port.entry}`, `{fixture.sink.addr}`,
+//! `{transport}`). Anything else in braces is left as written, so config formats that use
+//! braces themselves (TOML inline tables, JSON) need no escaping.
+
+/// The placeholders of `text`, in order (repeats included).
+pub fn placeholders(text: &str) -> Vec<&str> {
+    scan(text).into_iter().map(|(_, name)| name).collect()
+}
+
+/// `(byte offset of '{', name)` for every placeholder.
+fn scan(text: &str) -> Vec<(usize, &str)> {
+    let mut found = Vec::new();
+    let bytes = text.as_bytes();
+    let mut i = 0;
+    while i < bytes.len() {
+        if bytes[i] == b'{' {
+            let start = i + 1;
+            let mut j = start;
+            while j < bytes.len()
+                && (bytes[j].is_ascii_alphanumeric() || b"_.-".contains(&bytes[j]))
+            {
+                j += 1;
+            }
+            let first_ok = bytes.get(start).is_some_and(|b| b.is_ascii_alphabetic() || *b == b'_');
+            if first_ok && j < bytes.len() && bytes[j] == b'}' {
+                found.push((i, &text[start..j]));
+                i = j + 1;
+                continue;
+            }
+        }
+        i += 1;
+    }
+    found
+}
+
+/// `text` with every placeholder replaced by `lookup(name)`; the first name it does not know
+/// is the error.
+pub fn render(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    for (start, name) in scan(text) {
+        let value = lookup(name).ok_or_else(|| name.to_string())?;
+        out.push_str(&text[at..start]);
+        out.push_str(&value);
+        at = start + name.len() + 2;
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn names_are_replaced_and_other_braces_kept() {
+        let text =
+            "gost -L {proto}://127.0.0.1:{port.entry} x = { a = 1 } {} {9x} {fixture.sink-1.addr}";
+        assert_eq!(placeholders(text), ["proto", "port.entry", "fixture.sink-1.addr"]);
+        let out = render(text, |n| Some(format!("<{n}>"))).unwrap();
+        assert_eq!(
+            out,
+            "gost -L <proto>://127.0.0.1:<port.entry> x = { a = 1 } {} {9x} <fixture.sink-1.addr>"
+        );
+        assert_eq!(render("a {b} c", |_| None).unwrap_err(), "b");
+        assert_eq!(render("no braces", |_| None).unwrap(), "no braces");
+        assert_eq!(render("{unclosed", |_| None).unwrap(), "{unclosed");
+    }
+}
