@@ -1,14 +1,18 @@
 //! The scenario runner behind `wirespeed bench`: a study written as one TOML file — fixtures,
 //! systems under test, matrix axes, workloads, checks — read and checked ([`load`]), its
 //! templates ([`template`]) and checks ([`check`]) parsed, and expanded into the runs it asks
-//! for ([`matrix`]). Starting processes, probing readiness, sampling and reporting come next
-//! (issue 9); this crate has no I/O yet.
+//! for ([`matrix`]); a system's processes started and stopped as process groups ([`process`],
+//! command lines split by [`words`]) and probed until ready ([`ready`]). Running the cells,
+//! sampling and reporting come next (issue 9).
 
 pub mod check;
 pub mod load;
 pub mod matrix;
+pub mod process;
+pub mod ready;
 pub mod scenario;
 pub mod template;
+pub mod words;
 
 pub use load::{parse, Loaded, ScenarioError};
 pub use scenario::Scenario;

@@ -1,0 +1,175 @@
+//! Readiness probes: a system's process is ready for load when a TCP connection succeeds, a UDP
+//! datagram is answered, an HTTP GET is answered, a DNS query is answered, or its log shows a
+//! line — never after a fixed sleep. A process that exits first, or never becomes ready in
+//! time, is an error that carries the end of its log.
+
+use std::io::{Read, Write};
+use std::net::{IpAddr, Ipv4Addr, SocketAddr, TcpStream, UdpSocket};
+use std::time::{Duration, Instant};
+
+use crate::process::Started;
+use crate::scenario::Ready;
+
+/// Default time a process has to become ready.
+pub const DEFAULT_TIMEOUT: Duration = Duration::from_secs(10);
+/// Time between attempts.
+const POLL: Duration = Duration::from_millis(25);
+
+/// A probe with its addresses filled in.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub enum Probe {
+    /// A TCP connect.
+    Tcp(SocketAddr),
+    /// Any answer to a UDP datagram.
+    Udp(SocketAddr),
+    /// Any HTTP answer to a GET (http:// only).
+    Http(String),
+    /// An answer to a DNS query for the root's NS records.
+    Dns(SocketAddr),
+    /// A line of the process's log containing this text.
+    Log(String),
+}
+
+/// `PORT` or `HOST:PORT` (loopback when the host is left out).
+fn address(text: &str) -> Result<SocketAddr, String> {
+    if let Ok(port) = text.parse::<u16>() {
+        return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
+    }
+    text.parse().map_err(|_| format!("{text:?}: expected PORT or IP:PORT"))
+}
+
+impl Probe {
+    /// The probe `ready` describes, its templates rendered by `render`, and its timeout.
+    pub fn from_ready(
+        ready: &Ready,
+        render: impl Fn(&str) -> Result<String, String>,
+    ) -> Result<(Self, Duration), String> {
+        let probe = match (&ready.tcp, &ready.udp, &ready.http, &ready.dns, &ready.log) {
+            (Some(t), None, None, None, None) => Self::Tcp(address(&render(t)?)?),
+            (None, Some(u), None, None, None) => Self::Udp(address(&render(u)?)?),
+            (None, None, Some(h), None, None) => Self::Http(render(h)?),
+            (None, None, None, Some(d), None) => Self::Dns(address(&render(d)?)?),
+            (None, None, None, None, Some(l)) => Self::Log(render(l)?),
+            _ => return Err("ready needs exactly one of tcp, udp, http, dns or log".into()),
+        };
+        let timeout = match &ready.timeout {
+            Some(t) => wirespeed_model::units::parse_duration(t)
+                .map_err(|_| format!("ready timeout {t:?}"))?,
+            None => DEFAULT_TIMEOUT,
+        };
+        Ok((probe, timeout))
+    }
+
+    /// One attempt.
+    pub fn ok(&self, log: &str) -> bool {
+        match self {
+            Self::Tcp(a) => TcpStream::connect_timeout(a, Duration::from_millis(250)).is_ok(),
+            Self::Udp(a) => udp_answered(*a, b"wirespeed ready?"),
+            Self::Http(url) => http_answered(url),
+            Self::Dns(a) => dns_answered(*a),
+            Self::Log(text) => log.contains(text.as_str()),
+        }
+    }
+}
+
+fn udp_answered(addr: SocketAddr, payload: &[u8]) -> bool {
+    udp_exchange(addr, payload).is_some()
+}
+
+fn udp_exchange(addr: SocketAddr, payload: &[u8]) -> Option<Vec<u8>> {
+    let local: SocketAddr = if addr.is_ipv6() { "[::1]:0" } else { "127.0.0.1:0" }.parse().ok()?;
+    let s = UdpSocket::bind(local).ok()?;
+    s.connect(addr).ok()?;
+    s.set_read_timeout(Some(Duration::from_millis(200))).ok()?;
+    s.send(payload).ok()?;
+    let mut buf = [0u8; 1500];
+    let n = s.recv(&mut buf).ok()?;
+    Some(buf[..n].to_vec())
+}
+
+/// A DNS answer (QR set) with our id to `. NS`.
+fn dns_answered(addr: SocketAddr) -> bool {
+    let id: u16 = (std::process::id() as u16) ^ 0x5a5a;
+    let mut q = Vec::with_capacity(17);
+    q.extend_from_slice(&id.to_be_bytes());
+    q.extend_from_slice(&[0x01, 0x00, 0, 1, 0, 0, 0, 0, 0, 0]);
+    q.extend_from_slice(&[0, 0, 2, 0, 1]);
+    udp_exchange(addr, &q)
+        .is_some_and(|a| a.len() >= 12 && a[..2] == id.to_be_bytes() && a[2] & 0x80 != 0)
+}
+
+/// Any HTTP status line in answer to a GET of `url` (http:// only).
+fn http_answered(url: &str) -> bool {
+    let Some(rest) = url.strip_prefix("http://") else { return false };
+    let (authority, path) =
+        rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
+    let Ok(addr) = address(authority) else { return false };
+    let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(250)) else {
+        return false;
+    };
+    let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    if s.write_all(req.as_bytes()).is_err() {
+        return false;
+    }
+    let mut head = [0u8; 12];
+    s.read_exact(&mut head).is_ok() && head.starts_with(b"HTTP/1.") && head[9].is_ascii_digit()
+}
+
+/// Why a process did not become ready.
+#[derive(Debug, thiserror::Error, PartialEq)]
+pub enum NotReady {
+    /// It exited first.
+    #[error("{role} exited ({status}) before it was ready; its log ends:\n{tail}")]
+    Exited {
+        /// Its role.
+        role: String,
+        /// How it exited.
+        status: String,
+        /// The end of its log.
+        tail: String,
+    },
+    /// Time ran out.
+    #[error("{role} was not ready ({probe}) within {secs:.1} s; its log ends:\n{tail}")]
+    Timeout {
+        /// Its role.
+        role: String,
+        /// The probe, described.
+        probe: String,
+        /// The timeout, seconds.
+        secs: f64,
+        /// The end of its log.
+        tail: String,
+    },
+}
+
+/// Waits until `probe` succeeds for `p`; returns how long it took.
+pub fn wait(p: &mut Started, probe: &Probe, timeout: Duration) -> Result<Duration, NotReady> {
+    let start = Instant::now();
+    loop {
+        if let Some(status) = p.exited() {
+            return Err(NotReady::Exited {
+                role: p.role.clone(),
+                status: status.to_string(),
+                tail: p.log_tail(10),
+            });
+        }
+        let log = if matches!(probe, Probe::Log(_)) {
+            std::fs::read_to_string(&p.log).unwrap_or_default()
+        } else {
+            String::new()
+        };
+        if probe.ok(&log) {
+            return Ok(start.elapsed());
+        }
+        if start.elapsed() >= timeout {
+            return Err(NotReady::Timeout {
+                role: p.role.clone(),
+                probe: format!("{probe:?}"),
+                secs: timeout.as_secs_f64(),
+                tail: p.log_tail(10),
+            });
+        }
+        std::thread::sleep(POLL);
+    }
+}
