@@ -2,14 +2,15 @@
 //! systems under test, matrix axes, workloads, checks — read and checked ([`load`]), its
 //! templates ([`template`]) and checks ([`check`]) parsed, and expanded into the runs it asks
 //! for ([`matrix`]); a system's processes started and stopped as process groups ([`process`],
-//! command lines split by [`words`]) and probed until ready ([`ready`]). Running the cells,
-//! sampling and reporting come next (issue 9).
+//! command lines split by [`words`]), probed until ready ([`ready`]) and sampled ([`sample`]).
+//! Running the cells and reporting come next (issue 9).
 
 pub mod check;
 pub mod load;
 pub mod matrix;
 pub mod process;
 pub mod ready;
+pub mod sample;
 pub mod scenario;
 pub mod template;
 pub mod words;

@@ -1,0 +1,186 @@
+//! Sampling a system's processes while a cell runs: for each role, the resident memory (VmRSS)
+//! of its whole process group summed, its peak (VmHWM, the largest of the group's), and the CPU
+//! time the group has used, read from `/proc` every interval by one thread. Each sample is
+//! tagged with its own role — rathole's memory script logged each process under the other's name
+//! (reference/harness.md §2); here a role's numbers can only come from its own group.
+
+use std::sync::atomic::{AtomicBool, Ordering};
+use std::sync::{Arc, Mutex};
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use serde::{Deserialize, Serialize};
+
+use crate::process::group_members;
+
+/// One reading of one role.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct Sample {
+    /// Milliseconds since sampling started.
+    pub at_ms: u64,
+    /// The role.
+    pub role: String,
+    /// Resident memory of the group, bytes.
+    pub rss_bytes: u64,
+    /// The largest peak resident memory in the group, bytes.
+    pub hwm_bytes: u64,
+    /// CPU time the group's live processes have used, user and system, nanoseconds.
+    pub cpu_ns: u64,
+    /// Processes in the group.
+    pub processes: u32,
+}
+
+/// One process's figures: (rss, hwm, cpu ns).
+fn read_process(pid: u32, tick_ns: u64) -> Option<(u64, u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+    // After the name: state(0) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
+    // utime(11) stime(12).
+    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+    Some((kib("VmRSS:"), kib("VmHWM:"), ticks * tick_ns))
+}
+
+/// A reading of every role now.
+pub fn read(roles: &[(String, u32)], at_ms: u64) -> Vec<Sample> {
+    // SAFETY: sysconf reads a constant; it has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
+    let tick_ns = 1_000_000_000 / hz;
+    roles
+        .iter()
+        .map(|(role, pgid)| {
+            let members = group_members(*pgid);
+            let figures: Vec<(u64, u64, u64)> =
+                members.iter().filter_map(|p| read_process(*p, tick_ns)).collect();
+            Sample {
+                at_ms,
+                role: role.clone(),
+                rss_bytes: figures.iter().map(|f| f.0).sum(),
+                hwm_bytes: figures.iter().map(|f| f.1).max().unwrap_or(0),
+                cpu_ns: figures.iter().map(|f| f.2).sum(),
+                processes: figures.len() as u32,
+            }
+        })
+        .collect()
+}
+
+/// A thread sampling `roles` every `interval` until stopped.
+#[derive(Debug)]
+pub struct Sampler {
+    stop: Arc<AtomicBool>,
+    samples: Arc<Mutex<Vec<Sample>>>,
+    thread: Option<JoinHandle<()>>,
+}
+
+impl Sampler {
+    /// Starts sampling `roles` (role, process group) now and every `interval`.
+    pub fn start(roles: Vec<(String, u32)>, interval: Duration) -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let samples = Arc::new(Mutex::new(Vec::new()));
+        let (s, out) = (stop.clone(), samples.clone());
+        let thread = std::thread::spawn(move || {
+            let start = Instant::now();
+            let mut next = start;
+            while !s.load(Ordering::Relaxed) {
+                let taken = read(&roles, start.elapsed().as_millis() as u64);
+                out.lock().unwrap_or_else(|e| e.into_inner()).extend(taken);
+                next += interval;
+                // Sleep in short steps so a stop is prompt.
+                while !s.load(Ordering::Relaxed) && Instant::now() < next {
+                    std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
+                }
+            }
+        });
+        Self { stop, samples, thread: Some(thread) }
+    }
+
+    /// Stops sampling and returns every sample taken.
+    pub fn finish(mut self) -> Vec<Sample> {
+        self.halt();
+        std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()))
+    }
+
+    fn halt(&mut self) {
+        self.stop.store(true, Ordering::Relaxed);
+        if let Some(t) = self.thread.take() {
+            let _ = t.join();
+        }
+    }
+}
+
+impl Drop for Sampler {
+    fn drop(&mut self) {
+        self.halt();
+    }
+}
+
+/// Per role: peak RSS, peak HWM and CPU time used over the samples (last minus first).
+pub fn summary(samples: &[Sample]) -> Vec<(String, u64, u64, u64)> {
+    let mut roles: Vec<&str> = samples.iter().map(|s| s.role.as_str()).collect();
+    roles.dedup();
+    roles.sort_unstable();
+    roles.dedup();
+    roles
+        .into_iter()
+        .map(|role| {
+            let mine: Vec<&Sample> = samples.iter().filter(|s| s.role == role).collect();
+            let rss = mine.iter().map(|s| s.rss_bytes).max().unwrap_or(0);
+            let hwm = mine.iter().map(|s| s.hwm_bytes).max().unwrap_or(0);
+            let cpu = match (mine.first(), mine.last()) {
+                (Some(a), Some(b)) => b.cpu_ns.saturating_sub(a.cpu_ns),
+                _ => 0,
+            };
+            (role.to_string(), rss, hwm, cpu)
+        })
+        .collect()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::collections::BTreeMap;
+
+    #[test]
+    fn each_role_is_sampled_from_its_own_group() {
+        let dir = tempfile::tempdir().unwrap();
+        let words = |s: &str| crate::words::split(s).unwrap();
+        // "big" holds ~64 MiB and burns CPU; "small" sleeps.
+        let big = crate::process::spawn(
+            "big",
+            &words(
+                r#"python3 -c 'b = b"x" * (64 << 20)
+while True: sum(range(10000))'"#,
+            ),
+            &BTreeMap::new(),
+            dir.path(),
+        )
+        .unwrap();
+        let small =
+            crate::process::spawn("small", &words("sleep 30"), &BTreeMap::new(), dir.path())
+                .unwrap();
+        let sampler = Sampler::start(
+            vec![("big".into(), big.pid), ("small".into(), small.pid)],
+            Duration::from_millis(100),
+        );
+        std::thread::sleep(Duration::from_millis(800));
+        let samples = sampler.finish();
+        let sum = summary(&samples);
+        assert_eq!(sum.len(), 2, "{sum:?}");
+        let (big_s, small_s) = (&sum[0], &sum[1]);
+        assert_eq!((big_s.0.as_str(), small_s.0.as_str()), ("big", "small"));
+        assert!(big_s.1 > 60 << 20, "big's RSS {}", big_s.1);
+        assert!(small_s.1 < 16 << 20, "small's RSS {}", small_s.1);
+        assert!(big_s.2 >= big_s.1, "HWM at least RSS");
+        assert!(big_s.3 > 0, "big used CPU");
+        assert!(samples.iter().filter(|s| s.role == "big").count() >= 3);
+        drop((big, small));
+    }
+}
