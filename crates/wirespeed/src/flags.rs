@@ -61,6 +61,27 @@ pub enum Command {
     Rm(RmArgs),
     /// Show or set how many saved runs to keep, and for how long.
     Retention(RetentionArgs),
+    /// Check a scenario file (systems × workloads, TOML) and show its expanded matrix.
+    Bench(BenchArgs),
+}
+
+/// `wirespeed bench`. Running the cells is still being built (issue 9); for now a scenario
+/// is read, checked and expanded.
+#[derive(Debug, Args)]
+#[command(group(clap::ArgGroup::new("what").required(true).args(["list", "dry_run", "schema"])))]
+pub struct BenchArgs {
+    /// The scenario file.
+    #[arg(value_name = "SCENARIO.toml", required_unless_present = "schema")]
+    pub scenario: Option<PathBuf>,
+    /// List the systems, workloads and runs the scenario expands into.
+    #[arg(long)]
+    pub list: bool,
+    /// As --list, plus every process's and workload's command line.
+    #[arg(long)]
+    pub dry_run: bool,
+    /// Print the JSON schema of scenario files.
+    #[arg(long)]
+    pub schema: bool,
 }
 
 /// `wirespeed server`.

@@ -1,6 +1,7 @@
 //! One module per subcommand; each returns the process exit code.
 
 mod bandwidth;
+mod bench;
 mod compare;
 mod cps;
 mod dns;
@@ -37,6 +38,7 @@ pub fn run(command: Command) -> Result<u8> {
         Command::Compare(args) => return compare::run(args),
         Command::Rm(args) => return prune::rm(args),
         Command::Retention(args) => return prune::retention(args),
+        Command::Bench(args) => return bench::run(args),
         other => other,
     };
     if let Some(o) = output_args(&command) {
@@ -70,7 +72,8 @@ pub fn run(command: Command) -> Result<u8> {
             | Command::Export(_)
             | Command::Compare(_)
             | Command::Rm(_)
-            | Command::Retention(_) => unreachable!("handled above"),
+            | Command::Retention(_)
+            | Command::Bench(_) => unreachable!("handled above"),
         }
     })
 }
@@ -93,7 +96,8 @@ fn output_args(command: &Command) -> Option<&OutputArgs> {
         | Command::Export(_)
         | Command::Compare(_)
         | Command::Rm(_)
-        | Command::Retention(_) => return None,
+        | Command::Retention(_)
+        | Command::Bench(_) => return None,
     })
 }
 

@@ -1,0 +1,73 @@
+//! `wirespeed bench` as far as it goes today: scenario files read, checked and expanded
+//! (`--list`, `--dry-run`), workload options checked against their test kind's own flags, the
+//! JSON schema printed, and bad files refused with where and why.
+
+mod common;
+
+use std::path::PathBuf;
+
+use common::client;
+
+fn scenario(name: &str) -> PathBuf {
+    PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runner/tests/scenarios").join(name)
+}
+
+#[test]
+fn scenarios_expand_and_show_their_command_lines() {
+    let out = client(&["bench", scenario("valid/transports.toml").to_str().unwrap(), "--dry-run"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    assert!(
+        text.starts_with("transports: 7 systems × 3 workloads × 2 repeats = 42 runs"),
+        "{text}"
+    );
+    assert_eq!(text.lines().filter(|l| l.starts_with("run ")).count(), 42);
+    assert!(
+        text.contains("process  tunnel-ws-relay server: gost -L relay+ws://127.0.0.1:<port.tunnel>/<fixture.sink.addr>"),
+        "{text}"
+    );
+    assert!(
+        text.contains("load     tunnel-tls-plain tcp-bw[parallel=4]: wirespeed bandwidth 127.0.0.1:<port.entry> --parallel 4 --time 3s"),
+        "{text}"
+    );
+}
+
+#[test]
+fn bad_scenarios_are_refused_with_where_and_why() {
+    let dir = tempfile::tempdir().unwrap();
+    let bad_option = dir.path().join("bad_option.toml");
+    std::fs::write(
+        &bad_option,
+        "[scenario]\nname = \"x\"\n[[system]]\nname = \"d\"\nentry = \"127.0.0.1:5201\"\n\
+         [[workload]]\nname = \"bw\"\nkind = \"bandwidth\"\nparallels = 4\n",
+    )
+    .unwrap();
+    let out = client(&["bench", bad_option.to_str().unwrap(), "--list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(
+        err.contains("workload \"bw\" (bandwidth): unexpected argument '--parallels'"),
+        "{err}"
+    );
+
+    let unknown = scenario("invalid/unknown_key.toml");
+    let out = client(&["bench", unknown.to_str().unwrap(), "--list"]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("unknown_key.toml:5: unknown field `repeats`"), "{err}");
+
+    let out = client(&["bench", "/nonexistent/s.toml", "--list"]);
+    assert_eq!(out.status.code(), Some(1));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("reading /nonexistent/s.toml"));
+    let out = client(&["bench", unknown.to_str().unwrap()]);
+    assert_eq!(out.status.code(), Some(2), "a mode is required for now");
+}
+
+#[test]
+fn the_schema_is_json_and_refuses_unknown_keys() {
+    let out = client(&["bench", "--schema"]);
+    assert_eq!(out.status.code(), Some(0));
+    let schema: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert_eq!(schema["additionalProperties"], false);
+    assert!(schema["$defs"]["System"]["properties"]["process"].is_object(), "{schema}");
+}
