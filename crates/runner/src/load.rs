@@ -52,7 +52,11 @@ pub fn parse(file: &str, text: &str) -> Result<Loaded, ScenarioError> {
     // A problem about `name` is reported on the line that first mentions it.
     let at = |name: &str, message: String| err(line_of(text, &format!("\"{name}\"")), message);
     check(&scenario).map_err(|(name, message)| at(&name, message))?;
-    let plan = matrix::expand(&scenario).map_err(|m| err(None, m))?;
+    // An expansion error names what it is about first, in quotes: its line is that name's.
+    let plan = matrix::expand(&scenario).map_err(|m| {
+        let named = m.split('"').nth(1).and_then(|n| line_of(text, &format!("\"{n}\"")));
+        err(named, m)
+    })?;
     placeholders(&scenario, &plan).map_err(|(name, message)| at(&name, message))?;
     Ok(Loaded { scenario, plan })
 }

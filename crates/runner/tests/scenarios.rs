@@ -61,6 +61,11 @@ fn errors_name_their_line() {
     let text = "[scenario]\nname = \"x\"\n[[system]]\nname = \"s\"\nentry = \"{nope}\"\n";
     let err = parse("f.toml", text).unwrap_err();
     assert_eq!(err.line, Some(4), "{err}");
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/invalid/missing_axis.toml"),
+    )
+    .unwrap();
+    assert_eq!(parse("f.toml", &text).unwrap_err().line, Some(5));
 }
 
 #[test]
