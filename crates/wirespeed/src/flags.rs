@@ -61,14 +61,12 @@ pub enum Command {
     Rm(RmArgs),
     /// Show or set how many saved runs to keep, and for how long.
     Retention(RetentionArgs),
-    /// Check a scenario file (systems × workloads, TOML) and show its expanded matrix.
+    /// Run a scenario file (systems × workloads, TOML): side-by-side studies, or show its matrix.
     Bench(BenchArgs),
 }
 
-/// `wirespeed bench`. Running the cells is still being built (issue 9); for now a scenario
-/// is read, checked and expanded.
+/// `wirespeed bench`.
 #[derive(Debug, Args)]
-#[command(group(clap::ArgGroup::new("what").required(true).args(["list", "dry_run", "schema"])))]
 pub struct BenchArgs {
     /// The scenario file.
     #[arg(value_name = "SCENARIO.toml", required_unless_present = "schema")]
@@ -82,6 +80,9 @@ pub struct BenchArgs {
     /// Print the JSON schema of scenario files.
     #[arg(long)]
     pub schema: bool,
+    /// Where each run's report, samples, config files and logs go (default: bench-results/NAME).
+    #[arg(long, value_name = "DIR")]
+    pub out: Option<PathBuf>,
 }
 
 /// `wirespeed server`.

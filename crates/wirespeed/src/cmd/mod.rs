@@ -38,7 +38,10 @@ pub fn run(command: Command) -> Result<u8> {
         Command::Compare(args) => return compare::run(args),
         Command::Rm(args) => return prune::rm(args),
         Command::Retention(args) => return prune::retention(args),
-        Command::Bench(args) => return bench::run(args),
+        Command::Bench(args) => match bench::inspect(&args)? {
+            Some(code) => return Ok(code),
+            None => Command::Bench(args),
+        },
         other => other,
     };
     if let Some(o) = output_args(&command) {
@@ -72,8 +75,8 @@ pub fn run(command: Command) -> Result<u8> {
             | Command::Export(_)
             | Command::Compare(_)
             | Command::Rm(_)
-            | Command::Retention(_)
-            | Command::Bench(_) => unreachable!("handled above"),
+            | Command::Retention(_) => unreachable!("handled above"),
+            Command::Bench(args) => bench::run(args).await,
         }
     })
 }

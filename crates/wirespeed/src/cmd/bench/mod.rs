@@ -1,7 +1,9 @@
-//! `wirespeed bench SCENARIO.toml`: side-by-side studies from a scenario file. This part reads
-//! and checks the file and shows its expanded matrix (`--list`, and with the command line of
-//! every process and workload, `--dry-run`); running the cells is the next step of issue 9.
+//! `wirespeed bench SCENARIO.toml`: side-by-side studies from a scenario file: read and
+//! checked, its matrix shown (`--list`, and with every command line, `--dry-run`), or run
+//! ([`execute`]) with a line per run as it finishes and each run's files kept under `--out`.
+//! Saving to the store, reports, checks and `--resume` are the next steps of issue 9.
 
+mod execute;
 mod workload;
 
 use anyhow::{Context, Result};
@@ -10,18 +12,90 @@ use wirespeed_runner::template;
 use crate::exit;
 use crate::flags::BenchArgs;
 
-/// `wirespeed bench`.
-pub fn run(args: BenchArgs) -> Result<u8> {
+/// `wirespeed bench` without a runtime: the schema, and a scenario listed or dry-run; `None`
+/// when the scenario is to be run.
+pub fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
+    if !(args.schema || args.list || args.dry_run) {
+        return Ok(None);
+    }
+    show(args).map(Some)
+}
+
+/// Loads and checks the scenario file of `args`.
+fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
+    let path = args.scenario.as_ref().context("a scenario file is needed (or --schema)")?;
+    let text =
+        std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
+    let loaded = wirespeed_runner::parse(&path.display().to_string(), &text)?;
+    check_workloads(&loaded).with_context(|| path.display().to_string())?;
+    Ok(loaded)
+}
+
+/// Runs every run of the scenario; one line per run as it ends, then a count.
+pub async fn run(args: BenchArgs) -> Result<u8> {
+    let loaded = load(&args)?;
+    let out = args.out.clone().unwrap_or_else(|| {
+        std::path::PathBuf::from("bench-results").join(&loaded.scenario.scenario.name)
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let cancel = super::interrupt_token();
+    let results = execute::run_all(&loaded, &out, cancel.clone(), |plan, run, outcome| {
+        let id = plan.run_id(run);
+        let line = match outcome {
+            execute::Outcome::Done(report, samples) => {
+                let head = wirespeed_model::metrics::headline(report);
+                let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
+                    .into_iter()
+                    .map(|(role, rss, _, cpu)| {
+                        format!(
+                            "{role} {:.1} MiB, {:.2} s CPU",
+                            rss as f64 / (1 << 20) as f64,
+                            cpu as f64 / 1e9
+                        )
+                    })
+                    .collect();
+                let memory = if memory.is_empty() {
+                    String::new()
+                } else {
+                    format!("  [{}]", memory.join("; "))
+                };
+                format!(
+                    "done     {id}  {}{memory}\n",
+                    wirespeed_report::units::figure(head.value, head.unit)
+                )
+            }
+            execute::Outcome::Skipped(why) => format!("skipped  {id}  ({why})\n"),
+            execute::Outcome::Failed(why) => format!("FAILED   {id}  {why}\n"),
+        };
+        let _ = crate::output::write_stdout(line.as_bytes());
+    })
+    .await?;
+    let count = |f: fn(&execute::Outcome) -> bool| results.iter().filter(|(_, o)| f(o)).count();
+    let failed = count(|o| matches!(o, execute::Outcome::Failed(_)));
+    let summary = format!(
+        "{} runs: {} done, {} skipped, {failed} failed; files in {}\n",
+        results.len(),
+        count(|o| matches!(o, execute::Outcome::Done(..))),
+        count(|o| matches!(o, execute::Outcome::Skipped(_))),
+        out.display()
+    );
+    crate::output::write_stdout(summary.as_bytes())?;
+    Ok(if cancel.is_cancelled() {
+        exit::INTERRUPTED
+    } else if failed > 0 {
+        exit::FAILED
+    } else {
+        exit::OK
+    })
+}
+
+fn show(args: &BenchArgs) -> Result<u8> {
     if args.schema {
         let schema = serde_json::to_string_pretty(&wirespeed_runner::scenario::json_schema())?;
         crate::output::write_stdout(format!("{schema}\n").as_bytes())?;
         return Ok(exit::OK);
     }
-    let path = args.scenario.context("a scenario file is needed (or --schema)")?;
-    let text =
-        std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))?;
-    let loaded = wirespeed_runner::parse(&path.display().to_string(), &text)?;
-    check_workloads(&loaded).with_context(|| path.display().to_string())?;
+    let loaded = load(args)?;
     let mut out = wirespeed_runner::load::describe(&loaded);
     if args.dry_run {
         out.push_str(&commands(&loaded)?);

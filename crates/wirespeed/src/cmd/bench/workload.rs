@@ -1,13 +1,19 @@
 //! A scenario's workload cell as the command line it stands for — `wirespeed KIND ENTRY
-//! --OPTION VALUE …` — so that a cell of a benchmark matrix and a command line are the same
-//! thing: the runner will parse these words with the same flags and resolve them with the same
-//! code as a test typed by hand, and an option a test kind does not have is refused in clap's
-//! words. `--dry-run` shows them.
+//! --OPTION VALUE …` — parsed by the same flags and resolved by the same code as a test typed
+//! by hand, then run in-process. So a cell of a benchmark matrix and a command line are the
+//! same thing, and an option a test kind does not have is refused in clap's words.
 
 use std::collections::BTreeMap;
 
-use anyhow::{Context, Result};
+use anyhow::{bail, Context, Result};
+use clap::Parser;
+use tokio::sync::mpsc::unbounded_channel;
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::Report;
 use wirespeed_runner::matrix::scalar_text;
+
+use crate::flags::{Cli, Command};
+use crate::resolve;
 
 /// The words of the command line for `kind` aimed at `entry` with `options`.
 pub fn command_line(
@@ -45,4 +51,34 @@ pub fn command_line(
     }
     words.extend(["--no-save".into(), "--quiet".into()]);
     Ok(words)
+}
+
+/// Runs the test `words` describe (from [`command_line`]) in-process and returns its report.
+pub async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
+    let cli = Cli::try_parse_from(words)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let version = env!("CARGO_PKG_VERSION");
+    // Events are not shown while a scenario runs; the report is what is kept.
+    let (tx, _rx) = unbounded_channel();
+    use wirespeed_engine as e;
+    let report = match cli.command {
+        Command::Bandwidth(a) if a.iperf3 => {
+            e::bandwidth::iperf3_client::run(resolve::bandwidth(&a, version)?, tx, cancel).await
+        }
+        Command::Bandwidth(a) => {
+            e::bandwidth::client::run(resolve::bandwidth(&a, version)?, tx, cancel).await
+        }
+        Command::Pps(a) => e::bandwidth::client::run(resolve::pps(&a, version)?, tx, cancel).await,
+        Command::Latency(a) => {
+            e::latency::client::run(resolve::latency(&a, version)?, tx, cancel).await
+        }
+        Command::Cps(a) => e::cps::client::run(resolve::cps(&a, version)?, tx, cancel).await,
+        Command::Ping(a) => e::ping::client::run(resolve::ping(&a, version)?, tx, cancel).await,
+        Command::Http(a) => e::http::client::run(resolve::http(&a, version)?, tx, cancel).await,
+        Command::Dns(a) => e::dns::client::run(resolve::dns(&a, version)?, tx, cancel).await,
+        _ => {
+            bail!("{}: not a test kind a workload can be", words.get(1).map_or("", String::as_str))
+        }
+    };
+    Ok(report?)
 }

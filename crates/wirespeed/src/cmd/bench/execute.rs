@@ -1,0 +1,311 @@
+//! Running a scenario's cells: the fixtures start in-process on loopback, then each run, in the
+//! plan's order, starts its system's processes (ports allocated, config files written, each
+//! probed until ready), samples them while its workload runs in-process, and stops them as
+//! process groups whatever happened. A system whose programs are missing is skipped; one that
+//! never gets ready, or exits while loaded, fails its run and the others go on. Each run's
+//! report, samples and logs are kept in its own directory.
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+use std::sync::Arc;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+use wirespeed_engine::dns::fixture::{self as dns_fixture, DnsListeners};
+use wirespeed_engine::http::fixture::{self as http_fixture, FixtureConfig};
+use wirespeed_engine::server::{self, Listeners, ServerConfig};
+use wirespeed_model::units::parse_bytes;
+use wirespeed_model::Report;
+use wirespeed_proto::dns::zone::Zone;
+use wirespeed_runner::matrix::{Plan, Run};
+use wirespeed_runner::process::{self, Started, STOP_GRACE};
+use wirespeed_runner::ready::{self, Probe};
+use wirespeed_runner::sample::{Sample, Sampler};
+use wirespeed_runner::scenario::{Entry, FixtureKind, Scenario};
+use wirespeed_runner::{template, words, Loaded};
+
+use super::workload;
+
+/// How one run ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It ran; its report and samples.
+    Done(Box<Report>, Vec<Sample>),
+    /// A program it needs is not installed.
+    Skipped(String),
+    /// Its system did not start, crashed, or its workload failed.
+    Failed(String),
+}
+
+/// The fixtures' addresses by name, and what stops them.
+struct Fixtures {
+    addrs: BTreeMap<String, SocketAddr>,
+    stop: CancellationToken,
+    tasks: Vec<tokio::task::JoinHandle<()>>,
+}
+
+async fn start_fixtures(s: &Scenario) -> Result<Fixtures> {
+    let stop = CancellationToken::new();
+    let mut addrs = BTreeMap::new();
+    let mut tasks = Vec::new();
+    let any = SocketAddr::from(([127, 0, 0, 1], 0));
+    for f in &s.fixture {
+        let what = || format!("fixture {:?}", f.name);
+        let (addr, task) = match f.kind {
+            FixtureKind::BandwidthSink => {
+                let l = Listeners::bind(&[any]).with_context(what)?;
+                let addr = l.local_addrs()[0];
+                let stop = stop.clone();
+                (
+                    addr,
+                    tokio::spawn(async move {
+                        let _ = server::run(l, ServerConfig::default(), stop).await;
+                    }),
+                )
+            }
+            FixtureKind::Http => {
+                let body_bytes = match &f.body_size {
+                    Some(b) => {
+                        parse_bytes(b).with_context(|| format!("{}: body_size {b:?}", what()))?
+                    }
+                    None => FixtureConfig::default().body_bytes,
+                };
+                let l = Listeners::bind_tcp(&[any], 0).with_context(what)?;
+                let addr = l[0].local_addr()?;
+                let stop = stop.clone();
+                (
+                    addr,
+                    tokio::spawn(async move {
+                        let _ = http_fixture::run(l, FixtureConfig { body_bytes }, stop).await;
+                    }),
+                )
+            }
+            FixtureKind::Dns => {
+                let zone = match &f.zone {
+                    Some(path) => {
+                        Zone::parse(&std::fs::read_to_string(path).with_context(what)?, None)
+                            .map_err(|e| anyhow::anyhow!("{}: {e}", what()))?
+                    }
+                    None => Zone::generated(1000),
+                };
+                let l = DnsListeners::bind(&[any], 1).with_context(what)?;
+                let addr = l.local_addrs()[0];
+                let stop = stop.clone();
+                (
+                    addr,
+                    tokio::spawn(async move {
+                        let _ = dns_fixture::run(l, Arc::new(zone), stop).await;
+                    }),
+                )
+            }
+        };
+        addrs.insert(f.name.clone(), addr);
+        tasks.push(task);
+    }
+    Ok(Fixtures { addrs, stop, tasks })
+}
+
+/// A TCP port free on loopback now, whose UDP port is free too.
+fn free_port() -> Result<u16> {
+    for _ in 0..100 {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0")?;
+        let port = tcp.local_addr()?.port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    anyhow::bail!("no free port on loopback")
+}
+
+/// A run id as a directory name.
+fn dir_name(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.=,".contains(c) { c } else { '_' })
+        .collect()
+}
+
+/// Runs every run of `loaded` in order, keeping each one's files under `out`; stops early when
+/// `cancel` fires. Calls `done` after each run.
+pub async fn run_all(
+    loaded: &Loaded,
+    out: &Path,
+    cancel: CancellationToken,
+    mut done: impl FnMut(&Plan, &Run, &Outcome),
+) -> Result<Vec<(Run, Outcome)>> {
+    let fixtures = start_fixtures(&loaded.scenario).await?;
+    let mut results = Vec::new();
+    for run in &loaded.plan.runs {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let dir = out.join("runs").join(dir_name(&loaded.plan.run_id(run)));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let outcome = one(loaded, run, &fixtures.addrs, &dir, cancel.clone()).await;
+        done(&loaded.plan, run, &outcome);
+        results.push((run.clone(), outcome));
+    }
+    fixtures.stop.cancel();
+    for t in fixtures.tasks {
+        let _ = t.await;
+    }
+    Ok(results)
+}
+
+/// One run, start to finish; never leaves a process behind.
+async fn one(
+    loaded: &Loaded,
+    run: &Run,
+    fixtures: &BTreeMap<String, SocketAddr>,
+    dir: &Path,
+    cancel: CancellationToken,
+) -> Outcome {
+    let s = &loaded.scenario;
+    let cell = &loaded.plan.systems[run.system];
+    let system = &s.system[cell.system];
+    let wcell = &loaded.plan.workloads[run.workload];
+    let w = &s.workload[wcell.workload];
+
+    // Everything a template of this system can name.
+    let mut ports = BTreeMap::new();
+    let mut texts: Vec<&String> = system
+        .process
+        .iter()
+        .flat_map(|p| {
+            let probes = p
+                .ready
+                .iter()
+                .flat_map(|r| [&r.tcp, &r.udp, &r.http, &r.dns, &r.log].into_iter().flatten());
+            std::iter::once(&p.cmd).chain(probes).chain(p.env.values())
+        })
+        .chain(system.file.values())
+        .chain(system.env.values())
+        .collect();
+    let entries: Vec<&String> = match &system.entry {
+        Entry::One(e) => vec![e],
+        Entry::Named(m) => m.values().collect(),
+    };
+    texts.extend(entries);
+    let port_names: BTreeSet<&str> = texts
+        .iter()
+        .flat_map(|t| template::placeholders(t))
+        .filter_map(|n| n.strip_prefix("port."))
+        .collect();
+    for name in port_names {
+        match free_port() {
+            Ok(p) => ports.insert(name.to_string(), p),
+            Err(e) => return Outcome::Failed(format!("{e:#}")),
+        };
+    }
+    let files: BTreeMap<String, PathBuf> = system
+        .file
+        .keys()
+        .map(|k| (k.clone(), dir.join(format!("{}.conf", dir_name(k)))))
+        .collect();
+    let lookup = |name: &str| -> Option<String> {
+        let parts: Vec<&str> = name.split('.').collect();
+        match parts.as_slice() {
+            ["port", p] => ports.get(*p).map(u16::to_string),
+            ["file", f] => files.get(*f).map(|p| p.display().to_string()),
+            ["fixture", f, "addr"] => fixtures.get(*f).map(SocketAddr::to_string),
+            ["fixture", f, "port"] => fixtures.get(*f).map(|a| a.port().to_string()),
+            ["fixture", f, "host"] => fixtures.get(*f).map(|a| a.ip().to_string()),
+            [var] => cell.vars.get(*var).cloned(),
+            _ => None,
+        }
+    };
+    let render = |t: &str| template::render(t, lookup).map_err(|n| format!("{{{n}}} has no value"));
+
+    for program in &system.requires {
+        let program = render(program).unwrap_or_else(|_| program.clone());
+        if process::which(&program).is_none() {
+            return Outcome::Skipped(format!("{program} is not installed"));
+        }
+    }
+    for (name, content) in &system.file {
+        let written = render(content)
+            .and_then(|c| std::fs::write(&files[name], c).map_err(|e| e.to_string()));
+        if let Err(e) = written {
+            return Outcome::Failed(format!("file.{name}: {e}"));
+        }
+    }
+
+    // Start the processes in order, each ready before the next.
+    let mut started: Vec<Started> = Vec::new();
+    for p in &system.process {
+        let mut env = system.env.clone();
+        env.extend(p.env.clone());
+        let env: Result<BTreeMap<String, String>, String> =
+            env.into_iter().map(|(k, v)| Ok((k, render(&v)?))).collect();
+        let launched = (|| {
+            let line = render(&p.cmd)?;
+            let argv = words::split(&line)?;
+            let mut proc = process::spawn(&p.role, &argv, &env?, dir).map_err(|e| e.to_string())?;
+            if let Some(r) = &p.ready {
+                let (probe, timeout) = Probe::from_ready(r, |t| render(t))?;
+                let waited =
+                    tokio::task::block_in_place(|| ready::wait(&mut proc, &probe, timeout));
+                if let Err(e) = waited {
+                    return Err(e.to_string());
+                }
+            }
+            Ok::<_, String>(proc)
+        })();
+        match launched {
+            Ok(p) => started.push(p),
+            Err(e) => return Outcome::Failed(format!("{}: {e}", p.role)),
+        }
+    }
+
+    let roles: Vec<(String, u32)> = started.iter().map(|p| (p.role.clone(), p.pid)).collect();
+    let interval = wirespeed_model::units::parse_duration(&s.sample.interval)
+        .unwrap_or(Duration::from_secs(1));
+    let sampler = Sampler::start(roles, interval);
+    let entry = match (&system.entry, &w.target) {
+        (Entry::One(e), _) => render(e),
+        (Entry::Named(m), Some(t)) => render(m.get(t).map_or("", String::as_str)),
+        (Entry::Named(_), None) => Err("no target".into()),
+    };
+    let report = match entry {
+        Ok(entry) => match workload::command_line(&w.kind, &entry, &wcell.options) {
+            Ok(line) => workload::run(&line, cancel).await.map_err(|e| format!("{e:#}")),
+            Err(e) => Err(format!("{e:#}")),
+        },
+        Err(e) => Err(e),
+    };
+    let samples = sampler.finish();
+    // A process that died under load fails the run, whatever the workload saw.
+    let crashed: Vec<String> = started
+        .iter_mut()
+        .filter_map(|p| {
+            p.exited().map(|st| {
+                format!(
+                    "{} exited ({st}) during the run; its log ends:\n{}",
+                    p.role,
+                    p.log_tail(10)
+                )
+            })
+        })
+        .collect();
+    tokio::task::block_in_place(|| {
+        for p in started.iter_mut().rev() {
+            p.stop(STOP_GRACE);
+        }
+    });
+    let _ = std::fs::write(
+        dir.join("samples.json"),
+        serde_json::to_string_pretty(&samples).unwrap_or_default(),
+    );
+    match report {
+        _ if !crashed.is_empty() => Outcome::Failed(crashed.join("\n")),
+        Ok(r) => {
+            let _ = std::fs::write(
+                dir.join("report.json"),
+                serde_json::to_string_pretty(&r).unwrap_or_default(),
+            );
+            Outcome::Done(Box::new(r), samples)
+        }
+        Err(e) => Outcome::Failed(e),
+    }
+}

@@ -1,0 +1,170 @@
+//! `wirespeed bench` running a scenario for real: a direct path to a fixture, `wirespeed
+//! server` and a socat proxy as systems under test, a system whose program is missing (skipped,
+//! not failed), one that never becomes ready and one that dies under load (each fails its runs,
+//! the others go on), and Ctrl-C in the middle. Every system process carries a marker in its
+//! environment, so the test can tell that none outlived its run.
+
+mod common;
+
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+/// Live processes whose environment holds `marker`.
+fn marked(marker: &str) -> Vec<u32> {
+    std::fs::read_dir("/proc")
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
+        .filter(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).unwrap_or_default();
+            let zombie =
+                stat.rsplit_once(')').is_some_and(|(_, rest)| rest.trim_start().starts_with('Z'));
+            !zombie
+                && std::fs::read(format!("/proc/{pid}/environ")).is_ok_and(|env| {
+                    env.split(|b| *b == 0)
+                        .any(|kv| kv == format!("WS_BENCH_MARK={marker}").as_bytes())
+                })
+        })
+        .collect()
+}
+
+/// The scenario; `direct` puts a run straight at the fixture first.
+fn scenario(marker: &str, seconds: &str, direct: bool) -> String {
+    let direct =
+        if direct { "[[system]]\nname = \"direct\"\nentry = \"{fixture.sink.addr}\"" } else { "" };
+    format!(
+        r#"
+[scenario]
+name = "hygiene"
+[run]
+repeat = 2
+[[fixture]]
+name = "sink"
+kind = "bandwidth-sink"
+{direct}
+[[system]]
+name = "wirespeed"
+entry = "127.0.0.1:{{port.srv}}"
+env = {{ WS_BENCH_MARK = "{marker}" }}
+process = [ {{ role = "server", cmd = "{bin} server -B 127.0.0.1 -p {{port.srv}}", ready = {{ tcp = "{{port.srv}}" }} }} ]
+[[system]]
+name = "socat"
+requires = ["socat"]
+entry = "127.0.0.1:{{port.entry}}"
+env = {{ WS_BENCH_MARK = "{marker}" }}
+process = [ {{ role = "proxy", cmd = "socat TCP4-LISTEN:{{port.entry}},bind=127.0.0.1,reuseaddr,fork TCP4:{{fixture.sink.addr}}", ready = {{ tcp = "{{port.entry}}" }} }} ]
+[[system]]
+name = "missing"
+requires = ["no-such-tunnel-program"]
+entry = "127.0.0.1:{{port.e}}"
+[[system]]
+name = "never-ready"
+entry = "127.0.0.1:{{port.e}}"
+env = {{ WS_BENCH_MARK = "{marker}" }}
+process = [ {{ role = "srv", cmd = "sh -c 'echo starting; sleep 60 & wait'", ready = {{ tcp = "{{port.e}}", timeout = "300ms" }} }} ]
+[[system]]
+name = "dies"
+entry = "127.0.0.1:{{port.entry}}"
+env = {{ WS_BENCH_MARK = "{marker}" }}
+process = [ {{ role = "proxy", cmd = "timeout 0.5 socat TCP4-LISTEN:{{port.entry}},bind=127.0.0.1,reuseaddr,fork TCP4:{{fixture.sink.addr}}", ready = {{ tcp = "{{port.entry}}" }} }} ]
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "{seconds}"
+"#,
+        bin = common::BIN
+    )
+}
+
+#[test]
+fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("run-{}", std::process::id());
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, scenario(&marker, "1s", true)).unwrap();
+    let out_dir = dir.path().join("out");
+    let out =
+        common::client(&["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(5),
+        "failed runs give exit 5: {text}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let lines: Vec<&str> = text.lines().collect();
+    // Interleaved: every system once per repeat, in order.
+    let ids: Vec<&str> = lines.iter().filter_map(|l| l.split_whitespace().nth(1)).collect();
+    assert_eq!(
+        &ids[..6],
+        [
+            "direct/rtt/r1",
+            "wirespeed/rtt/r1",
+            "socat/rtt/r1",
+            "missing/rtt/r1",
+            "never-ready/rtt/r1",
+            "dies/rtt/r1"
+        ]
+    );
+    let status = |id: &str| {
+        lines.iter().find(|l| l.contains(id)).map(|l| l.split_whitespace().next().unwrap()).unwrap()
+    };
+    for r in ["r1", "r2"] {
+        assert_eq!(status(&format!("direct/rtt/{r}")), "done");
+        assert_eq!(status(&format!("wirespeed/rtt/{r}")), "done");
+        assert_eq!(status(&format!("socat/rtt/{r}")), "done");
+        assert_eq!(status(&format!("missing/rtt/{r}")), "skipped");
+        assert_eq!(status(&format!("never-ready/rtt/{r}")), "FAILED");
+        assert_eq!(status(&format!("dies/rtt/{r}")), "FAILED");
+    }
+    assert!(text.contains("(no-such-tunnel-program is not installed)"), "{text}");
+    assert!(
+        text.contains("was not ready") && text.contains("starting"),
+        "the probe and the log's end: {text}"
+    );
+    assert!(text.contains("12 runs: 6 done, 2 skipped, 4 failed"), "{text}");
+    // Each finished run keeps its report, its samples (by role) and its processes' logs.
+    let run = out_dir.join("runs/socat_rtt_r1");
+    let report: wirespeed_model::Report =
+        serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
+    assert_eq!(report.kind(), "latency");
+    let samples: Vec<serde_json::Value> =
+        serde_json::from_str(&std::fs::read_to_string(run.join("samples.json")).unwrap()).unwrap();
+    assert!(!samples.is_empty() && samples.iter().all(|s| s["role"] == "proxy"), "{samples:?}");
+    assert!(samples.iter().any(|s| s["rss_bytes"].as_u64().unwrap() > 0));
+    assert!(run.join("proxy.log").exists());
+    assert!(marked(&marker).is_empty(), "processes outlived their runs: {:?}", marked(&marker));
+}
+
+#[test]
+fn ctrl_c_in_the_middle_stops_everything() {
+    let dir = tempfile::tempdir().unwrap();
+    let marker = format!("int-{}", std::process::id());
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, scenario(&marker, "20s", false)).unwrap();
+    let mut child = Command::new(common::BIN)
+        .args(["bench", file.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()])
+        .stdout(Stdio::piped())
+        .stderr(Stdio::null())
+        .spawn()
+        .unwrap();
+    // Wait until the first system's server is up (its run then takes 20 s).
+    let t0 = Instant::now();
+    while marked(&marker).is_empty() {
+        assert!(t0.elapsed() < Duration::from_secs(60), "the system never started");
+        std::thread::sleep(Duration::from_millis(100));
+    }
+    std::thread::sleep(Duration::from_millis(300));
+    // SAFETY: kill(2) on our own child's pid.
+    unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+    let status = child.wait().unwrap();
+    assert_eq!(status.code(), Some(130));
+    let t0 = Instant::now();
+    while !marked(&marker).is_empty() {
+        assert!(
+            t0.elapsed() < Duration::from_secs(10),
+            "processes outlived Ctrl-C: {:?}",
+            marked(&marker)
+        );
+        std::thread::sleep(Duration::from_millis(50));
+    }
+}
