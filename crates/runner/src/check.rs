@@ -2,7 +2,8 @@
 //! `throughput_bps >= 1G`. Values take the units figures are kept in: durations become
 //! nanoseconds, `%` a ratio, and k/M/G multiply.
 
-use wirespeed_model::units::parse_duration;
+use wirespeed_model::metrics::metrics;
+use wirespeed_model::Report;
 
 /// A comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -60,6 +61,29 @@ impl Rule {
     }
 }
 
+/// The figure `name` of `report`: a key of its metrics (`throughput_bps`, `rtt_p99_ns`,
+/// `loss_ratio`, …), or a short name — `p50`, `p99` (its kind's latency percentiles, ns),
+/// `error_ratio` (1 − success ratio), `loss_ratio` and `lost_ratio` for one another.
+pub fn figure(report: &Report, name: &str) -> Option<f64> {
+    let all = metrics(report);
+    let find = |k: &str| all.iter().find(|m| m.key == k).map(|m| m.value);
+    find(name).or_else(|| match name {
+        "p50" | "p99" => {
+            let suffix = format!("_{name}_ns");
+            all.iter().find(|m| m.key.ends_with(&suffix)).map(|m| m.value)
+        }
+        "error_ratio" => find("success_ratio").map(|s| 1.0 - s),
+        "loss_ratio" => find("lost_ratio"),
+        "lost_ratio" => find("loss_ratio"),
+        _ => None,
+    })
+}
+
+/// The figures `report` has, for a message that names a figure it lacks.
+pub fn figure_names(report: &Report) -> Vec<&'static str> {
+    metrics(report).into_iter().map(|m| m.key).collect()
+}
+
 /// A value with an optional unit.
 fn number(text: &str) -> Result<f64, String> {
     if let Some(p) = text.strip_suffix('%') {
@@ -72,10 +96,15 @@ fn number(text: &str) -> Result<f64, String> {
     if let Ok(v) = text.parse::<f64>() {
         return Ok(v);
     }
-    if text.ends_with('s') && text.chars().next().is_some_and(|c| c.is_ascii_digit() || c == '.') {
-        return parse_duration(text)
-            .map(|d| d.as_nanos() as f64)
-            .map_err(|_| format!("{text:?} is not a duration"));
+    // Durations, in nanoseconds: ns, us (or µs), ms, s.
+    for (suffix, ns) in [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)] {
+        if let Some(v) = text.strip_suffix(suffix) {
+            return v
+                .trim()
+                .parse::<f64>()
+                .map(|v| v * ns)
+                .map_err(|_| format!("{text:?} is not a duration"));
+        }
     }
     let (digits, scale) = match text.chars().last() {
         Some('k') => (&text[..text.len() - 1], 1e3),
@@ -99,6 +128,9 @@ mod tests {
         assert_eq!(Rule::parse("throughput_bps >= 1.5G").unwrap().op, Op::Ge);
         assert_eq!(Rule::parse("throughput_bps >= 1.5G").unwrap().value, 1.5e9);
         assert_eq!(Rule::parse("error_ratio < 0.01").unwrap().value, 0.01);
+        assert_eq!(Rule::parse("p50 < 1ns").unwrap().value, 1.0);
+        assert_eq!(Rule::parse("p50 < 250us").unwrap().value, 250e3);
+        assert_eq!(Rule::parse("p50 < 2.5s").unwrap().value, 2.5e9);
         for bad in ["p99", "p99 < fast", "< 5", "p 99 < 5", "p99 = 5"] {
             assert!(Rule::parse(bad).is_err(), "{bad}");
         }

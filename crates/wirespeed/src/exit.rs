@@ -13,6 +13,7 @@
 //! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace) |
 //! | 9 | a saved run asked for does not exist (or nothing has been saved yet) |
 //! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched) |
+//! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
 //! | 130 | interrupted by the user (results so far are still reported) |
 
 use wirespeed_engine::ClientError;
@@ -38,6 +39,8 @@ pub const NOT_PERMITTED: u8 = 8;
 pub const NOT_FOUND: u8 = 9;
 /// The results database is corrupt, foreign or too new.
 pub const DB_UNUSABLE: u8 = 10;
+/// A scenario's checks failed.
+pub const CHECKS_FAILED: u8 = 11;
 /// Interrupted by the user.
 pub const INTERRUPTED: u8 = 130;
 

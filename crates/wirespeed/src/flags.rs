@@ -83,6 +83,15 @@ pub struct BenchArgs {
     /// Where each run's report, samples, config files and logs go (default: bench-results/NAME).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,
+    /// Skip the runs that finished before (their report is in --out), and run the rest.
+    #[arg(long)]
+    pub resume: bool,
+    /// Results database for the finished runs (default: the user's data directory).
+    #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
+    pub db: Option<PathBuf>,
+    /// Do not save runs to the results database.
+    #[arg(long)]
+    pub no_save: bool,
 }
 
 /// `wirespeed server`.

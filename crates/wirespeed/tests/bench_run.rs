@@ -82,8 +82,13 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
     let file = dir.path().join("s.toml");
     std::fs::write(&file, scenario(&marker, "1s", true)).unwrap();
     let out_dir = dir.path().join("out");
-    let out =
-        common::client(&["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()]);
+    let out = common::client(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-save",
+    ]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -121,7 +126,10 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
         text.contains("was not ready") && text.contains("starting"),
         "the probe and the log's end: {text}"
     );
-    assert!(text.contains("12 runs: 6 done, 2 skipped, 4 failed"), "{text}");
+    assert!(
+        text.contains("12 runs: 6 done, 0 kept, 2 skipped, 4 failed; 0 checks failed"),
+        "{text}"
+    );
     // Each finished run keeps its report, its samples (by role) and its processes' logs.
     let run = out_dir.join("runs/socat_rtt_r1");
     let report: wirespeed_model::Report =
@@ -142,7 +150,13 @@ fn ctrl_c_in_the_middle_stops_everything() {
     let file = dir.path().join("s.toml");
     std::fs::write(&file, scenario(&marker, "20s", false)).unwrap();
     let mut child = Command::new(common::BIN)
-        .args(["bench", file.to_str().unwrap(), "--out", dir.path().join("out").to_str().unwrap()])
+        .args([
+            "bench",
+            file.to_str().unwrap(),
+            "--out",
+            dir.path().join("out").to_str().unwrap(),
+            "--no-save",
+        ])
         .stdout(Stdio::piped())
         .stderr(Stdio::null())
         .spawn()
@@ -167,4 +181,71 @@ fn ctrl_c_in_the_middle_stops_everything() {
         );
         std::thread::sleep(Duration::from_millis(50));
     }
+}
+
+#[test]
+fn finished_runs_are_saved_checked_and_kept_on_resume() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        r#"
+[scenario]
+name = "checked"
+[run]
+repeat = 2
+[[fixture]]
+name = "sink"
+kind = "bandwidth-sink"
+[[system]]
+name = "direct"
+entry = "{fixture.sink.addr}"
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "0.5s"
+[[check]]
+workload = "rtt"
+expr = "rtt_p99_ns > 0"
+[[check]]
+expr = "p99 < 1ns"
+[[check]]
+expr = "queries_per_second > 1"
+"#,
+    )
+    .unwrap();
+    let (out_dir, db) = (dir.path().join("out"), dir.path().join("r.db"));
+    let bench = |extra: &[&str]| {
+        let mut args = vec!["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
+        args.extend(["--db", db.to_str().unwrap()]);
+        args.extend(extra);
+        common::client(&args)
+    };
+    let out = bench(&[]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(11), "a failed check: {text}");
+    assert!(text.contains("check    direct/rtt/r1  p99 < 1ns: failed (p99 is "), "{text}");
+    assert!(
+        text.contains("queries_per_second > 1: this run has no queries_per_second (it has "),
+        "{text}"
+    );
+    assert!(!text.contains("rtt_p99_ns > 0"), "a passing check says nothing: {text}");
+    assert!(
+        text.contains("2 runs: 2 done, 0 kept, 0 skipped, 0 failed; 4 checks failed"),
+        "{text}"
+    );
+    let store = wirespeed_store::Store::open(&db).unwrap();
+    let saved = store.list(&wirespeed_store::RunFilter::default()).unwrap();
+    assert_eq!(saved.len(), 2);
+    assert_eq!(saved[0].tag.as_deref(), Some("checked direct/rtt/r2"));
+    drop(store);
+
+    // Resumed: nothing runs again, nothing is saved twice, the checks are judged again.
+    let out = bench(&["--resume"]);
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert_eq!(out.status.code(), Some(11));
+    assert!(text.contains("kept     direct/rtt/r1"), "{text}");
+    assert!(text.contains("2 runs: 0 done, 2 kept"), "{text}");
+    let store = wirespeed_store::Store::open(&db).unwrap();
+    assert_eq!(store.count().unwrap(), 2);
 }

@@ -3,7 +3,8 @@
 //! probed until ready), samples them while its workload runs in-process, and stops them as
 //! process groups whatever happened. A system whose programs are missing is skipped; one that
 //! never gets ready, or exits while loaded, fails its run and the others go on. Each run's
-//! report, samples and logs are kept in its own directory.
+//! report, samples and logs are kept in its own directory; with `--resume`, a run whose report
+//! is already there is not run again.
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -37,6 +38,8 @@ pub enum Outcome {
     Skipped(String),
     /// Its system did not start, crashed, or its workload failed.
     Failed(String),
+    /// It finished in an earlier invocation (`--resume`); its report.
+    Kept(Box<Report>),
 }
 
 /// The fixtures' addresses by name, and what stops them.
@@ -131,6 +134,7 @@ fn dir_name(id: &str) -> String {
 pub async fn run_all(
     loaded: &Loaded,
     out: &Path,
+    resume: bool,
     cancel: CancellationToken,
     mut done: impl FnMut(&Plan, &Run, &Outcome),
 ) -> Result<Vec<(Run, Outcome)>> {
@@ -142,7 +146,14 @@ pub async fn run_all(
         }
         let dir = out.join("runs").join(dir_name(&loaded.plan.run_id(run)));
         std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-        let outcome = one(loaded, run, &fixtures.addrs, &dir, cancel.clone()).await;
+        let kept = resume
+            .then(|| std::fs::read_to_string(dir.join("report.json")).ok())
+            .flatten()
+            .and_then(|text| serde_json::from_str::<Report>(&text).ok());
+        let outcome = match kept {
+            Some(report) => Outcome::Kept(Box::new(report)),
+            None => one(loaded, run, &fixtures.addrs, &dir, cancel.clone()).await,
+        };
         done(&loaded.plan, run, &outcome);
         results.push((run.clone(), outcome));
     }

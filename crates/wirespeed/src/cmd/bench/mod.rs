@@ -1,12 +1,15 @@
 //! `wirespeed bench SCENARIO.toml`: side-by-side studies from a scenario file: read and
 //! checked, its matrix shown (`--list`, and with every command line, `--dry-run`), or run
-//! ([`execute`]) with a line per run as it finishes and each run's files kept under `--out`.
-//! Saving to the store, reports, checks and `--resume` are the next steps of issue 9.
+//! ([`execute`]) with a line per run as it finishes, each finished run saved to the store at
+//! once, its checks judged (a failure gives exit 11), each run's files kept under `--out`, and
+//! `--resume` skipping the runs that finished before. The report directory (tables, charts) is
+//! the next step of issue 9.
 
 mod execute;
 mod workload;
 
 use anyhow::{Context, Result};
+use wirespeed_runner::check::Rule;
 use wirespeed_runner::template;
 
 use crate::exit;
@@ -31,51 +34,116 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     Ok(loaded)
 }
 
-/// Runs every run of the scenario; one line per run as it ends, then a count.
+/// Runs every run of the scenario; one line per run as it ends (and per failed check), each
+/// finished run saved at once, then a count.
 pub async fn run(args: BenchArgs) -> Result<u8> {
     let loaded = load(&args)?;
     let out = args.out.clone().unwrap_or_else(|| {
         std::path::PathBuf::from("bench-results").join(&loaded.scenario.scenario.name)
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let store = if args.no_save {
+        None
+    } else {
+        Some(wirespeed_store::Store::open(&crate::saved::db_path(&args.db)?)?)
+    };
+    let rules: Vec<(Option<String>, String, Rule)> = loaded
+        .scenario
+        .check
+        .iter()
+        .map(|c| {
+            Ok((
+                c.workload.clone(),
+                c.expr.clone(),
+                Rule::parse(&c.expr).map_err(anyhow::Error::msg)?,
+            ))
+        })
+        .collect::<Result<_>>()?;
+    let (mut failed_checks, mut unsaved) = (0usize, 0usize);
     let cancel = super::interrupt_token();
-    let results = execute::run_all(&loaded, &out, cancel.clone(), |plan, run, outcome| {
-        let id = plan.run_id(run);
-        let line = match outcome {
-            execute::Outcome::Done(report, samples) => {
-                let head = wirespeed_model::metrics::headline(report);
-                let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
-                    .into_iter()
-                    .map(|(role, rss, _, cpu)| {
-                        format!(
-                            "{role} {:.1} MiB, {:.2} s CPU",
-                            rss as f64 / (1 << 20) as f64,
-                            cpu as f64 / 1e9
-                        )
-                    })
-                    .collect();
-                let memory = if memory.is_empty() {
-                    String::new()
-                } else {
-                    format!("  [{}]", memory.join("; "))
-                };
-                format!(
-                    "done     {id}  {}{memory}\n",
-                    wirespeed_report::units::figure(head.value, head.unit)
-                )
+    let scenario_name = loaded.scenario.scenario.name.clone();
+    let results =
+        execute::run_all(&loaded, &out, args.resume, cancel.clone(), |plan, run, outcome| {
+            let id = plan.run_id(run);
+            let mut text = match outcome {
+                execute::Outcome::Done(report, samples) => {
+                    let head = wirespeed_model::metrics::headline(report);
+                    let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
+                        .into_iter()
+                        .map(|(role, rss, _, cpu)| {
+                            format!(
+                                "{role} {:.1} MiB, {:.2} s CPU",
+                                rss as f64 / (1 << 20) as f64,
+                                cpu as f64 / 1e9
+                            )
+                        })
+                        .collect();
+                    let memory = if memory.is_empty() {
+                        String::new()
+                    } else {
+                        format!("  [{}]", memory.join("; "))
+                    };
+                    format!(
+                        "done     {id}  {}{memory}\n",
+                        wirespeed_report::units::figure(head.value, head.unit)
+                    )
+                }
+                execute::Outcome::Kept(report) => {
+                    let head = wirespeed_model::metrics::headline(report);
+                    format!(
+                        "kept     {id}  {}  (finished before)\n",
+                        wirespeed_report::units::figure(head.value, head.unit)
+                    )
+                }
+                execute::Outcome::Skipped(why) => format!("skipped  {id}  ({why})\n"),
+                execute::Outcome::Failed(why) => format!("FAILED   {id}  {why}\n"),
+            };
+            if let execute::Outcome::Done(report, _) = outcome {
+                // Saved as soon as it finished: a run that breaks later loses nothing before it.
+                if let Some(store) = &store {
+                    if let Err(e) = store.save(report, Some(&format!("{scenario_name} {id}"))) {
+                        text.push_str(&format!("warning: {id} not saved: {e}\n"));
+                        unsaved += 1;
+                    }
+                }
             }
-            execute::Outcome::Skipped(why) => format!("skipped  {id}  ({why})\n"),
-            execute::Outcome::Failed(why) => format!("FAILED   {id}  {why}\n"),
-        };
-        let _ = crate::output::write_stdout(line.as_bytes());
-    })
-    .await?;
+            if let execute::Outcome::Done(report, _) | execute::Outcome::Kept(report) = outcome {
+                let workload =
+                    &loaded.scenario.workload[plan.workloads[run.workload].workload].name;
+                for (only, expr, rule) in &rules {
+                    if only.as_ref().is_some_and(|w| w != workload) {
+                        continue;
+                    }
+                    match wirespeed_runner::check::figure(report, &rule.figure) {
+                        Some(v) if rule.holds(v) => {}
+                        Some(v) => {
+                            failed_checks += 1;
+                            text.push_str(&format!(
+                                "check    {id}  {expr}: failed ({} is {v})\n",
+                                rule.figure
+                            ));
+                        }
+                        None => {
+                            failed_checks += 1;
+                            text.push_str(&format!(
+                                "check    {id}  {expr}: this run has no {} (it has {})\n",
+                                rule.figure,
+                                wirespeed_runner::check::figure_names(report).join(", ")
+                            ));
+                        }
+                    }
+                }
+            }
+            let _ = crate::output::write_stdout(text.as_bytes());
+        })
+        .await?;
     let count = |f: fn(&execute::Outcome) -> bool| results.iter().filter(|(_, o)| f(o)).count();
     let failed = count(|o| matches!(o, execute::Outcome::Failed(_)));
     let summary = format!(
-        "{} runs: {} done, {} skipped, {failed} failed; files in {}\n",
+        "{} runs: {} done, {} kept, {} skipped, {failed} failed; {failed_checks} checks failed; files in {}\n",
         results.len(),
         count(|o| matches!(o, execute::Outcome::Done(..))),
+        count(|o| matches!(o, execute::Outcome::Kept(_))),
         count(|o| matches!(o, execute::Outcome::Skipped(_))),
         out.display()
     );
@@ -84,6 +152,10 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         exit::INTERRUPTED
     } else if failed > 0 {
         exit::FAILED
+    } else if unsaved > 0 {
+        exit::NOT_SAVED
+    } else if failed_checks > 0 {
+        exit::CHECKS_FAILED
     } else {
         exit::OK
     })
