@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 
+pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod cps;

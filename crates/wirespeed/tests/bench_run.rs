@@ -70,6 +70,8 @@ process = [ {{ role = "proxy", cmd = "timeout 0.5 socat TCP4-LISTEN:{{port.entry
 name = "rtt"
 kind = "latency"
 time = "{seconds}"
+[report]
+baseline = "wirespeed"
 "#,
         bin = common::BIN
     )
@@ -140,6 +142,15 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
     assert!(!samples.is_empty() && samples.iter().all(|s| s["role"] == "proxy"), "{samples:?}");
     assert!(samples.iter().any(|s| s["rss_bytes"].as_u64().unwrap() > 0));
     assert!(run.join("proxy.log").exists());
+    // The summary: a row per system, medians, % of the baseline, runs that counted.
+    let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
+    assert!(md.contains("| System | Round trip p50 (median) |"), "{md}");
+    assert!(md.contains("| missing | - | - | - | 0/2, 2 skipped |"), "{md}");
+    assert!(md.contains("| dies | - | - | - | 0/2, 2 failed |"), "{md}");
+    assert!(md.lines().any(|l| l.starts_with("| socat |") && l.contains("proxy ")), "{md}");
+    let csv = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 6, "{csv}");
+    assert!(text.contains("## rtt"), "the summary is printed too: {text}");
     assert!(marked(&marker).is_empty(), "processes outlived their runs: {:?}", marked(&marker));
 }
 

@@ -1,9 +1,10 @@
 //! `wirespeed bench SCENARIO.toml`: side-by-side studies from a scenario file: read and
 //! checked, its matrix shown (`--list`, and with every command line, `--dry-run`), or run
 //! ([`execute`]) with a line per run as it finishes, each finished run saved to the store at
-//! once, its checks judged (a failure gives exit 11), each run's files kept under `--out`, and
-//! `--resume` skipping the runs that finished before. The report directory (tables, charts) is
-//! the next step of issue 9.
+//! once, its checks judged (a failure gives exit 11), each run's files kept under `--out`,
+//! `--resume` skipping the runs that finished before, and a summary per workload and system
+//! (median over repeats, spread, % of the baseline, peak memory) printed and written as
+//! Markdown, CSV and JSON. Charts and the HTML report are the next step of issue 9.
 
 mod execute;
 mod workload;
@@ -147,7 +148,18 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         count(|o| matches!(o, execute::Outcome::Skipped(_))),
         out.display()
     );
-    crate::output::write_stdout(summary.as_bytes())?;
+    let cells = summarize(&loaded, &results);
+    let baseline = loaded.scenario.report.baseline.as_deref();
+    let markdown = wirespeed_report::bench::markdown(&scenario_name, baseline, &cells);
+    for (file, text) in [
+        ("summary.md", markdown.clone()),
+        ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
+        ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
+    ] {
+        let path = out.join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    crate::output::write_stdout(format!("\n{markdown}\n{summary}").as_bytes())?;
     Ok(if cancel.is_cancelled() {
         exit::INTERRUPTED
     } else if failed > 0 {
@@ -159,6 +171,58 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// One [`BenchCell`](wirespeed_report::bench::BenchCell) per workload and system: the
+/// headline figure of every finished (or kept) run, the skipped and failed counts, and each
+/// role's median peak RSS.
+fn summarize(
+    loaded: &wirespeed_runner::Loaded,
+    results: &[(wirespeed_runner::matrix::Run, execute::Outcome)],
+) -> Vec<wirespeed_report::bench::BenchCell> {
+    let plan = &loaded.plan;
+    let mut cells = Vec::new();
+    for (wi, w) in plan.workloads.iter().enumerate() {
+        for (si, sys) in plan.systems.iter().enumerate() {
+            let runs: Vec<&execute::Outcome> = results
+                .iter()
+                .filter(|(r, _)| r.workload == wi && r.system == si)
+                .map(|(_, o)| o)
+                .collect();
+            let reports: Vec<&wirespeed_model::Report> = runs
+                .iter()
+                .filter_map(|o| match o {
+                    execute::Outcome::Done(r, _) | execute::Outcome::Kept(r) => Some(r.as_ref()),
+                    _ => None,
+                })
+                .collect();
+            let heads: Vec<_> =
+                reports.iter().map(|r| wirespeed_model::metrics::headline(r)).collect();
+            let mut peaks: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+            for o in &runs {
+                if let execute::Outcome::Done(_, samples) = o {
+                    for (role, rss, _, _) in wirespeed_runner::sample::summary(samples) {
+                        peaks.entry(role).or_default().push(rss as f64);
+                    }
+                }
+            }
+            cells.push(wirespeed_report::bench::BenchCell {
+                workload: w.name.clone(),
+                system: sys.name.clone(),
+                figure: heads.first().map_or_else(String::new, |h| h.label.to_string()),
+                unit: heads.first().map_or(wirespeed_model::metrics::Unit::Count, |h| h.unit),
+                values: heads.iter().map(|h| h.value).collect(),
+                planned: loaded.scenario.run.repeat as usize,
+                skipped: runs.iter().filter(|o| matches!(o, execute::Outcome::Skipped(_))).count(),
+                failed: runs.iter().filter(|o| matches!(o, execute::Outcome::Failed(_))).count(),
+                memory: peaks
+                    .into_iter()
+                    .filter_map(|(role, v)| Some((role, wirespeed_report::bench::median(&v)?)))
+                    .collect(),
+            });
+        }
+    }
+    cells
 }
 
 fn show(args: &BenchArgs) -> Result<u8> {
