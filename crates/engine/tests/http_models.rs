@@ -142,9 +142,14 @@ async fn a_delay_is_measured_as_the_delay() {
     let plain =
         tokio::task::spawn_blocking(move || plain_client_p50(port, path, 50)).await.unwrap();
     let p50 = r.summary.latency.p50_ns;
-    // Never less than the delay, and within 0.5 ms of what the plainest client measures on
-    // the same machine (which adds its own wake-up time: about 0.4 ms on a small VM).
+    // Never less than the delay, and not far above what the plainest client measures on the
+    // same machine (which adds its own wake-up time). The two are measured one after the
+    // other, so the slack has to cover a machine busy with other tests in between: a quarter
+    // and a millisecond (0.5 ms flaked when the whole suite ran on 2 cores).
     assert!(p50 >= 10_000_000, "p50 {p50} ns");
-    assert!(p50 < plain + 500_000, "p50 {p50} ns, a plain blocking client {plain} ns");
+    assert!(
+        p50 < plain + plain / 4 + 1_000_000,
+        "p50 {p50} ns, a plain blocking client {plain} ns"
+    );
     stop.cancel();
 }

@@ -374,12 +374,23 @@ fn aborted_transfers_and_silent_clients_leave_no_socket_or_slot_behind() {
     let fds = || std::fs::read_dir(format!("/proc/{}/fd", w.child.id())).unwrap().count();
     assert_eq!(telemetry(&w, ME, "").status, 200); // the store is open from here on
     let base = fds();
-    // Downloads dropped after 64 KiB, uploads cut off mid-body.
+    // Downloads dropped after 64 KiB, uploads cut off mid-body. Only 2 downloads at once are
+    // allowed, so each waits until the server has let go of the ones dropped before it.
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
     for _ in 0..20 {
-        let mut s = TcpStream::connect(("127.0.0.1", w.port)).unwrap();
-        s.write_all(b"GET /garbage?ckSize=100 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-        let mut got = vec![0u8; 65536];
-        s.read_exact(&mut got).unwrap();
+        loop {
+            let mut s = TcpStream::connect(("127.0.0.1", w.port)).unwrap();
+            s.write_all(b"GET /garbage?ckSize=100 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
+            let mut got = vec![0u8; 65536];
+            s.read_exact(&mut got[..12]).unwrap();
+            if got.starts_with(b"HTTP/1.1 200") {
+                s.read_exact(&mut got[12..]).unwrap();
+                break;
+            }
+            assert!(got.starts_with(b"HTTP/1.1 429"), "{:?}", String::from_utf8_lossy(&got[..12]));
+            assert!(std::time::Instant::now() < deadline, "download slots were never released");
+            std::thread::sleep(std::time::Duration::from_millis(50));
+        }
     }
     for _ in 0..20 {
         let mut s = TcpStream::connect(("127.0.0.1", w.port)).unwrap();
