@@ -6,6 +6,7 @@
 use serde::Serialize;
 use wirespeed_model::metrics::Unit;
 
+use crate::charts::{axis, display_unit, Chart, ChartKind, ChartSeries};
 use crate::table::Table;
 use crate::units::figure;
 
@@ -135,6 +136,97 @@ pub fn markdown(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> Str
     out
 }
 
+/// Bars per system for each workload (the median, whiskers from lowest to highest), and each
+/// system's peak RSS by role.
+pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
+    let mut out = Vec::new();
+    for w in workloads(cells) {
+        let rows: Vec<&BenchCell> =
+            cells.iter().filter(|c| c.workload == w && !c.values.is_empty()).collect();
+        let Some(first) = rows.first() else { continue };
+        let max = rows.iter().filter_map(|c| c.spread()).map(|s| s.1).fold(0.0, f64::max);
+        let (div, unit) = display_unit(first.unit, max);
+        out.push(Chart {
+            title: format!("{w}: {} (median of repeats)", first.figure),
+            kind: ChartKind::Bar,
+            x_label: "System".into(),
+            y_label: axis(&first.figure, &unit),
+            log_x: false,
+            log_y: false,
+            categories: rows.iter().map(|c| c.system.clone()).collect(),
+            series: vec![ChartSeries {
+                label: "median".into(),
+                points: rows
+                    .iter()
+                    .enumerate()
+                    .filter_map(|(i, c)| Some((i as f64, median(&c.values)? / div)))
+                    .collect(),
+                whiskers: rows
+                    .iter()
+                    .filter_map(|c| c.spread())
+                    .map(|(lo, hi)| (lo / div, hi / div))
+                    .collect(),
+            }],
+        });
+    }
+    // Memory: the largest median peak of each role on each system, over the workloads.
+    let mut systems: Vec<&str> = Vec::new();
+    let mut roles: Vec<&str> = Vec::new();
+    for c in cells.iter().filter(|c| !c.memory.is_empty()) {
+        if !systems.contains(&c.system.as_str()) {
+            systems.push(&c.system);
+        }
+        for (r, _) in &c.memory {
+            if !roles.contains(&r.as_str()) {
+                roles.push(r);
+            }
+        }
+    }
+    if !systems.is_empty() {
+        let peak = |s: &str, r: &str| {
+            cells
+                .iter()
+                .filter(|c| c.system == s)
+                .flat_map(|c| c.memory.iter().filter(|(role, _)| role == r).map(|(_, b)| *b))
+                .fold(0.0, f64::max)
+        };
+        out.push(Chart {
+            title: "Peak memory by system".into(),
+            kind: ChartKind::Bar,
+            x_label: "System".into(),
+            y_label: "Peak RSS (MiB)".into(),
+            log_x: false,
+            log_y: false,
+            categories: systems.iter().map(|s| s.to_string()).collect(),
+            series: roles
+                .iter()
+                .map(|r| ChartSeries {
+                    label: r.to_string(),
+                    points: systems
+                        .iter()
+                        .enumerate()
+                        .map(|(i, s)| (i as f64, peak(s, r) / (1 << 20) as f64))
+                        .collect(),
+                    whiskers: Vec::new(),
+                })
+                .collect(),
+        });
+    }
+    out
+}
+
+/// The results as a self-contained HTML page: the tables and interactive charts.
+pub fn html(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> String {
+    let sections: Vec<(String, Table)> = workloads(cells)
+        .into_iter()
+        .map(|w| {
+            let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.workload == w).collect();
+            (w.to_string(), table(&rows, baseline, false))
+        })
+        .collect();
+    crate::html::bench_document(title, &sections, charts(cells))
+}
+
 /// The results as CSV: a row per workload and system, numbers unformatted.
 pub fn csv(baseline: Option<&str>, cells: &[BenchCell]) -> String {
     let mut out = String::from("workload,system,figure,unit,median,min,max,percent_of_baseline,runs_done,runs_planned,skipped,failed\n");
@@ -201,6 +293,18 @@ mod tests {
     #[test]
     fn bench_csv() {
         insta::assert_snapshot!(csv(Some("direct"), &cells()));
+    }
+
+    #[test]
+    fn charts_have_a_bar_per_finished_system_and_memory_by_role() {
+        let c = charts(&cells());
+        assert_eq!(c.len(), 3, "two workloads and memory");
+        assert_eq!(c[0].categories, ["direct", "rathole-tcp"], "gost-tcp has no runs");
+        assert_eq!(c[0].y_label, "Throughput (Gbit/s)");
+        assert_eq!(c[0].series[0].points, [(0.0, 9.4), (1.0, 4.65)]);
+        assert_eq!(c[0].series[0].whiskers.len(), 2);
+        assert_eq!(c[2].categories, ["rathole-tcp", "gost-tcp"]);
+        assert_eq!(c[2].series[0].points[0], (0.0, 12.5));
     }
 
     #[test]

@@ -76,7 +76,8 @@ pub fn display_unit(unit: Unit, max: f64) -> (f64, String) {
     }
 }
 
-fn axis(what: &str, unit: &str) -> String {
+/// An axis label: `what (unit)`, or `what` without a unit.
+pub(crate) fn axis(what: &str, unit: &str) -> String {
     if unit.is_empty() {
         what.to_string()
     } else {

@@ -86,6 +86,22 @@ impl Page {
     }
 }
 
+/// A scenario's results: a table per section, then the charts.
+pub fn bench_document(
+    title: &str,
+    sections: &[(String, crate::table::Table)],
+    charts: Vec<Chart>,
+) -> String {
+    let mut page = Page::default();
+    for (heading, table) in sections {
+        page.push(&format!("<section>\n<h2>{}</h2>\n", escape_html(heading)));
+        page.push(&table.html());
+        page.push("</section>\n");
+    }
+    page.charts(charts);
+    page.finish(title)
+}
+
 /// Saved runs, each with its tables and charts.
 pub fn runs_document(runs: &[(&Report, RunLabel)]) -> String {
     let mut page = Page::default();

@@ -127,3 +127,43 @@ fn html_reports_render_their_charts_in_headless_chromium() {
     std::fs::write(&live_page, &live.stdout).unwrap();
     assert_eq!(renders(&live_page, dir.path()), 4);
 }
+
+#[test]
+fn a_bench_summary_renders_its_charts_in_headless_chromium() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+[scenario]
+name = "summary"
+[run]
+repeat = 2
+[[fixture]]
+name = "sink"
+kind = "bandwidth-sink"
+[[system]]
+name = "direct"
+entry = "{{fixture.sink.addr}}"
+[[system]]
+name = "proxy"
+entry = "127.0.0.1:{{port.entry}}"
+process = [ {{ role = "socat", cmd = "socat TCP4-LISTEN:{{port.entry}},bind=127.0.0.1,reuseaddr,fork TCP4:{{fixture.sink.addr}}", ready = {{ tcp = "{{port.entry}}" }} }} ]
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "0.5s"
+[report]
+baseline = "direct"
+"#
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out =
+        client(&["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    // The round trips per system, and the proxy's memory.
+    assert_eq!(renders(&out_dir.join("summary.html"), dir.path()), 2);
+}

@@ -4,7 +4,7 @@
 //! once, its checks judged (a failure gives exit 11), each run's files kept under `--out`,
 //! `--resume` skipping the runs that finished before, and a summary per workload and system
 //! (median over repeats, spread, % of the baseline, peak memory) printed and written as
-//! Markdown, CSV and JSON. Charts and the HTML report are the next step of issue 9.
+//! Markdown, CSV, JSON, an SVG of bar charts and an HTML page with the same charts.
 
 mod execute;
 mod workload;
@@ -155,9 +155,14 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         ("summary.md", markdown.clone()),
         ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
         ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
+        ("summary.html", wirespeed_report::bench::html(&scenario_name, baseline, &cells)),
     ] {
         let path = out.join(file);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let charts = wirespeed_report::bench::charts(&cells);
+    if !charts.is_empty() {
+        crate::saved::write_chart(&out.join("summary.svg"), &charts)?;
     }
     crate::output::write_stdout(format!("\n{markdown}\n{summary}").as_bytes())?;
     Ok(if cancel.is_cancelled() {
