@@ -134,8 +134,7 @@ fn a_bench_summary_renders_its_charts_in_headless_chromium() {
     let file = dir.path().join("s.toml");
     std::fs::write(
         &file,
-        format!(
-            r#"
+        r#"
 [scenario]
 name = "summary"
 [run]
@@ -145,19 +144,18 @@ name = "sink"
 kind = "bandwidth-sink"
 [[system]]
 name = "direct"
-entry = "{{fixture.sink.addr}}"
+entry = "{fixture.sink.addr}"
 [[system]]
 name = "proxy"
-entry = "127.0.0.1:{{port.entry}}"
-process = [ {{ role = "socat", cmd = "socat TCP4-LISTEN:{{port.entry}},bind=127.0.0.1,reuseaddr,fork TCP4:{{fixture.sink.addr}}", ready = {{ tcp = "{{port.entry}}" }} }} ]
+entry = "127.0.0.1:{port.entry}"
+process = [ { role = "socat", cmd = "socat TCP4-LISTEN:{port.entry},bind=127.0.0.1,reuseaddr,fork TCP4:{fixture.sink.addr}", ready = { tcp = "{port.entry}" } } ]
 [[workload]]
 name = "rtt"
 kind = "latency"
 time = "0.5s"
 [report]
 baseline = "direct"
-"#
-        ),
+"#,
     )
     .unwrap();
     let out_dir = dir.path().join("out");
