@@ -66,6 +66,21 @@ fn check(s: &Scenario) -> Result<(), (String, String)> {
     if s.run.repeat == 0 {
         return Err(("repeat".into(), "run.repeat must be at least 1".into()));
     }
+    let durations = [
+        ("warmup", s.run.warmup.as_ref()),
+        ("cooldown", s.run.cooldown.as_ref()),
+        ("interval", Some(&s.sample.interval)),
+    ];
+    for (key, value) in durations {
+        if let Some(v) = value {
+            if wirespeed_model::units::parse_duration(v).is_err() {
+                return Err((
+                    v.clone(),
+                    format!("{key} {v:?}: expected a duration such as 2s or 500ms"),
+                ));
+            }
+        }
+    }
     let unique = |what: &str, names: Vec<&String>| {
         let mut seen = BTreeSet::new();
         names.into_iter().try_for_each(|n| {

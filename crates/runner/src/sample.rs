@@ -81,7 +81,7 @@ pub struct Sampler {
 }
 
 impl Sampler {
-    /// Starts sampling `roles` (role, process group) now and every `interval`.
+    /// Starts sampling `roles` (role, process group) now, every `interval`, and when stopped.
     pub fn start(roles: Vec<(String, u32)>, interval: Duration) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
@@ -98,6 +98,9 @@ impl Sampler {
                     std::thread::sleep((next - Instant::now()).min(Duration::from_millis(50)));
                 }
             }
+            // One more at the end, so a run shorter than the interval still has a span.
+            let last = read(&roles, start.elapsed().as_millis() as u64);
+            out.lock().unwrap_or_else(|e| e.into_inner()).extend(last);
         });
         Self { stop, samples, thread: Some(thread) }
     }

@@ -268,3 +268,53 @@ expr = "queries_per_second > 1"
     let store = wirespeed_store::Store::open(&db).unwrap();
     assert_eq!(store.count().unwrap(), 2);
 }
+
+#[test]
+fn a_warm_up_loads_the_system_first_and_is_not_counted() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        format!(
+            r#"
+[scenario]
+name = "warm"
+[run]
+repeat = 1
+warmup = "300ms"
+cooldown = "100ms"
+[[system]]
+name = "ws"
+entry = "127.0.0.1:{{port.srv}}"
+process = [ {{ role = "server", cmd = "{bin} server -B 127.0.0.1 -p {{port.srv}}", ready = {{ tcp = "{{port.srv}}" }} }} ]
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "0.5s"
+"#,
+            bin = common::BIN
+        ),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = common::client(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    // The server saw two tests: the warm-up and the measured one; the report is the second's.
+    let log = std::fs::read_to_string(out_dir.join("runs/ws_rtt_r1/server.log")).unwrap();
+    assert_eq!(log.matches("latency test accepted").count(), 2, "{log}");
+    let report: wirespeed_model::Report = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("runs/ws_rtt_r1/report.json")).unwrap(),
+    )
+    .unwrap();
+    let wirespeed_model::ReportBody::Latency(l) = &report.body else { panic!("{report:?}") };
+    assert_eq!(l.spec.duration_ns, 500_000_000);
+    // Sampled at the end too, so even a run shorter than the interval shows the CPU it used.
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(!text.contains("0.00 s CPU"), "{text}");
+}

@@ -1,7 +1,8 @@
 //! Running a scenario's cells: the fixtures start in-process on loopback, then each run, in the
 //! plan's order, starts its system's processes (ports allocated, config files written, each
 //! probed until ready), samples them while its workload runs in-process, and stops them as
-//! process groups whatever happened. A system whose programs are missing is skipped; one that
+//! process groups whatever happened (after `run.warmup` of the same load, thrown away, and
+//! followed by `run.cooldown`). A system whose programs are missing is skipped; one that
 //! never gets ready, or exits while loaded, fails its run and the others go on. Each run's
 //! report, samples and logs are kept in its own directory; with `--resume`, a run whose report
 //! is already there is not run again.
@@ -278,11 +279,31 @@ async fn one(
         (Entry::Named(m), Some(t)) => render(m.get(t).map_or("", String::as_str)),
         (Entry::Named(_), None) => Err("no target".into()),
     };
-    let report = match entry {
-        Ok(entry) => match workload::command_line(&w.kind, &entry, &wcell.options) {
-            Ok(line) => workload::run(&line, cancel).await.map_err(|e| format!("{e:#}")),
-            Err(e) => Err(format!("{e:#}")),
-        },
+    let line = entry.and_then(|e| {
+        workload::command_line(&w.kind, &e, &wcell.options).map_err(|e| format!("{e:#}"))
+    });
+    let report = match line {
+        Ok(line) => {
+            // Warm-up: the same load, cut off after `run.warmup`, its result thrown away.
+            let warmup = s
+                .run
+                .warmup
+                .as_deref()
+                .and_then(|t| wirespeed_model::units::parse_duration(t).ok());
+            if let Some(warmup) = warmup {
+                let stop = cancel.child_token();
+                let timer = {
+                    let stop = stop.clone();
+                    tokio::spawn(async move {
+                        tokio::time::sleep(warmup).await;
+                        stop.cancel();
+                    })
+                };
+                let _ = workload::run(&line, stop).await;
+                timer.abort();
+            }
+            workload::run(&line, cancel.clone()).await.map_err(|e| format!("{e:#}"))
+        }
         Err(e) => Err(e),
     };
     let samples = sampler.finish();
@@ -308,6 +329,15 @@ async fn one(
         dir.join("samples.json"),
         serde_json::to_string_pretty(&samples).unwrap_or_default(),
     );
+    // Cool-down before the next run (Ctrl-C cuts it short).
+    let cooldown =
+        s.run.cooldown.as_deref().and_then(|t| wirespeed_model::units::parse_duration(t).ok());
+    if let Some(pause) = cooldown {
+        tokio::select! {
+            _ = tokio::time::sleep(pause) => {}
+            _ = cancel.cancelled() => {}
+        }
+    }
     match report {
         _ if !crashed.is_empty() => Outcome::Failed(crashed.join("\n")),
         Ok(r) => {
