@@ -7,7 +7,7 @@ use std::collections::{BTreeMap, BTreeSet};
 use crate::check::Rule;
 use crate::matrix::{self, Plan};
 use crate::scenario::{Entry, Scenario};
-use crate::template;
+use crate::template::{self, Placeholder};
 
 /// Test kinds a workload may be.
 pub const KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
@@ -169,33 +169,14 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
     let fixtures: BTreeSet<&str> = s.fixture.iter().map(|f| f.name.as_str()).collect();
     for cell in &plan.systems {
         let system = &s.system[cell.system];
-        let known = |name: &str| -> bool {
-            let parts: Vec<&str> = name.split('.').collect();
-            match parts.as_slice() {
-                ["port", _] => true,
-                ["file", f] => system.file.contains_key(*f),
-                ["fixture", f, "addr" | "port" | "host"] => fixtures.contains(f),
-                [var] => cell.vars.contains_key(*var),
-                _ => false,
-            }
+        let known = |name: &str| match Placeholder::of(name) {
+            Some(Placeholder::Port(_)) => true,
+            Some(Placeholder::File(f)) => system.file.contains_key(f),
+            Some(Placeholder::Fixture(f, _)) => fixtures.contains(f),
+            Some(Placeholder::Var(v)) => cell.vars.contains_key(v),
+            None => false,
         };
-        let entries: Vec<&String> = match &system.entry {
-            Entry::One(e) => vec![e],
-            Entry::Named(map) => map.values().collect(),
-        };
-        let texts = system
-            .process
-            .iter()
-            .flat_map(|p| {
-                let ready = p
-                    .ready
-                    .iter()
-                    .flat_map(|r| [&r.tcp, &r.udp, &r.http, &r.dns].into_iter().flatten());
-                std::iter::once(&p.cmd).chain(ready).chain(p.env.values())
-            })
-            .chain(system.file.values())
-            .chain(system.env.values())
-            .chain(entries);
+        let texts = system.templates();
         for text in texts {
             if let Some(bad) = template::placeholders(text).into_iter().find(|n| !known(n)) {
                 return Err((

@@ -247,6 +247,29 @@ pub struct System {
     pub process: Vec<Process>,
 }
 
+impl System {
+    /// Every template of the system: commands, probes, environments, files and entries.
+    pub fn templates(&self) -> Vec<&String> {
+        let entries: Vec<&String> = match &self.entry {
+            Entry::One(e) => vec![e],
+            Entry::Named(map) => map.values().collect(),
+        };
+        self.process
+            .iter()
+            .flat_map(|p| {
+                let probes = p
+                    .ready
+                    .iter()
+                    .flat_map(|r| [&r.tcp, &r.udp, &r.http, &r.dns, &r.log].into_iter().flatten());
+                std::iter::once(&p.cmd).chain(probes).chain(p.env.values())
+            })
+            .chain(self.file.values())
+            .chain(self.env.values())
+            .chain(entries)
+            .collect()
+    }
+}
+
 /// One value of an axis: a word, or a table of variables with a `name`.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]

@@ -3,6 +3,46 @@
 //! `{transport}`). Anything else in braces is left as written, so config formats that use
 //! braces themselves (TOML inline tables, JSON) need no escaping.
 
+/// What a placeholder names.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Placeholder<'a> {
+    /// `{port.NAME}`: a free loopback port allocated for the run.
+    Port(&'a str),
+    /// `{file.NAME}`: the path of the system's rendered config file.
+    File(&'a str),
+    /// `{fixture.NAME.addr|port|host}`: a fixture's address, or a part of it.
+    Fixture(&'a str, FixturePart),
+    /// `{NAME}`: a variable from the system's axes.
+    Var(&'a str),
+}
+
+/// Which part of a fixture's address.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum FixturePart {
+    /// `IP:PORT`.
+    Addr,
+    /// The port.
+    Port,
+    /// The IP.
+    Host,
+}
+
+impl<'a> Placeholder<'a> {
+    /// What `name` names; `None` for a shape no placeholder has.
+    pub fn of(name: &'a str) -> Option<Self> {
+        let parts: Vec<&str> = name.split('.').collect();
+        Some(match parts.as_slice() {
+            ["port", p] => Self::Port(p),
+            ["file", f] => Self::File(f),
+            ["fixture", f, "addr"] => Self::Fixture(f, FixturePart::Addr),
+            ["fixture", f, "port"] => Self::Fixture(f, FixturePart::Port),
+            ["fixture", f, "host"] => Self::Fixture(f, FixturePart::Host),
+            [var] => Self::Var(var),
+            _ => return None,
+        })
+    }
+}
+
 /// The placeholders of `text`, in order (repeats included).
 pub fn placeholders(text: &str) -> Vec<&str> {
     scan(text).into_iter().map(|(_, name)| name).collect()
@@ -66,5 +106,19 @@ mod tests {
         assert_eq!(render("a {b} c", |_| None).unwrap_err(), "b");
         assert_eq!(render("no braces", |_| None).unwrap(), "no braces");
         assert_eq!(render("{unclosed", |_| None).unwrap(), "{unclosed");
+    }
+
+    #[test]
+    fn placeholders_say_what_they_name() {
+        assert_eq!(Placeholder::of("port.entry"), Some(Placeholder::Port("entry")));
+        assert_eq!(Placeholder::of("file.cfg"), Some(Placeholder::File("cfg")));
+        assert_eq!(
+            Placeholder::of("fixture.sink.port"),
+            Some(Placeholder::Fixture("sink", FixturePart::Port))
+        );
+        assert_eq!(Placeholder::of("mode"), Some(Placeholder::Var("mode")));
+        for bad in ["fixture.sink.ip", "port.a.b", "x.y"] {
+            assert_eq!(Placeholder::of(bad), None, "{bad}");
+        }
     }
 }

@@ -26,6 +26,7 @@ use wirespeed_runner::process::{self, Started, STOP_GRACE};
 use wirespeed_runner::ready::{self, Probe};
 use wirespeed_runner::sample::{Sample, Sampler};
 use wirespeed_runner::scenario::{Entry, FixtureKind, Scenario};
+use wirespeed_runner::template::{FixturePart, Placeholder};
 use wirespeed_runner::{template, words, Loaded};
 
 use super::workload;
@@ -181,28 +182,14 @@ async fn one(
 
     // Everything a template of this system can name.
     let mut ports = BTreeMap::new();
-    let mut texts: Vec<&String> = system
-        .process
-        .iter()
-        .flat_map(|p| {
-            let probes = p
-                .ready
-                .iter()
-                .flat_map(|r| [&r.tcp, &r.udp, &r.http, &r.dns, &r.log].into_iter().flatten());
-            std::iter::once(&p.cmd).chain(probes).chain(p.env.values())
-        })
-        .chain(system.file.values())
-        .chain(system.env.values())
-        .collect();
-    let entries: Vec<&String> = match &system.entry {
-        Entry::One(e) => vec![e],
-        Entry::Named(m) => m.values().collect(),
-    };
-    texts.extend(entries);
+    let texts = system.templates();
     let port_names: BTreeSet<&str> = texts
         .iter()
         .flat_map(|t| template::placeholders(t))
-        .filter_map(|n| n.strip_prefix("port."))
+        .filter_map(|n| match Placeholder::of(n) {
+            Some(Placeholder::Port(p)) => Some(p),
+            _ => None,
+        })
         .collect();
     for name in port_names {
         match free_port() {
@@ -216,15 +203,14 @@ async fn one(
         .map(|k| (k.clone(), dir.join(format!("{}.conf", dir_name(k)))))
         .collect();
     let lookup = |name: &str| -> Option<String> {
-        let parts: Vec<&str> = name.split('.').collect();
-        match parts.as_slice() {
-            ["port", p] => ports.get(*p).map(u16::to_string),
-            ["file", f] => files.get(*f).map(|p| p.display().to_string()),
-            ["fixture", f, "addr"] => fixtures.get(*f).map(SocketAddr::to_string),
-            ["fixture", f, "port"] => fixtures.get(*f).map(|a| a.port().to_string()),
-            ["fixture", f, "host"] => fixtures.get(*f).map(|a| a.ip().to_string()),
-            [var] => cell.vars.get(*var).cloned(),
-            _ => None,
+        let fixture = |f: &str| fixtures.get(f);
+        match Placeholder::of(name)? {
+            Placeholder::Port(p) => ports.get(p).map(u16::to_string),
+            Placeholder::File(f) => files.get(f).map(|p| p.display().to_string()),
+            Placeholder::Fixture(f, FixturePart::Addr) => fixture(f).map(SocketAddr::to_string),
+            Placeholder::Fixture(f, FixturePart::Port) => fixture(f).map(|a| a.port().to_string()),
+            Placeholder::Fixture(f, FixturePart::Host) => fixture(f).map(|a| a.ip().to_string()),
+            Placeholder::Var(v) => cell.vars.get(v).cloned(),
         }
     };
     let render = |t: &str| template::render(t, lookup).map_err(|n| format!("{{{n}}} has no value"));
