@@ -48,77 +48,62 @@ pub async fn serve<F, Fut, B>(
         builder.http2().timer(TokioTimer::new()).keep_alive_interval(Some(t)).keep_alive_timeout(t);
     }
     let tasks = TaskTracker::new();
+    let label = options.label;
     for listener in listeners {
-        let accept = accept_loop(
-            listener,
-            builder.clone(),
-            options,
-            shutdown.clone(),
-            tasks.clone(),
-            handler.clone(),
-        );
-        tasks.spawn(accept);
+        // The accept loop and every connection it takes are tracked alike, so shutdown waits
+        // for all of them.
+        let (builder, shutdown, connections, handler) =
+            (builder.clone(), shutdown.clone(), tasks.clone(), handler.clone());
+        tasks.spawn(async move {
+            loop {
+                let (stream, peer) = tokio::select! {
+                    _ = shutdown.cancelled() => return,
+                    accepted = listener.accept() => match accepted {
+                        Ok(x) => x,
+                        Err(e) => {
+                            // Out of file descriptors and the like: wait instead of spinning.
+                            tracing::warn!("{label} accept failed: {e}");
+                            tokio::time::sleep(Duration::from_millis(50)).await;
+                            continue;
+                        }
+                    },
+                };
+                let _ = stream.set_nodelay(true);
+                let (builder, shutdown, handler) =
+                    (builder.clone(), shutdown.clone(), handler.clone());
+                connections.spawn(async move {
+                    if let Some(t) = options.head_timeout {
+                        // hyper's head timeout starts with the first byte: a client that connects and
+                        // says nothing would otherwise hold the socket for ever.
+                        let mut first = [0u8; 1];
+                        if !matches!(
+                            tokio::time::timeout(t, stream.peek(&mut first)).await,
+                            Ok(Ok(1))
+                        ) {
+                            return;
+                        }
+                    }
+                    let service = hyper::service::service_fn(move |req| handler(peer, req));
+                    let conn = builder.serve_connection(TokioIo::new(stream), service);
+                    tokio::pin!(conn);
+                    let served = tokio::select! {
+                        r = conn.as_mut() => r,
+                        _ = shutdown.cancelled() => {
+                            conn.as_mut().graceful_shutdown();
+                            match options.shutdown_grace {
+                                Some(g) => tokio::time::timeout(g, conn).await.unwrap_or(Ok(())),
+                                None => conn.await,
+                            }
+                        }
+                    };
+                    if let Err(e) = served {
+                        tracing::debug!(%peer, "{label} connection ended: {e}");
+                    }
+                });
+            }
+        });
     }
     shutdown.cancelled().await;
     tasks.close();
     tasks.wait().await;
-}
-
-async fn accept_loop<F, Fut, B>(
-    listener: TcpListener,
-    builder: auto::Builder<TokioExecutor>,
-    options: ServeOptions,
-    shutdown: CancellationToken,
-    tasks: TaskTracker,
-    handler: F,
-) where
-    F: Fn(SocketAddr, Request<Incoming>) -> Fut + Clone + Send + Sync + 'static,
-    Fut: Future<Output = Result<Response<B>, Infallible>> + Send + 'static,
-    B: Body + Send + 'static,
-    B::Data: Send,
-    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
-{
-    let label = options.label;
-    loop {
-        let (stream, peer) = tokio::select! {
-            _ = shutdown.cancelled() => return,
-            accepted = listener.accept() => match accepted {
-                Ok(x) => x,
-                Err(e) => {
-                    // Out of file descriptors and the like: wait instead of spinning.
-                    tracing::warn!("{label} accept failed: {e}");
-                    tokio::time::sleep(Duration::from_millis(50)).await;
-                    continue;
-                }
-            },
-        };
-        let _ = stream.set_nodelay(true);
-        let (builder, shutdown, handler) = (builder.clone(), shutdown.clone(), handler.clone());
-        tasks.spawn(async move {
-            if let Some(t) = options.head_timeout {
-                // hyper's head timeout starts with the first byte: a client that connects and
-                // says nothing would otherwise hold the socket for ever.
-                let mut first = [0u8; 1];
-                if !matches!(tokio::time::timeout(t, stream.peek(&mut first)).await, Ok(Ok(1))) {
-                    return;
-                }
-            }
-            let service = hyper::service::service_fn(move |req| handler(peer, req));
-            let conn = builder.serve_connection(TokioIo::new(stream), service);
-            tokio::pin!(conn);
-            let served = tokio::select! {
-                r = conn.as_mut() => r,
-                _ = shutdown.cancelled() => {
-                    conn.as_mut().graceful_shutdown();
-                    match options.shutdown_grace {
-                        Some(g) => tokio::time::timeout(g, conn).await.unwrap_or(Ok(())),
-                        None => conn.await,
-                    }
-                }
-            };
-            if let Err(e) = served {
-                tracing::debug!(%peer, "{label} connection ended: {e}");
-            }
-        });
-    }
 }
