@@ -21,7 +21,8 @@ trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$tmp"' EXIT
 
 # start_nginx PORT [PREFIX...]: Debian's nginx with one worker (started through PREFIX, such as
 # `taskset -c 1`) serving a 615-byte page, like its welcome page, on 127.0.0.1:PORT, with
-# keep-alive unlimited and no access log; it stops with the script.
+# keep-alive unlimited and no access log; it stops with the script. NGINX_HTTP_EXTRA and
+# NGINX_SERVER_EXTRA add directives to its http and server blocks.
 start_nginx() {
   local port=$1; shift
   mkdir -p "$tmp/html"
@@ -40,7 +41,8 @@ http {
   fastcgi_temp_path $tmp/fastcgi;
   uwsgi_temp_path $tmp/uwsgi;
   scgi_temp_path $tmp/scgi;
-  server { listen 127.0.0.1:$port backlog=4096; root $tmp/html; }
+  ${NGINX_HTTP_EXTRA:-}
+  server { listen 127.0.0.1:$port backlog=4096; root $tmp/html; ${NGINX_SERVER_EXTRA:-} }
 }
 CONF
   "$@" nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)

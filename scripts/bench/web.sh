@@ -23,28 +23,10 @@ mkdir -p "$tmp/html"
 head -c "$((SIZE << 20))" /dev/urandom >"$tmp/html/garbage"
 head -c "$((SIZE << 20))" /dev/zero >"$tmp/upload"
 head -c "$((20 << 20))" /dev/urandom >"$tmp/blob"
-cat >"$tmp/nginx.conf" <<CONF
-worker_processes 1;
-user root;
-pid $tmp/nginx.pid;
-error_log $tmp/error.log;
-events { worker_connections 1024; }
-http {
-  access_log off;
-  sendfile on;
-  client_body_temp_path $tmp/body;
-  proxy_temp_path $tmp/proxy;
-  fastcgi_temp_path $tmp/fastcgi;
-  uwsgi_temp_path $tmp/uwsgi;
-  scgi_temp_path $tmp/scgi;
-  server {
-    listen 127.0.0.1:$NG;
-    root $tmp/html;
-    location = /empty { client_max_body_size 0; return 200; }
-  }
-}
-CONF
-taskset -c 1 nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
+# nginx serves the garbage file with sendfile, and discards uploads at /empty.
+NGINX_HTTP_EXTRA="sendfile on;" \
+  NGINX_SERVER_EXTRA="location = /empty { client_max_body_size 0; return 200; }" \
+  start_nginx $NG taskset -c 1
 taskset -c 1 $WS web -B 127.0.0.1 -p $WEB --no-save --max-upload "$((SIZE + 1))M" \
   --bytes-per-ip 0 --streams-per-ip 0 --requests-per-ip 0 2>"$tmp/web.log" & PIDS+=($!)
 web_pid=$!
