@@ -1,7 +1,9 @@
 //! A scenario's results as tables: for each workload, one row per system with the median of
 //! its headline figure over the repeats, the spread (lowest–highest), the percentage of the
-//! baseline system's median (the DNS study's "% of BIND"), the runs that counted, and each
-//! role's peak memory. Markdown for people, CSV and JSON for the rest.
+//! baseline system's median (the DNS study's "% of BIND", or of each workload's fastest), the
+//! runs that counted, and each role's peak memory. Markdown for people, CSV and JSON for the
+//! rest; charts of bars per system, of a sweep's figure and latency against the swept value
+//! (latency against rate), and of each role's memory over time.
 
 use serde::Serialize;
 use wirespeed_model::metrics::Unit;
@@ -10,11 +12,19 @@ use crate::charts::{axis, display_unit, Chart, ChartKind, ChartSeries};
 use crate::table::Table;
 use crate::units::figure;
 
+/// `baseline` meaning each workload's best system rather than a named one.
+pub const FASTEST: &str = "fastest";
+
 /// One system's results for one workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
 pub struct BenchCell {
     /// The workload (with its swept values).
     pub workload: String,
+    /// The workload's own name, without swept values (cells of one sweep share it).
+    pub base: String,
+    /// The swept options and their values in this cell.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub swept: Vec<(String, String)>,
     /// The system.
     pub system: String,
     /// The headline figure's label (`Throughput`).
@@ -22,8 +32,16 @@ pub struct BenchCell {
     /// Its unit.
     #[serde(serialize_with = "unit_code")]
     pub unit: Unit,
+    /// Whether more of it is better (a rate) or less (a time).
+    pub higher_is_better: bool,
     /// Its value in each finished run, in repeat order.
     pub values: Vec<f64>,
+    /// Median latency (ns) of each finished run, when its kind measures latency.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub p50_ns: Vec<f64>,
+    /// 99th percentile latency (ns) of each finished run, when its kind measures latency.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub p99_ns: Vec<f64>,
     /// Runs planned.
     pub planned: usize,
     /// Runs skipped (a program missing).
@@ -32,6 +50,9 @@ pub struct BenchCell {
     pub failed: usize,
     /// Each role's peak RSS (bytes), the median over the finished runs.
     pub memory: Vec<(String, f64)>,
+    /// Each role's RSS over the first finished run: `(seconds, bytes)`.
+    #[serde(skip_serializing_if = "Vec::is_empty")]
+    pub timeline: Vec<(String, Vec<(f64, f64)>)>,
 }
 
 fn unit_code<S: serde::Serializer>(u: &Unit, s: S) -> Result<S::Ok, S::Error> {
@@ -77,6 +98,25 @@ fn percent_of(cell: &BenchCell, baseline: Option<&BenchCell>) -> Option<f64> {
     (b != 0.0).then(|| m / b * 100.0)
 }
 
+/// The baseline among one workload's `cells`: the system named `baseline`, or with
+/// [`FASTEST`] (and no system of that name), the one with the best median.
+fn baseline_of<'a>(cells: &[&'a BenchCell], baseline: Option<&str>) -> Option<&'a BenchCell> {
+    let named = cells.iter().find(|c| Some(c.system.as_str()) == baseline).copied();
+    if named.is_some() || baseline != Some(FASTEST) {
+        return named;
+    }
+    let ranked = cells.iter().filter_map(|c| Some((*c, median(&c.values)?)));
+    let best = |a: &(&BenchCell, f64), b: &(&BenchCell, f64)| {
+        let order = a.1.total_cmp(&b.1);
+        if a.0.higher_is_better {
+            order
+        } else {
+            order.reverse()
+        }
+    };
+    ranked.max_by(best).map(|(c, _)| c)
+}
+
 /// The workloads, in the order they first appear.
 fn workloads(cells: &[BenchCell]) -> Vec<&str> {
     let mut seen: Vec<&str> = Vec::new();
@@ -89,7 +129,7 @@ fn workloads(cells: &[BenchCell]) -> Vec<&str> {
 }
 
 fn table(cells: &[&BenchCell], baseline: Option<&str>, raw: bool) -> Table {
-    let base = cells.iter().find(|c| Some(c.system.as_str()) == baseline).copied();
+    let base = baseline_of(cells, baseline);
     // A system whose runs were all skipped has no figure; the header comes from one that has.
     let first = cells
         .iter()
@@ -136,14 +176,24 @@ pub fn markdown(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> Str
     out
 }
 
-/// Bars per system for each workload (the median, whiskers from lowest to highest), and each
-/// system's peak RSS by role.
+/// For each workload: a line chart of the figure against the swept value when the workload is
+/// a sweep of one number (and of p50/p99 latency against it, when measured: latency against
+/// rate), else bars per system (the median, whiskers from lowest to highest); each role's
+/// memory over time in each unswept workload; and each system's peak RSS by role.
 pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
     let mut out = Vec::new();
+    let mut swept_done: Vec<&str> = Vec::new();
     for w in workloads(cells) {
         let rows: Vec<&BenchCell> =
             cells.iter().filter(|c| c.workload == w && !c.values.is_empty()).collect();
         let Some(first) = rows.first() else { continue };
+        if let Some(key) = numeric_sweep(cells, &first.base) {
+            if !swept_done.contains(&first.base.as_str()) {
+                swept_done.push(&first.base);
+                out.extend(sweep_charts(cells, &first.base, key));
+            }
+            continue;
+        }
         let max = rows.iter().filter_map(|c| c.spread()).map(|s| s.1).fold(0.0, f64::max);
         let (div, unit) = display_unit(first.unit, max);
         out.push(Chart {
@@ -168,6 +218,7 @@ pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
                     .collect(),
             }],
         });
+        out.extend(memory_over_time(w, &rows));
     }
     // Memory: the largest median peak of each role on each system, over the workloads.
     let mut systems: Vec<&str> = Vec::new();
@@ -215,6 +266,133 @@ pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
     out
 }
 
+/// The option a workload `base` sweeps, when it sweeps exactly one, over at least two numbers.
+fn numeric_sweep<'a>(cells: &'a [BenchCell], base: &str) -> Option<&'a str> {
+    let of_base: Vec<&BenchCell> = cells.iter().filter(|c| c.base == base).collect();
+    let key = match of_base.first()?.swept.as_slice() {
+        [(key, _)] => key.as_str(),
+        _ => return None,
+    };
+    let mut values: Vec<f64> = Vec::new();
+    for c in &of_base {
+        let v: f64 = c.swept.first().filter(|(k, _)| k == key)?.1.parse().ok()?;
+        if !values.contains(&v) {
+            values.push(v);
+        }
+    }
+    (values.len() >= 2).then_some(key)
+}
+
+/// A sweep's lines, one per system: the headline figure's median against the swept value, and
+/// when latency was measured, p50 and p99 against it.
+fn sweep_charts(cells: &[BenchCell], base: &str, key: &str) -> Vec<Chart> {
+    let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.base == base).collect();
+    let mut systems: Vec<&str> = Vec::new();
+    for c in &rows {
+        if !systems.contains(&c.system.as_str()) {
+            systems.push(&c.system);
+        }
+    }
+    let x_of = |c: &BenchCell| c.swept.first().and_then(|(_, v)| v.parse::<f64>().ok());
+    // (x, median of `values`) for each of a system's cells that has any, in x order.
+    let line = |system: &str, values: fn(&BenchCell) -> &Vec<f64>| {
+        let mut points: Vec<(f64, f64)> = rows
+            .iter()
+            .filter(|c| c.system == system)
+            .filter_map(|c| Some((x_of(c)?, median(values(c))?)))
+            .collect();
+        points.sort_by(|a, b| a.0.total_cmp(&b.0));
+        points
+    };
+    let xs: Vec<f64> = rows.iter().filter_map(|c| x_of(c)).collect();
+    // Rates 1 to 4000 read best on a log axis; 1 to 8 clients on a plain one.
+    let (lo, hi) = xs.iter().fold((f64::INFINITY, 0.0f64), |(lo, hi), x| (lo.min(*x), hi.max(*x)));
+    let log_x = lo > 0.0 && hi / lo >= 100.0;
+    let mut out = Vec::new();
+    let Some(first) = rows.iter().find(|c| !c.values.is_empty()) else { return out };
+    let lines: Vec<(String, Vec<(f64, f64)>)> =
+        systems.iter().map(|s| (s.to_string(), line(s, |c| &c.values))).collect();
+    let max = lines.iter().flat_map(|(_, p)| p.iter().map(|p| p.1)).fold(0.0, f64::max);
+    let (div, unit) = display_unit(first.unit, max);
+    let chart = |title: String,
+                 y_label: String,
+                 div: f64,
+                 log_y: bool,
+                 lines: Vec<(String, Vec<(f64, f64)>)>| Chart {
+        title,
+        kind: ChartKind::Line,
+        x_label: key.to_string(),
+        y_label,
+        log_x,
+        log_y,
+        categories: Vec::new(),
+        series: lines
+            .into_iter()
+            .filter(|(_, p)| !p.is_empty())
+            .map(|(label, p)| ChartSeries {
+                label,
+                points: p.into_iter().map(|(x, y)| (x, y / div)).collect(),
+                whiskers: Vec::new(),
+            })
+            .collect(),
+    };
+    out.push(chart(
+        format!("{base}: {} against {key} (median of repeats)", first.figure),
+        axis(&first.figure, &unit),
+        div,
+        false,
+        lines,
+    ));
+    let latency: Vec<(String, Vec<(f64, f64)>)> = systems
+        .iter()
+        .flat_map(|s| {
+            [
+                (format!("{s} p50"), line(s, |c| &c.p50_ns)),
+                (format!("{s} p99"), line(s, |c| &c.p99_ns)),
+            ]
+        })
+        .filter(|(_, p)| !p.is_empty())
+        .collect();
+    if !latency.is_empty() {
+        let all = latency.iter().flat_map(|(_, p)| p.iter().map(|p| p.1));
+        let (div, unit) = display_unit(Unit::Nanos, all.clone().fold(0.0, f64::max));
+        let log_y = super::charts::spans_decades(all);
+        out.push(chart(
+            format!("{base}: latency against {key} (median of repeats)"),
+            axis("Latency", &unit),
+            div,
+            log_y,
+            latency,
+        ));
+    }
+    out
+}
+
+/// Each system's roles' RSS over the first finished run of workload `w` (the rathole memory
+/// graph, each line from its own process group).
+fn memory_over_time(w: &str, rows: &[&BenchCell]) -> Option<Chart> {
+    let series: Vec<ChartSeries> = rows
+        .iter()
+        .flat_map(|c| {
+            c.timeline.iter().filter(|(_, p)| p.len() >= 2).map(|(role, p)| ChartSeries {
+                label: format!("{} {role}", c.system),
+                points: p.iter().map(|&(t, b)| (t, b / (1 << 20) as f64)).collect(),
+                whiskers: Vec::new(),
+            })
+        })
+        .collect();
+    (!series.is_empty()).then(|| Chart {
+        title: format!("{w}: memory over time (first run)"),
+        kind: ChartKind::Line,
+        x_label: "Time (s)".into(),
+        y_label: "RSS (MiB)".into(),
+        log_x: false,
+        log_y: false,
+        categories: Vec::new(),
+        series,
+    })
+}
+
 /// The results as a self-contained HTML page: the tables and interactive charts.
 pub fn html(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> String {
     let sections: Vec<(String, Table)> = workloads(cells)
@@ -232,7 +410,7 @@ pub fn csv(baseline: Option<&str>, cells: &[BenchCell]) -> String {
     let mut out = String::from("workload,system,figure,unit,median,min,max,percent_of_baseline,runs_done,runs_planned,skipped,failed\n");
     for w in workloads(cells) {
         let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.workload == w).collect();
-        let base = rows.iter().find(|c| Some(c.system.as_str()) == baseline).copied();
+        let base = baseline_of(&rows, baseline);
         for c in &rows {
             let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
             let (lo, hi) = c.spread().unzip();
@@ -264,9 +442,15 @@ mod tests {
     fn cells() -> Vec<BenchCell> {
         let cell = |w: &str, s: &str, values: Vec<f64>, failed: usize, skipped: usize| BenchCell {
             workload: w.into(),
+            base: "tcp-bw".into(),
+            swept: vec![("parallel".into(), w[w.len() - 2..w.len() - 1].into())],
             system: s.into(),
             figure: "Throughput".into(),
             unit: Unit::BitsPerSecond,
+            higher_is_better: true,
+            p50_ns: vec![],
+            p99_ns: vec![],
+            timeline: vec![],
             planned: 3,
             failed,
             skipped,
@@ -296,15 +480,86 @@ mod tests {
     }
 
     #[test]
-    fn charts_have_a_bar_per_finished_system_and_memory_by_role() {
+    fn a_numeric_sweep_is_drawn_as_lines_and_memory_by_role_as_bars() {
         let c = charts(&cells());
-        assert_eq!(c.len(), 3, "two workloads and memory");
-        assert_eq!(c[0].categories, ["direct", "rathole-tcp"], "gost-tcp has no runs");
+        assert_eq!(c.len(), 2, "the sweep's figure (no latency measured) and memory");
+        assert_eq!(c[0].kind, ChartKind::Line);
+        assert_eq!(c[0].x_label, "parallel");
         assert_eq!(c[0].y_label, "Throughput (Gbit/s)");
+        let labels: Vec<&str> = c[0].series.iter().map(|s| s.label.as_str()).collect();
+        assert_eq!(labels, ["direct", "rathole-tcp"], "gost-tcp has no runs");
+        assert_eq!(c[0].series[0].points, [(1.0, 9.4), (4.0, 21.0)]);
+        assert!(!c[0].log_x, "1 to 4 is not worth a log axis");
+        assert_eq!(c[1].categories, ["rathole-tcp", "gost-tcp"]);
+        assert_eq!(c[1].series[0].points[0], (0.0, 12.5));
+    }
+
+    #[test]
+    fn unswept_workloads_get_bars_and_memory_over_time() {
+        let mut cells = cells();
+        cells.truncate(3);
+        for c in &mut cells {
+            c.workload = "tcp-bw".into();
+            c.swept.clear();
+        }
+        cells[1].timeline = vec![("server".into(), vec![(0.0, 1048576.0), (1.0, 2097152.0)])];
+        let c = charts(&cells);
+        assert_eq!(c.len(), 3, "bars, memory over time, peak memory");
+        assert_eq!(c[0].kind, ChartKind::Bar);
+        assert_eq!(c[0].categories, ["direct", "rathole-tcp"]);
         assert_eq!(c[0].series[0].points, [(0.0, 9.4), (1.0, 4.65)]);
         assert_eq!(c[0].series[0].whiskers.len(), 2);
-        assert_eq!(c[2].categories, ["rathole-tcp", "gost-tcp"]);
-        assert_eq!(c[2].series[0].points[0], (0.0, 12.5));
+        assert_eq!(c[1].series[0].label, "rathole-tcp server");
+        assert_eq!(c[1].series[0].points, [(0.0, 1.0), (1.0, 2.0)]);
+    }
+
+    #[test]
+    fn a_rate_sweep_draws_latency_against_rate_on_log_axes() {
+        let cell = |rate: u32, system: &str, p99_ms: f64| BenchCell {
+            workload: format!("lat[rate={rate}]"),
+            base: "lat".into(),
+            swept: vec![("rate".into(), rate.to_string())],
+            system: system.into(),
+            figure: "Requests".into(),
+            unit: Unit::PerSecond("req/s"),
+            higher_is_better: true,
+            values: vec![rate as f64],
+            p50_ns: vec![p99_ms * 1e5],
+            p99_ns: vec![p99_ms * 1e6],
+            planned: 1,
+            skipped: 0,
+            failed: 0,
+            memory: vec![],
+            timeline: vec![],
+        };
+        let cells = [
+            cell(1, "direct", 0.2),
+            cell(1, "rathole", 0.4),
+            cell(4000, "direct", 1.0),
+            cell(4000, "rathole", 30.0),
+        ];
+        let c = charts(&cells);
+        assert_eq!(c.len(), 2, "achieved rate, and latency");
+        assert!(c[1].log_x && c[1].log_y);
+        assert_eq!(c[1].y_label, "Latency (ms)");
+        let rathole = c[1].series.iter().find(|s| s.label == "rathole p99").unwrap();
+        assert_eq!(rathole.points, [(1.0, 0.4), (4000.0, 30.0)]);
+        assert_eq!(c[1].series.len(), 4);
+    }
+
+    #[test]
+    fn the_fastest_baseline_is_the_best_median_each_way() {
+        let c = cells();
+        let rows: Vec<&BenchCell> = c.iter().take(3).collect();
+        assert_eq!(baseline_of(&rows, Some(FASTEST)).unwrap().system, "direct");
+        let mut slow = c[..3].to_vec();
+        for cell in &mut slow {
+            cell.higher_is_better = false;
+        }
+        let rows: Vec<&BenchCell> = slow.iter().collect();
+        assert_eq!(baseline_of(&rows, Some(FASTEST)).unwrap().system, "rathole-tcp");
+        assert_eq!(baseline_of(&rows, Some("direct")).unwrap().system, "direct");
+        assert!(baseline_of(&rows, None).is_none());
     }
 
     #[test]

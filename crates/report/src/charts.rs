@@ -113,7 +113,7 @@ fn line_chart(title: &str, what: &str, unit: Unit, lines: &[Series], log_y: bool
 
 /// True when the positive values span at least a decade: only then does a log axis help (and
 /// it has tick labels to show). A log axis of zeros would have nothing to draw.
-fn spans_decades(values: impl Iterator<Item = f64>) -> bool {
+pub(crate) fn spans_decades(values: impl Iterator<Item = f64>) -> bool {
     let (lo, hi) = values
         .filter(|v| *v > 0.0)
         .fold((f64::INFINITY, 0.0f64), |(lo, hi), v| (lo.min(v), hi.max(v)));

@@ -3,7 +3,7 @@
 //! templates ([`template`]) and checks ([`check`]) parsed, and expanded into the runs it asks
 //! for ([`matrix`]); a system's processes started and stopped as process groups ([`process`],
 //! command lines split by [`words`]), probed until ready ([`ready`]) and sampled ([`sample`]).
-//! Running the cells and reporting come next (issue 9).
+//! `wirespeed bench` runs the cells, since a workload is a wirespeed test run in-process.
 
 pub mod check;
 pub mod load;

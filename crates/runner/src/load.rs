@@ -6,8 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::Rule;
 use crate::matrix::{self, Plan};
-use crate::scenario::{Entry, Scenario};
-use crate::template::{self, Placeholder};
+use crate::scenario::FASTEST;
+use crate::scenario::{Entry, FixtureKind, Scenario};
+use crate::template::{self, FixturePart, Placeholder};
 
 /// Test kinds a workload may be.
 pub const KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
@@ -31,6 +32,18 @@ pub struct Loaded {
     pub scenario: Scenario,
     /// Its runs.
     pub plan: Plan,
+}
+
+impl Loaded {
+    /// Cuts the scenario down to a quick check that it runs ([`Scenario::smoke`]) and expands
+    /// it again.
+    pub fn smoke(&mut self, length: impl Fn(&str) -> Option<(&'static str, toml::Value)>) {
+        self.scenario.smoke(length);
+        // The cut scenario has a subset of the checked one's cells: it expands as that did.
+        if let Ok(plan) = matrix::expand(&self.scenario) {
+            self.plan = plan;
+        }
+    }
 }
 
 /// The 1-based line of the first occurrence of `needle` in `text`.
@@ -172,7 +185,11 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
         let known = |name: &str| match Placeholder::of(name) {
             Some(Placeholder::Port(_)) => true,
             Some(Placeholder::File(f)) => system.file.contains_key(f),
+            Some(Placeholder::Fixture(f, FixturePart::Zone)) => {
+                s.fixture.iter().any(|x| x.name == f && x.kind == FixtureKind::Dns)
+            }
             Some(Placeholder::Fixture(f, _)) => fixtures.contains(f),
+            Some(Placeholder::ScenarioDir) => true,
             Some(Placeholder::Var(v)) => cell.vars.contains_key(v),
             None => false,
         };
@@ -181,14 +198,39 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
             if let Some(bad) = template::placeholders(text).into_iter().find(|n| !known(n)) {
                 return Err((
                     system.name.clone(),
-                    format!("system {:?}: {{{bad}}} is not a port, file, fixture or axis variable it has", cell.name),
+                    format!("system {:?}: {{{bad}}} is not a port, file, fixture (a DNS fixture for .zone) or axis variable it has", cell.name),
+                ));
+            }
+        }
+    }
+    // A workload's option values may name fixtures and the scenario's directory, which are the
+    // same for every system.
+    for w in &s.workload {
+        let texts = w.options.values().flat_map(|v| match v {
+            toml::Value::String(t) => vec![t.as_str()],
+            toml::Value::Array(a) => a.iter().filter_map(|v| v.as_str()).collect::<Vec<_>>(),
+            _ => vec![],
+        });
+        for text in texts {
+            let bad = template::placeholders(text).into_iter().find(|n| match Placeholder::of(n) {
+                Some(Placeholder::Fixture(f, _)) => !fixtures.contains(f),
+                Some(Placeholder::ScenarioDir) => false,
+                _ => true,
+            });
+            if let Some(bad) = bad {
+                return Err((
+                    text.to_string(),
+                    format!("workload {:?}: {{{bad}}}: an option can name only fixtures and {{scenario.dir}}", w.name),
                 ));
             }
         }
     }
     if let Some(b) = &s.report.baseline {
-        if !plan.systems.iter().any(|c| &c.name == b) {
-            return Err((b.clone(), format!("report.baseline {b:?} is not a system")));
+        if b != FASTEST && !plan.systems.iter().any(|c| &c.name == b) {
+            return Err((
+                b.clone(),
+                format!("report.baseline {b:?} is not a system (nor {FASTEST:?})"),
+            ));
         }
     }
     Ok(())

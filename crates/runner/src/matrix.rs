@@ -29,6 +29,8 @@ pub struct WorkloadCell {
     pub workload: usize,
     /// Every option with one value.
     pub options: BTreeMap<String, toml::Value>,
+    /// The swept options and the values chosen, as in the name.
+    pub swept: Vec<(String, String)>,
 }
 
 /// One measured run.
@@ -160,20 +162,21 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
         let lists: Vec<Vec<toml::Value>> = swept.iter().map(|(_, a)| a.to_vec()).collect();
         for combo in product(&lists) {
             let mut options = w.options.clone();
-            let mut label = Vec::new();
+            let mut chosen = Vec::new();
             for ((k, _), v) in swept.iter().zip(combo) {
-                label.push(format!("{k}={}", scalar_text(&v).unwrap_or_default()));
+                chosen.push(((*k).clone(), scalar_text(&v).unwrap_or_default()));
                 options.insert((*k).clone(), v);
             }
-            let name = if label.is_empty() {
+            let name = if chosen.is_empty() {
                 w.name.clone()
             } else {
+                let label: Vec<String> = chosen.iter().map(|(k, v)| format!("{k}={v}")).collect();
                 format!("{}[{}]", w.name, label.join(","))
             };
             if cells.iter().any(|c: &WorkloadCell| c.name == name) {
                 return Err(format!("two workloads are named {name:?}"));
             }
-            cells.push(WorkloadCell { name, workload: index, options });
+            cells.push(WorkloadCell { name, workload: index, options, swept: chosen });
         }
     }
     Ok(cells)

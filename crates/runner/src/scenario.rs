@@ -317,13 +317,43 @@ pub struct Check {
     pub expr: String,
 }
 
+/// `report.baseline` for "each workload's best system" (the DNS study's "% of the fastest").
+pub const FASTEST: &str = "fastest";
+
 /// How results are reported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct ReportSettings {
-    /// The system others are shown as a percentage of.
+    /// The system others are shown as a percentage of, or `fastest`: in each workload, the
+    /// system with the best median (highest rate, or lowest time).
     #[serde(default)]
     pub baseline: Option<String>,
+}
+
+impl Scenario {
+    /// The scenario cut down to check that it runs, not to measure: one repeat, no warm-up or
+    /// cool-down, each sweep cut to its first and last value, and each workload's length option
+    /// (`length(kind)` gives its name and short value: `time` = `1s` for bandwidth) set short.
+    pub fn smoke(&mut self, length: impl Fn(&str) -> Option<(&'static str, toml::Value)>) {
+        self.run.repeat = 1;
+        self.run.warmup = None;
+        self.run.cooldown = None;
+        for w in &mut self.workload {
+            for v in w.options.values_mut() {
+                if let toml::Value::Array(a) = v {
+                    if a.len() > 2 {
+                        a.drain(1..a.len() - 1);
+                    }
+                }
+            }
+            for left_out in ["omit", "warmup"] {
+                w.options.remove(left_out);
+            }
+            if let Some((key, value)) = length(&w.kind) {
+                w.options.insert(key.to_string(), value);
+            }
+        }
+    }
 }
 
 /// The JSON schema of scenario files, generated from these types.

@@ -10,8 +10,11 @@ pub enum Placeholder<'a> {
     Port(&'a str),
     /// `{file.NAME}`: the path of the system's rendered config file.
     File(&'a str),
-    /// `{fixture.NAME.addr|port|host}`: a fixture's address, or a part of it.
+    /// `{fixture.NAME.addr|port|host|zone}`: a fixture's address, a part of it, or (DNS) the
+    /// path of a file holding the zone it serves.
     Fixture(&'a str, FixturePart),
+    /// `{scenario.dir}`: the directory of the scenario file, for files kept beside it.
+    ScenarioDir,
     /// `{NAME}`: a variable from the system's axes.
     Var(&'a str),
 }
@@ -25,6 +28,8 @@ pub enum FixturePart {
     Port,
     /// The IP.
     Host,
+    /// A DNS fixture's zone, written to a file.
+    Zone,
 }
 
 impl<'a> Placeholder<'a> {
@@ -37,6 +42,8 @@ impl<'a> Placeholder<'a> {
             ["fixture", f, "addr"] => Self::Fixture(f, FixturePart::Addr),
             ["fixture", f, "port"] => Self::Fixture(f, FixturePart::Port),
             ["fixture", f, "host"] => Self::Fixture(f, FixturePart::Host),
+            ["fixture", f, "zone"] => Self::Fixture(f, FixturePart::Zone),
+            ["scenario", "dir"] => Self::ScenarioDir,
             [var] => Self::Var(var),
             _ => return None,
         })

@@ -86,6 +86,10 @@ pub struct BenchArgs {
     /// Skip the runs that finished before (their report is in --out), and run the rest.
     #[arg(long)]
     pub resume: bool,
+    /// Check that the scenario runs, not measure: one repeat, no warm-up or cool-down, each
+    /// load 1 s (ping: 2 pings), each sweep cut to its first and last value.
+    #[arg(long)]
+    pub smoke: bool,
     /// Results database for the finished runs (default: the user's data directory).
     #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
     pub db: Option<PathBuf>,

@@ -51,6 +51,12 @@ impl Zone {
     /// N in 1..=`hosts` (A), and `big` with a TXT record of about 2 KB, too large for a plain
     /// UDP answer, so a test can see truncation.
     pub fn generated(hosts: u32) -> Self {
+        let text = Self::generated_text(hosts);
+        Self::parse(&text, None).unwrap_or_else(|e| unreachable!("the generated zone parses: {e}"))
+    }
+
+    /// The zone file [`Zone::generated`] reads, for other DNS servers to serve the same zone.
+    pub fn generated_text(hosts: u32) -> String {
         let mut text = String::from(
             "$ORIGIN example.test.\n$TTL 3600\n@ IN SOA ns1 hostmaster 1 7200 3600 1209600 3600\n@ NS ns1\nns1 A 127.0.0.1\n@ A 192.0.2.1\nwww A 192.0.2.10\nwww AAAA 2001:db8::10\nwww TXT \"v=wirespeed fixture\"\nmail A 192.0.2.20\n@ MX 10 mail\n",
         );
@@ -68,7 +74,7 @@ impl Zone {
                 i & 255
             ));
         }
-        Self::parse(&text, None).unwrap_or_else(|e| unreachable!("the generated zone parses: {e}"))
+        text
     }
 
     /// Reads a zone file; `origin` is the apex when the file has no `$ORIGIN` before its first

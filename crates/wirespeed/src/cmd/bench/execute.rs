@@ -40,20 +40,24 @@ pub enum Outcome {
     Skipped(String),
     /// Its system did not start, crashed, or its workload failed.
     Failed(String),
-    /// It finished in an earlier invocation (`--resume`); its report.
-    Kept(Box<Report>),
+    /// It finished in an earlier invocation (`--resume`); its report and samples (when kept).
+    Kept(Box<Report>, Vec<Sample>),
 }
 
-/// The fixtures' addresses by name, and what stops them.
+/// The fixtures' addresses by name, the DNS fixtures' zone files, and what stops them.
 struct Fixtures {
     addrs: BTreeMap<String, SocketAddr>,
+    zones: BTreeMap<String, PathBuf>,
     stop: CancellationToken,
     tasks: Vec<tokio::task::JoinHandle<()>>,
 }
 
-async fn start_fixtures(s: &Scenario) -> Result<Fixtures> {
+/// Starts the fixtures; a DNS fixture's zone is also written under `out` (or, when it was
+/// given as a file, named) for `{fixture.NAME.zone}`.
+async fn start_fixtures(s: &Scenario, out: &Path) -> Result<Fixtures> {
     let stop = CancellationToken::new();
     let mut addrs = BTreeMap::new();
+    let mut zones = BTreeMap::new();
     let mut tasks = Vec::new();
     let any = SocketAddr::from(([127, 0, 0, 1], 0));
     for f in &s.fixture {
@@ -88,13 +92,22 @@ async fn start_fixtures(s: &Scenario) -> Result<Fixtures> {
                 )
             }
             FixtureKind::Dns => {
-                let zone = match &f.zone {
-                    Some(path) => {
-                        Zone::parse(&std::fs::read_to_string(path).with_context(what)?, None)
-                            .map_err(|e| anyhow::anyhow!("{}: {e}", what()))?
+                let (text, file) = match &f.zone {
+                    Some(path) => (
+                        std::fs::read_to_string(path).with_context(what)?,
+                        std::path::absolute(path).with_context(what)?,
+                    ),
+                    None => {
+                        let text = Zone::generated_text(1000);
+                        let file = out.join("fixtures").join(format!("{}.zone", dir_name(&f.name)));
+                        std::fs::create_dir_all(out.join("fixtures"))?;
+                        std::fs::write(&file, &text).with_context(what)?;
+                        (text, std::path::absolute(&file)?)
                     }
-                    None => Zone::generated(1000),
                 };
+                let zone =
+                    Zone::parse(&text, None).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+                zones.insert(f.name.clone(), file);
                 let l = DnsListeners::bind(&[any], 1).with_context(what)?;
                 let addr = l.local_addrs()[0];
                 let stop = stop.clone();
@@ -109,7 +122,7 @@ async fn start_fixtures(s: &Scenario) -> Result<Fixtures> {
         addrs.insert(f.name.clone(), addr);
         tasks.push(task);
     }
-    Ok(Fixtures { addrs, stop, tasks })
+    Ok(Fixtures { addrs, zones, stop, tasks })
 }
 
 /// A TCP port free on loopback now, whose UDP port is free too.
@@ -135,12 +148,13 @@ fn dir_name(id: &str) -> String {
 /// `cancel` fires. Calls `done` after each run.
 pub async fn run_all(
     loaded: &Loaded,
+    scenario_dir: &Path,
     out: &Path,
     resume: bool,
     cancel: CancellationToken,
     mut done: impl FnMut(&Plan, &Run, &Outcome),
 ) -> Result<Vec<(Run, Outcome)>> {
-    let fixtures = start_fixtures(&loaded.scenario).await?;
+    let fixtures = start_fixtures(&loaded.scenario, out).await?;
     let mut results = Vec::new();
     for run in &loaded.plan.runs {
         if cancel.is_cancelled() {
@@ -153,8 +167,14 @@ pub async fn run_all(
             .flatten()
             .and_then(|text| serde_json::from_str::<Report>(&text).ok());
         let outcome = match kept {
-            Some(report) => Outcome::Kept(Box::new(report)),
-            None => one(loaded, run, &fixtures.addrs, &dir, cancel.clone()).await,
+            Some(report) => {
+                let samples = std::fs::read_to_string(dir.join("samples.json"))
+                    .ok()
+                    .and_then(|text| serde_json::from_str(&text).ok())
+                    .unwrap_or_default();
+                Outcome::Kept(Box::new(report), samples)
+            }
+            None => one(loaded, run, &fixtures, scenario_dir, &dir, cancel.clone()).await,
         };
         done(&loaded.plan, run, &outcome);
         results.push((run.clone(), outcome));
@@ -170,7 +190,8 @@ pub async fn run_all(
 async fn one(
     loaded: &Loaded,
     run: &Run,
-    fixtures: &BTreeMap<String, SocketAddr>,
+    fixtures: &Fixtures,
+    scenario_dir: &Path,
     dir: &Path,
     cancel: CancellationToken,
 ) -> Outcome {
@@ -203,13 +224,17 @@ async fn one(
         .map(|k| (k.clone(), dir.join(format!("{}.conf", dir_name(k)))))
         .collect();
     let lookup = |name: &str| -> Option<String> {
-        let fixture = |f: &str| fixtures.get(f);
+        let fixture = |f: &str| fixtures.addrs.get(f);
         match Placeholder::of(name)? {
             Placeholder::Port(p) => ports.get(p).map(u16::to_string),
             Placeholder::File(f) => files.get(f).map(|p| p.display().to_string()),
             Placeholder::Fixture(f, FixturePart::Addr) => fixture(f).map(SocketAddr::to_string),
             Placeholder::Fixture(f, FixturePart::Port) => fixture(f).map(|a| a.port().to_string()),
             Placeholder::Fixture(f, FixturePart::Host) => fixture(f).map(|a| a.ip().to_string()),
+            Placeholder::Fixture(f, FixturePart::Zone) => {
+                fixtures.zones.get(f).map(|p| p.display().to_string())
+            }
+            Placeholder::ScenarioDir => Some(scenario_dir.display().to_string()),
             Placeholder::Var(v) => cell.vars.get(v).cloned(),
         }
     };
@@ -265,9 +290,17 @@ async fn one(
         (Entry::Named(m), Some(t)) => render(m.get(t).map_or("", String::as_str)),
         (Entry::Named(_), None) => Err("no target".into()),
     };
-    let line = entry.and_then(|e| {
-        workload::command_line(&w.kind, &e, &wcell.options).map_err(|e| format!("{e:#}"))
-    });
+    // Option values are templates too (`datafile = "{scenario.dir}/queries.txt"`).
+    let options: Result<BTreeMap<String, toml::Value>, String> = wcell
+        .options
+        .iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(t) => Ok((k.clone(), toml::Value::String(render(t)?))),
+            v => Ok((k.clone(), v.clone())),
+        })
+        .collect();
+    let line = entry
+        .and_then(|e| workload::command_line(&w.kind, &e, &options?).map_err(|e| format!("{e:#}")));
     let report = match line {
         Ok(line) => {
             // Warm-up: the same load, cut off after `run.warmup`, its result thrown away.

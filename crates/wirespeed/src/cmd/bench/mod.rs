@@ -30,15 +30,35 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     let path = args.scenario.as_ref().context("a scenario file is needed (or --schema)")?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let loaded = wirespeed_runner::parse(&path.display().to_string(), &text)?;
+    let mut loaded = wirespeed_runner::parse(&path.display().to_string(), &text)?;
     check_workloads(&loaded).with_context(|| path.display().to_string())?;
+    if args.smoke {
+        loaded.smoke(smoke_length);
+    }
     Ok(loaded)
+}
+
+/// `--smoke`: the option that sets how long a test of `kind` runs, and a short value for it.
+fn smoke_length(kind: &str) -> Option<(&'static str, toml::Value)> {
+    let one_second = || toml::Value::String("1s".into());
+    Some(match kind {
+        "bandwidth" | "pps" | "latency" | "cps" => ("time", one_second()),
+        "http" => ("duration", one_second()),
+        "dns" => ("time-limit", one_second()),
+        "ping" => ("deadline", one_second()),
+        _ => return None,
+    })
 }
 
 /// Runs every run of the scenario; one line per run as it ends (and per failed check), each
 /// finished run saved at once, then a count.
 pub async fn run(args: BenchArgs) -> Result<u8> {
     let loaded = load(&args)?;
+    let path = args.scenario.as_ref().context("a scenario file is needed")?;
+    // `{scenario.dir}`: files kept beside the scenario, whatever directory it is run from.
+    let scenario_dir = std::path::absolute(path)?
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::Path::to_path_buf);
     let out = args.out.clone().unwrap_or_else(|| {
         std::path::PathBuf::from("bench-results").join(&loaded.scenario.scenario.name)
     });
@@ -63,8 +83,13 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     let (mut failed_checks, mut unsaved) = (0usize, 0usize);
     let cancel = super::interrupt_token();
     let scenario_name = loaded.scenario.scenario.name.clone();
-    let results =
-        execute::run_all(&loaded, &out, args.resume, cancel.clone(), |plan, run, outcome| {
+    let results = execute::run_all(
+        &loaded,
+        &scenario_dir,
+        &out,
+        args.resume,
+        cancel.clone(),
+        |plan, run, outcome| {
             let id = plan.run_id(run);
             let mut text = match outcome {
                 execute::Outcome::Done(report, samples) => {
@@ -89,7 +114,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
                         wirespeed_report::units::figure(head.value, head.unit)
                     )
                 }
-                execute::Outcome::Kept(report) => {
+                execute::Outcome::Kept(report, _) => {
                     let head = wirespeed_model::metrics::headline(report);
                     format!(
                         "kept     {id}  {}  (finished before)\n",
@@ -108,7 +133,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
                     }
                 }
             }
-            if let execute::Outcome::Done(report, _) | execute::Outcome::Kept(report) = outcome {
+            if let execute::Outcome::Done(report, _) | execute::Outcome::Kept(report, _) = outcome {
                 let workload =
                     &loaded.scenario.workload[plan.workloads[run.workload].workload].name;
                 for (only, expr, rule) in &rules {
@@ -136,15 +161,16 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
                 }
             }
             let _ = crate::output::write_stdout(text.as_bytes());
-        })
-        .await?;
+        },
+    )
+    .await?;
     let count = |f: fn(&execute::Outcome) -> bool| results.iter().filter(|(_, o)| f(o)).count();
     let failed = count(|o| matches!(o, execute::Outcome::Failed(_)));
     let summary = format!(
         "{} runs: {} done, {} kept, {} skipped, {failed} failed; {failed_checks} checks failed; files in {}\n",
         results.len(),
         count(|o| matches!(o, execute::Outcome::Done(..))),
-        count(|o| matches!(o, execute::Outcome::Kept(_))),
+        count(|o| matches!(o, execute::Outcome::Kept(..))),
         count(|o| matches!(o, execute::Outcome::Skipped(_))),
         out.display()
     );
@@ -179,12 +205,13 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
 }
 
 /// One [`BenchCell`](wirespeed_report::bench::BenchCell) per workload and system: the
-/// headline figure of every finished (or kept) run, the skipped and failed counts, and each
-/// role's median peak RSS.
+/// headline figure and latency percentiles of every finished (or kept) run, the skipped and
+/// failed counts, each role's median peak RSS, and its RSS over the first run.
 fn summarize(
     loaded: &wirespeed_runner::Loaded,
     results: &[(wirespeed_runner::matrix::Run, execute::Outcome)],
 ) -> Vec<wirespeed_report::bench::BenchCell> {
+    use wirespeed_runner::check::figure;
     let plan = &loaded.plan;
     let mut cells = Vec::new();
     for (wi, w) in plan.workloads.iter().enumerate() {
@@ -194,29 +221,47 @@ fn summarize(
                 .filter(|(r, _)| r.workload == wi && r.system == si)
                 .map(|(_, o)| o)
                 .collect();
-            let reports: Vec<&wirespeed_model::Report> = runs
-                .iter()
-                .filter_map(|o| match o {
-                    execute::Outcome::Done(r, _) | execute::Outcome::Kept(r) => Some(r.as_ref()),
-                    _ => None,
-                })
-                .collect();
+            let finished: Vec<(&wirespeed_model::Report, &[wirespeed_runner::sample::Sample])> =
+                runs.iter()
+                    .filter_map(|o| match o {
+                        execute::Outcome::Done(r, s) | execute::Outcome::Kept(r, s) => {
+                            Some((r.as_ref(), s.as_slice()))
+                        }
+                        _ => None,
+                    })
+                    .collect();
             let heads: Vec<_> =
-                reports.iter().map(|r| wirespeed_model::metrics::headline(r)).collect();
+                finished.iter().map(|(r, _)| wirespeed_model::metrics::headline(r)).collect();
             let mut peaks: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-            for o in &runs {
-                if let execute::Outcome::Done(_, samples) = o {
-                    for (role, rss, _, _) in wirespeed_runner::sample::summary(samples) {
-                        peaks.entry(role).or_default().push(rss as f64);
-                    }
+            for (_, samples) in &finished {
+                for (role, rss, _, _) in wirespeed_runner::sample::summary(samples) {
+                    peaks.entry(role).or_default().push(rss as f64);
                 }
             }
+            let mut timeline: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
+            for s in finished.first().map_or(&[][..], |(_, s)| s) {
+                let point = (s.at_ms as f64 / 1e3, s.rss_bytes as f64);
+                match timeline.iter_mut().find(|(role, _)| *role == s.role) {
+                    Some((_, points)) => points.push(point),
+                    None => timeline.push((s.role.clone(), vec![point])),
+                }
+            }
+            let latency = |name: &str| -> Vec<f64> {
+                finished.iter().filter_map(|(r, _)| figure(r, name)).collect()
+            };
             cells.push(wirespeed_report::bench::BenchCell {
                 workload: w.name.clone(),
+                base: loaded.scenario.workload[w.workload].name.clone(),
+                swept: w.swept.clone(),
                 system: sys.name.clone(),
                 figure: heads.first().map_or_else(String::new, |h| h.label.to_string()),
                 unit: heads.first().map_or(wirespeed_model::metrics::Unit::Count, |h| h.unit),
+                higher_is_better: heads
+                    .first()
+                    .is_none_or(|h| h.better == wirespeed_model::metrics::Better::Higher),
                 values: heads.iter().map(|h| h.value).collect(),
+                p50_ns: latency("p50"),
+                p99_ns: latency("p99"),
                 planned: loaded.scenario.run.repeat as usize,
                 skipped: runs.iter().filter(|o| matches!(o, execute::Outcome::Skipped(_))).count(),
                 failed: runs.iter().filter(|o| matches!(o, execute::Outcome::Failed(_))).count(),
@@ -224,6 +269,7 @@ fn summarize(
                     .into_iter()
                     .filter_map(|(role, v)| Some((role, wirespeed_report::bench::median(&v)?)))
                     .collect(),
+                timeline,
             });
         }
     }
