@@ -198,7 +198,7 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
             if let Some(bad) = template::placeholders(text).into_iter().find(|n| !known(n)) {
                 return Err((
                     system.name.clone(),
-                    format!("system {:?}: {{{bad}}} is not a port, file, fixture (a DNS fixture for .zone) or axis variable it has", cell.name),
+                    format!("system {:?}: {{{bad}}} is not a port, file, fixture or axis variable it has", cell.name),
                 ));
             }
         }

@@ -138,3 +138,19 @@ fn the_dry_run_listing_names_every_cell() {
     );
     assert_eq!(listing.lines().filter(|l| l.starts_with("run ")).count(), 24);
 }
+
+#[test]
+fn smoke_keeps_every_system_and_the_ends_of_each_sweep_for_one_short_repeat() {
+    let text = files("valid").into_iter().find(|(n, _)| n == "dns_clients.toml").unwrap().1;
+    let mut loaded = parse("dns_clients.toml", &text).unwrap();
+    let systems = loaded.plan.systems.len();
+    assert_eq!(loaded.plan.workloads.len(), 3, "clients 1, 8, 64");
+    loaded.smoke(|kind| (kind == "dns").then(|| ("time-limit", toml::Value::from("1s"))));
+    assert_eq!(loaded.scenario.run.repeat, 1);
+    let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["qps[clients=1]", "qps[clients=64]"]);
+    assert_eq!(loaded.plan.workloads[1].swept, [("clients".to_string(), "64".to_string())]);
+    assert_eq!(loaded.plan.workloads[0].options["time-limit"].as_str(), Some("1s"));
+    assert_eq!(loaded.plan.systems.len(), systems);
+    assert_eq!(loaded.plan.runs.len(), systems * 2);
+}
