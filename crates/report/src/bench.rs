@@ -128,24 +128,24 @@ fn workloads(cells: &[BenchCell]) -> Vec<&str> {
     seen
 }
 
-fn table(cells: &[&BenchCell], baseline: Option<&str>, raw: bool) -> Table {
+fn table(cells: &[&BenchCell], baseline: Option<&str>) -> Table {
     let base = baseline_of(cells, baseline);
     // A system whose runs were all skipped has no figure; the header comes from one that has.
-    let first = cells
-        .iter()
-        .find(|c| !c.figure.is_empty())
-        .map_or("Result".into(), |c| format!("{} (median)", c.figure));
+    let first = cells.iter().find(|c| !c.figure.is_empty());
+    let head = first.map_or("Result".into(), |c| format!("{} (median)", c.figure));
+    // Latency beside a rate (an HTTP rate sweep); not twice when latency is the headline.
+    let latency =
+        cells.iter().any(|c| !c.p99_ns.is_empty()) && first.is_some_and(|c| c.unit != Unit::Nanos);
     let pct = format!("% of {}", baseline.unwrap_or("baseline"));
-    let mut t = Table::new(&[
-        "System",
-        &format!(">{first}"),
-        ">Spread",
-        &format!(">{pct}"),
-        ">Runs",
-        "Peak RSS",
-    ]);
+    let mut header = vec!["System".to_string(), format!(">{head}"), ">Spread".into()];
+    if latency {
+        header.extend([">p50".to_string(), ">p99".into()]);
+    }
+    header.extend([format!(">{pct}"), ">Runs".into(), "Peak RSS".into()]);
+    let header: Vec<&str> = header.iter().map(String::as_str).collect();
+    let mut t = Table::new(&header);
     for c in cells {
-        let shown = |v: f64| if raw { v.to_string() } else { figure(v, c.unit) };
+        let shown = |v: f64| figure(v, c.unit);
         let spread =
             c.spread().map_or("-".into(), |(lo, hi)| format!("{} – {}", shown(lo), shown(hi)));
         let memory: Vec<String> = c
@@ -153,14 +153,18 @@ fn table(cells: &[&BenchCell], baseline: Option<&str>, raw: bool) -> Table {
             .iter()
             .map(|(role, b)| format!("{role} {:.1} MiB", b / (1 << 20) as f64))
             .collect();
-        t.push(vec![
-            c.system.clone(),
-            median(&c.values).map_or("-".into(), shown),
-            spread,
+        let mut row = vec![c.system.clone(), median(&c.values).map_or("-".into(), shown), spread];
+        if latency {
+            for v in [&c.p50_ns, &c.p99_ns] {
+                row.push(median(v).map_or("-".into(), |ns| figure(ns, Unit::Nanos)));
+            }
+        }
+        row.extend([
             percent_of(c, base).map_or("-".into(), |p| format!("{p:.1} %")),
             c.runs(),
             memory.join(", "),
         ]);
+        t.push(row);
     }
     t
 }
@@ -171,13 +175,13 @@ pub fn markdown(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> Str
     for w in workloads(cells) {
         let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.workload == w).collect();
         out.push_str(&format!("\n## {w}\n\n"));
-        out.push_str(&table(&rows, baseline, false).markdown());
+        out.push_str(&table(&rows, baseline).markdown());
     }
     out
 }
 
 /// For each workload: a line chart of the figure against the swept value when the workload is
-/// a sweep of one number (and of p50/p99 latency against it, when measured: latency against
+/// a sweep of one number over three values or more (and of p50/p99 latency against it, when measured: latency against
 /// rate), else bars per system (the median, whiskers from lowest to highest); each role's
 /// memory over time in each unswept workload; and each system's peak RSS by role.
 pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
@@ -266,7 +270,8 @@ pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
     out
 }
 
-/// The option a workload `base` sweeps, when it sweeps exactly one, over at least two numbers.
+/// The option a workload `base` sweeps, when it sweeps exactly one, over at least three
+/// numbers (two are clearer as bars: one stream and four).
 fn numeric_sweep<'a>(cells: &'a [BenchCell], base: &str) -> Option<&'a str> {
     let of_base: Vec<&BenchCell> = cells.iter().filter(|c| c.base == base).collect();
     let key = match of_base.first()?.swept.as_slice() {
@@ -280,7 +285,7 @@ fn numeric_sweep<'a>(cells: &'a [BenchCell], base: &str) -> Option<&'a str> {
             values.push(v);
         }
     }
-    (values.len() >= 2).then_some(key)
+    (values.len() >= 3).then_some(key)
 }
 
 /// A sweep's lines, one per system: the headline figure's median against the swept value, and
@@ -399,7 +404,7 @@ pub fn html(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> String 
         .into_iter()
         .map(|w| {
             let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.workload == w).collect();
-            (w.to_string(), table(&rows, baseline, false))
+            (w.to_string(), table(&rows, baseline))
         })
         .collect();
     crate::html::bench_document(title, &sections, charts(cells))
@@ -407,7 +412,7 @@ pub fn html(title: &str, baseline: Option<&str>, cells: &[BenchCell]) -> String 
 
 /// The results as CSV: a row per workload and system, numbers unformatted.
 pub fn csv(baseline: Option<&str>, cells: &[BenchCell]) -> String {
-    let mut out = String::from("workload,system,figure,unit,median,min,max,percent_of_baseline,runs_done,runs_planned,skipped,failed\n");
+    let mut out = String::from("workload,system,figure,unit,median,min,max,p50_ns,p99_ns,percent_of_baseline,runs_done,runs_planned,skipped,failed\n");
     for w in workloads(cells) {
         let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.workload == w).collect();
         let base = baseline_of(&rows, baseline);
@@ -422,6 +427,8 @@ pub fn csv(baseline: Option<&str>, cells: &[BenchCell]) -> String {
                 num(median(&c.values)),
                 num(lo),
                 num(hi),
+                num(median(&c.p50_ns)),
+                num(median(&c.p99_ns)),
                 num(percent_of(c, base)),
                 c.values.len().to_string(),
                 c.planned.to_string(),
@@ -480,18 +487,14 @@ mod tests {
     }
 
     #[test]
-    fn a_numeric_sweep_is_drawn_as_lines_and_memory_by_role_as_bars() {
+    fn a_sweep_of_two_values_is_bars_and_memory_by_role_too() {
         let c = charts(&cells());
-        assert_eq!(c.len(), 2, "the sweep's figure (no latency measured) and memory");
-        assert_eq!(c[0].kind, ChartKind::Line);
-        assert_eq!(c[0].x_label, "parallel");
+        assert_eq!(c.len(), 3, "two workload cells and memory");
+        assert_eq!(c[0].kind, ChartKind::Bar);
+        assert_eq!(c[0].categories, ["direct", "rathole-tcp"], "gost-tcp has no runs");
         assert_eq!(c[0].y_label, "Throughput (Gbit/s)");
-        let labels: Vec<&str> = c[0].series.iter().map(|s| s.label.as_str()).collect();
-        assert_eq!(labels, ["direct", "rathole-tcp"], "gost-tcp has no runs");
-        assert_eq!(c[0].series[0].points, [(1.0, 9.4), (4.0, 21.0)]);
-        assert!(!c[0].log_x, "1 to 4 is not worth a log axis");
-        assert_eq!(c[1].categories, ["rathole-tcp", "gost-tcp"]);
-        assert_eq!(c[1].series[0].points[0], (0.0, 12.5));
+        assert_eq!(c[2].categories, ["rathole-tcp", "gost-tcp"]);
+        assert_eq!(c[2].series[0].points[0], (0.0, 12.5));
     }
 
     #[test]
@@ -535,16 +538,25 @@ mod tests {
         let cells = [
             cell(1, "direct", 0.2),
             cell(1, "rathole", 0.4),
+            cell(100, "direct", 0.3),
+            cell(100, "rathole", 0.5),
             cell(4000, "direct", 1.0),
             cell(4000, "rathole", 30.0),
         ];
         let c = charts(&cells);
         assert_eq!(c.len(), 2, "achieved rate, and latency");
+        assert_eq!(c[0].kind, ChartKind::Line);
+        assert_eq!(c[0].x_label, "rate");
+        assert_eq!(c[0].series[0].points, [(1.0, 0.001), (100.0, 0.1), (4000.0, 4.0)]);
+        assert_eq!(c[0].y_label, "Requests (kreq/s)");
         assert!(c[1].log_x && c[1].log_y);
         assert_eq!(c[1].y_label, "Latency (ms)");
         let rathole = c[1].series.iter().find(|s| s.label == "rathole p99").unwrap();
-        assert_eq!(rathole.points, [(1.0, 0.4), (4000.0, 30.0)]);
+        assert_eq!(rathole.points, [(1.0, 0.4), (100.0, 0.5), (4000.0, 30.0)]);
         assert_eq!(c[1].series.len(), 4);
+        let md = markdown("rates", Some("direct"), &cells);
+        assert!(md.contains("| p50 | p99 | % of direct |"), "{md}");
+        assert!(md.contains("| 3.00 ms | 30.0 ms |"), "{md}");
     }
 
     #[test]

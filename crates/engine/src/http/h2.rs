@@ -85,6 +85,8 @@ pub(super) fn start(
         .enable_all()
         .build()?;
     let begin = Instant::now();
+    // A timed step sends R × D requests: none falls due at its very end.
+    let until = spec.count.is_none().then(|| begin + Duration::from_nanos(spec.total_ns()));
     let streams = usize::from(spec.streams.max(1));
     let thread = {
         let counts = counts.clone();
@@ -92,7 +94,7 @@ pub(super) fn start(
             runtime.block_on(async move {
                 match rate {
                     None => closed(ctx, counts, streams).await,
-                    Some(r) => open(ctx, counts, begin, r).await,
+                    Some(r) => open(ctx, counts, begin, until, r).await,
                 }
             });
             // Requests still in flight when the step ended are abandoned with the runtime.
@@ -138,14 +140,24 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
     while tasks.join_next().await.is_some() {}
 }
 
-/// Open model: a request falls due every `1/rate` s and goes out on the next connection.
-async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, begin: Instant, rate: f64) {
+/// Open model: a request falls due every `1/rate` s (before `until`) and goes out on the next
+/// connection.
+async fn open(
+    ctx: Arc<Ctx>,
+    counts: Vec<Arc<ShardCounts>>,
+    begin: Instant,
+    until: Option<Instant>,
+    rate: f64,
+) {
     let senders: Vec<Arc<AsyncMutex<Option<Sender>>>> =
         counts.iter().map(|_| Arc::new(AsyncMutex::new(None))).collect();
     let mut inflight = tokio::task::JoinSet::new();
     let mut k = 0u64;
     while !ctx.stop.load(Relaxed) {
         let due = begin + Duration::from_nanos((k as f64 * 1e9 / rate) as u64);
+        if until.is_some_and(|u| due >= u) {
+            break;
+        }
         tokio::time::sleep_until(due.into()).await;
         if !ctx.budget.claim() {
             break;

@@ -33,12 +33,14 @@ pub(super) struct Peer {
 }
 
 /// When an open-model thread's requests fall due: request `k` at
-/// `begin + offset + k × period` (threads interleave their offsets).
+/// `begin + offset + k × period` (threads interleave their offsets), before `until` when the
+/// step is timed: R requests/s for D s is R × D requests, not one more at the very end.
 #[derive(Debug, Clone, Copy)]
 pub(super) struct Schedule {
     pub begin: Instant,
     pub offset_ns: f64,
     pub period_ns: f64,
+    pub until: Option<Instant>,
 }
 
 impl Schedule {
@@ -187,7 +189,7 @@ impl Shard {
         while !self.stop.load(Relaxed) {
             let now = Instant::now();
             while !exhausted && schedule.due(k) <= now {
-                if !self.budget.claim() {
+                if schedule.until.is_some_and(|u| schedule.due(k) >= u) || !self.budget.claim() {
                     exhausted = true;
                     break;
                 }
