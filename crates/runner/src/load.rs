@@ -189,7 +189,7 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
                 s.fixture.iter().any(|x| x.name == f && x.kind == FixtureKind::Dns)
             }
             Some(Placeholder::Fixture(f, _)) => fixtures.contains(f),
-            Some(Placeholder::ScenarioDir) => true,
+            Some(Placeholder::ScenarioDir | Placeholder::RunDir) => true,
             Some(Placeholder::Var(v)) => cell.vars.contains_key(v),
             None => false,
         };

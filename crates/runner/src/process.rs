@@ -46,7 +46,8 @@ pub enum SpawnError {
     },
 }
 
-/// Starts `words` as `role`, with `env` added, output to `dir/ROLE.log`, in a new process group.
+/// Starts `words` as `role` in `dir`, with `env` added, output to `dir/ROLE.log`, in a new
+/// process group.
 pub fn spawn(
     role: &str,
     words: &[String],
@@ -62,6 +63,7 @@ pub fn spawn(
     let child = Command::new(program)
         .args(args)
         .envs(env)
+        .current_dir(dir)
         .stdin(Stdio::null())
         .stdout(out)
         .stderr(err)

@@ -15,6 +15,9 @@ pub enum Placeholder<'a> {
     Fixture(&'a str, FixturePart),
     /// `{scenario.dir}`: the directory of the scenario file, for files kept beside it.
     ScenarioDir,
+    /// `{run.dir}`: the run's own directory (its processes' working directory), for the state
+    /// a server keeps (pid files, databases).
+    RunDir,
     /// `{NAME}`: a variable from the system's axes.
     Var(&'a str),
 }
@@ -44,6 +47,7 @@ impl<'a> Placeholder<'a> {
             ["fixture", f, "host"] => Self::Fixture(f, FixturePart::Host),
             ["fixture", f, "zone"] => Self::Fixture(f, FixturePart::Zone),
             ["scenario", "dir"] => Self::ScenarioDir,
+            ["run", "dir"] => Self::RunDir,
             [var] => Self::Var(var),
             _ => return None,
         })

@@ -148,9 +148,15 @@ fn smoke_keeps_every_system_and_the_ends_of_each_sweep_for_one_short_repeat() {
     loaded.smoke(|kind| (kind == "dns").then(|| ("time-limit", toml::Value::from("1s"))));
     assert_eq!(loaded.scenario.run.repeat, 1);
     let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
-    assert_eq!(names, ["qps[clients=1]", "qps[clients=64]"]);
-    assert_eq!(loaded.plan.workloads[1].swept, [("clients".to_string(), "64".to_string())]);
+    assert_eq!(names, ["qps[clients=1]", "qps[clients=8]", "qps[clients=64]"]);
+    assert_eq!(loaded.plan.workloads[2].swept, [("clients".to_string(), "64".to_string())]);
     assert_eq!(loaded.plan.workloads[0].options["time-limit"].as_str(), Some("1s"));
     assert_eq!(loaded.plan.systems.len(), systems);
-    assert_eq!(loaded.plan.runs.len(), systems * 2);
+    assert_eq!(loaded.plan.runs.len(), systems * 3);
+    // A longer sweep keeps its first, middle and last values.
+    let text = text.replace("clients = [1, 8, 64]", "clients = [1, 2, 4, 8, 16, 32, 64]");
+    let mut loaded = parse("dns_clients.toml", &text).unwrap();
+    loaded.smoke(|_| None);
+    let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(names, ["qps[clients=1]", "qps[clients=8]", "qps[clients=64]"]);
 }

@@ -87,7 +87,7 @@ pub struct BenchArgs {
     #[arg(long)]
     pub resume: bool,
     /// Check that the scenario runs, not measure: one repeat, no warm-up or cool-down, each
-    /// load 1 s (ping: 2 pings), each sweep cut to its first and last value.
+    /// load 1 s, each sweep cut to its first, middle and last value.
     #[arg(long)]
     pub smoke: bool,
     /// Results database for the finished runs (default: the user's data directory).

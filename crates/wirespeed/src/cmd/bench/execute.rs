@@ -235,6 +235,7 @@ async fn one(
                 fixtures.zones.get(f).map(|p| p.display().to_string())
             }
             Placeholder::ScenarioDir => Some(scenario_dir.display().to_string()),
+            Placeholder::RunDir => Some(dir.display().to_string()),
             Placeholder::Var(v) => cell.vars.get(v).cloned(),
         }
     };

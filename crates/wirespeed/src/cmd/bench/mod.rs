@@ -63,6 +63,8 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
         std::path::PathBuf::from("bench-results").join(&loaded.scenario.scenario.name)
     });
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    // Processes run in their run's directory: every path handed to them must be absolute.
+    let out = std::path::absolute(&out)?;
     let store = if args.no_save {
         None
     } else {

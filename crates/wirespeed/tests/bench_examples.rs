@@ -1,0 +1,171 @@
+//! The example scenarios in `examples/`, each run for real in its short form (`--smoke`): the
+//! rathole transport table and HTTP benchmark, the DNS servers, and the gost and frp versions.
+//! Every system whose programs are installed must finish its runs; one whose programs are
+//! missing (gost and frp are not packaged for Debian) must be skipped, not failed. The report's
+//! files and charts must be there, with the sweep's latency-against-rate and the memory graph.
+//! `scripts/test.sh` installs rathole, unbound, nsd, knot and BIND; `.config/nextest.toml`
+//! runs these tests alone, since each loads the machine.
+
+mod common;
+
+use std::path::{Path, PathBuf};
+use std::sync::Mutex;
+
+use serde_json::Value;
+
+/// One example at a time, under `cargo test` too: each one loads both cores.
+static ALONE: Mutex<()> = Mutex::new(());
+
+fn example(name: &str) -> PathBuf {
+    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+}
+
+/// Whether every program `system` requires is installed.
+fn installed(loaded: &wirespeed_runner::Loaded, system: &str) -> bool {
+    let cell = loaded.plan.systems.iter().find(|c| c.name == system).unwrap();
+    loaded.scenario.system[cell.system]
+        .requires
+        .iter()
+        .all(|p| wirespeed_runner::process::which(p).is_some())
+}
+
+/// Runs `name` with `--smoke`; checks the listing, the exit code, and that each cell finished
+/// or was skipped as its programs say. Returns the summary's cells and the output directory.
+fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let path = example(name);
+    let text = std::fs::read_to_string(&path).unwrap();
+    let mut loaded = wirespeed_runner::parse(name, &text).unwrap();
+    assert!(!loaded.plan.systems.is_empty() && !loaded.plan.runs.is_empty(), "{name}");
+
+    let listed = common::client(&["bench", path.to_str().unwrap(), "--list"]);
+    assert_eq!(listed.status.code(), Some(0), "{}", String::from_utf8_lossy(&listed.stderr));
+    let listing = String::from_utf8_lossy(&listed.stdout);
+    for cell in &loaded.plan.systems {
+        assert!(listing.contains(&format!("system   {}", cell.name)), "{listing}");
+    }
+
+    // The cells --smoke keeps (its lengths change no cell).
+    loaded.smoke(|_| None);
+    let dir = tempfile::tempdir().unwrap();
+    let out = common::client(&[
+        "bench",
+        path.to_str().unwrap(),
+        "--smoke",
+        "--no-save",
+        "--out",
+        dir.path().to_str().unwrap(),
+    ]);
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(
+        out.status.code(),
+        Some(0),
+        "{name}: {stdout}\n{}",
+        String::from_utf8_lossy(&out.stderr)
+    );
+    let cells: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(dir.path().join("summary.json")).unwrap())
+            .unwrap();
+    assert_eq!(cells.len(), loaded.plan.systems.len() * loaded.plan.workloads.len());
+    for c in &cells {
+        let system = c["system"].as_str().unwrap();
+        let done = c["values"].as_array().unwrap().len();
+        assert_eq!(c["failed"], 0, "{name}: {c}\n{stdout}");
+        if installed(&loaded, system) {
+            assert_eq!((done, c["skipped"].as_u64()), (1, Some(0)), "{name}: {c}");
+            assert!(c["values"][0].as_f64().unwrap() > 0.0, "{name}: {c}");
+        } else {
+            assert_eq!((done, c["skipped"].as_u64()), (0, Some(1)), "{name}: {c}");
+        }
+    }
+    for file in ["summary.md", "summary.csv", "summary.html", "summary.svg"] {
+        assert!(dir.path().join(file).is_file(), "{name}: {file}");
+    }
+    (cells, dir)
+}
+
+fn cells_of<'a>(cells: &'a [Value], system: &str) -> Vec<&'a Value> {
+    cells.iter().filter(|c| c["system"] == system).collect()
+}
+
+#[test]
+fn examples_rathole_transports() {
+    let (cells, dir) = smoke("rathole-transports.toml");
+    // The tunnel's processes are sampled by role; the direct path has none.
+    for c in cells_of(&cells, "rathole-tls").into_iter().filter(|c| c["values"][0].is_number()) {
+        let roles: Vec<&str> =
+            c["memory"].as_array().unwrap().iter().map(|m| m[0].as_str().unwrap()).collect();
+        assert_eq!(roles, ["client", "server"], "{c}");
+    }
+    assert!(cells_of(&cells, "direct").iter().all(|c| c["memory"].as_array().unwrap().is_empty()));
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(md.contains("## tcp-download[parallel=4]") && md.contains("% of direct"), "{md}");
+}
+
+#[test]
+fn examples_rathole_http() {
+    let (cells, dir) = smoke("rathole-http.toml");
+    // The latency sweep, cut to three rates, keeps its p50 and p99 per rate.
+    let sweep: Vec<&Value> = cells.iter().filter(|c| c["base"] == "latency").collect();
+    assert_eq!(sweep.len(), 3 * 2, "three rates, two systems");
+    for c in sweep.iter().filter(|c| c["values"][0].is_number()) {
+        assert!(c["p99_ns"][0].as_f64().unwrap() >= c["p50_ns"][0].as_f64().unwrap(), "{c}");
+    }
+    let svg = std::fs::read_to_string(dir.path().join("summary.svg")).unwrap();
+    assert!(svg.contains("latency: latency against rate"), "the latency-vs-rate chart");
+    if wirespeed_runner::process::which("rathole").is_some() {
+        assert!(svg.contains("memory-at-1000: memory over time"), "the memory graph");
+        let memory =
+            cells.iter().find(|c| c["base"] == "memory-at-1000" && c["system"] == "rathole");
+        let timeline = memory.unwrap()["timeline"].as_array().unwrap();
+        assert_eq!(timeline.len(), 2, "server and client, each its own line");
+    }
+}
+
+#[test]
+fn examples_dns_servers() {
+    let (cells, dir) = smoke("dns-servers.toml");
+    assert_eq!(cells.len(), 5 * 3, "five servers at 1, 8 and 64 clients");
+    // Each client count has a fastest server at 100 %.
+    let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    for clients in ["1", "8", "64"] {
+        let hundred = csv
+            .lines()
+            .filter(|l| l.starts_with(&format!("qps[clients={clients}],")))
+            .filter(|l| l.split(',').nth(9) == Some("100"))
+            .count();
+        assert_eq!(hundred, 1, "{csv}");
+    }
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(md.contains("% of fastest"), "{md}");
+}
+
+#[test]
+fn examples_gost_and_frp_expand_and_skip_what_is_missing() {
+    for name in ["gost-transports.toml", "gost-http.toml", "frp-transports.toml", "frp-http.toml"] {
+        let (cells, _dir) = smoke(name);
+        assert!(cells_of(&cells, "direct").iter().all(|c| c["values"][0].is_number()), "{name}");
+    }
+}
+
+#[test]
+fn every_example_is_exercised_here() {
+    let mut names: Vec<String> = std::fs::read_dir(example(""))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    assert_eq!(
+        names,
+        [
+            "dns-servers.toml",
+            "frp-http.toml",
+            "frp-transports.toml",
+            "gost-http.toml",
+            "gost-transports.toml",
+            "rathole-http.toml",
+            "rathole-transports.toml"
+        ]
+    );
+}
