@@ -3,6 +3,8 @@
 # (only what is missing), then formatting, lints and the whole test suite.
 set -euo pipefail
 cd "$(dirname "$0")/.."
+# Programs cargo installs below (librespeed-cli, rathole) are looked up on PATH by the tests.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
 need_apt=()
 command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
@@ -28,6 +30,12 @@ command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
 [ -x /usr/sbin/unbound ] || need_apt+=(unbound)
 [ -x /usr/sbin/nsd ] || need_apt+=(nsd)
 [ -x /usr/sbin/knotd ] || need_apt+=(knot)
+[ -x /usr/sbin/named ] || need_apt+=(bind9)
+# rathole's TLS transport links OpenSSL (native-tls): its headers and pkg-config, to build it.
+command -v rathole >/dev/null 2>&1 || {
+  command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+  [ -e /usr/include/openssl/ssl.h ] || need_apt+=(libssl-dev)
+}
 if [ ${#need_apt[@]} -gt 0 ]; then
   echo "== installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
@@ -47,6 +55,12 @@ fi
 if ! command -v librespeed-cli >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/librespeed-cli" ]; then
   echo "== installing librespeed-cli"
   cargo install librespeed-cli --locked --quiet
+fi
+# rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
+# 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
+if ! command -v rathole >/dev/null 2>&1; then
+  echo "== installing rathole"
+  cargo install rathole --version 0.5.0 --quiet
 fi
 # playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
 browser_tests=crates/wirespeed/tests/browser
