@@ -12,6 +12,7 @@ use std::time::{Duration, Instant};
 use serde::{Deserialize, Serialize};
 
 use crate::process::group_members;
+use crate::scenario::SampleMetric;
 
 /// One reading of one role.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -30,27 +31,57 @@ pub struct Sample {
     pub processes: u32,
 }
 
-/// One process's figures: (rss, hwm, cpu ns).
-fn read_process(pid: u32, tick_ns: u64) -> Option<(u64, u64, u64)> {
-    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-    let kib = |key: &str| {
-        status
-            .lines()
-            .find_map(|l| l.strip_prefix(key))
-            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-            .unwrap_or(0)
-            * 1024
-    };
-    let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-    let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-    // After the name: state(0) ppid pgrp session tty tpgid flags minflt cminflt majflt cmajflt
-    // utime(11) stime(12).
-    let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-    Some((kib("VmRSS:"), kib("VmHWM:"), ticks * tick_ns))
+/// Which files a sample reads: memory (RSS and HWM) is in `/proc/PID/status`, CPU time in
+/// `/proc/PID/stat`; a figure not asked for is left at 0 and its file unread.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct Wanted {
+    /// RSS or HWM.
+    pub memory: bool,
+    /// CPU time.
+    pub cpu: bool,
+}
+
+impl Wanted {
+    /// What `metrics` (of `[sample]`) asks for.
+    pub fn of(metrics: &[SampleMetric]) -> Self {
+        Self {
+            memory: metrics.iter().any(|m| matches!(m, SampleMetric::Rss | SampleMetric::Hwm)),
+            cpu: metrics.contains(&SampleMetric::Cpu),
+        }
+    }
+
+    /// Every figure.
+    pub const ALL: Self = Self { memory: true, cpu: true };
+}
+
+/// One process's figures: (rss, hwm, cpu ns); `None` when it is gone.
+fn read_process(pid: u32, tick_ns: u64, wanted: Wanted) -> Option<(u64, u64, u64)> {
+    let (mut rss, mut hwm, mut cpu) = (0, 0, 0);
+    if wanted.memory {
+        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+        let kib = |key: &str| {
+            status
+                .lines()
+                .find_map(|l| l.strip_prefix(key))
+                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+                .unwrap_or(0)
+                * 1024
+        };
+        (rss, hwm) = (kib("VmRSS:"), kib("VmHWM:"));
+    }
+    if wanted.cpu {
+        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+        // After the name: state(0) ppid pgrp session tty tpgid flags minflt cminflt majflt
+        // cmajflt utime(11) stime(12).
+        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
+        cpu = ticks * tick_ns;
+    }
+    Some((rss, hwm, cpu))
 }
 
 /// A reading of every role now.
-pub fn read(roles: &[(String, u32)], at_ms: u64) -> Vec<Sample> {
+pub fn read(roles: &[(String, u32)], at_ms: u64, wanted: Wanted) -> Vec<Sample> {
     // SAFETY: sysconf reads a constant; it has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let tick_ns = 1_000_000_000 / hz;
@@ -59,7 +90,7 @@ pub fn read(roles: &[(String, u32)], at_ms: u64) -> Vec<Sample> {
         .map(|(role, pgid)| {
             let members = group_members(*pgid);
             let figures: Vec<(u64, u64, u64)> =
-                members.iter().filter_map(|p| read_process(*p, tick_ns)).collect();
+                members.iter().filter_map(|p| read_process(*p, tick_ns, wanted)).collect();
             Sample {
                 at_ms,
                 role: role.clone(),
@@ -82,7 +113,7 @@ pub struct Sampler {
 
 impl Sampler {
     /// Starts sampling `roles` (role, process group) now, every `interval`, and when stopped.
-    pub fn start(roles: Vec<(String, u32)>, interval: Duration) -> Self {
+    pub fn start(roles: Vec<(String, u32)>, interval: Duration, wanted: Wanted) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
         let (s, out) = (stop.clone(), samples.clone());
@@ -90,7 +121,7 @@ impl Sampler {
             let start = Instant::now();
             let mut next = start;
             while !s.load(Ordering::Relaxed) {
-                let taken = read(&roles, start.elapsed().as_millis() as u64);
+                let taken = read(&roles, start.elapsed().as_millis() as u64, wanted);
                 out.lock().unwrap_or_else(|e| e.into_inner()).extend(taken);
                 next += interval;
                 // Sleep in short steps so a stop is prompt.
@@ -99,7 +130,7 @@ impl Sampler {
                 }
             }
             // One more at the end, so a run shorter than the interval still has a span.
-            let last = read(&roles, start.elapsed().as_millis() as u64);
+            let last = read(&roles, start.elapsed().as_millis() as u64, wanted);
             out.lock().unwrap_or_else(|e| e.into_inner()).extend(last);
         });
         Self { stop, samples, thread: Some(thread) }
@@ -172,6 +203,7 @@ while True: sum(range(10000))'"#,
         let sampler = Sampler::start(
             vec![("big".into(), big.pid), ("small".into(), small.pid)],
             Duration::from_millis(100),
+            Wanted::ALL,
         );
         std::thread::sleep(Duration::from_millis(800));
         let samples = sampler.finish();
@@ -184,6 +216,9 @@ while True: sum(range(10000))'"#,
         assert!(big_s.2 >= big_s.1, "HWM at least RSS");
         assert!(big_s.3 > 0, "big used CPU");
         assert!(samples.iter().filter(|s| s.role == "big").count() >= 3);
+        // Memory only: the CPU file is not read.
+        let only = read(&[("big".into(), big.pid)], 0, Wanted::of(&[SampleMetric::Rss]));
+        assert!(only[0].rss_bytes > 60 << 20 && only[0].cpu_ns == 0, "{only:?}");
         drop((big, small));
     }
 }

@@ -121,7 +121,7 @@ pub struct SampleSettings {
     /// Time between samples (e.g. `1s`).
     #[serde(default = "one_second")]
     pub interval: String,
-    /// What is sampled.
+    /// What is sampled; `[]` turns sampling off.
     #[serde(default = "all_metrics")]
     pub metrics: Vec<SampleMetric>,
 }

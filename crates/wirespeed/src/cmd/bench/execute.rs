@@ -24,7 +24,7 @@ use wirespeed_proto::dns::zone::Zone;
 use wirespeed_runner::matrix::{Plan, Run};
 use wirespeed_runner::process::{self, Started, STOP_GRACE};
 use wirespeed_runner::ready::{self, Probe};
-use wirespeed_runner::sample::{Sample, Sampler};
+use wirespeed_runner::sample::{Sample, Sampler, Wanted};
 use wirespeed_runner::scenario::{Entry, FixtureKind, Scenario};
 use wirespeed_runner::template::{FixturePart, Placeholder};
 use wirespeed_runner::{template, words, Loaded};
@@ -285,7 +285,9 @@ async fn one(
     let roles: Vec<(String, u32)> = started.iter().map(|p| (p.role.clone(), p.pid)).collect();
     let interval = wirespeed_model::units::parse_duration(&s.sample.interval)
         .unwrap_or(Duration::from_secs(1));
-    let sampler = Sampler::start(roles, interval);
+    // `metrics = []` turns sampling off.
+    let sampler = (!s.sample.metrics.is_empty())
+        .then(|| Sampler::start(roles, interval, Wanted::of(&s.sample.metrics)));
     let entry = match (&system.entry, &w.target) {
         (Entry::One(e), _) => render(e),
         (Entry::Named(m), Some(t)) => render(m.get(t).map_or("", String::as_str)),
@@ -326,7 +328,7 @@ async fn one(
         }
         Err(e) => Err(e),
     };
-    let samples = sampler.finish();
+    let samples = sampler.map(Sampler::finish).unwrap_or_default();
     // A process that died under load fails the run, whatever the workload saw.
     let crashed: Vec<String> = started
         .iter_mut()
