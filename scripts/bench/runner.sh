@@ -13,7 +13,10 @@
 #    server as its system, probing it, sampling it every second), alternating A B A B. The
 #    server is pinned to CPU 1 and the client (or the runner and its in-process client) to
 #    CPU 0 in both, so only the runner differs. Reports the median of bench/direct for the
-#    throughput and for the round-trip p50.
+#    throughput and for the round-trip p50; loopback throughput on a shared machine varies by
+#    tens of percent from run to run, so a third pair does a fixed amount of work (2 Gbit/s for
+#    TEST_SECS) and compares the CPU time client and server used: what the runner adds is
+#    there, without the noise of a saturated link.
 #
 #   ROUNDS=5 SECS=20 TEST_SECS=5 scripts/bench/runner.sh
 set -euo pipefail
@@ -86,7 +89,7 @@ echo "measured directly at 1 s (extra CPU / run time, median; noise-bound): $(me
 
 # --- 2. runner overhead ------------------------------------------------------------------
 PORT=15291
-overhead_scenario() { # KIND OPTIONS
+overhead_scenario() { # KIND OPTION-LINES
   cat <<TOML
 [scenario]
 name = "overhead"
@@ -100,36 +103,59 @@ process = [ { role = "server", cmd = "taskset -c 1 $BIN server -B 127.0.0.1 -p {
 name = "w"
 kind = "$1"
 time = "${TEST_SECS}s"
+$2
 TOML
 }
-overhead_scenario bandwidth >"$tmp/bw.toml"
-overhead_scenario latency >"$tmp/lat.toml"
+overhead_scenario bandwidth "" >"$tmp/bw.toml"
+overhead_scenario latency "" >"$tmp/lat.toml"
+overhead_scenario bandwidth 'bitrate = "2G"' >"$tmp/fixed.toml"
 
-direct() { # KIND JQ
-  taskset -c 1 "$BIN" server -B 127.0.0.1 -p $PORT >/dev/null 2>&1 &
-  local pid=$!
-  for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
-  taskset -c 0 "$BIN" "$1" 127.0.0.1:$PORT -t "$TEST_SECS" --no-save -f json | jq "$2"
-  kill $pid; wait $pid 2>/dev/null || true
+# direct KIND JQ [FLAGS...]: the server on CPU 1, the test on CPU 0, as the scenario has them;
+# prints the figure JQ picks from the report, and leaves the CPU seconds (user + system) of
+# both processes in $tmp/cpu.
+direct() {
+  local kind=$1 pick=$2; shift 2
+  bash -c '
+    BIN=$1 PORT=$2 KIND=$3 SECS=$4 OUT=$5; shift 5
+    taskset -c 1 "$BIN" server -B 127.0.0.1 -p "$PORT" >/dev/null 2>&1 & pid=$!
+    for _ in $(seq 50); do (exec 3<>/dev/tcp/127.0.0.1/$PORT) 2>/dev/null && break; sleep 0.1; done
+    taskset -c 0 "$BIN" "$KIND" 127.0.0.1:"$PORT" -t "$SECS" --no-save -f json "$@" >"$OUT"
+    kill $pid; wait $pid 2>/dev/null
+    times >"$OUT.times"' _ "$BIN" $PORT "$kind" "$TEST_SECS" "$tmp/direct.json" "$@"
+  cpu_from "$tmp/direct.json.times"
+  jq "$pick" "$tmp/direct.json"
 }
-through_bench() { # FILE JQ
+# through_bench FILE JQ: the same test as a scenario's run; the same outputs.
+through_bench() {
   rm -rf "$tmp/ob"
-  taskset -c 0 "$BIN" bench "$1" --no-save --out "$tmp/ob" >/dev/null
+  bash -c 'taskset -c 0 "$1" bench "$2" --no-save --out "$3" >/dev/null; times >"$3.times"' _ \
+    "$BIN" "$1" "$tmp/ob"
+  cpu_from "$tmp/ob.times"
   jq "$2" "$tmp"/ob/runs/*/report.json
+}
+cpu_from() { # TIMES-FILE: the children's user + system seconds, into $tmp/cpu
+  tail -1 "$1" | python3 -c 'import re,sys; u,s=re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read()); print(f"{int(u[0])*60+float(u[1])+int(s[0])*60+float(s[1]):.3f}")' >"$tmp/cpu"
 }
 
 echo
 echo "== runner overhead: ${TEST_SECS} s tests, server on CPU 1, client or runner on CPU 0"
-printf '%-6s %14s %14s %12s %12s\n' round bw-direct bw-bench p50-direct p50-bench
-: >"$tmp/bw_ratio" && : >"$tmp/lat_ratio"
+echo "   (cpu: seconds used by client or runner and server together, for a fixed 2 Gbit/s)"
+printf '%-6s %12s %12s %10s %10s %10s %10s\n' round bw-direct bw-bench p50-direct p50-bench cpu-direct cpu-bench
+: >"$tmp/bw_ratio" && : >"$tmp/lat_ratio" && : >"$tmp/cpu_ratio"
 for r in $(seq "$ROUNDS"); do
   bd=$(direct bandwidth .summary.received_bps)
   bb=$(through_bench "$tmp/bw.toml" .summary.received_bps)
   ld=$(direct latency .summary.rtt.p50_ns)
   lb=$(through_bench "$tmp/lat.toml" .summary.rtt.p50_ns)
-  printf '%-6s %14.0f %14.0f %12s %12s\n' "$r" "$bd" "$bb" "$ld" "$lb"
+  direct bandwidth .summary.received_bps -b 2G >/dev/null
+  cd_=$(cat "$tmp/cpu")
+  through_bench "$tmp/fixed.toml" .summary.received_bps >/dev/null
+  cb=$(cat "$tmp/cpu")
+  printf '%-6s %12.3e %12.3e %10s %10s %10s %10s\n' "$r" "$bd" "$bb" "$ld" "$lb" "$cd_" "$cb"
   awk -v a="$bb" -v b="$bd" 'BEGIN { printf "%.4f\n", a / b }' >>"$tmp/bw_ratio"
   awk -v a="$lb" -v b="$ld" 'BEGIN { printf "%.4f\n", a / b }' >>"$tmp/lat_ratio"
+  awk -v a="$cb" -v b="$cd_" 'BEGIN { printf "%.4f\n", a / b }' >>"$tmp/cpu_ratio"
 done
 echo "median throughput bench/direct: $(median <"$tmp/bw_ratio") (1 = no overhead; higher is better)"
 echo "median round-trip p50 bench/direct: $(median <"$tmp/lat_ratio") (1 = no overhead; lower is better)"
+echo "median CPU for the same 2 Gbit/s, bench/direct: $(median <"$tmp/cpu_ratio") (1 = no overhead)"

@@ -48,8 +48,12 @@ pub struct BenchCell {
     pub skipped: usize,
     /// Runs failed.
     pub failed: usize,
-    /// Each role's peak RSS (bytes), the median over the finished runs.
+    /// Each role's peak resident memory (bytes): the largest VmHWM sampled in a run (VmRSS when
+    /// the peak was not sampled), the median over the finished runs.
     pub memory: Vec<(String, f64)>,
+    /// Each role's CPU time in a run (seconds, user and system), the median over the runs.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub cpu: Vec<(String, f64)>,
     /// Each role's RSS over the first finished run: `(seconds, bytes)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<(String, Vec<(f64, f64)>)>,
@@ -141,7 +145,7 @@ fn table(cells: &[&BenchCell], baseline: Option<&str>) -> Table {
     if latency {
         header.extend([">p50".to_string(), ">p99".into()]);
     }
-    header.extend([format!(">{pct}"), ">Runs".into(), "Peak RSS".into()]);
+    header.extend([format!(">{pct}"), ">Runs".into(), "Peak RSS".into(), "CPU".into()]);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut t = Table::new(&header);
     for c in cells {
@@ -153,6 +157,8 @@ fn table(cells: &[&BenchCell], baseline: Option<&str>) -> Table {
             .iter()
             .map(|(role, b)| format!("{role} {:.1} MiB", b / (1 << 20) as f64))
             .collect();
+        let cpu: Vec<String> =
+            c.cpu.iter().map(|(role, secs)| format!("{role} {secs:.2} s")).collect();
         let mut row = vec![c.system.clone(), median(&c.values).map_or("-".into(), shown), spread];
         if latency {
             for v in [&c.p50_ns, &c.p99_ns] {
@@ -163,6 +169,7 @@ fn table(cells: &[&BenchCell], baseline: Option<&str>) -> Table {
             percent_of(c, base).map_or("-".into(), |p| format!("{p:.1} %")),
             c.runs(),
             memory.join(", "),
+            cpu.join(", "),
         ]);
         t.push(row);
     }
@@ -466,6 +473,7 @@ mod tests {
             } else {
                 vec![("server".into(), 12.5 * (1 << 20) as f64)]
             },
+            cpu: if s == "direct" { vec![] } else { vec![("server".into(), 1.25)] },
             values,
         };
         vec![
@@ -533,6 +541,7 @@ mod tests {
             skipped: 0,
             failed: 0,
             memory: vec![],
+            cpu: vec![],
             timeline: vec![],
         };
         let cells = [

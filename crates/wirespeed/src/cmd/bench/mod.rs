@@ -98,10 +98,10 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
                     let head = wirespeed_model::metrics::headline(report);
                     let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
                         .into_iter()
-                        .map(|(role, rss, _, cpu)| {
+                        .map(|(role, rss, hwm, cpu)| {
                             format!(
                                 "{role} {:.1} MiB, {:.2} s CPU",
-                                rss as f64 / (1 << 20) as f64,
+                                hwm.max(rss) as f64 / (1 << 20) as f64,
                                 cpu as f64 / 1e9
                             )
                         })
@@ -234,12 +234,21 @@ fn summarize(
                     .collect();
             let heads: Vec<_> =
                 finished.iter().map(|(r, _)| wirespeed_model::metrics::headline(r)).collect();
+            // Per role, over the runs: the peak (VmHWM, or sampled RSS where no peak was
+            // read) and the CPU seconds.
             let mut peaks: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
+            let mut cpu: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
             for (_, samples) in &finished {
-                for (role, rss, _, _) in wirespeed_runner::sample::summary(samples) {
-                    peaks.entry(role).or_default().push(rss as f64);
+                for (role, rss, hwm, ns) in wirespeed_runner::sample::summary(samples) {
+                    peaks.entry(role.clone()).or_default().push(hwm.max(rss) as f64);
+                    cpu.entry(role).or_default().push(ns as f64 / 1e9);
                 }
             }
+            let medians = |m: std::collections::BTreeMap<String, Vec<f64>>| -> Vec<(String, f64)> {
+                m.into_iter()
+                    .filter_map(|(role, v)| Some((role, wirespeed_report::bench::median(&v)?)))
+                    .collect()
+            };
             let mut timeline: Vec<(String, Vec<(f64, f64)>)> = Vec::new();
             for s in finished.first().map_or(&[][..], |(_, s)| s) {
                 let point = (s.at_ms as f64 / 1e3, s.rss_bytes as f64);
@@ -267,10 +276,8 @@ fn summarize(
                 planned: loaded.scenario.run.repeat as usize,
                 skipped: runs.iter().filter(|o| matches!(o, execute::Outcome::Skipped(_))).count(),
                 failed: runs.iter().filter(|o| matches!(o, execute::Outcome::Failed(_))).count(),
-                memory: peaks
-                    .into_iter()
-                    .filter_map(|(role, v)| Some((role, wirespeed_report::bench::median(&v)?)))
-                    .collect(),
+                memory: medians(peaks),
+                cpu: medians(cpu),
                 timeline,
             });
         }
