@@ -28,6 +28,11 @@ source scripts/bench/common.sh
 need taskset jq
 BIN=$(realpath "$WS")
 
+# cpu_from TIMES-FILE: the children's user + system seconds from `times`, into $tmp/cpu.
+cpu_from() {
+  tail -1 "$1" | python3 -c 'import re,sys; u,s=re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read()); print(f"{int(u[0])*60+float(u[1])+int(s[0])*60+float(s[1]):.3f}")' >"$tmp/cpu"
+}
+
 # --- 1. sampling -------------------------------------------------------------------------
 sampling_scenario() { # INTERVAL METRICS
   cat <<TOML
@@ -63,7 +68,8 @@ run_cpu() {
   # `times` must run in that shell itself: in a pipe or $(...) it would be a fresh fork's.
   bash -c '"$1" bench "$2" --no-save --out "$3" >/dev/null 2>&1; times >"$4"' _ \
     "$BIN" "$1" "$tmp/out-$(basename "$1" .toml)" "$tmp/times"
-  tail -1 "$tmp/times" | python3 -c 'import re,sys; u,s=re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read()); print(f"{int(u[0])*60+float(u[1])+int(s[0])*60+float(s[1]):.3f}")'
+  cpu_from "$tmp/times"
+  cat "$tmp/cpu"
 }
 samples_in() { # DIR: samples taken in its one run
   jq length "$1"/runs/*/samples.json
@@ -132,9 +138,6 @@ through_bench() {
     "$BIN" "$1" "$tmp/ob"
   cpu_from "$tmp/ob.times"
   jq "$2" "$tmp"/ob/runs/*/report.json
-}
-cpu_from() { # TIMES-FILE: the children's user + system seconds, into $tmp/cpu
-  tail -1 "$1" | python3 -c 'import re,sys; u,s=re.findall(r"(\d+)m([\d.]+)s", sys.stdin.read()); print(f"{int(u[0])*60+float(u[1])+int(s[0])*60+float(s[1]):.3f}")' >"$tmp/cpu"
 }
 
 echo

@@ -151,14 +151,15 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
     let csv = std::fs::read_to_string(out_dir.join("summary.csv")).unwrap();
     assert_eq!(csv.lines().count(), 1 + 6, "{csv}");
     assert!(text.contains("## rtt"), "the summary is printed too: {text}");
-    // Charts: bars per system and peak memory by role, as SVG and in the HTML page.
+    // Charts: bars per system, memory over time, peak memory by role, as SVG and in HTML.
     let svg = std::fs::read_to_string(out_dir.join("summary.svg")).unwrap();
     let doc = roxmltree::Document::parse(&svg).unwrap();
     let texts: Vec<&str> = doc.descendants().filter_map(|n| n.text()).map(str::trim).collect();
     assert!(texts.contains(&"rtt: Round trip p50 (median of repeats)"), "{texts:?}");
+    assert!(texts.contains(&"rtt: memory over time (first run)"), "{texts:?}");
     assert!(texts.contains(&"Peak memory by system"), "{texts:?}");
     let html = std::fs::read_to_string(out_dir.join("summary.html")).unwrap();
-    assert_eq!(html.matches("<canvas").count(), 2);
+    assert_eq!(html.matches("<canvas").count(), 3);
     assert!(marked(&marker).is_empty(), "processes outlived their runs: {:?}", marked(&marker));
 }
 

@@ -162,6 +162,6 @@ baseline = "direct"
     let out =
         client(&["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--no-save"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
-    // The round trips per system, and the proxy's memory.
-    assert_eq!(renders(&out_dir.join("summary.html"), dir.path()), 2);
+    // The round trips per system, the proxy's memory over time, and its peak.
+    assert_eq!(renders(&out_dir.join("summary.html"), dir.path()), 3);
 }
