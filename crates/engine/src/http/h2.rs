@@ -141,7 +141,9 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
 }
 
 /// Open model: a request falls due every `1/rate` s (before `until`) and goes out on the next
-/// connection.
+/// connection. A pacing thread says when: tokio's timers tick in whole milliseconds and fire
+/// up to one late, and since latency counts from the schedule, that lateness would be added to
+/// every request (and each counted late). The thread sleeps with a tight timer slack instead.
 async fn open(
     ctx: Arc<Ctx>,
     counts: Vec<Arc<ShardCounts>>,
@@ -152,14 +154,39 @@ async fn open(
     let senders: Vec<Arc<AsyncMutex<Option<Sender>>>> =
         counts.iter().map(|_| Arc::new(AsyncMutex::new(None))).collect();
     let mut inflight = tokio::task::JoinSet::new();
-    let mut k = 0u64;
-    while !ctx.stop.load(Relaxed) {
-        let due = begin + Duration::from_nanos((k as f64 * 1e9 / rate) as u64);
-        if until.is_some_and(|u| due >= u) {
-            break;
+    let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
+    let stop = ctx.stop.clone();
+    let pacer = std::thread::Builder::new().name("ws-h2-pace".into()).spawn(move || {
+        crate::sys::tighten_timer_slack();
+        for k in 0u64.. {
+            let due = begin + Duration::from_nanos((k as f64 * 1e9 / rate) as u64);
+            if until.is_some_and(|u| due >= u) {
+                return;
+            }
+            // In steps of at most 50 ms, so a stop is seen.
+            loop {
+                let now = Instant::now();
+                if now >= due || stop.load(Relaxed) {
+                    break;
+                }
+                std::thread::sleep((due - now).min(Duration::from_millis(50)));
+            }
+            // Stopped, or the loop below has ended.
+            if stop.load(Relaxed) || due_tx.send(due).is_err() {
+                return;
+            }
         }
-        tokio::time::sleep_until(due.into()).await;
-        if !ctx.budget.claim() {
+    });
+    if pacer.is_err() {
+        // No thread for the pacer: nothing can be sent on time.
+        for c in &counts {
+            c.done.store(true, Relaxed);
+        }
+        return;
+    }
+    let mut k = 0u64;
+    while let Some(due) = due_rx.recv().await {
+        if ctx.stop.load(Relaxed) || !ctx.budget.claim() {
             break;
         }
         let i = (k as usize) % counts.len();
@@ -181,6 +208,8 @@ async fn open(
         // Reap finished requests so the set stays as small as what is in flight.
         while inflight.try_join_next().is_some() {}
     }
+    // The pacer's next send fails and it ends (within 50 ms when it is sleeping).
+    drop(due_rx);
     while !ctx.stop.load(Relaxed) && !inflight.is_empty() {
         tokio::select! {
             _ = inflight.join_next() => {}
