@@ -134,26 +134,42 @@ pub fn which(program: &str) -> Option<PathBuf> {
     std::env::split_paths(&std::env::var_os("PATH")?).map(|d| d.join(program)).find(|p| runnable(p))
 }
 
-/// The live processes of group `pgid` (zombies waiting to be reaped do not count), read from
-/// `/proc`.
-pub fn group_members(pgid: u32) -> Vec<u32> {
+/// A live process as `/proc/PID/stat` tells it.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct ProcStat {
+    /// Its pid.
+    pub pid: u32,
+    /// Its process group.
+    pub pgrp: u32,
+    /// CPU time used, user and system, in clock ticks.
+    pub cpu_ticks: u64,
+}
+
+/// Every live process (zombies waiting to be reaped do not count), read from `/proc` once.
+pub fn processes() -> Vec<ProcStat> {
     let Ok(dir) = std::fs::read_dir("/proc") else { return Vec::new() };
     dir.filter_map(|e| e.ok()?.file_name().to_str()?.parse::<u32>().ok())
-        .filter(|pid| {
-            let Ok(stat) = std::fs::read_to_string(format!("/proc/{pid}/stat")) else {
-                return false;
-            };
-            // After the command name's closing parenthesis: state, ppid, pgrp, …
-            let mut fields = stat
-                .rsplit_once(')')
-                .map(|(_, rest)| rest.split_whitespace())
-                .into_iter()
-                .flatten();
-            let state = fields.next();
-            let pgrp = fields.nth(1).and_then(|g| g.parse::<u32>().ok());
-            state != Some("Z") && pgrp == Some(pgid)
+        .filter_map(|pid| {
+            let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
+            // After the command name's closing parenthesis: state(0) ppid pgrp(2) session tty
+            // tpgid flags minflt cminflt majflt cmajflt utime(11) stime(12).
+            let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
+            if fields.first() == Some(&"Z") {
+                return None;
+            }
+            let number = |i: usize| fields.get(i)?.parse::<u64>().ok();
+            Some(ProcStat {
+                pid,
+                pgrp: u32::try_from(number(2)?).ok()?,
+                cpu_ticks: number(11)? + number(12)?,
+            })
         })
         .collect()
+}
+
+/// The live processes of group `pgid`, read from `/proc`.
+pub fn group_members(pgid: u32) -> Vec<u32> {
+    processes().into_iter().filter(|p| p.pgrp == pgid).map(|p| p.pid).collect()
 }
 
 /// True when a live process is still in the group `pgid`.

@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
-use crate::process::group_members;
+use crate::process::{processes, ProcStat};
 use crate::scenario::SampleMetric;
 
 /// One reading of one role.
@@ -31,8 +31,9 @@ pub struct Sample {
     pub processes: u32,
 }
 
-/// Which files a sample reads: memory (RSS and HWM) is in `/proc/PID/status`, CPU time in
-/// `/proc/PID/stat`; a figure not asked for is left at 0 and its file unread.
+/// What a sample reads: memory (RSS and HWM) is in each member's `/proc/PID/status`, read only
+/// when asked for; CPU time comes with the pass over `/proc/*/stat` that finds the members.
+/// A figure not asked for is left at 0.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub struct Wanted {
     /// RSS or HWM.
@@ -54,50 +55,47 @@ impl Wanted {
     pub const ALL: Self = Self { memory: true, cpu: true };
 }
 
-/// One process's figures: (rss, hwm, cpu ns); `None` when it is gone.
-fn read_process(pid: u32, tick_ns: u64, wanted: Wanted) -> Option<(u64, u64, u64)> {
-    let (mut rss, mut hwm, mut cpu) = (0, 0, 0);
-    if wanted.memory {
-        let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
-        let kib = |key: &str| {
-            status
-                .lines()
-                .find_map(|l| l.strip_prefix(key))
-                .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
-                .unwrap_or(0)
-                * 1024
-        };
-        (rss, hwm) = (kib("VmRSS:"), kib("VmHWM:"));
-    }
-    if wanted.cpu {
-        let stat = std::fs::read_to_string(format!("/proc/{pid}/stat")).ok()?;
-        let fields: Vec<&str> = stat.rsplit_once(')')?.1.split_whitespace().collect();
-        // After the name: state(0) ppid pgrp session tty tpgid flags minflt cminflt majflt
-        // cmajflt utime(11) stime(12).
-        let ticks = fields.get(11)?.parse::<u64>().ok()? + fields.get(12)?.parse::<u64>().ok()?;
-        cpu = ticks * tick_ns;
-    }
-    Some((rss, hwm, cpu))
+/// One process's resident memory and its peak, bytes; `None` when it is gone.
+fn read_memory(pid: u32) -> Option<(u64, u64)> {
+    let status = std::fs::read_to_string(format!("/proc/{pid}/status")).ok()?;
+    let kib = |key: &str| {
+        status
+            .lines()
+            .find_map(|l| l.strip_prefix(key))
+            .and_then(|v| v.split_whitespace().next()?.parse::<u64>().ok())
+            .unwrap_or(0)
+            * 1024
+    };
+    Some((kib("VmRSS:"), kib("VmHWM:")))
 }
 
-/// A reading of every role now.
+/// A reading of every role now: one pass over `/proc` finds every group's members and their
+/// CPU time; memory is read from each member's status when asked for.
 pub fn read(roles: &[(String, u32)], at_ms: u64, wanted: Wanted) -> Vec<Sample> {
     // SAFETY: sysconf reads a constant; it has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let tick_ns = 1_000_000_000 / hz;
+    let all = processes();
     roles
         .iter()
         .map(|(role, pgid)| {
-            let members = group_members(*pgid);
-            let figures: Vec<(u64, u64, u64)> =
-                members.iter().filter_map(|p| read_process(*p, tick_ns, wanted)).collect();
+            let members: Vec<&ProcStat> = all.iter().filter(|p| p.pgrp == *pgid).collect();
+            let memory: Vec<(u64, u64)> = if wanted.memory {
+                members.iter().filter_map(|p| read_memory(p.pid)).collect()
+            } else {
+                Vec::new()
+            };
             Sample {
                 at_ms,
                 role: role.clone(),
-                rss_bytes: figures.iter().map(|f| f.0).sum(),
-                hwm_bytes: figures.iter().map(|f| f.1).max().unwrap_or(0),
-                cpu_ns: figures.iter().map(|f| f.2).sum(),
-                processes: figures.len() as u32,
+                rss_bytes: memory.iter().map(|m| m.0).sum(),
+                hwm_bytes: memory.iter().map(|m| m.1).max().unwrap_or(0),
+                cpu_ns: if wanted.cpu {
+                    members.iter().map(|p| p.cpu_ticks * tick_ns).sum()
+                } else {
+                    0
+                },
+                processes: members.len() as u32,
             }
         })
         .collect()
