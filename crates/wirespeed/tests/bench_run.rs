@@ -319,3 +319,29 @@ time = "0.5s"
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(!text.contains("0.00 s CPU"), "{text}");
 }
+
+#[test]
+fn a_second_runner_on_the_same_directory_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    std::fs::write(
+        &file,
+        "[scenario]\nname = \"x\"\n[[fixture]]\nname = \"sink\"\nkind = \"bandwidth-sink\"\n[[system]]\nname = \"direct\"\nentry = \"{fixture.sink.addr}\"\n[[workload]]\nname = \"rtt\"\nkind = \"latency\"\ntime = \"0.2s\"\n[run]\nrepeat = 1\n",
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    std::fs::create_dir_all(&out_dir).unwrap();
+    // Another runner holds the directory.
+    let held = std::fs::File::create(out_dir.join(".lock")).unwrap();
+    held.try_lock().unwrap();
+    let args = ["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--no-save"];
+    let out = common::client(&args);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{err}");
+    assert!(err.contains("is in use by another `wirespeed bench`"), "{err}");
+    assert!(!out_dir.join("runs").exists(), "nothing was run");
+    // Released, the same command runs.
+    drop(held);
+    let out = common::client(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+}

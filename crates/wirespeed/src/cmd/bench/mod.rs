@@ -65,6 +65,16 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
     // Processes run in their run's directory: every path handed to them must be absolute.
     let out = std::path::absolute(&out)?;
+    // One runner per directory: two would overwrite each other's runs, and --resume would keep
+    // a run the other is still writing. Held until this function returns.
+    let lock = std::fs::File::create(out.join(".lock"))
+        .with_context(|| format!("creating {}", out.join(".lock").display()))?;
+    if lock.try_lock().is_err() {
+        anyhow::bail!(
+            "{} is in use by another `wirespeed bench` (its .lock is held); choose another --out",
+            out.display()
+        );
+    }
     let store = if args.no_save {
         None
     } else {
