@@ -333,7 +333,11 @@ fn a_second_runner_on_the_same_directory_is_refused() {
     std::fs::create_dir_all(&out_dir).unwrap();
     // Another runner holds the directory.
     let held = std::fs::File::create(out_dir.join(".lock")).unwrap();
-    held.try_lock().unwrap();
+    // SAFETY: flock(2) on a descriptor `held` owns.
+    let locked = unsafe {
+        libc::flock(std::os::fd::AsRawFd::as_raw_fd(&held), libc::LOCK_EX | libc::LOCK_NB)
+    };
+    assert_eq!(locked, 0);
     let args = ["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--no-save"];
     let out = common::client(&args);
     let err = String::from_utf8_lossy(&out.stderr);

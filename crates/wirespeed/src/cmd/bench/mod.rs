@@ -69,7 +69,12 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
     // a run the other is still writing. Held until this function returns.
     let lock = std::fs::File::create(out.join(".lock"))
         .with_context(|| format!("creating {}", out.join(".lock").display()))?;
-    if lock.try_lock().is_err() {
+    // SAFETY: flock(2) on a descriptor `lock` owns; it touches no memory. The lock goes with
+    // the descriptor.
+    let held = unsafe {
+        libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB)
+    };
+    if held != 0 {
         anyhow::bail!(
             "{} is in use by another `wirespeed bench` (its .lock is held); choose another --out",
             out.display()
