@@ -247,18 +247,12 @@ fn start(
     let stop = Arc::new(AtomicBool::new(false));
     let budget = Budget::new(spec.count);
     let begin = Instant::now();
-    let until = spec.count.is_none().then(|| begin + Duration::from_nanos(spec.total_ns()));
     let pool = if rate.is_some() { spec.max_connections } else { spec.connections };
     let threads = spec.threads.clamp(1, pool);
     let (mut counts, mut handles) = (Vec::new(), Vec::new());
     for i in 0..threads {
         let c = Arc::new(ShardCounts::default());
-        let schedule = rate.map(|r| Schedule {
-            begin,
-            offset_ns: f64::from(i) * 1e9 / r,
-            period_ns: f64::from(threads) * 1e9 / r,
-            until,
-        });
+        let schedule = rate.map(|r| Schedule::new(spec, begin, r, i, threads));
         let shard = Shard {
             peer: peer.clone(),
             set: set.clone(),

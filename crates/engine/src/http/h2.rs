@@ -23,7 +23,7 @@ use super::conn::LATE_NS;
 use super::counts::{Cause, ShardCounts};
 use super::requests::RequestSet;
 use super::results::ResultSink;
-use super::shard::Peer;
+use super::shard::{Peer, Schedule};
 use crate::budget::Budget;
 
 type Sender = SendRequest<Full<Bytes>>;
@@ -85,16 +85,16 @@ pub(super) fn start(
         .enable_all()
         .build()?;
     let begin = Instant::now();
-    // A timed step sends R × D requests: none falls due at its very end.
-    let until = spec.count.is_none().then(|| begin + Duration::from_nanos(spec.total_ns()));
+    // One sender of requests, so one schedule: every 1/rate s, until the step's end.
+    let schedule = rate.map(|r| Schedule::new(spec, begin, r, 0, 1));
     let streams = usize::from(spec.streams.max(1));
     let thread = {
         let counts = counts.clone();
         std::thread::Builder::new().name("ws-h2-main".into()).spawn(move || {
             runtime.block_on(async move {
-                match rate {
+                match schedule {
                     None => closed(ctx, counts, streams).await,
-                    Some(r) => open(ctx, counts, begin, until, r).await,
+                    Some(schedule) => open(ctx, counts, schedule).await,
                 }
             });
             // Requests still in flight when the step ended are abandoned with the runtime.
@@ -140,17 +140,10 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
     while tasks.join_next().await.is_some() {}
 }
 
-/// Open model: a request falls due every `1/rate` s (before `until`) and goes out on the next
-/// connection. A pacing thread says when: tokio's timers tick in whole milliseconds and fire
+/// Open model: a request falls due on `schedule` and goes out on the next connection. A pacing thread says when: tokio's timers tick in whole milliseconds and fire
 /// up to one late, and since latency counts from the schedule, that lateness would be added to
 /// every request (and each counted late). The thread sleeps with a tight timer slack instead.
-async fn open(
-    ctx: Arc<Ctx>,
-    counts: Vec<Arc<ShardCounts>>,
-    begin: Instant,
-    until: Option<Instant>,
-    rate: f64,
-) {
+async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, schedule: Schedule) {
     let senders: Vec<Arc<AsyncMutex<Option<Sender>>>> =
         counts.iter().map(|_| Arc::new(AsyncMutex::new(None))).collect();
     let mut inflight = tokio::task::JoinSet::new();
@@ -159,10 +152,7 @@ async fn open(
     let pacer = std::thread::Builder::new().name("ws-h2-pace".into()).spawn(move || {
         crate::sys::tighten_timer_slack();
         for k in 0u64.. {
-            let due = begin + Duration::from_nanos((k as f64 * 1e9 / rate) as u64);
-            if until.is_some_and(|u| due >= u) {
-                return;
-            }
+            let Some(due) = schedule.due(k) else { return };
             // In steps of at most 50 ms, so a stop is seen.
             loop {
                 let now = Instant::now();

@@ -17,6 +17,7 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 use socket2::{Domain, SockAddr, Socket, Type};
+use wirespeed_model::http::HttpSpec;
 
 use super::conn::{Conn, Mode, Phase, Step, Transport};
 use super::counts::{Cause, ShardCounts, Tally};
@@ -44,8 +45,22 @@ pub(super) struct Schedule {
 }
 
 impl Schedule {
-    fn due(&self, k: u64) -> Instant {
-        self.begin + Duration::from_nanos((self.offset_ns + k as f64 * self.period_ns) as u64)
+    /// The schedule of thread `thread` of `threads` sharing `rate` requests/s in a step of
+    /// `spec` that began at `begin`.
+    pub fn new(spec: &HttpSpec, begin: Instant, rate: f64, thread: u16, threads: u16) -> Self {
+        Self {
+            begin,
+            offset_ns: f64::from(thread) * 1e9 / rate,
+            period_ns: f64::from(threads) * 1e9 / rate,
+            until: spec.count.is_none().then(|| begin + Duration::from_nanos(spec.total_ns())),
+        }
+    }
+
+    /// When request `k` falls due; `None` past the end of a timed step.
+    pub fn due(&self, k: u64) -> Option<Instant> {
+        let due =
+            self.begin + Duration::from_nanos((self.offset_ns + k as f64 * self.period_ns) as u64);
+        (self.until.is_none_or(|u| due < u)).then_some(due)
     }
 }
 
@@ -188,12 +203,17 @@ impl Shard {
         let mut last_sweep = Instant::now();
         while !self.stop.load(Relaxed) {
             let now = Instant::now();
-            while !exhausted && schedule.due(k) <= now {
-                if schedule.until.is_some_and(|u| schedule.due(k) >= u) || !self.budget.claim() {
+            while !exhausted {
+                let Some(due) = schedule.due(k).filter(|d| *d <= now) else {
+                    // Not due yet, or past the step's end (then nothing more falls due).
+                    exhausted = schedule.due(k).is_none();
+                    break;
+                };
+                if !self.budget.claim() {
                     exhausted = true;
                     break;
                 }
-                pending.push_back(schedule.due(k));
+                pending.push_back(due);
                 k += 1;
             }
             // A request that could not get a connection within the timeout is given up.
@@ -226,7 +246,8 @@ impl Shard {
                 break;
             }
             // Sleep until the next request is due, or 10 ms for the sweep.
-            let next = if exhausted { now + Duration::from_millis(10) } else { schedule.due(k) };
+            let next =
+                schedule.due(k).filter(|_| !exhausted).unwrap_or(now + Duration::from_millis(10));
             let wait =
                 next.saturating_duration_since(Instant::now()).min(Duration::from_millis(10));
             let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?;
