@@ -53,6 +53,10 @@ impl Unit {
     }
 }
 
+/// A comparison's baseline meaning "the best of those compared" (by [`Better`]) rather than a
+/// named one: `report.baseline = "fastest"` in a scenario, the DNS study's "% of the fastest".
+pub const FASTEST: &str = "fastest";
+
 /// Which way is good.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Better {

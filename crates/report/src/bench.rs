@@ -6,14 +6,11 @@
 //! (latency against rate), and of each role's memory over time.
 
 use serde::Serialize;
-use wirespeed_model::metrics::Unit;
+use wirespeed_model::metrics::{Unit, FASTEST};
 
 use crate::charts::{axis, display_unit, Chart, ChartKind, ChartSeries};
 use crate::table::Table;
 use crate::units::figure;
-
-/// `baseline` meaning each workload's best system rather than a named one.
-pub const FASTEST: &str = "fastest";
 
 /// One system's results for one workload.
 #[derive(Debug, Clone, PartialEq, Serialize)]
@@ -121,15 +118,20 @@ fn baseline_of<'a>(cells: &[&'a BenchCell], baseline: Option<&str>) -> Option<&'
     ranked.max_by(best).map(|(c, _)| c)
 }
 
-/// The workloads, in the order they first appear.
-fn workloads(cells: &[BenchCell]) -> Vec<&str> {
+/// Each distinct item of `items`, in the order it first appears.
+fn first_seen<'a>(items: impl IntoIterator<Item = &'a str>) -> Vec<&'a str> {
     let mut seen: Vec<&str> = Vec::new();
-    for c in cells {
-        if !seen.contains(&c.workload.as_str()) {
-            seen.push(&c.workload);
+    for item in items {
+        if !seen.contains(&item) {
+            seen.push(item);
         }
     }
     seen
+}
+
+/// The workloads, in the order they first appear.
+fn workloads(cells: &[BenchCell]) -> Vec<&str> {
+    first_seen(cells.iter().map(|c| c.workload.as_str()))
 }
 
 fn table(cells: &[&BenchCell], baseline: Option<&str>) -> Table {
@@ -232,18 +234,9 @@ pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
         out.extend(memory_over_time(w, &rows));
     }
     // Memory: the largest median peak of each role on each system, over the workloads.
-    let mut systems: Vec<&str> = Vec::new();
-    let mut roles: Vec<&str> = Vec::new();
-    for c in cells.iter().filter(|c| !c.memory.is_empty()) {
-        if !systems.contains(&c.system.as_str()) {
-            systems.push(&c.system);
-        }
-        for (r, _) in &c.memory {
-            if !roles.contains(&r.as_str()) {
-                roles.push(r);
-            }
-        }
-    }
+    let with_memory = || cells.iter().filter(|c| !c.memory.is_empty());
+    let systems = first_seen(with_memory().map(|c| c.system.as_str()));
+    let roles = first_seen(with_memory().flat_map(|c| c.memory.iter().map(|(r, _)| r.as_str())));
     if !systems.is_empty() {
         let peak = |s: &str, r: &str| {
             cells
@@ -299,12 +292,7 @@ fn numeric_sweep<'a>(cells: &'a [BenchCell], base: &str) -> Option<&'a str> {
 /// when latency was measured, p50 and p99 against it.
 fn sweep_charts(cells: &[BenchCell], base: &str, key: &str) -> Vec<Chart> {
     let rows: Vec<&BenchCell> = cells.iter().filter(|c| c.base == base).collect();
-    let mut systems: Vec<&str> = Vec::new();
-    for c in &rows {
-        if !systems.contains(&c.system.as_str()) {
-            systems.push(&c.system);
-        }
-    }
+    let systems = first_seen(rows.iter().map(|c| c.system.as_str()));
     let x_of = |c: &BenchCell| c.swept.first().and_then(|(_, v)| v.parse::<f64>().ok());
     // (x, median of `values`) for each of a system's cells that has any, in x order.
     let line = |system: &str, values: fn(&BenchCell) -> &Vec<f64>| {

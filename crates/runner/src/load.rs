@@ -6,9 +6,9 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::Rule;
 use crate::matrix::{self, Plan};
-use crate::scenario::FASTEST;
 use crate::scenario::{Entry, FixtureKind, Scenario};
 use crate::template::{self, FixturePart, Placeholder};
+use wirespeed_model::metrics::FASTEST;
 
 /// Test kinds a workload may be.
 pub const KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];

@@ -157,7 +157,6 @@ impl Drop for Sampler {
 /// Per role: peak RSS, peak HWM and CPU time used over the samples (last minus first).
 pub fn summary(samples: &[Sample]) -> Vec<(String, u64, u64, u64)> {
     let mut roles: Vec<&str> = samples.iter().map(|s| s.role.as_str()).collect();
-    roles.dedup();
     roles.sort_unstable();
     roles.dedup();
     roles

@@ -178,6 +178,17 @@ pub enum Entry {
     Named(BTreeMap<String, String>),
 }
 
+impl Entry {
+    /// The address a workload with `target` loads; `None` when the entry has names and none is
+    /// `target` (refused when the file is read).
+    pub fn for_target(&self, target: Option<&str>) -> Option<&String> {
+        match self {
+            Entry::One(e) => Some(e),
+            Entry::Named(map) => map.get(target?),
+        }
+    }
+}
+
 /// How to tell that a process is ready for load. Exactly one of the probes.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -316,9 +327,6 @@ pub struct Check {
     /// The rule.
     pub expr: String,
 }
-
-/// `report.baseline` for "each workload's best system" (the DNS study's "% of the fastest").
-pub const FASTEST: &str = "fastest";
 
 /// How results are reported.
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]

@@ -25,7 +25,7 @@ use wirespeed_runner::matrix::{Plan, Run};
 use wirespeed_runner::process::{self, Started, STOP_GRACE};
 use wirespeed_runner::ready::{self, Probe};
 use wirespeed_runner::sample::{Sample, Sampler, Wanted};
-use wirespeed_runner::scenario::{Entry, FixtureKind, Scenario};
+use wirespeed_runner::scenario::{FixtureKind, Scenario};
 use wirespeed_runner::template::{FixturePart, Placeholder};
 use wirespeed_runner::{template, words, Loaded};
 
@@ -288,11 +288,11 @@ async fn one(
     // `metrics = []` turns sampling off.
     let sampler = (!s.sample.metrics.is_empty())
         .then(|| Sampler::start(roles, interval, Wanted::of(&s.sample.metrics)));
-    let entry = match (&system.entry, &w.target) {
-        (Entry::One(e), _) => render(e),
-        (Entry::Named(m), Some(t)) => render(m.get(t).map_or("", String::as_str)),
-        (Entry::Named(_), None) => Err("no target".into()),
-    };
+    let entry = system
+        .entry
+        .for_target(w.target.as_deref())
+        .ok_or_else(|| format!("no entry for target {:?}", w.target))
+        .and_then(|e| render(e));
     // Option values are templates too (`datafile = "{scenario.dir}/queries.txt"`).
     let options: Result<BTreeMap<String, toml::Value>, String> = wcell
         .options

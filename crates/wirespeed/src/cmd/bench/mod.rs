@@ -349,14 +349,8 @@ fn commands(loaded: &wirespeed_runner::Loaded) -> Result<String> {
         }
         for w in &loaded.plan.workloads {
             let workload = &s.workload[w.workload];
-            let entry = match (&system.entry, &workload.target) {
-                (wirespeed_runner::scenario::Entry::One(e), _) => e.clone(),
-                (wirespeed_runner::scenario::Entry::Named(m), Some(t)) => {
-                    m.get(t).cloned().unwrap_or_default()
-                }
-                (wirespeed_runner::scenario::Entry::Named(_), None) => String::new(),
-            };
-            let words = workload::command_line(&workload.kind, &fill(&entry)?, &w.options)?;
+            let entry = system.entry.for_target(workload.target.as_deref()).map_or("", |e| e);
+            let words = workload::command_line(&workload.kind, &fill(entry)?, &w.options)?;
             out.push_str(&format!("load     {} {}: {}\n", cell.name, w.name, words.join(" ")));
         }
     }
