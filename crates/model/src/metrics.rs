@@ -121,18 +121,47 @@ fn secs(end_ns: u64) -> f64 {
     end_ns as f64 / 1e9
 }
 
+/// Which end of a flow measures a figure.
+#[derive(Clone, Copy)]
+enum Side {
+    Sender,
+    Receiver,
+}
+
 /// The comparable figures of `report`, headline first.
 pub fn metrics(report: &Report) -> Vec<Metric> {
     match &report.body {
         ReportBody::Bandwidth(b) => {
             let measured: Vec<_> = b.intervals.iter().filter(|i| !i.omitted).collect();
-            let flow_samples = |k: usize, f: &dyn Fn(&FlowFigures) -> Option<f64>| {
-                measured.iter().filter_map(|i| i.flows.get(k).and_then(f)).collect::<Vec<_>>()
+            // A figure's samples come only from intervals where the end that measures it did:
+            // against an iperf3 peer one end shares nothing until the summary.
+            let flow_samples = |k: usize, by: Side, f: &dyn Fn(&FlowFigures) -> Option<f64>| {
+                measured
+                    .iter()
+                    .filter_map(|i| {
+                        let flow = i.flows.get(k)?;
+                        let end = match by {
+                            Side::Sender => flow.flow.sender(),
+                            Side::Receiver => flow.flow.receiver(),
+                        };
+                        if i.measured_by(end) {
+                            f(flow)
+                        } else {
+                            None
+                        }
+                    })
+                    .collect::<Vec<_>>()
+            };
+            let rate_samples = |k: usize| {
+                measured
+                    .iter()
+                    .filter_map(|i| i.flows.get(k).map(|f| i.measured_bps(f)))
+                    .collect::<Vec<_>>()
             };
             let primary = &b.summary.primary.total;
             let mut out =
                 vec![metric("throughput_bps", "Throughput", Unit::BitsPerSecond, Better::Higher)
-                    .of(primary.received_bps, flow_samples(0, &|f| Some(f.total.received_bps)))];
+                    .of(primary.received_bps, rate_samples(0))];
             if let Some(rev) = &b.summary.reverse {
                 out.push(
                     metric(
@@ -141,24 +170,28 @@ pub fn metrics(report: &Report) -> Vec<Metric> {
                         Unit::BitsPerSecond,
                         Better::Higher,
                     )
-                    .of(rev.total.received_bps, flow_samples(1, &|f| Some(f.total.received_bps))),
+                    .of(rev.total.received_bps, rate_samples(1)),
                 );
             }
             if b.spec.protocol == Protocol::Udp {
                 out.push(metric("loss_ratio", "Datagram loss", Unit::Ratio, Better::Lower).of(
                     primary.loss_ratio.unwrap_or(0.0),
-                    flow_samples(0, &|f| f.total.loss_ratio),
+                    flow_samples(0, Side::Receiver, &|f| f.total.loss_ratio),
                 ));
                 out.push(
                     metric("jitter_ns", "Jitter", Unit::Nanos, Better::Lower).of(
                         primary.jitter_ns.unwrap_or(0.0),
-                        flow_samples(0, &|f| f.total.jitter_ns),
+                        flow_samples(0, Side::Receiver, &|f| f.total.jitter_ns),
                     ),
                 );
             } else if let Some(r) = primary.retransmits {
                 out.push(
                     metric("retransmits", "Retransmits", Unit::Count, Better::Lower)
-                        .of(r as f64, flow_samples(0, &|f| f.total.retransmits.map(|r| r as f64))),
+                        .of(r as f64, flow_samples(
+                        0,
+                        Side::Sender,
+                        &|f| f.total.retransmits.map(|r| r as f64),
+                    )),
                 );
             }
             out
@@ -335,7 +368,7 @@ pub fn series(report: &Report) -> RunSeries {
                         Unit::BitsPerSecond,
                         b.intervals
                             .iter()
-                            .filter_map(|i| Some((i.end_ns, i.flows.get(k)?.total.received_bps))),
+                            .filter_map(|i| Some((i.end_ns, i.measured_bps(i.flows.get(k)?)))),
                     )
                 })
                 .collect();

@@ -122,6 +122,25 @@ pub struct BandwidthInterval {
     pub flows: Vec<FlowFigures>,
 }
 
+impl BandwidthInterval {
+    /// A flow's throughput over this interval as the end that measured it saw it: the receiver's
+    /// rate, unless only the sender measured the interval (an iperf3 peer shares no interval
+    /// figures, so the receiver's side is zero there and its totals are only in the summary).
+    pub fn measured_bps(&self, flow: &FlowFigures) -> f64 {
+        if self.measured_by(flow.flow.receiver()) {
+            flow.total.received_bps
+        } else {
+            flow.total.sent_bps
+        }
+    }
+
+    /// Whether `end`'s side of the figures was measured in this interval (both ends' were,
+    /// unless the interval is one-sided).
+    pub fn measured_by(&self, end: End) -> bool {
+        self.measured_at.is_none_or(|at| at == end)
+    }
+}
+
 /// A flow's total and its streams over one span.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct FlowFigures {

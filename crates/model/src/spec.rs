@@ -87,6 +87,14 @@ impl Flow {
             Flow::Download => End::Server,
         }
     }
+
+    /// The end that receives this flow's data.
+    pub fn receiver(self) -> End {
+        match self.sender() {
+            End::Client => End::Server,
+            End::Server => End::Client,
+        }
+    }
 }
 
 /// One end of a test.

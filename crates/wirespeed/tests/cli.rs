@@ -5,7 +5,7 @@ use std::process::{Child, Command, Stdio};
 
 mod common;
 
-use common::{client, free_port, server, BIN};
+use common::{client, free_port, server, StockIperf3, BIN};
 
 #[test]
 fn json_output_has_the_documented_shape_and_exit_0() {
@@ -223,25 +223,8 @@ fn iperf3_json_has_every_key_stock_iperf3_writes() {
 
 #[test]
 fn bandwidth_against_a_stock_iperf3_server() {
-    let port = free_port();
-    let mut stock = Command::new("iperf3")
-        .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
-        .stdout(Stdio::null())
-        .stderr(Stdio::null())
-        .spawn()
-        .expect("iperf3 is installed");
-    let target = format!("127.0.0.1:{port}");
-    // Until the stock server listens, the client exits 3 (unreachable).
-    let mut out = client(&["bw", &target, "--iperf3", "-t", "1", "--format", "json", "--no-save"]);
-    for _ in 0..50 {
-        if out.status.code() != Some(3) {
-            break;
-        }
-        std::thread::sleep(std::time::Duration::from_millis(50));
-        out = client(&["bw", &target, "--iperf3", "-t", "1", "--format", "json", "--no-save"]);
-    }
-    let _ = stock.kill();
-    let _ = stock.wait();
+    let stock = StockIperf3::start();
+    let out = stock.bw(&["-t", "1", "--format", "json", "--no-save"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
     assert_eq!(v["meta"]["server_version"], "iperf3");

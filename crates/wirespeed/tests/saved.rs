@@ -266,3 +266,43 @@ fn corrupt_foreign_and_newer_databases_are_refused_and_left_untouched() {
         "no saved runs match\n"
     );
 }
+
+/// iperf3 servers share no interval figures, so an upload's intervals are the client's alone
+/// (`measured_at: client`): compare and export used to read their empty receiver side and
+/// judged a 40 Mbit/s run against a 20 Mbit/s one "1.00 ± 0.00, within noise" at 0 bit/s.
+#[test]
+fn compare_and_export_read_iperf3_runs_from_the_end_that_measured() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("r.db");
+    let db = db_path.to_str().unwrap();
+    let stock = common::StockIperf3::start();
+    for rate in ["40M", "20M"] {
+        ok(&stock.bw(&["-t", "2", "-i", "0.5", "-b", rate, "--db", db]));
+    }
+    // Downloads are measured by this end as receiver: they were right, and must stay so.
+    ok(&stock.bw(&["-t", "2", "-i", "0.5", "-b", "20M", "-R", "--db", db]));
+    drop(stock);
+
+    let cj: serde_json::Value =
+        serde_json::from_str(&ok(&client(&["compare", "1", "2", "3", "--db", db, "-f", "json"])))
+            .unwrap();
+    let throughput = &cj["figures"][0];
+    assert_eq!(throughput["key"], "throughput_bps");
+    let runs = throughput["runs"].as_array().unwrap();
+    let median = |k: usize| runs[k]["median"].as_f64().unwrap();
+    for k in 0..3 {
+        let want = if k == 0 { 40e6 } else { 20e6 };
+        assert!((median(k) / want - 1.0).abs() < 0.1, "run {k}: median {}", median(k));
+    }
+    for k in [1, 2] {
+        assert_eq!(runs[k]["verdict"], "worse", "{throughput}");
+        assert!((runs[k]["ratio"].as_f64().unwrap() - 0.5).abs() < 0.05, "{throughput}");
+    }
+
+    let csv = ok(&client(&["export", "1", "2", "--db", db, "-f", "csv"]));
+    for line in csv.lines().filter(|l| l.contains(",throughput_bps,")) {
+        let cells: Vec<&str> = line.split(',').collect();
+        let interval_median: f64 = cells[8].parse().unwrap();
+        assert!(interval_median > 1e7, "{line}");
+    }
+}

@@ -54,6 +54,46 @@ pub fn server(extra: &[&str]) -> Server {
     Server(child, port)
 }
 
+/// A stock `iperf3 -s` on a free loopback port; killed and reaped when dropped.
+pub struct StockIperf3(pub Child, pub u16);
+
+impl StockIperf3 {
+    /// Starts it; `scripts/test.sh` installs iperf3, so a missing one fails the test.
+    pub fn start() -> Self {
+        let port = free_port();
+        let child = Command::new("iperf3")
+            .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .expect("iperf3 is installed (scripts/test.sh installs it)");
+        StockIperf3(child, port)
+    }
+
+    /// Runs `wirespeed bw TARGET --iperf3 ARGS…` against it, retrying while the server is not
+    /// listening yet (exit 3, unreachable).
+    pub fn bw(&self, args: &[&str]) -> std::process::Output {
+        let target = format!("127.0.0.1:{}", self.1);
+        let run = || client(&[&["bw", &target, "--iperf3"][..], args].concat());
+        let mut out = run();
+        for _ in 0..50 {
+            if out.status.code() != Some(3) {
+                break;
+            }
+            std::thread::sleep(std::time::Duration::from_millis(50));
+            out = run();
+        }
+        out
+    }
+}
+
+impl Drop for StockIperf3 {
+    fn drop(&mut self) {
+        let _ = self.0.kill();
+        let _ = self.0.wait();
+    }
+}
+
 /// Runs the binary with `args`, colour off, and waits for it.
 pub fn client(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
