@@ -49,6 +49,13 @@ impl Counters {
         self.last_activity_ns.store(since_begin_ns, Relaxed);
     }
 
+    /// Marks where this end's active span ends when it ends later than its last data: a paced
+    /// sender's span runs until it was told to stop, a receiver's until the stream ended, so a
+    /// slow stream is not measured over the time up to its last datagram alone.
+    pub fn end_at(&self, since_begin_ns: u64) {
+        self.last_activity_ns.fetch_max(since_begin_ns, Relaxed);
+    }
+
     /// When this end last moved data, nanoseconds since the test began.
     pub fn last_activity_ns(&self) -> u64 {
         self.last_activity_ns.load(Relaxed)

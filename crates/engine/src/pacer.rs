@@ -55,6 +55,24 @@ impl Pacer {
     }
 }
 
+/// The most bytes a paced TCP stream hands the kernel at once: what falls due in
+/// [`PIECE_NS`], at least [`MIN_PIECE`], at most the `len`-byte write. A whole 128 KiB write at
+/// 1 kbit/s would be sent at the start and count as 1000× the rate; a 2 MiB write at 10 Mbit/s
+/// would sit 1.6 s in the socket queue (TCP paces itself to the rate too), counted as sent
+/// long before it left. Pieces keep what was written close to what left.
+pub fn paced_piece(bits_per_sec: u64, len: usize) -> usize {
+    if bits_per_sec == 0 {
+        return len;
+    }
+    let due = (u128::from(bits_per_sec) * u128::from(PIECE_NS) / 8 / 1_000_000_000) as usize;
+    due.max(MIN_PIECE).min(len)
+}
+
+/// The span of the schedule one piece of a paced TCP write covers.
+pub const PIECE_NS: u64 = 20_000_000;
+/// The smallest piece: below this, headers would outweigh the data many times over.
+pub const MIN_PIECE: usize = 64;
+
 /// How many UDP datagrams to hand the kernel per call at `bits_per_sec` with `len`-byte
 /// datagrams: enough to amortise the call, few enough that one batch spans at most ~100 µs of
 /// the schedule, so paced traffic leaves as a smooth stream rather than bursts.
@@ -99,6 +117,16 @@ mod tests {
             sent += 1_000;
         }
         assert!((45_000..=55_000).contains(&sent), "burst of {sent} bytes");
+    }
+
+    #[test]
+    fn paced_tcp_writes_go_out_in_pieces_as_they_fall_due() {
+        assert_eq!(paced_piece(0, 131_072), 131_072);
+        // 1 kbit/s: 2.5 bytes fall due in 20 ms, so the floor.
+        assert_eq!(paced_piece(1_000, 131_072), MIN_PIECE);
+        assert_eq!(paced_piece(1_000, 10), 10);
+        assert_eq!(paced_piece(10_000_000, 2 << 20), 25_000);
+        assert_eq!(paced_piece(10_000_000_000, 131_072), 131_072);
     }
 
     #[test]

@@ -120,6 +120,18 @@ pub fn set_buffers(fd: RawFd, bytes: u32) -> io::Result<()> {
     Ok(())
 }
 
+/// Limits an established TCP connection's window to `bytes`: the send buffer as
+/// [`set_buffers`] does, and the advertised receive window with `TCP_WINDOW_CLAMP`. Shrinking
+/// `SO_RCVBUF` below a window already advertised makes the kernel drop data it invited: the
+/// sender then crawls through retransmits (1 Mbit/s where 200 were asked, with `-w 8K`).
+pub fn set_window_established(fd: RawFd, bytes: u32) -> io::Result<()> {
+    let v = bytes.min(i32::MAX as u32) as libc::c_int;
+    if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
+        set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v)?;
+    }
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_WINDOW_CLAMP, v)
+}
+
 /// Raises the receive buffer to at least `bytes` where permitted; errors are ignored because a
 /// smaller buffer only means more loss, which the test then reports.
 pub fn raise_rcvbuf(fd: RawFd, bytes: u32) {

@@ -174,3 +174,54 @@ where
     }
     out
 }
+
+/// A low-rate UDP test used to lose its last datagram: the receiver left the drain at once
+/// because the stream had been quiet since the datagram before, half a second earlier, and the
+/// sender sent one more when told to stop, off the schedule.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn low_rate_udp_loses_nothing_and_both_ends_agree() {
+    let server = TestServer::loopback().await;
+    for direction in [Direction::Upload, Direction::Download] {
+        let mut s = spec(Protocol::Udp, 2.0);
+        s.bitrate_bps = 20_000;
+        s.direction = direction;
+        let r = run(server.opts(s)).await.unwrap();
+        let t = &r.summary.primary.total;
+        assert_eq!(t.lost_packets, Some(0), "{direction:?}: {t:?}");
+        assert_eq!(t.sent_packets, t.received_packets, "{direction:?}");
+        // 20 kbit/s of 1400-byte datagrams for 2 s: 3.6 are due, the first at once.
+        assert_eq!(t.sent_packets, Some(4), "{direction:?}: only datagrams that fell due");
+        let ratio = t.sent_bps / t.received_bps;
+        assert!((0.9..1.1).contains(&ratio), "{direction:?}: sender/receiver {ratio}");
+    }
+    server.shutdown().await;
+}
+
+/// Paced TCP with writes larger than the rate allows: 128 KiB at 1 kbit/s used to be sent at
+/// once (1000× the rate), and 1 MiB at 1 Mbit/s sat seconds in the socket queue, counted as
+/// sent, until the test aborted waiting for it or measured the receiver over 5 s.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn paced_tcp_with_large_writes_sends_what_falls_due() {
+    let server = TestServer::loopback().await;
+    for (rate, length, direction) in [
+        (1_000, 128 * 1024, Direction::Upload),
+        (200_000, 256 * 1024, Direction::Upload),
+        (1_000_000, 1 << 20, Direction::Upload),
+        (1_000_000, 1 << 20, Direction::Download),
+        (10_000_000, 2 << 20, Direction::Upload),
+    ] {
+        let mut s = spec(Protocol::Tcp, 1.0);
+        s.bitrate_bps = rate;
+        s.length = length;
+        s.direction = direction;
+        let r = run(server.opts(s)).await.unwrap_or_else(|e| panic!("{rate} {length}: {e}"));
+        let t = &r.summary.primary.total;
+        // A second's worth, and the piece (20 ms of the rate, 64 bytes at least) due at its end.
+        let due = rate / 8 + (rate / 400).max(64);
+        assert!(t.sent_bytes <= due, "{rate} bit/s, {length}-byte writes: sent {}", t.sent_bytes);
+        assert_eq!(t.sent_bytes, t.received_bytes);
+        let ratio = t.sent_bps / t.received_bps;
+        assert!((0.9..1.1).contains(&ratio), "{rate} {length}: sender/receiver {ratio}");
+    }
+    server.shutdown().await;
+}

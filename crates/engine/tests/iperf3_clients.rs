@@ -359,3 +359,16 @@ async fn malformed_control_input_gets_an_error_answer_and_the_server_keeps_servi
     assert_udp_consistent(&json["end"]["sum"]);
     server.shutdown().await;
 }
+
+/// `-w 8K` used to shrink the server's receive buffer below the window it had advertised: the
+/// kernel dropped what it had invited and the stream crawled at 1 Mbit/s through retransmits,
+/// where a stock iperf3 server carries the asked 20 Mbit/s (on loopback, far more).
+#[tokio::test(flavor = "multi_thread")]
+async fn a_small_window_does_not_collapse_the_stream() {
+    let server = TestServer::loopback().await;
+    let json = ok_run(server.addr, "-t 1 -w 8K -b 20M").await;
+    assert_tcp_agrees(&json, "end.sum_sent.bytes", "end.sum_received.bytes");
+    let rate = num(&json, "end.sum_received.bits_per_second");
+    assert!(rate > 10e6, "20 Mbit/s asked with an 8 KiB window, {rate} bit/s carried");
+    server.shutdown().await;
+}

@@ -173,7 +173,7 @@ async fn drive(
     let local = LocalEnd {
         at_omit,
         at_end: side.snapshot(),
-        end_ns: side.shared.now_ns(),
+        end_ns: side.ended_ns(),
         active_ns,
         cpu_ns: side.cpu_ns(),
     };

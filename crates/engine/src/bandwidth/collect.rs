@@ -179,12 +179,13 @@ impl Collector {
         // the client takes no tick at the deadline, so this is a full interval plus the drain).
         let n = self.local_ticks.len();
         let last_end = self.local_ticks.last().map_or(0, |t| t.0);
-        self.local_ticks.push((local.end_ns, local_end.clone()));
+        let end_ns = local.end_ns.max(last_end);
+        self.local_ticks.push((end_ns, local_end.clone()));
         self.remote_ticks.insert(n as u32, server_end);
         let iv = self.interval(
             n,
             last_end,
-            local.end_ns,
+            end_ns,
             &local_end,
             &self.remote_ticks[&(n as u32)].clone(),
         );

@@ -323,7 +323,7 @@ async fn drive(
     side.drain();
     let _ = tokio::time::timeout(Duration::from_secs(2), side.wait_role(Role::Recv)).await;
     let at_end = side.snapshot();
-    let end_ns = side.shared.now_ns();
+    let end_ns = side.ended_ns();
     let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
     active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
     side.abort();

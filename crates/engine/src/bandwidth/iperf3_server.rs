@@ -294,7 +294,7 @@ async fn collect_streams(
     let mut got = Vec::with_capacity(expected);
     for (index, stream) in arrived.into_iter().enumerate() {
         let notes = match spec.protocol {
-            Protocol::Tcp => workers::tune_tcp(&stream.socket, spec, ipv6),
+            Protocol::Tcp => workers::tune_accepted_tcp(&stream.socket, spec, ipv6),
             Protocol::Udp => workers::tune_udp(&stream.socket, spec, ipv6),
         };
         for n in notes {

@@ -135,7 +135,7 @@ async fn collect_streams(
         }
         let ipv6 = matches!(peer, IpAddr::V6(_));
         let notes = match spec.protocol {
-            Protocol::Tcp => workers::tune_tcp(&a.socket, spec, ipv6),
+            Protocol::Tcp => workers::tune_accepted_tcp(&a.socket, spec, ipv6),
             Protocol::Udp => workers::tune_udp(&a.socket, spec, ipv6),
         };
         for n in notes {

@@ -20,7 +20,7 @@ use wirespeed_proto::datagram::{ReceiverStats, Wire, HELLO_ACK_MAGIC, HELLO_MAGI
 
 use crate::buffer::PageBuf;
 use crate::counters::Counters;
-use crate::pacer::{udp_batch, Pacer};
+use crate::pacer::{paced_piece, udp_batch, Pacer};
 use crate::sys;
 
 /// Largest number of datagrams one UDP send or receive call handles.
@@ -31,6 +31,9 @@ const UDP_QUIET: Duration = Duration::from_millis(60);
 const UDP_DRAIN_MAX: Duration = Duration::from_secs(1);
 /// How often blocked socket calls wake up to look at the flags.
 const POLL: Duration = Duration::from_millis(100);
+/// How often a paced sender waiting for its next send looks at the flags: the end of a
+/// low-rate test then waits milliseconds for it, not a whole [`POLL`].
+const PACE_POLL: Duration = Duration::from_millis(5);
 /// Read buffer for TCP receivers: large reads mean fewer system calls per byte.
 const TCP_READ_BUF: usize = 256 * 1024;
 /// Bytes that must be queued before an unpaced TCP receiver is woken (`SO_RCVLOWAT`). Waking
@@ -47,6 +50,7 @@ pub struct Shared {
     drain: AtomicBool,
     abort: AtomicBool,
     drain_started_ns: AtomicU64,
+    stop_started_ns: AtomicU64,
     /// Bytes still to send per flow with `-n`; `None` for time-based tests.
     budgets: [Option<AtomicU64>; 2],
 }
@@ -60,6 +64,7 @@ impl Shared {
             drain: AtomicBool::new(false),
             abort: AtomicBool::new(false),
             drain_started_ns: AtomicU64::new(0),
+            stop_started_ns: AtomicU64::new(0),
             budgets: [budget(), budget()],
         }
     }
@@ -238,6 +243,7 @@ impl Side {
 
     /// Tells senders to stop; each then half-closes its TCP stream so the receiver sees EOF.
     pub fn stop_sending(&self) {
+        self.shared.stop_started_ns.store(self.shared.now_ns(), Relaxed);
         self.shared.stop_send.store(true, Relaxed);
     }
 
@@ -300,6 +306,17 @@ impl Side {
         out
     }
 
+    /// When the last stream end's span closed (see `Counters::end_at`), nanoseconds since
+    /// begin: the end of the test's last interval, rather than when the control exchange that
+    /// follows it finished.
+    /// Now, when no end has moved anything.
+    pub fn ended_ns(&self) -> u64 {
+        match self.ends.iter().map(|e| e.counters.last_activity_ns()).max() {
+            Some(ns) if ns > 0 => ns,
+            _ => self.shared.now_ns(),
+        }
+    }
+
     /// The first error a worker reported, if any.
     pub fn first_error(&self) -> Option<String> {
         self.done.iter().find_map(|d| d.error.clone())
@@ -346,6 +363,18 @@ impl Job {
             (Protocol::Udp, Role::Send) => self.udp_send(),
             (Protocol::Udp, Role::Recv) => self.udp_recv(),
         };
+        if result.is_ok() && !self.shared.aborted() {
+            // The end's span closes where the stream did, not at its last data (see end_at):
+            // a sender's when it was told to stop (it may notice a poll later) or spent its
+            // budget, a UDP receiver's when it was told the sender had stopped, a TCP
+            // receiver's at end of stream.
+            let stopped_at = self.shared.stop_started_ns.load(Relaxed);
+            self.counters.end_at(match (self.spec.protocol, self.role) {
+                (Protocol::Udp, Role::Recv) => self.shared.drain_started_ns.load(Relaxed),
+                (_, Role::Send) if stopped_at > 0 => stopped_at,
+                _ => self.shared.now_ns(),
+            });
+        }
         let (cpu_user_ns, cpu_system_ns) = sys::thread_cpu_ns();
         let error = match result {
             Ok(()) => None,
@@ -367,13 +396,19 @@ impl Job {
         });
     }
 
-    fn pace(&self, pacer: &mut Pacer, bytes: u64) {
+    /// Waits until `bytes` more are due on the schedule. False when the test stopped first:
+    /// those bytes were not due within the test, so they are not sent.
+    fn pace(&self, pacer: &mut Pacer, bytes: u64) -> bool {
         let mut wait = pacer.reserve(bytes, self.shared.now_ns());
-        while wait > 0 && !self.shared.stopping() {
-            let step = wait.min(POLL.as_nanos() as u64);
+        while wait > 0 {
+            if self.shared.stopping() {
+                return false;
+            }
+            let step = wait.min(PACE_POLL.as_nanos() as u64);
             std::thread::sleep(Duration::from_nanos(step));
             wait -= step;
         }
+        !self.shared.stopping()
     }
 
     fn tcp_send(&self) -> io::Result<()> {
@@ -385,15 +420,18 @@ impl Job {
         if pacer.is_limited() {
             sys::tighten_timer_slack();
         }
+        let piece = paced_piece(self.spec.bitrate_bps, len);
         let sock = &*self.socket;
         let fd = sock.as_raw_fd();
         let result = (|| -> io::Result<()> {
             while !self.shared.stopping() {
-                let chunk = self.shared.claim(self.flow, len as u64) as usize;
+                let chunk = self.shared.claim(self.flow, piece as u64) as usize;
                 if chunk == 0 {
                     break; // the -n budget is spent
                 }
-                self.pace(&mut pacer, chunk as u64);
+                if !self.pace(&mut pacer, chunk as u64) {
+                    break;
+                }
                 let mut off = 0;
                 while off < chunk {
                     let r = match &file {
@@ -439,12 +477,17 @@ impl Job {
             );
         }
         let mut buf = PageBuf::zeroed(TCP_READ_BUF);
+        let fd = self.socket.as_raw_fd();
+        let quick_ack = self.spec.window.is_some();
         loop {
             match (&*self.socket).read(&mut buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => {
                     self.counters.add(n as u64, 0);
                     self.counters.touch(self.shared.now_ns());
+                    if quick_ack {
+                        let _ = sys::set_int(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1);
+                    }
                 }
                 Err(e) if is_timeout(&e) || e.kind() == io::ErrorKind::Interrupted => {
                     if self.shared.aborted() {
@@ -478,7 +521,9 @@ impl Job {
             if count == 0 {
                 break;
             }
-            self.pace(&mut pacer, (count * len) as u64);
+            if !self.pace(&mut pacer, (count * len) as u64) {
+                break;
+            }
             // iperf3 receivers turn the stamp into a double of seconds: a monotonic clock keeps
             // its microseconds exact, where the epoch's 1.7e9 s would round them away.
             let now = match self.wire {
@@ -571,9 +616,11 @@ impl Job {
             if self.shared.drain.load(Relaxed) {
                 let draining_for =
                     self.shared.now_ns().saturating_sub(self.shared.drain_started_ns.load(Relaxed));
-                if last_packet.elapsed() >= UDP_QUIET
-                    || draining_for >= UDP_DRAIN_MAX.as_nanos() as u64
-                {
+                // Quiet counts from the drain's start too: at a low rate the last datagram
+                // may be on its way (or queued unread) when the drain begins long after the
+                // one before it.
+                let quiet_for = last_packet.elapsed().min(Duration::from_nanos(draining_for));
+                if quiet_for >= UDP_QUIET || draining_for >= UDP_DRAIN_MAX.as_nanos() as u64 {
                     return Ok(());
                 }
             }
@@ -619,11 +666,28 @@ fn role_name(role: Role) -> &'static str {
     }
 }
 
-/// Applies the spec's socket options to a TCP data socket (before connect for the client).
-/// Returns notes for options the OS would not take.
+/// Applies the spec's socket options to a TCP data socket before it connects. Returns notes for
+/// options the OS would not take.
 pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+    tune_tcp_socket(sock, spec, ipv6, Opened::Connecting)
+}
+
+/// Applies the spec's socket options to a TCP data socket a server accepted, whose window was
+/// already advertised. Returns notes for options the OS would not take.
+pub fn tune_accepted_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+    tune_tcp_socket(sock, spec, ipv6, Opened::Accepted)
+}
+
+/// Whether a socket's connection exists yet, which decides how a window can be set.
+#[derive(Clone, Copy, PartialEq, Eq)]
+enum Opened {
+    Connecting,
+    Accepted,
+}
+
+fn tune_tcp_socket(sock: &Socket, spec: &BandwidthSpec, ipv6: bool, opened: Opened) -> Vec<String> {
     let fd = sock.as_raw_fd();
-    let mut notes = tune_udp(sock, spec, ipv6);
+    let mut notes = tune_socket(sock, spec, ipv6, opened);
     if let Some(cc) = &spec.congestion {
         if let Err(e) = sys::set_congestion(fd, cc) {
             notes.push(format!("congestion control '{cc}' not applied: {e}"));
@@ -640,16 +704,32 @@ pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> 
     if spec.bitrate_bps > 0 {
         // Let TCP space its packets too, not only our writes.
         let _ = sys::set_max_pacing_rate(fd, spec.bitrate_bps / 8);
+        let piece = paced_piece(spec.bitrate_bps, spec.length as usize);
+        if piece < spec.length as usize {
+            notes.push(format!(
+                "paced writes: each {}-byte write goes out in pieces of {piece} bytes as they fall \
+                 due, so what is counted as sent is what the rate allowed",
+                spec.length
+            ));
+        }
     }
     notes
 }
 
 /// Applies the options every data socket takes (window, DSCP); all a UDP socket needs.
 pub fn tune_udp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+    tune_socket(sock, spec, ipv6, Opened::Connecting)
+}
+
+fn tune_socket(sock: &Socket, spec: &BandwidthSpec, ipv6: bool, opened: Opened) -> Vec<String> {
     let fd = sock.as_raw_fd();
     let mut notes = Vec::new();
     if let Some(w) = spec.window {
-        if let Err(e) = sys::set_buffers(fd, w) {
+        let set = match opened {
+            Opened::Connecting => sys::set_buffers(fd, w),
+            Opened::Accepted => sys::set_window_established(fd, w),
+        };
+        if let Err(e) = set {
             notes.push(format!("window {w} not applied: {e}"));
         }
     }
