@@ -62,6 +62,12 @@ if ! command -v rathole >/dev/null 2>&1; then
   echo "== installing rathole"
   cargo install rathole --version 0.5.0 --quiet
 fi
+# cargo-nextest: runs the test binaries side by side, and the example studies alone
+# (.config/nextest.toml), so a busy machine does not decide their checks.
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+  echo "== installing cargo-nextest"
+  cargo install cargo-nextest --locked --quiet
+fi
 # playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
 browser_tests=crates/wirespeed/tests/browser
 if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then
@@ -76,8 +82,5 @@ cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 echo "== tests"
-if command -v cargo-nextest >/dev/null 2>&1; then
-  cargo nextest run --workspace --locked --no-fail-fast
-else
-  cargo test --workspace --locked --no-fail-fast
-fi
+# The crates have no doc tests (nextest would not run them).
+cargo nextest run --workspace --locked --no-fail-fast

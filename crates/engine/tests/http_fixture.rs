@@ -2,6 +2,8 @@
 //! families, HTTP/1.1 and h2c, every query parameter, bad ones, uploads, and a shutdown that
 //! lets a request in flight finish.
 
+mod common;
+
 use std::net::SocketAddr;
 use std::process::Command;
 use std::time::{Duration, Instant};
@@ -49,7 +51,7 @@ async fn curl(args: Vec<String>) -> Option<(u16, u64, String)> {
 fn have_curl() -> bool {
     let ok = Command::new("curl").arg("--version").output().is_ok();
     if !ok {
-        eprintln!("SKIPPED: curl is not installed (scripts/test.sh installs it)");
+        common::peer::missing("curl");
     }
     ok
 }

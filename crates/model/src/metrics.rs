@@ -178,21 +178,15 @@ pub fn metrics(report: &Report) -> Vec<Metric> {
                     primary.loss_ratio.unwrap_or(0.0),
                     flow_samples(0, Side::Receiver, &|f| f.total.loss_ratio),
                 ));
-                out.push(
-                    metric("jitter_ns", "Jitter", Unit::Nanos, Better::Lower).of(
-                        primary.jitter_ns.unwrap_or(0.0),
-                        flow_samples(0, Side::Receiver, &|f| f.total.jitter_ns),
-                    ),
-                );
+                out.push(metric("jitter_ns", "Jitter", Unit::Nanos, Better::Lower).of(
+                    primary.jitter_ns.unwrap_or(0.0),
+                    flow_samples(0, Side::Receiver, &|f| f.total.jitter_ns),
+                ));
             } else if let Some(r) = primary.retransmits {
-                out.push(
-                    metric("retransmits", "Retransmits", Unit::Count, Better::Lower)
-                        .of(r as f64, flow_samples(
-                        0,
-                        Side::Sender,
-                        &|f| f.total.retransmits.map(|r| r as f64),
-                    )),
-                );
+                out.push(metric("retransmits", "Retransmits", Unit::Count, Better::Lower).of(
+                    r as f64,
+                    flow_samples(0, Side::Sender, &|f| f.total.retransmits.map(|r| r as f64)),
+                ));
             }
             out
         }

@@ -80,6 +80,10 @@ pub struct RunSettings {
     /// Pause after each run (e.g. `2s`).
     #[serde(default)]
     pub cooldown: Option<String>,
+    /// Times a failed run is started again from its system up (0: never). For systems with
+    /// known start-up faults of their own; a run that needed a retry says so in its report.
+    #[serde(default)]
+    pub retries: u32,
     /// Run order.
     #[serde(default)]
     pub order: Order,
@@ -98,7 +102,14 @@ fn one() -> u64 {
 
 impl Default for RunSettings {
     fn default() -> Self {
-        Self { repeat: 3, warmup: None, cooldown: None, order: Order::Interleave, seed: 1 }
+        Self {
+            repeat: 3,
+            warmup: None,
+            cooldown: None,
+            retries: 0,
+            order: Order::Interleave,
+            seed: 1,
+        }
     }
 }
 

@@ -182,13 +182,8 @@ impl Collector {
         let end_ns = local.end_ns.max(last_end);
         self.local_ticks.push((end_ns, local_end.clone()));
         self.remote_ticks.insert(n as u32, server_end);
-        let iv = self.interval(
-            n,
-            last_end,
-            end_ns,
-            &local_end,
-            &self.remote_ticks[&(n as u32)].clone(),
-        );
+        let iv =
+            self.interval(n, last_end, end_ns, &local_end, &self.remote_ticks[&(n as u32)].clone());
         self.intervals.push(iv);
         let summary = self.summary(local, server);
         (self.intervals, summary)

@@ -7,8 +7,10 @@
 
 use std::net::{SocketAddr, UdpSocket};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use super::peer::Peer;
 
 /// Hosts in the test zone (host1 … hostN).
 pub const HOSTS: u32 = 100;
@@ -67,7 +69,7 @@ pub struct DnsServer {
     /// Its DNS-over-TLS port, when started with a certificate (unbound only).
     pub tls_port: Option<u16>,
     pub kind: Kind,
-    child: Child,
+    peer: Peer,
     dir: PathBuf,
 }
 
@@ -88,7 +90,7 @@ impl DnsServer {
             Kind::Knot => "/usr/sbin/knotd",
         };
         if !std::path::Path::new(binary).exists() {
-            eprintln!("SKIPPED: {binary} is not installed (scripts/test.sh installs it)");
+            super::peer::missing(binary);
             return None;
         }
         let port = free_port();
@@ -143,14 +145,12 @@ impl DnsServer {
                 c
             }
         };
-        // A new process group, so a failing test that leaves it behind can still be found.
-        let child = cmd
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("the DNS server starts");
+        // A new process group, so NSD's children stop with it.
+        let peer =
+            Peer::spawn(cmd.stdout(Stdio::null()).stderr(Stdio::inherit()), "the DNS server")
+                .owning(dir.clone());
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let server = Self { addr, tls_port, kind, child, dir };
+        let server = Self { addr, tls_port, kind, peer, dir };
         server.wait_ready();
         Some(server)
     }
@@ -187,23 +187,6 @@ impl DnsServer {
         let path = self.dir.join("queries.txt");
         std::fs::write(&path, query_lines()).unwrap();
         path
-    }
-}
-
-impl Drop for DnsServer {
-    fn drop(&mut self) {
-        // SIGTERM lets NSD stop its children; then make sure.
-        let _ = Command::new("kill").arg(self.child.id().to_string()).status();
-        let deadline = Instant::now() + Duration::from_secs(5);
-        while Instant::now() < deadline {
-            if let Ok(Some(_)) = self.child.try_wait() {
-                break;
-            }
-            std::thread::sleep(Duration::from_millis(20));
-        }
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

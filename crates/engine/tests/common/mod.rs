@@ -4,6 +4,7 @@
 
 pub mod dns_servers;
 pub mod nginx;
+pub mod peer;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -6,7 +6,9 @@
 
 use std::net::{SocketAddr, TcpListener, TcpStream};
 use std::path::PathBuf;
-use std::process::{Child, Command, Stdio};
+use std::process::{Command, Stdio};
+
+use super::peer::Peer;
 use std::time::{Duration, Instant};
 
 /// A running nginx, stopped when dropped.
@@ -17,7 +19,7 @@ pub struct Nginx {
     pub unix: PathBuf,
     /// Its TLS port on 127.0.0.1 (HTTP/1.1 and h2 by ALPN), when started with a certificate.
     pub tls_port: Option<u16>,
-    child: Child,
+    peer: Peer,
     dir: PathBuf,
 }
 
@@ -41,7 +43,7 @@ impl Nginx {
             .into_iter()
             .find(|p| std::path::Path::new(p).exists());
         let Some(binary) = binary else {
-            eprintln!("SKIPPED: nginx is not installed (scripts/test.sh installs it)");
+            super::peer::missing("nginx");
             return None;
         };
         let port = free_port();
@@ -74,16 +76,18 @@ impl Nginx {
              location = /away {{ return 302 http://127.0.0.2:{port}/; }}\n  }}\n{tls_server}}}\n"
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
-        let child = Command::new(binary)
-            .arg("-p")
-            .arg(&dir)
-            .arg("-c")
-            .arg(dir.join("nginx.conf"))
-            .args(["-g", "daemon off;"])
-            .stdout(Stdio::null())
-            .stderr(Stdio::inherit())
-            .spawn()
-            .expect("nginx starts");
+        let peer = Peer::spawn(
+            Command::new(binary)
+                .arg("-p")
+                .arg(&dir)
+                .arg("-c")
+                .arg(dir.join("nginx.conf"))
+                .args(["-g", "daemon off;"])
+                .stdout(Stdio::null())
+                .stderr(Stdio::inherit()),
+            "nginx",
+        )
+        .owning(dir.clone());
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(10);
         while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
@@ -91,7 +95,7 @@ impl Nginx {
             std::thread::sleep(Duration::from_millis(20));
         }
         let unix = dir.join("nginx.sock");
-        Some(Self { addr, unix, tls_port, child, dir })
+        Some(Self { addr, unix, tls_port, peer, dir })
     }
 
     /// What nginx has logged, for a failing assertion's message.
@@ -101,21 +105,13 @@ impl Nginx {
 
     /// Pauses (SIGSTOP) or resumes (SIGCONT) every nginx process: a server that stalls.
     pub fn signal_all(&self, signal: &str) {
-        let master = self.child.id();
+        let master = self.peer.id();
         let children = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"))
             .unwrap_or_default();
         let mut pids: Vec<String> = children.split_whitespace().map(String::from).collect();
         pids.push(master.to_string());
         let ok = Command::new("kill").arg(format!("-{signal}")).args(&pids).status().unwrap();
         assert!(ok.success(), "kill -{signal} {pids:?}");
-    }
-}
-
-impl Drop for Nginx {
-    fn drop(&mut self) {
-        let _ = self.child.kill();
-        let _ = self.child.wait();
-        let _ = std::fs::remove_dir_all(&self.dir);
     }
 }
 

@@ -174,7 +174,12 @@ pub async fn run_all(
                     .unwrap_or_default();
                 Outcome::Kept(Box::new(report), samples)
             }
-            None => one(loaded, run, &fixtures, scenario_dir, &dir, cancel.clone()).await,
+            None => {
+                attempts(loaded.scenario.run.retries, &cancel, || {
+                    one(loaded, run, &fixtures, scenario_dir, &dir, cancel.clone())
+                })
+                .await
+            }
         };
         done(&loaded.plan, run, &outcome);
         results.push((run.clone(), outcome));
@@ -184,6 +189,38 @@ pub async fn run_all(
         let _ = t.await;
     }
     Ok(results)
+}
+
+/// Runs `attempt` until it does not fail, at most `1 + retries` times. A run that succeeded
+/// after failing carries each earlier failure in its report's notes, so a retried figure is
+/// never mistaken for a first-time one; one that failed every time says how often it tried.
+async fn attempts<F: std::future::Future<Output = Outcome>>(
+    retries: u32,
+    cancel: &CancellationToken,
+    mut attempt: impl FnMut() -> F,
+) -> Outcome {
+    let mut failures = Vec::new();
+    loop {
+        match attempt().await {
+            Outcome::Failed(why) if failures.len() < retries as usize && !cancel.is_cancelled() => {
+                failures.push(why)
+            }
+            Outcome::Failed(why) if !failures.is_empty() => {
+                return Outcome::Failed(format!("{why} (on each of {} tries)", failures.len() + 1))
+            }
+            Outcome::Done(mut report, samples) => {
+                let tries = failures.len() + 1;
+                for (k, why) in failures.iter().enumerate() {
+                    report.meta.notes.push(format!(
+                        "bench: try {} of {tries} failed and the system was started again: {why}",
+                        k + 1
+                    ));
+                }
+                return Outcome::Done(report, samples);
+            }
+            other => return other,
+        }
+    }
 }
 
 /// One run, start to finish; never leaves a process behind.

@@ -126,8 +126,16 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
                     } else {
                         format!("  [{}]", memory.join("; "))
                     };
+                    let retried =
+                        report.meta.notes.iter().filter(|n| n.starts_with("bench: try ")).count();
+                    let retried = match retried {
+                        0 => String::new(),
+                        n => {
+                            format!("  (after {n} failed {})", if n == 1 { "try" } else { "tries" })
+                        }
+                    };
                     format!(
-                        "done     {id}  {}{memory}\n",
+                        "done     {id}  {}{memory}{retried}\n",
                         wirespeed_report::units::figure(head.value, head.unit)
                     )
                 }
