@@ -306,3 +306,22 @@ fn compare_and_export_read_iperf3_runs_from_the_end_that_measured() {
         assert!(interval_median > 1e7, "{line}");
     }
 }
+
+/// `retention --keep 0` (or a zero `--max-age`) used to be taken as a standing policy that
+/// deleted every run right after it was saved, with exit 0.
+#[test]
+fn a_retention_that_would_keep_nothing_is_refused() {
+    let dir = tempfile::tempdir().unwrap();
+    let db_path = dir.path().join("r.db");
+    let db = db_path.to_str().unwrap();
+    for args in [["--keep", "0"], ["--max-age", "0d"], ["--max-age", "0s"]] {
+        let out = client(&[&["retention", "--db", db][..], &args].concat());
+        assert_eq!(out.status.code(), Some(2), "{args:?}");
+        assert!(String::from_utf8_lossy(&out.stderr).contains("as soon as it is saved"));
+    }
+    let s = server(&[]);
+    ok(&client(&["lat", &format!("127.0.0.1:{}", s.1), "-n", "50", "--db", db]));
+    let history = ok(&client(&["history", "--db", db]));
+    assert_eq!(history.lines().count(), 2, "the run was kept: {history}");
+    assert!(ok(&client(&["retention", "--db", db])).starts_with("retention: keep all runs"));
+}

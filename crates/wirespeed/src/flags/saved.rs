@@ -128,11 +128,11 @@ pub struct RmArgs {
 /// `wirespeed retention`.
 #[derive(Debug, Args)]
 pub struct RetentionArgs {
-    /// Keep only the newest N runs (applied after every save).
-    #[arg(long, value_name = "N", conflicts_with = "off")]
+    /// Keep only the newest N runs (applied after every save; at least 1).
+    #[arg(long, value_name = "N", conflicts_with = "off", value_parser = standing_keep)]
     pub keep: Option<u64>,
-    /// Delete runs older than this after every save (e.g. 90d).
-    #[arg(long, value_name = "AGE", conflicts_with = "off")]
+    /// Delete runs older than this after every save (e.g. 90d; more than 0).
+    #[arg(long, value_name = "AGE", conflicts_with = "off", value_parser = standing_age)]
     pub max_age: Option<String>,
     /// Keep everything (the default).
     #[arg(long)]
@@ -163,4 +163,26 @@ pub struct CompareArgs {
     /// Database.
     #[command(flatten)]
     pub db: DbArgs,
+}
+
+/// A standing `--keep`: 0 would delete every run the moment it was saved.
+fn standing_keep(text: &str) -> Result<u64, String> {
+    match text.parse::<u64>() {
+        Ok(0) => Err("0 would delete every run as soon as it is saved; keep at least 1 \
+                      (`--off` keeps everything, `wirespeed rm --keep 0` deletes all once)"
+            .into()),
+        Ok(n) => Ok(n),
+        Err(_) => Err(format!("{text:?} is not a whole number of runs")),
+    }
+}
+
+/// A standing `--max-age`: a zero age would delete every run the moment it was saved.
+fn standing_age(text: &str) -> Result<String, String> {
+    match humantime::parse_duration(text) {
+        Ok(d) if d.is_zero() => Err("a zero age would delete every run as soon as it is saved \
+                                     (`--off` keeps everything)"
+            .into()),
+        Ok(_) => Ok(text.to_string()),
+        Err(_) => Err(format!("{text:?}: use a number and a unit, like 12h, 7d or 30m")),
+    }
 }
