@@ -74,3 +74,32 @@ fn the_schema_is_json_and_refuses_unknown_keys() {
     assert_eq!(schema["additionalProperties"], false);
     assert!(schema["$defs"]["System"]["properties"]["process"].is_object(), "{schema}");
 }
+
+/// Every example shows its command lines, fixtures' addresses included: `--dry-run` of the DNS
+/// study used to fail on the DNS entry `<fixture.zone.addr>`, which it could not split.
+#[test]
+fn every_example_shows_its_command_lines() {
+    let dir = PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../../examples");
+    let mut seen = 0;
+    for entry in std::fs::read_dir(&dir).unwrap() {
+        let path = entry.unwrap().path();
+        if path.extension().is_none_or(|e| e != "toml") {
+            continue;
+        }
+        let out = client(&["bench", path.to_str().unwrap(), "--dry-run"]);
+        let text = String::from_utf8_lossy(&out.stdout);
+        assert_eq!(
+            out.status.code(),
+            Some(0),
+            "{}: {}",
+            path.display(),
+            String::from_utf8_lossy(&out.stderr)
+        );
+        assert!(text.lines().any(|l| l.starts_with("load ")), "{}: {text}", path.display());
+        seen += 1;
+    }
+    assert!(seen >= 7, "examples found: {seen}");
+    let dns = client(&["bench", dir.join("dns-servers.toml").to_str().unwrap(), "--dry-run"]);
+    assert!(String::from_utf8_lossy(&dns.stdout)
+        .contains("wirespeed dns --server <fixture.zone.host> --port <fixture.zone.port>"));
+}

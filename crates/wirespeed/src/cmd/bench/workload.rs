@@ -28,9 +28,18 @@ pub fn command_line(
         }
         "http" => words.push(format!("http://{entry}/")),
         "dns" => {
-            let (host, port) = entry
-                .rsplit_once(':')
-                .with_context(|| format!("dns entry {entry:?}: expected HOST:PORT"))?;
+            // `--dry-run` shows an address it cannot know yet as `<fixture.NAME.addr>`: its
+            // host and port are shown the same way.
+            let shown = entry
+                .strip_prefix('<')
+                .and_then(|e| e.strip_suffix(".addr>"))
+                .map(|name| (format!("<{name}.host>"), format!("<{name}.port>")));
+            let (host, port) = match &shown {
+                Some((host, port)) => (host.as_str(), port.as_str()),
+                None => entry
+                    .rsplit_once(':')
+                    .with_context(|| format!("dns entry {entry:?}: expected HOST:PORT"))?,
+            };
             let host = host.trim_start_matches('[').trim_end_matches(']');
             words.extend(["--server".into(), host.into(), "--port".into(), port.into()]);
         }
