@@ -34,11 +34,12 @@ pub(crate) async fn drive(
     tokio::pin!(deadline);
     // Only a test bounded by a count can finish before its deadline; a timed one need not
     // wake every 10 ms to look (on a small machine those wake-ups show in the tail latency).
-    let mut poll = tokio::time::interval(if total_ns.is_some() {
-        Duration::from_secs(3600)
-    } else {
-        Duration::from_millis(10)
-    });
+    // A timed test runs to its deadline even when its workers are done early (an open-model
+    // step whose last request fell due long before its end): the first poll is one period in,
+    // not at once as a plain interval's, which ended `http -r 1 -d 1` after its only response.
+    let poll_every =
+        if total_ns.is_some() { Duration::from_secs(3600) } else { Duration::from_millis(10) };
+    let mut poll = tokio::time::interval_at(start + poll_every, poll_every);
     let mut closed = 0u64;
     loop {
         // Ticks first: after a stall, every boundary that passed is closed before the deadline

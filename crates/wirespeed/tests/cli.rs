@@ -842,3 +842,57 @@ fn dns_bad_input_has_clear_errors_and_exit_codes() {
         String::from_utf8_lossy(&out.stderr)
     );
 }
+
+/// A timed open-model test lasts its duration: `http -r 1 -d 1` used to end with its only
+/// response, 2 ms in, and report "sent 414.9/s (41489 %)" of a 1/s target.
+#[test]
+fn a_timed_open_model_run_lasts_its_duration() {
+    let http = free_port();
+    let _s = server(&["--http", &http.to_string()]);
+    let url = format!("http://127.0.0.1:{http}/");
+    let out = client(&["http", &url, "-r", "1", "-d", "1", "-f", "json", "--no-save"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let s = &v["summary"];
+    assert_eq!(s["responses"], 1, "{s}");
+    assert!(s["duration_ns"].as_u64().unwrap() >= 1_000_000_000, "{s}");
+}
+
+/// A run in which nothing answered and nothing failed (every request still waiting at the
+/// end) used to print 0 responses and exit 0; and a server answering garbage was reported as
+/// one that could not be connected to.
+#[test]
+fn http_runs_nothing_answered_say_why_with_their_exit_code() {
+    // Accepts connections (the kernel does, from its backlog) and never answers.
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", silent.local_addr().unwrap());
+    let out = client(&["http", &url, "-c", "4", "-d", "200ms", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stdout));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("no response to any request within the test's 200 ms"), "{err}");
+
+    let garbage = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let url = format!("http://{}/", garbage.local_addr().unwrap());
+    garbage.set_nonblocking(true).unwrap();
+    let answering = std::thread::spawn(move || {
+        use std::io::{Read, Write};
+        // Bounded: it answers until the client is done or 10 s have passed.
+        let until = std::time::Instant::now() + std::time::Duration::from_secs(10);
+        while std::time::Instant::now() < until {
+            match garbage.accept() {
+                Ok((mut c, _)) => {
+                    let _ = c.set_nonblocking(false);
+                    let mut buf = [0u8; 1024];
+                    let _ = c.read(&mut buf);
+                    let _ = c.write_all(b"\x00\xff garbage not http\r\n\r\n");
+                }
+                Err(_) => std::thread::sleep(std::time::Duration::from_millis(5)),
+            }
+        }
+    });
+    let out = client(&["http", &url, "-n", "8", "-c", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(6), "{}", String::from_utf8_lossy(&out.stderr));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("not HTTP") && !err.contains("cannot connect"), "{err}");
+    drop(answering); // it ends by itself within 10 s
+}

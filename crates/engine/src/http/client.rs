@@ -197,25 +197,71 @@ fn nothing_answered(
     remote: Option<std::net::SocketAddr>,
     spec: &HttpSpec,
 ) -> Option<ClientError> {
-    let (cause, n) =
-        Cause::ALL.iter().zip(t.errors).filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n)?;
+    let Some((cause, n)) =
+        Cause::ALL.iter().zip(t.errors).filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n)
+    else {
+        // Nothing failed either: every request was still waiting when the test ended.
+        let cause = io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no response to any request within the test's {} (requests still waiting at \
+                 the end are abandoned): the server is slow to answer, or the test too short",
+                humantime_ns(spec.total_ns())
+            ),
+        );
+        return Some(ClientError::Unreachable { target: target_name(remote, spec), cause });
+    };
     let mut why = format!("no response to any request: {n} × {}", cause.name());
     if let Some(detail) = &t.tls_error {
         why.push_str(&format!(" ({detail})"));
     }
-    let kind = if *cause == Cause::Refused {
-        io::ErrorKind::ConnectionRefused
-    } else {
-        io::ErrorKind::Other
-    };
-    let cause = io::Error::new(kind, why);
-    Some(match remote {
-        Some(addr) => ClientError::Connect { addr, cause },
-        None => ClientError::Unreachable {
-            target: format!("unix:{}", spec.unix_socket.as_deref().unwrap_or("")),
-            cause,
+    Some(match cause {
+        // It answered, but not in HTTP: the peer broke the protocol, not the connection.
+        Cause::Invalid => {
+            ClientError::Protocol(format!("{why}: the server's answers are not HTTP"))
+        }
+        Cause::Refused => {
+            unanswered(remote, spec, io::Error::new(io::ErrorKind::ConnectionRefused, why))
+        }
+        Cause::ConnectTimeout | Cause::Unreachable => {
+            unanswered(remote, spec, io::Error::other(why))
+        }
+        // Connected, then nothing usable came back.
+        _ => ClientError::Unreachable {
+            target: target_name(remote, spec),
+            cause: io::Error::other(why),
         },
     })
+}
+
+fn target_name(remote: Option<std::net::SocketAddr>, spec: &HttpSpec) -> String {
+    match remote {
+        Some(addr) => addr.to_string(),
+        None => format!("unix:{}", spec.unix_socket.as_deref().unwrap_or("")),
+    }
+}
+
+/// The server (or unix socket) answered nothing, for `cause`.
+fn unanswered(
+    remote: Option<std::net::SocketAddr>,
+    spec: &HttpSpec,
+    cause: io::Error,
+) -> ClientError {
+    match remote {
+        Some(addr) => ClientError::Connect { addr, cause },
+        None => ClientError::Unreachable { target: target_name(remote, spec), cause },
+    }
+}
+
+/// A span for a message: `1 s`, `250 ms`, `3 ms`.
+fn humantime_ns(ns: u64) -> String {
+    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+        format!("{} s", ns / 1_000_000_000)
+    } else if ns >= 1_000_000 {
+        format!("{} ms", ns / 1_000_000)
+    } else {
+        format!("{} µs", ns / 1_000)
+    }
 }
 
 /// A step's threads, running.
