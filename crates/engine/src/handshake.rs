@@ -11,7 +11,7 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::units::CivilTime;
 use wirespeed_proto::auth;
 use wirespeed_proto::codec::{from_hex, ConnKind, Preamble, SESSION_ID_LEN};
-use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage};
+use wirespeed_proto::control::{ClientMessage, ClientState, RefuseCode, ServerMessage};
 
 use crate::error::ClientError;
 use crate::framed::{FrameError, Framed};
@@ -99,10 +99,13 @@ pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, 
     let local_addr = stream.local_addr().ok();
     let mut ctl = Framed::new(stream, Vec::new());
     let mut state = ClientState::default();
-    ctl.send_raw(&Preamble::encode(ConnKind::Control)).await.map_err(lost)?;
-    ctl.send(&ClientMessage::Hello { version: endpoint.version.clone() }).await.map_err(lost)?;
+    let greeting_lost = |e| before_greeting(e, server_addr);
+    ctl.send_raw(&Preamble::encode(ConnKind::Control)).await.map_err(greeting_lost)?;
+    ctl.send(&ClientMessage::Hello { version: endpoint.version.clone() })
+        .await
+        .map_err(greeting_lost)?;
     let ServerMessage::Challenge { version: server_version, nonce, auth_required } =
-        recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+        recv_server_or(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT), greeting_lost).await?
     else {
         unreachable!("the state machine only lets a challenge through first")
     };
@@ -137,6 +140,33 @@ pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, 
     })
 }
 
+/// No test has started before the server's greeting, so losing the server there is not
+/// "mid-test": a listener that never answers is not a reachable wirespeed server (exit 3), and
+/// one that closes at once is refusing (a busy server sheds connections it cannot serve, exit 4).
+fn before_greeting(e: FrameError, server: SocketAddr) -> ClientError {
+    match e {
+        FrameError::Timeout(limit) => ClientError::Unreachable {
+            target: server.to_string(),
+            cause: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "connected, but no greeting within {limit:?}: not a wirespeed server, or one \
+                     too busy to answer"
+                ),
+            ),
+        },
+        FrameError::Closed | FrameError::Io(_) => ClientError::Refused {
+            code: RefuseCode::Busy,
+            message: format!(
+                "it closed the connection before greeting ({e}): busy, or not a wirespeed server"
+            ),
+        },
+        FrameError::Invalid(why) => {
+            ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}"))
+        }
+    }
+}
+
 pub(crate) fn protocol<E: std::fmt::Display>(e: E) -> ClientError {
     ClientError::Protocol(e.to_string())
 }
@@ -153,16 +183,27 @@ pub(crate) async fn recv_server(
     state: &mut ClientState,
     limit: Option<Duration>,
 ) -> Result<ServerMessage, ClientError> {
-    let msg: ServerMessage = match limit {
-        Some(l) => ctl.recv_within(l).await,
-        None => ctl.recv().await,
-    }
-    .map_err(|e| match e {
+    recv_server_or(ctl, state, limit, |e| match e {
         FrameError::Invalid(why) => {
             ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}"))
         }
         other => ClientError::ServerGone(other.to_string()),
-    })?;
+    })
+    .await
+}
+
+/// [`recv_server`], with `on_error` saying what a failure to read a message means here.
+async fn recv_server_or(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    limit: Option<Duration>,
+    on_error: impl FnOnce(FrameError) -> ClientError,
+) -> Result<ServerMessage, ClientError> {
+    let msg: ServerMessage = match limit {
+        Some(l) => ctl.recv_within(l).await,
+        None => ctl.recv().await,
+    }
+    .map_err(on_error)?;
     state.on_server(&msg).map_err(protocol)?;
     match msg {
         ServerMessage::Abort { reason } => Err(ClientError::Aborted(reason)),

@@ -11,6 +11,7 @@
 //! - [`http`]: HTTP load and the HTTP fixture `wirespeed server --http` serves.
 //! - [`dns`]: DNS load and the DNS fixture `wirespeed server --dns` serves.
 //! - [`handshake`]: the client side of the control handshake every test kind shares.
+//! - `handshakes`: the server's cap on connections that have not said what they are.
 //! - [`sys`], [`pacer`], [`counters`], [`framed`], [`buffer`]: the shared machinery.
 
 #[cfg(not(target_os = "linux"))]
@@ -26,6 +27,7 @@ pub mod dns;
 pub mod error;
 pub mod framed;
 pub mod handshake;
+mod handshakes;
 pub mod http;
 mod intervals;
 pub mod latency;

@@ -28,6 +28,7 @@ use wirespeed_proto::iperf3::{Cookie, State, COOKIE_LEN};
 
 use crate::bandwidth::workers::Attached;
 use crate::framed::Framed;
+use crate::handshakes::Handshakes;
 
 /// How the server behaves and what it allows.
 #[derive(Debug, Clone)]
@@ -210,9 +211,6 @@ pub(crate) struct Ctx {
     pub tasks: TaskTracker,
 }
 
-/// Connections allowed to be mid-handshake at once; more are dropped unread.
-const MAX_HANDSHAKES: usize = 512;
-
 /// Serves until `shutdown` is cancelled, then tells running tests to stop and waits for them.
 pub async fn run(
     listeners: Listeners,
@@ -229,7 +227,7 @@ pub async fn run(
         shutdown: shutdown.clone(),
         tasks: TaskTracker::new(),
     });
-    let handshakes = Arc::new(Semaphore::new(MAX_HANDSHAKES));
+    let handshakes = Arc::new(Handshakes::default());
     for listener in listeners.tcp {
         let ctx = ctx.clone();
         let handshakes = handshakes.clone();
@@ -245,7 +243,7 @@ pub async fn run(
     Ok(())
 }
 
-async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semaphore>) {
+async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Handshakes>) {
     let mut backoff = Duration::from_millis(5);
     loop {
         let accepted = tokio::select! {
@@ -266,16 +264,26 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Semap
                 continue;
             }
         };
-        let Ok(permit) = handshakes.clone().try_acquire_owned() else {
-            if !crate::cps::server::count_empty_connection(&ctx, peer.ip()) {
-                tracing::warn!(%peer, "too many connections mid-handshake; dropping one");
-            }
-            continue;
-        };
+        let (pending, shed) = handshakes.admit(arrival, peer.ip());
+        if let Some(ip) = shed {
+            tracing::debug!(%ip, "too many connections mid-handshake; shedding the longest silent");
+        }
         let ctx2 = ctx.clone();
         ctx.tasks.spawn(async move {
-            let routed = route(stream, peer, arrival, &ctx2).await;
-            drop(permit);
+            let routed = tokio::select! {
+                // A route that has finished wins over a shed that came at the same time.
+                biased;
+                r = route(stream, peer, arrival, &ctx2) => r,
+                _ = pending.shed.cancelled() => {
+                    // A cps test's connections close unread: one shed is counted like them.
+                    if crate::cps::server::count_empty_connection(&ctx2, peer.ip()) {
+                        Ok(Route::Done)
+                    } else {
+                        Err("shed: silent while newer connections waited".into())
+                    }
+                }
+            };
+            drop(pending);
             match routed {
                 Ok(Route::Control(framed)) => crate::session::serve(framed, peer, ctx2).await,
                 Ok(Route::Iperf3(stream, cookie)) => {

@@ -165,3 +165,60 @@ async fn server_shutdown_mid_test_tells_the_client() {
         .unwrap_err();
     assert!(matches!(err, ClientError::Aborted(ref why) if why.contains("shutting down")), "{err}");
 }
+
+/// A bare iperf3 cookie (37 bytes, then silence) used to take a `--max-tests` slot before the
+/// token could be checked: two of them locked a client holding the token out of a
+/// `--token s3cret --max-tests 2` server until the idle timeout, renewable for ever.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn bare_iperf3_cookies_take_no_test_slot() {
+    for token in [Some("s3cret"), None] {
+        let config = ServerConfig {
+            token: token.map(String::from),
+            max_tests: 2,
+            idle_timeout: Duration::from_secs(30),
+            ..Default::default()
+        };
+        let server = TestServer::start("127.0.0.1:0", config).await;
+        let mut squatters = Vec::new();
+        for k in 0..4u8 {
+            let mut s = TcpStream::connect(server.addr).await.unwrap();
+            let mut cookie = [b'a' + k; 37];
+            cookie[36] = 0;
+            s.write_all(&cookie).await.unwrap();
+            squatters.push(s);
+        }
+        tokio::time::sleep(Duration::from_millis(100)).await;
+        let mut opts = server.opts(spec(Protocol::Tcp, 0.3));
+        opts.endpoint.token = token.map(String::from);
+        let r = run(opts).await;
+        assert!(r.is_ok(), "token {token:?}: {:?}", r.err());
+        drop(squatters);
+        server.shutdown().await;
+    }
+}
+
+/// 600 connections that never say what they are used to fill the server's 512 handshake
+/// places, and every new client was dropped unread ("lost the server mid-test", exit 5).
+/// The longest silent are shed instead, so a client that speaks at once is served.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn idle_connections_do_not_lock_clients_out() {
+    let server = TestServer::loopback().await;
+    let mut idle = Vec::new();
+    for _ in 0..600 {
+        idle.push(TcpStream::connect(server.addr).await.unwrap());
+    }
+    tokio::time::sleep(Duration::from_millis(100)).await;
+    let r = run(server.opts(spec(Protocol::Tcp, 0.3))).await;
+    assert!(r.is_ok(), "{:?}", r.err());
+    // The shed ones were closed by the server; at most its 512 places are still held.
+    let mut closed = 0;
+    for s in &mut idle {
+        let mut b = [0u8; 1];
+        if let Ok(Ok(0)) = tokio::time::timeout(Duration::from_millis(1), s.read(&mut b)).await {
+            closed += 1;
+        }
+    }
+    assert!(closed >= 600 - 512, "{closed} of 600 idle connections closed");
+    drop(idle);
+    server.shutdown().await;
+}

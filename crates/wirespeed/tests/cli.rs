@@ -896,3 +896,26 @@ fn http_runs_nothing_answered_say_why_with_their_exit_code() {
     assert!(err.contains("not HTTP") && !err.contains("cannot connect"), "{err}");
     drop(answering); // it ends by itself within 10 s
 }
+
+/// Before the server's greeting no test has started, so a listener that closes at once is a
+/// refusal (exit 4, as a busy server sheds) and one that never answers is not a reachable
+/// wirespeed server (exit 3); both used to be "lost the server mid-test" (exit 5).
+#[test]
+fn a_server_lost_before_its_greeting_is_not_mid_test() {
+    let closing = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = closing.local_addr().unwrap().to_string();
+    let closer = std::thread::spawn(move || {
+        let (c, _) = closing.accept().unwrap();
+        drop(c);
+    });
+    let out = client(&["bw", &target, "-t", "1", "--no-save"]);
+    closer.join().unwrap();
+    assert_eq!(out.status.code(), Some(4), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("before greeting"));
+
+    let silent = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+    let target = silent.local_addr().unwrap().to_string();
+    let out = client(&["bw", &target, "-t", "1", "--no-save"]);
+    assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("no greeting within"));
+}

@@ -121,21 +121,23 @@ async fn conversation(
             format!("{} is not on the allow list", canonical(peer.ip())),
         ));
     }
-    let Ok(permit) = ctx.tests.clone().try_acquire_owned() else {
-        return Err(ended(Answer::Denied, format!("busy: {} tests running", cfg.max_tests)));
-    };
-    send_state(ctl, State::ParamExchange).await?;
-    let doc =
-        read_json(ctl, wire::MAX_PARAMS_LEN, cfg.idle_timeout, "parameters", errno::RECV_PARAMS)
-            .await?;
-    let params = Params::from_json(&doc)
-        .map_err(|e| ended(Answer::Error(e.errno), format!("bad parameters: {e}")))?;
+    // Refused before anything is held: an iperf3 client cannot give our token, and a bare
+    // cookie (no parameters yet) must not take a test slot from clients that can.
     if cfg.token.is_some() {
         return Err(ended(
             Answer::Error(errno::AUTH_TEST),
             "this server requires a wirespeed --token, which iperf3 clients cannot give",
         ));
     }
+    send_state(ctl, State::ParamExchange).await?;
+    let doc =
+        read_json(ctl, wire::MAX_PARAMS_LEN, cfg.idle_timeout, "parameters", errno::RECV_PARAMS)
+            .await?;
+    let params = Params::from_json(&doc)
+        .map_err(|e| ended(Answer::Error(e.errno), format!("bad parameters: {e}")))?;
+    let Ok(permit) = ctx.tests.clone().try_acquire_owned() else {
+        return Err(ended(Answer::Denied, format!("busy: {} tests running", cfg.max_tests)));
+    };
     let mut spec = params
         .to_spec(&peer.to_string())
         .map_err(|e| ended(Answer::Error(e.errno), format!("refused parameters: {e}")))?;
