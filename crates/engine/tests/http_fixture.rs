@@ -105,3 +105,47 @@ async fn shutdown_lets_a_request_in_flight_finish() {
     assert_eq!(slow.await.unwrap().unwrap().0, 200);
     tokio::time::timeout(Duration::from_secs(5), f.task).await.expect("stops").unwrap().unwrap();
 }
+
+/// Slow or partial request heads (slowloris) used to be held open for ever: 20 connections
+/// sending one header line a second were still open after 70 s.
+#[tokio::test(flavor = "multi_thread")]
+async fn slow_and_partial_request_heads_are_closed() {
+    use tokio::io::{AsyncReadExt, AsyncWriteExt};
+    let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
+    let addr = listeners[0].local_addr().unwrap();
+    let stop = CancellationToken::new();
+    let config = FixtureConfig { head_timeout: Duration::from_millis(500), ..Default::default() };
+    let task = tokio::spawn(fixture::run(listeners, config, stop.clone()));
+    let mut trickling = Vec::new();
+    for _ in 0..5 {
+        let mut s = tokio::net::TcpStream::connect(addr).await.unwrap();
+        s.write_all(b"GET / HTTP/1.1\r\nHost: x\r\n").await.unwrap();
+        trickling.push(s);
+    }
+    let silent = tokio::net::TcpStream::connect(addr).await.unwrap();
+    // Each keeps sending header lines, never the blank line that ends the head.
+    let deadline = Instant::now() + Duration::from_secs(10);
+    let mut k = 0;
+    let mut open = trickling.len();
+    while open > 0 && Instant::now() < deadline {
+        open = 0;
+        for s in &mut trickling {
+            if s.write_all(format!("X-{k}: y\r\n").as_bytes()).await.is_ok() {
+                let mut b = [0u8; 64];
+                match tokio::time::timeout(Duration::from_millis(1), s.read(&mut b)).await {
+                    Ok(Ok(0)) | Ok(Err(_)) => {}
+                    _ => open += 1,
+                }
+            }
+        }
+        k += 1;
+        tokio::time::sleep(Duration::from_millis(100)).await;
+    }
+    assert_eq!(open, 0, "trickling connections still open after 10 s");
+    let mut silent = silent;
+    let mut b = [0u8; 1];
+    let closed = tokio::time::timeout(Duration::from_secs(5), silent.read(&mut b)).await;
+    assert!(matches!(closed, Ok(Ok(0)) | Ok(Err(_))), "a silent connection is closed too");
+    stop.cancel();
+    task.await.unwrap().unwrap();
+}

@@ -125,7 +125,7 @@ pub struct ServerArgs {
     /// How long a connection may stay silent before its test starts.
     #[arg(long, default_value = "10s", value_name = "DURATION")]
     pub idle_timeout: String,
-    /// Also serve the HTTP fixture on this TCP port (HTTP/1.1 and h2c): fixed bodies, and ?size=1M, ?status=503, ?delay=10ms.
+    /// Also serve the HTTP fixture on this TCP port (HTTP/1.1 and h2c): fixed bodies, and ?size=1M, ?status=503, ?delay=10ms. A request head must start within 20 s of connecting (or of the last answer) and end within 20 s more.
     #[arg(long, value_name = "PORT")]
     pub http: Option<u16>,
     /// Body size the HTTP fixture answers with when the request does not ask (615B is nginx's welcome page).

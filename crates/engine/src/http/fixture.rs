@@ -38,11 +38,19 @@ const BLOCK: usize = 1 << 20;
 pub struct FixtureConfig {
     /// Body size when the request does not say (`--http-body`).
     pub body_bytes: u64,
+    /// A client must start a request within this time of connecting or of its last answer,
+    /// and send its whole head within this time more: a slow or partial head (slowloris) is
+    /// closed rather than held for ever.
+    pub head_timeout: Duration,
 }
+
+/// How long the fixture waits for a request head by default: longer than any pause a load
+/// test makes on a kept-alive connection, as nginx's 60 s header timeout is.
+pub const HEAD_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Default for FixtureConfig {
     fn default() -> Self {
-        Self { body_bytes: 615 }
+        Self { body_bytes: 615, head_timeout: HEAD_TIMEOUT }
     }
 }
 
@@ -60,7 +68,11 @@ pub async fn run(
         timer: super::delay::DelayTimer::start(),
         delays_asked: Default::default(),
     });
-    let options = ServeOptions { label: "HTTP fixture", head_timeout: None, shutdown_grace: None };
+    let options = ServeOptions {
+        label: "HTTP fixture",
+        head_timeout: Some(shared.config.head_timeout),
+        shutdown_grace: None,
+    };
     serve(listeners, options, shutdown, move |_peer, req| answer(shared.clone(), req)).await;
     Ok(())
 }

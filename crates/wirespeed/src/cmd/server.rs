@@ -35,7 +35,7 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
                 args.bind.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
             let http = Listeners::bind_tcp(&addrs, port)
                 .with_context(|| format!("cannot listen for HTTP on port {port}"))?;
-            Some((http, fixture::FixtureConfig { body_bytes }))
+            Some((http, fixture::FixtureConfig { body_bytes, ..Default::default() }))
         }
         None => None,
     };

@@ -87,7 +87,12 @@ async fn start_fixtures(s: &Scenario, out: &Path) -> Result<Fixtures> {
                 (
                     addr,
                     tokio::spawn(async move {
-                        let _ = http_fixture::run(l, FixtureConfig { body_bytes }, stop).await;
+                        let _ = http_fixture::run(
+                            l,
+                            FixtureConfig { body_bytes, ..Default::default() },
+                            stop,
+                        )
+                        .await;
                     }),
                 )
             }
