@@ -98,6 +98,10 @@ pub struct BenchArgs {
     pub no_save: bool,
 }
 
+/// Most hosts `--dns-hosts` may generate: memory grows with them (about 500 bytes each), and a
+/// zone has to be built before the server listens.
+pub const MAX_DNS_HOSTS: u32 = 1_000_000;
+
 /// `wirespeed server`.
 #[derive(Debug, Args)]
 pub struct ServerArgs {
@@ -141,8 +145,11 @@ pub struct ServerArgs {
     /// The zone's apex when the file has no $ORIGIN.
     #[arg(long, value_name = "NAME", requires = "zone")]
     pub zone_origin: Option<String>,
-    /// Hosts in the generated zone (host1 … hostN.example.test, each an A record).
-    #[arg(long, default_value_t = 1000, value_name = "N", requires = "dns")]
+    /// Hosts in the generated zone (host1 … hostN.example.test, each an A record); at most
+    /// 1000000. Each costs about 500 bytes of memory (1000000 take about 500 MB) and is built
+    /// before the server listens.
+    #[arg(long, default_value_t = 1000, value_name = "N", requires = "dns",
+          value_parser = clap::value_parser!(u32).range(0..=MAX_DNS_HOSTS as i64))]
     pub dns_hosts: u32,
     /// UDP threads of the DNS fixture (each a socket of one SO_REUSEPORT group).
     #[arg(long, default_value_t = 1, value_name = "N", requires = "dns")]

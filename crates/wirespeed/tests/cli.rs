@@ -919,3 +919,11 @@ fn a_server_lost_before_its_greeting_is_not_mid_test() {
     assert_eq!(out.status.code(), Some(3), "{}", String::from_utf8_lossy(&out.stderr));
     assert!(String::from_utf8_lossy(&out.stderr).contains("no greeting within"));
 }
+
+/// `--dns-hosts 100000000` used to grow by 130 MB/s and never listen.
+#[test]
+fn a_generated_zone_is_bounded() {
+    let out = client(&["server", "-p", "0", "--dns", "0", "--dns-hosts", "100000000"]);
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("not in 0..=1000000"));
+}
