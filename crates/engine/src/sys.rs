@@ -162,8 +162,24 @@ pub fn set_dscp(fd: RawFd, ipv6: bool, dscp: u8) -> io::Result<()> {
     }
 }
 
+/// Bytes of this connection's data the peer has acknowledged (`tcpi_bytes_acked`): what it
+/// has received, as against what was handed to the kernel.
+pub fn bytes_acked(fd: RawFd) -> Option<u64> {
+    tcp_info(fd).map(|i| i.tcpi_bytes_acked)
+}
+
 /// Samples `TCP_INFO` of a sending socket.
 pub fn tcp_sample(fd: RawFd) -> Option<TcpSample> {
+    let info = tcp_info(fd)?;
+    Some(TcpSample {
+        retransmits: u64::from(info.tcpi_total_retrans),
+        cwnd_bytes: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
+        rtt_ns: u64::from(info.tcpi_rtt) * 1000,
+        rttvar_ns: u64::from(info.tcpi_rttvar) * 1000,
+    })
+}
+
+fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {
     let mut info = MaybeUninit::<libc::tcp_info>::zeroed();
     let mut len = size_of::<libc::tcp_info>() as libc::socklen_t;
     // SAFETY: info is a zeroed tcp_info and len its size; the kernel writes at most len bytes.
@@ -174,13 +190,7 @@ pub fn tcp_sample(fd: RawFd) -> Option<TcpSample> {
         return None;
     }
     // SAFETY: zero-initialised and partly filled by the kernel; every field is plain integers.
-    let info = unsafe { info.assume_init() };
-    Some(TcpSample {
-        retransmits: u64::from(info.tcpi_total_retrans),
-        cwnd_bytes: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
-        rtt_ns: u64::from(info.tcpi_rtt) * 1000,
-        rttvar_ns: u64::from(info.tcpi_rttvar) * 1000,
-    })
+    Some(unsafe { info.assume_init() })
 }
 
 /// CPU time used so far by the calling thread: (user, system) in nanoseconds.

@@ -31,6 +31,7 @@ use hyper::{Method, Request, StatusCode};
 use ipnet::IpNet;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
+use wirespeed_engine::http::delivered::DeliveryTap;
 use wirespeed_engine::http::serve::{serve, ServeOptions};
 use wirespeed_store::{Store, WebPolicy};
 
@@ -139,6 +140,7 @@ pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: Cance
         label: "web",
         head_timeout: Some(HEADER_TIMEOUT),
         shutdown_grace: Some(Duration::from_secs(1)),
+        delivery: true,
     };
     serve(listeners, options, shutdown, move |peer, req| handle(state.clone(), peer, req)).await;
 }
@@ -175,8 +177,19 @@ async fn handle(
         return Ok(respond::finish(respond::empty(), true));
     }
     let ctx = librespeed::Ctx { state: &state, client, query: query.as_deref(), now };
+    // What this connection's client acknowledges counts toward a download only while one is
+    // being served on it (HTTP/1.1 carries one response at a time; h2 streams share the
+    // connection, so their downloads are counted as sent).
+    let tap = req.extensions().get::<Arc<DeliveryTap>>().cloned();
+    let tap = match tap {
+        Some(tap) if req.version() < hyper::Version::HTTP_2 => {
+            tap.detach();
+            Some(tap)
+        }
+        _ => None,
+    };
     let reply = match route {
-        Route::Garbage => librespeed::garbage(&ctx, req.method()),
+        Route::Garbage => librespeed::garbage(&ctx, req.method(), tap),
         Route::Empty => librespeed::empty(&ctx, req).await,
         Route::GetIp => librespeed::get_ip(&ctx),
         Route::Telemetry => librespeed::telemetry(&ctx, req).await,

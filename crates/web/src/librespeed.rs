@@ -4,6 +4,7 @@
 //! depends on them (an empty 200 from `empty`, `id …` from telemetry, getIP's JSON fields).
 
 use std::net::IpAddr;
+use std::sync::Arc;
 use std::time::{Duration, Instant};
 
 use http_body_util::BodyExt;
@@ -11,6 +12,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use serde_json::json;
+use wirespeed_engine::http::delivered::DeliveryTap;
 use wirespeed_model::web::{network_of, WebResult, WebSource};
 
 use crate::body::{Garbage, WebBody, CHUNK};
@@ -47,7 +49,7 @@ impl Ctx<'_> {
 
     /// The meter this request's bytes go to: the page's token if it has a live one, else the
     /// client's address.
-    pub fn meter(&self) -> Option<std::sync::Arc<Meter>> {
+    pub fn meter(&self) -> Option<Arc<Meter>> {
         let token = self.param("t").filter(|t| !t.is_empty()).map(MeterKey::Token);
         token
             .and_then(|k| self.state.meters.get(&k, self.now))
@@ -73,7 +75,9 @@ pub fn chunks(ck: Option<&str>, max: u32) -> u32 {
 }
 
 /// `garbage`: `ckSize` MiB of random bytes, never compressed or cached.
-pub fn garbage(ctx: &Ctx<'_>, method: &Method) -> Reply {
+/// With `tap` (an HTTP/1.1 connection), the download's meter counts what the client
+/// acknowledges; without, what is handed to the connection.
+pub fn garbage(ctx: &Ctx<'_>, method: &Method, tap: Option<Arc<DeliveryTap>>) -> Reply {
     if method != Method::GET && method != Method::HEAD {
         return respond::refuse(StatusCode::METHOD_NOT_ALLOWED, "garbage takes GET", false);
     }
@@ -86,11 +90,20 @@ pub fn garbage(ctx: &Ctx<'_>, method: &Method) -> Reply {
             Ok(s) => s,
             Err(refusal) => return respond::too_many(refusal, false),
         };
+        let meter = ctx.meter();
+        let counted_as_sent = match (tap, &meter) {
+            (Some(tap), Some(m)) => {
+                let m = m.clone();
+                tap.attach(Arc::new(move |n, at| m.download.add(n, at)));
+                None
+            }
+            _ => meter,
+        };
         (
             WebBody::Garbage(Box::new(Garbage::new(
                 ctx.state.blocks.clone(),
                 n,
-                ctx.meter(),
+                counted_as_sent,
                 slot,
             ))),
             bytes,

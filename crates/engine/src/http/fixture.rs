@@ -72,6 +72,7 @@ pub async fn run(
         label: "HTTP fixture",
         head_timeout: Some(shared.config.head_timeout),
         shutdown_grace: None,
+        delivery: false,
     };
     serve(listeners, options, shutdown, move |_peer, req| answer(shared.clone(), req)).await;
     Ok(())

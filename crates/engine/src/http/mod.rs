@@ -6,12 +6,14 @@
 //! - `h2`: HTTP/2 load (prior knowledge, or ALPN over TLS), on hyper.
 //! - `counts`: what the threads count; [`requests`]: the requests they send; [`results`]: one
 //!   record per request (`--format vegeta`); [`tls`]: TLS settings.
-//! - [`fixture`]: the server; [`serve`]: serving HTTP on hyper, for it and the web speed test.
+//! - [`fixture`]: the server; [`serve`]: serving HTTP on hyper, for it and the web speed test;
+//!   [`delivered`]: what a connection's peer has acknowledged, for the web test's download.
 
 pub mod client;
 mod conn;
 mod counts;
 mod delay;
+pub mod delivered;
 pub mod fixture;
 mod h2;
 pub mod requests;

@@ -17,6 +17,8 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 
+use super::delivered::Tapped;
+
 /// How connections are served.
 #[derive(Debug, Clone, Copy)]
 pub struct ServeOptions {
@@ -27,6 +29,9 @@ pub struct ServeOptions {
     pub head_timeout: Option<Duration>,
     /// At shutdown, connections still busy after this are dropped; `None`: wait for them.
     pub shutdown_grace: Option<Duration>,
+    /// Count what each connection's peer acknowledges: its requests carry the connection's
+    /// [`super::delivered::DeliveryTap`] in their extensions.
+    pub delivery: bool,
 }
 
 /// Serves `handler` on every listener until `shutdown`, then waits for the connections.
@@ -83,7 +88,14 @@ pub async fn serve<F, Fut, B>(
                             return;
                         }
                     }
-                    let service = hyper::service::service_fn(move |req| handler(peer, req));
+                    let stream = Tapped::new(stream);
+                    let tap = options.delivery.then(|| stream.tap());
+                    let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
+                        if let Some(tap) = &tap {
+                            req.extensions_mut().insert(tap.clone());
+                        }
+                        handler(peer, req)
+                    });
                     let conn = builder.serve_connection(TokioIo::new(stream), service);
                     tokio::pin!(conn);
                     let served = tokio::select! {
