@@ -146,3 +146,15 @@ async fn failures_are_counted_by_cause() {
     assert!(started.elapsed() < Duration::from_secs(5));
     stop.cancel();
 }
+
+/// Interim responses (100 Continue, 103 Early Hints) were taken for invalid ones; RFC 9110
+/// §15.2 says a client skips them and reads the final response that follows.
+#[tokio::test(flavor = "multi_thread")]
+async fn interim_responses_are_skipped() {
+    let reply = b"HTTP/1.1 100 Continue\r\n\r\nHTTP/1.1 103 Early Hints\r\nLink: </s.css>; rel=preload\r\n\r\nHTTP/1.1 200 OK\r\nContent-Length: 2\r\nConnection: close\r\n\r\nok";
+    let (addr, server) = raw_server(reply, 4);
+    let r = run(counted(format!("http://{addr}/"), 4, 1)).await.unwrap();
+    assert_eq!((r.summary.responses, r.summary.status.get("200")), (4, Some(&4)));
+    assert!(r.summary.errors.is_empty(), "{:?}", r.summary.errors);
+    server.join().unwrap();
+}

@@ -205,3 +205,24 @@ async fn unix_sockets_targets_and_redirects_against_nginx() {
     let err = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap_err();
     assert!(err.to_string().contains("redirect not followed"), "{err}");
 }
+
+/// nginx ends an HTTP/2 connection with GOAWAY after 1000 requests (`keepalive_requests`);
+/// streams it had not taken (above the GOAWAY's last stream id) were never processed, and must
+/// be sent again on a new connection, not counted as errors.
+#[tokio::test(flavor = "multi_thread")]
+async fn h2_streams_refused_by_goaway_are_sent_again() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = certificate(dir.path());
+    let Some(nginx) = Nginx::start_with(Some(&files)) else { return };
+    let url = format!("https://localhost:{}/", nginx.tls_port.unwrap());
+    let mut spec = counted(url, 3500);
+    spec.http2 = true;
+    spec.streams = 16;
+    spec.connections = 1;
+    let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
+    opts.tls.cacert = Some(files.cert.clone());
+    let r = run_opts(opts).await.unwrap();
+    let s = &r.summary;
+    assert!(s.connections_opened >= 4, "nginx's GOAWAY every 1000: {}", s.connections_opened);
+    assert_eq!((s.responses, s.status.get("200")), (3500, Some(&3500)), "{:?}", s.errors);
+}

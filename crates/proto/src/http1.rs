@@ -42,6 +42,12 @@ fn invalid(why: impl Into<String>) -> DecodeError {
     DecodeError::Invalid(why.into())
 }
 
+/// An interim (1xx) response that a final one follows; 101 (Switching Protocols) is final (the
+/// connection then speaks another protocol), so it is counted as the answer, by its status.
+pub fn is_interim(status: u16) -> bool {
+    (100..200).contains(&status) && status != 101
+}
+
 /// Parses the head at the start of `buf`; `head_request` says the request was HEAD (whose
 /// answer has no body whatever its headers say).
 pub fn parse_head(buf: &[u8], head_request: bool) -> Result<ResponseHead, DecodeError> {

@@ -361,15 +361,27 @@ impl Conn {
     fn take(&mut self, mut data: &[u8], head_request: bool) -> Result<Option<ResponseHead>, Cause> {
         if self.head.is_none() {
             let keep = data.len().min(MAX_HEAD + 1 - self.head_buf.len().min(MAX_HEAD));
+            let before = self.head_buf.len();
             self.head_buf.extend_from_slice(&data[..keep]);
-            let head = match parse_head(&self.head_buf, head_request) {
-                Ok(h) => h,
-                Err(DecodeError::Incomplete(_)) => return Ok(None),
-                Err(DecodeError::Invalid(_)) => return Err(Cause::Invalid),
+            // Interim responses (100 Continue, 103 Early Hints) are skipped, as RFC 9110
+            // §15.2 says a client must: the final response follows them.
+            let mut start = 0;
+            let head = loop {
+                match parse_head(&self.head_buf[start..], head_request) {
+                    Ok(h) if http1::is_interim(h.status) => start += h.len,
+                    Ok(h) => break h,
+                    Err(DecodeError::Incomplete(_)) => {
+                        self.head_buf.drain(..start);
+                        return Ok(None);
+                    }
+                    Err(DecodeError::Invalid(_)) => return Err(Cause::Invalid),
+                }
             };
             // What came after the head in this read is body.
-            let before = self.head_buf.len() - keep;
-            data = &data[head.len - before..];
+            data = &data[start + head.len - before..];
+            if start > 0 {
+                self.head_buf.drain(..start); // the head kept is the final one
+            }
             self.head = Some(head);
             match head.framing {
                 Framing::Length(n) => self.body_left = n,

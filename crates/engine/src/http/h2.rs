@@ -273,6 +273,22 @@ where
     Ok(sender)
 }
 
+/// True when `e` says the server never processed the request, so it may be sent again.
+fn never_processed(e: &hyper::Error) -> bool {
+    if e.is_canceled() {
+        return true;
+    }
+    let mut source = std::error::Error::source(e);
+    while let Some(s) = source {
+        if let Some(h2) = s.downcast_ref::<h2::Error>() {
+            return (h2.is_go_away() && h2.is_remote())
+                || h2.reason() == Some(h2::Reason::REFUSED_STREAM);
+        }
+        source = s.source();
+    }
+    false
+}
+
 fn cause_of(e: &hyper::Error) -> Cause {
     if e.is_timeout() {
         Cause::Timeout
@@ -302,39 +318,72 @@ async fn request(
 ) -> bool {
     let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
     let r = &ctx.set.requests[i];
-    let mut builder = hyper::Request::builder()
-        .method(r.method.as_str())
-        .uri(format!("{}{}", ctx.origin, r.url.path))
-        .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
-    for (k, v) in &r.headers {
-        builder = builder.header(k.as_str(), v.as_str());
-    }
-    let Ok(req) = builder.body(Full::new(Bytes::from(r.body.clone()))) else {
+    let build = || {
+        let mut builder = hyper::Request::builder()
+            .method(r.method.as_str())
+            .uri(format!("{}{}", ctx.origin, r.url.path))
+            .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
+        for (k, v) in &r.headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        builder.body(Full::new(Bytes::from(r.body.clone())))
+    };
+    let Ok(req) = build() else {
         c.fail(Cause::Other, None);
         return true;
     };
+    // Errors are `Some(cause)`, or `None` when a failed reconnect already counted itself.
     let work = async {
-        sender.ready().await.map_err(|e| cause_of(&e))?;
-        let sent = Instant::now();
-        let queued = sent.saturating_duration_since(scheduled).as_nanos() as u64;
-        if open && queued > ctx.timeout.as_nanos() as u64 {
-            return Err(Cause::Dropped);
-        }
-        c.count(|t| {
-            t.sent += 1;
-            t.bytes_out += r.body.len() as u64;
-            t.late += u64::from(open && queued > LATE_NS);
-        });
-        if open {
-            c.histograms(|h| h.queue.record(queued));
-        }
-        let response = sender.send_request(req).await.map_err(|e| cause_of(&e))?;
+        let mut first = Some(req);
+        let mut counted = false;
+        let (response, sent) = loop {
+            let retry = first.is_none();
+            if let Err(e) = sender.ready().await {
+                if retry {
+                    return Err(Some(cause_of(&e)));
+                }
+                // The connection went away (a GOAWAY, say) before this request went out.
+                first = None;
+                sender = connect(ctx, c, scheduled).await.ok_or(None)?;
+                continue;
+            }
+            let sent = Instant::now();
+            if !counted {
+                counted = true;
+                let queued = sent.saturating_duration_since(scheduled).as_nanos() as u64;
+                if open && queued > ctx.timeout.as_nanos() as u64 {
+                    return Err(Some(Cause::Dropped));
+                }
+                c.count(|t| {
+                    t.sent += 1;
+                    t.bytes_out += r.body.len() as u64;
+                    t.late += u64::from(open && queued > LATE_NS);
+                });
+                if open {
+                    c.histograms(|h| h.queue.record(queued));
+                }
+            }
+            let req = match first.take() {
+                Some(req) => req,
+                None => build().map_err(|_| Some(Cause::Other))?,
+            };
+            match sender.send_request(req).await {
+                Ok(response) => break (response, sent),
+                // The server never processed it (a GOAWAY whose last stream id is below it, a
+                // REFUSED_STREAM, a connection closed before it went out): HTTP/2 lets it be
+                // sent again, once, on a new connection, as the GOAWAY asks.
+                Err(e) if !retry && never_processed(&e) => {
+                    sender = connect(ctx, c, scheduled).await.ok_or(None)?;
+                }
+                Err(e) => return Err(Some(cause_of(&e))),
+            }
+        };
         c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
         let status = response.status().as_u16();
         let mut body = response.into_body();
         let mut bytes_in = 0u64;
         while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| cause_of(&e))?;
+            let frame = frame.map_err(|e| Some(cause_of(&e)))?;
             if let Some(data) = frame.data_ref() {
                 bytes_in += data.len() as u64;
             }
@@ -346,7 +395,8 @@ async fn request(
         let out = r.body.len() as u64;
         match &outcome {
             Ok(Ok((status, bytes_in))) => sink.emit(i, scheduled, *status, (out, *bytes_in), None),
-            Ok(Err(cause)) => sink.emit(i, scheduled, 0, (out, 0), Some(cause.name())),
+            Ok(Err(Some(cause))) => sink.emit(i, scheduled, 0, (out, 0), Some(cause.name())),
+            Ok(Err(None)) => {} // the failed reconnect recorded it
             Err(_) => sink.emit(i, scheduled, 0, (out, 0), Some(Cause::Timeout.name())),
         }
     }
@@ -361,10 +411,11 @@ async fn request(
             });
             true
         }
-        Ok(Err(cause)) => {
+        Ok(Err(Some(cause))) => {
             c.fail(cause, None);
             !matches!(cause, Cause::Closed | Cause::Reset | Cause::Other) && !sender.is_closed()
         }
+        Ok(Err(None)) => false,
         Err(_) => {
             c.fail(Cause::Timeout, None);
             !sender.is_closed()
