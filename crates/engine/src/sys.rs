@@ -72,6 +72,14 @@ pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     .map(drop)
 }
 
+/// Whether this host lets a TCP socket use congestion control `name`: tried on a socket that
+/// is never connected, so a test can refuse an unknown algorithm before it starts, as iperf3
+/// does, instead of running with the default.
+pub fn congestion_available(name: &str) -> io::Result<()> {
+    let socket = socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None)?;
+    set_congestion(socket.as_raw_fd(), name)
+}
+
 /// Reads the congestion-control algorithm of a TCP socket.
 pub fn congestion(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 32];

@@ -39,8 +39,12 @@ pub enum ReportBody {
     Dns(crate::dns::DnsReport),
 }
 
+/// Every name [`Report::kind`] gives, as `history --kind` takes them (pps runs are bandwidth
+/// reports).
+pub const REPORT_KINDS: [&str; 7] = ["bandwidth", "latency", "cps", "ping", "trace", "http", "dns"];
+
 impl Report {
-    /// The test kind's name, as in JSON's `kind`.
+    /// The test kind's name, as in JSON's `kind` (one of [`REPORT_KINDS`]).
     pub fn kind(&self) -> &'static str {
         match self.body {
             ReportBody::Bandwidth(_) => "bandwidth",

@@ -14,7 +14,7 @@
 //! | 9 | a saved run asked for does not exist (or nothing has been saved yet) |
 //! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched) |
 //! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
-//! | 130 | interrupted by the user (results so far are still reported) |
+//! | 130 | a test interrupted by the user (results so far are still reported); `server` and `web` exit 0 when stopped |
 
 use wirespeed_engine::ClientError;
 use wirespeed_store::StoreError;
@@ -23,6 +23,8 @@ use wirespeed_store::StoreError;
 pub const OK: u8 = 0;
 /// Any error not listed below.
 pub const OTHER: u8 = 1;
+/// A command line that could not be parsed (clap's own code for its errors).
+pub const USAGE: u8 = 2;
 /// The server could not be reached.
 pub const UNREACHABLE: u8 = 3;
 /// The server refused the test.
@@ -43,6 +45,12 @@ pub const DB_UNUSABLE: u8 = 10;
 pub const CHECKS_FAILED: u8 = 11;
 /// Interrupted by the user.
 pub const INTERRUPTED: u8 = 130;
+
+/// A command-line value refused after clap took it (a port inside `HOST:PORT`): exits like
+/// clap's own refusals.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub struct Usage(pub String);
 
 /// The exit code for a client error.
 pub fn of_client(e: &ClientError) -> u8 {
@@ -72,6 +80,9 @@ pub fn code_of(err: &anyhow::Error) -> u8 {
             }
             if e.downcast_ref::<crate::saved::NoSuchRun>().is_some() {
                 return Some(NOT_FOUND);
+            }
+            if e.downcast_ref::<Usage>().is_some() {
+                return Some(USAGE);
             }
             match e.downcast_ref::<StoreError>()? {
                 StoreError::NotADatabase { .. }

@@ -4,6 +4,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
+use wirespeed_model::cps::MAX_CONNECTORS;
+use wirespeed_model::dns::MAX_DNS_CLIENTS;
+use wirespeed_model::http::MAX_HTTP_CONNECTIONS;
+use wirespeed_model::spec::MAX_PARALLEL;
 
 mod saved;
 mod web;
@@ -186,6 +190,52 @@ pub enum FormatArg {
     Vegeta,
 }
 
+impl FormatArg {
+    /// Whether `command` can render this format: iperf3's -J schema has bandwidth runs only,
+    /// and vegeta's lines are per HTTP request.
+    fn renders(self, command: &str) -> bool {
+        match self {
+            FormatArg::Iperf3Json => matches!(command, "bandwidth" | "pps"),
+            FormatArg::Vegeta => command == "http",
+            _ => true,
+        }
+    }
+}
+
+/// The test commands that take `--format`.
+const FORMATTED: [&str; 9] =
+    ["bandwidth", "latency", "cps", "pps", "ping", "trace", "http", "dns", "quick"];
+
+/// The command line, with each test's `--format` offering (in `--help` and when parsing) only
+/// the formats that test can render.
+pub fn command() -> clap::Command {
+    use clap::builder::{PossibleValuesParser, TypedValueParser};
+    use clap::CommandFactory;
+    let mut cli = Cli::command();
+    for name in FORMATTED {
+        let formats: Vec<_> = FormatArg::value_variants()
+            .iter()
+            .filter(|f| f.renders(name))
+            .filter_map(ValueEnum::to_possible_value)
+            .collect();
+        let parser = PossibleValuesParser::new(formats)
+            .map(|s| FormatArg::from_str(&s, true).unwrap_or(FormatArg::Text));
+        cli = cli.mut_subcommand(name, |c| c.mut_arg("format", |a| a.value_parser(parser)));
+    }
+    cli
+}
+
+/// Parses `words` (the program's name first) as [`command`] describes them: the binary's own
+/// arguments, and a scenario workload's command line alike.
+pub fn parse_from<I, T>(words: I) -> Result<Cli, clap::Error>
+where
+    I: IntoIterator<Item = T>,
+    T: Into<std::ffi::OsString> + Clone,
+{
+    use clap::FromArgMatches;
+    command().try_get_matches_from(words).and_then(|m| Cli::from_arg_matches(&m))
+}
+
 /// Where results go: shared by every test subcommand.
 #[derive(Debug, Args)]
 pub struct OutputArgs {
@@ -219,7 +269,8 @@ pub struct BandwidthArgs {
     #[arg(short, long)]
     pub udp: bool,
     /// Parallel streams per direction (1-128).
-    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_PARALLEL)))]
     pub parallel: u16,
     /// How long to send, after the warm-up (e.g. 10, 30s, 2m).
     #[arg(short, long, default_value = "10", value_name = "DURATION")]
@@ -278,7 +329,7 @@ pub struct BandwidthArgs {
 #[derive(Debug, Args)]
 pub struct ConnectArgs {
     /// Server port (overrides a port in the target).
-    #[arg(short, long)]
+    #[arg(short, long, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
     /// Use IPv4 only.
     #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
@@ -354,7 +405,8 @@ pub struct CpsArgs {
     #[arg(short = 'x', long)]
     pub external: bool,
     /// Connections in flight at once (1-1024); each is closed as soon as it connects and replaced.
-    #[arg(short = 'P', long, default_value_t = 1, value_name = "N")]
+    #[arg(short = 'P', long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_CONNECTORS)))]
     pub parallel: u16,
     /// Threads sharing those connections (1-64, at most -P), each with its own epoll loop.
     #[arg(short = 'T', long, default_value_t = 1, value_name = "N")]
@@ -444,7 +496,8 @@ pub struct HttpArgs {
     #[arg(value_name = "URL", required_unless_present = "targets")]
     pub url: Option<String>,
     /// Closed model: connections, each with one request in flight (HTTP/2: see --streams).
-    #[arg(short = 'c', long, default_value_t = 10, value_name = "N")]
+    #[arg(short = 'c', long, default_value_t = 10, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_HTTP_CONNECTIONS)))]
     pub connections: u16,
     /// Open model: send R requests/s whatever the server does; latency counts from each
     /// request's scheduled time. A list (1,1000,2000) runs one step per rate and prints a
@@ -537,14 +590,15 @@ pub struct DnsArgs {
     #[arg(short = 's', long, default_value = "127.0.0.1", value_name = "HOST")]
     pub server: String,
     /// Its port (default 53, or 853 with --dot).
-    #[arg(short = 'p', long, value_name = "PORT")]
+    #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
     /// Queries, one "NAME TYPE" a line (dnsperf's datafile; ';' and '#' start comments); '-'
     /// reads standard input. Default: queries for the fixture's generated zone.
     #[arg(short = 'd', long, value_name = "FILE")]
     pub datafile: Option<PathBuf>,
-    /// Clients: UDP sockets, or TCP/DoT connections.
-    #[arg(short = 'c', long, default_value_t = 1, value_name = "N")]
+    /// Clients: UDP sockets, or TCP/DoT connections (1-4096).
+    #[arg(short = 'c', long, default_value_t = 1, value_name = "N",
+          value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_DNS_CLIENTS)))]
     pub clients: u16,
     /// Threads sharing the clients.
     #[arg(short = 'T', long, default_value_t = 1, value_name = "N")]

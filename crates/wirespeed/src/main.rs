@@ -2,6 +2,7 @@
 //! All the work happens in the library crates; this file only wires them together.
 
 mod cmd;
+mod errors;
 mod exit;
 mod flags;
 mod output;
@@ -12,10 +13,18 @@ mod vegeta;
 use std::io::IsTerminal;
 use std::process::ExitCode;
 
-use clap::Parser;
-
 fn main() -> ExitCode {
-    let cli = flags::Cli::parse();
+    let cli = flags::parse_from(std::env::args_os()).unwrap_or_else(|e| {
+        let args: Vec<String> = std::env::args().collect();
+        if e.use_stderr() {
+            if let Some(hint) = errors::iperf3_hint(&args) {
+                let _ = e.print();
+                eprintln!("\nhint: {}", hint.replace('\n', "\nhint: "));
+                std::process::exit(e.exit_code());
+            }
+        }
+        e.exit()
+    });
     init_logging(
         cli.verbose,
         matches!(cli.command, flags::Command::Server(_) | flags::Command::Web(_)),
@@ -23,7 +32,7 @@ fn main() -> ExitCode {
     let code = match cmd::run(cli.command) {
         Ok(code) => code,
         Err(err) => {
-            eprintln!("wirespeed: error: {err:#}");
+            eprintln!("wirespeed: error: {}", errors::message(&err));
             exit::code_of(&err)
         }
     };

@@ -57,13 +57,25 @@ fn size(flag: &str, text: &str) -> Result<u64> {
     parse_bytes(text).with_context(|| format!("{flag} {text}"))
 }
 
+/// The port of a `HOST:PORT` target: 1 to 65535, refused as a command-line error (exit 2)
+/// like the same value given with `-p`.
+fn target_port(target: &str, port: &str) -> Result<u16> {
+    match port.parse::<u16>() {
+        Ok(p) if p > 0 => Ok(p),
+        _ => Err(crate::exit::Usage(format!(
+            "invalid value '{target}' for '<HOST[:PORT]>': the port must be 1 to 65535, not '{port}'"
+        ))
+        .into()),
+    }
+}
+
 /// Splits `HOST`, `HOST:PORT`, `[V6]`, `[V6]:PORT` or a bare IPv6 address.
 pub fn split_target(target: &str) -> Result<(String, Option<u16>)> {
     if let Some(rest) = target.strip_prefix('[') {
         let (host, after) =
             rest.split_once(']').with_context(|| format!("'{target}': missing ']'"))?;
         let port = match after.strip_prefix(':') {
-            Some(p) => Some(p.parse().with_context(|| format!("'{target}': bad port"))?),
+            Some(p) => Some(target_port(target, p)?),
             None if after.is_empty() => None,
             None => bail!("'{target}': unexpected text after ']'"),
         };
@@ -73,10 +85,7 @@ pub fn split_target(target: &str) -> Result<(String, Option<u16>)> {
         0 => Ok((target.to_string(), None)),
         1 => {
             let (host, port) = target.split_once(':').unwrap_or((target, ""));
-            Ok((
-                host.to_string(),
-                Some(port.parse().with_context(|| format!("'{target}': bad port '{port}'"))?),
-            ))
+            Ok((host.to_string(), Some(target_port(target, port)?)))
         }
         _ => Ok((target.to_string(), None)), // a bare IPv6 address
     }
@@ -146,6 +155,15 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
         .as_deref()
         .map(|w| size("--window", w).map(|v| v.min(u64::from(u32::MAX)) as u32))
         .transpose()?;
+    if let Some(cc) = &args.congestion {
+        wirespeed_engine::sys::congestion_available(cc).map_err(|e| {
+            let available =
+                std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
+                    .map(|a| format!(" (this host has: {})", a.trim()))
+                    .unwrap_or_default();
+            anyhow::anyhow!("congestion control '{cc}' cannot be used here: {e}{available}")
+        })?;
+    }
     spec.congestion = args.congestion.clone();
     spec.mss = args.mss;
     spec.no_delay = args.no_delay;

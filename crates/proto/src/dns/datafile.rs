@@ -1,5 +1,6 @@
 //! dnsperf's datafile: one query a line, `NAME TYPE` (`www.example.test A`), blank lines and
-//! comments (lines starting with `;`, as dnsperf, or `#`) skipped. Every line is checked
+//! comments (lines starting with `;`, as dnsperf, or `#`; and a `;` field ending a line)
+//! skipped. Every line is checked
 //! here, before a query is sent, so a bad one is reported with its line number instead of
 //! failing mid-run.
 
@@ -43,7 +44,8 @@ pub fn parse(text: &str) -> Result<Vec<QueryLine>, DatafileError> {
         if l.is_empty() || l.starts_with(';') || l.starts_with('#') {
             continue;
         }
-        let mut fields = l.split_ascii_whitespace();
+        // A `;` that starts a field starts a comment, at the end of a line too.
+        let mut fields = l.split_ascii_whitespace().take_while(|f| !f.starts_with(';'));
         let (Some(name), Some(ty)) = (fields.next(), fields.next()) else {
             return fail(format!("expected 'NAME TYPE', got '{}'", shorten(l)));
         };
@@ -88,6 +90,22 @@ mod tests {
         assert_eq!(q[0], QueryLine { name: "www.example.test".into(), qtype: 1, line: 3 });
         assert_eq!((q[1].qtype, q[1].line), (6, 5));
         assert_eq!(q[2].qtype, 65);
+    }
+
+    #[test]
+    fn a_comment_may_end_a_line() {
+        let q = parse(
+            "www.example.test A ; the web server
+mail.test MX	;mail
+",
+        )
+        .unwrap();
+        assert_eq!((q.len(), q[0].qtype, q[1].qtype), (2, 1, 15));
+        assert!(parse(
+            "www.example.test ; no type
+"
+        )
+        .is_err());
     }
 
     #[test]

@@ -48,8 +48,9 @@ pub enum ExportFormat {
 /// `wirespeed history`.
 #[derive(Debug, Args)]
 pub struct HistoryArgs {
-    /// Only runs of this kind (bandwidth, latency, cps, ping, trace, http, dns).
-    #[arg(short, long)]
+    /// Only runs of this kind (pps runs are bandwidth runs).
+    #[arg(short, long,
+          value_parser = clap::builder::PossibleValuesParser::new(wirespeed_model::report::REPORT_KINDS))]
     pub kind: Option<String>,
     /// Only runs whose target contains this text (any case).
     #[arg(long)]

@@ -326,11 +326,10 @@ fn show(args: &BenchArgs) -> Result<u8> {
 /// Every workload cell's options are flags its test kind has: its command line, aimed at a
 /// placeholder address, must parse as one typed by hand would.
 fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
-    use clap::Parser;
     for w in &loaded.plan.workloads {
         let workload = &loaded.scenario.workload[w.workload];
         let words = workload::command_line(&workload.kind, "127.0.0.1:9", &w.options)?;
-        crate::flags::Cli::try_parse_from(&words).map_err(|e| {
+        crate::flags::parse_from(&words).map_err(|e| {
             let msg = e.render().to_string();
             let first = msg.lines().next().unwrap_or("").trim_start_matches("error: ").to_string();
             anyhow::anyhow!("workload {:?} ({}): {first}", w.name, workload.kind)

@@ -6,13 +6,12 @@
 use std::collections::BTreeMap;
 
 use anyhow::{bail, Context, Result};
-use clap::Parser;
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::Report;
 use wirespeed_runner::matrix::scalar_text;
 
-use crate::flags::{Cli, Command};
+use crate::flags::Command;
 use crate::resolve;
 
 /// The words of the command line for `kind` aimed at `entry` with `options`.
@@ -64,7 +63,8 @@ pub fn command_line(
 
 /// Runs the test `words` describe (from [`command_line`]) in-process and returns its report.
 pub async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
-    let cli = Cli::try_parse_from(words)
+    // The same command line a person would type, with its per-test format choices.
+    let cli = crate::flags::parse_from(words)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
     let version = env!("CARGO_PKG_VERSION");
     // Events are not shown while a scenario runs; the report is what is kept.
