@@ -596,6 +596,7 @@ mod tests {
         assert_eq!(split_target("[::1]").unwrap(), ("::1".into(), None));
         assert_eq!(split_target("::1").unwrap(), ("::1".into(), None));
         assert!(split_target("host:notaport").is_err());
+        assert!(split_target("host:0").is_err() && split_target("host:70000").is_err());
         assert!(split_target("[::1").is_err());
         assert!(split_target(":80").is_err());
     }
@@ -629,7 +630,7 @@ mod tests {
         assert!(format!("{err:#}").contains("--time"), "{err:#}");
         let err = bw(&["h", "-u", "-l", "8"]).unwrap_err();
         assert!(format!("{err:#}").contains("UDP length"), "{err:#}");
-        assert!(bw(&["h", "-P", "0"]).is_err());
+        assert!(crate::flags::parse_from(["wirespeed", "bw", "h", "-P", "0"]).is_err());
         assert!(bw(&["h", "-b", "fast"]).is_err());
     }
 }
