@@ -54,7 +54,7 @@
     return {
       type: "scatter",
       data: { datasets: c.series.map(function (s, i) {
-        return { label: s.label, showLine: true, borderWidth: 2, pointRadius: s.points.length < 40 ? 3 : 0,
+        return { label: s.label, showLine: true, borderWidth: 2, pointRadius: s.points.length === 1 ? 6 : s.points.length < 40 ? 3 : 0,
           borderColor: palette[i % palette.length], backgroundColor: palette[i % palette.length],
           data: s.points.filter(function (p) { return (!c.log_x || p[0] > 0) && (!c.log_y || p[1] > 0); })
                         .map(function (p) { return { x: p[0], y: p[1] }; }) };

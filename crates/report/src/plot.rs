@@ -127,11 +127,12 @@ fn lines<DB: DrawingBackend>(
     chart: &Chart,
 ) -> Result<(), PlotError> {
     let ((x0, x1), (y0, y1)) = bounds(chart);
+    let corner = legend_corner(chart, (x0, x1, chart.log_x), (y0, y1, chart.log_y));
     match (chart.log_x, chart.log_y) {
-        (false, false) => lines_in(area, chart, x0..x1, y0..y1),
-        (true, false) => lines_in(area, chart, (x0..x1).log_scale(), y0..y1),
-        (false, true) => lines_in(area, chart, x0..x1, (y0..y1).log_scale()),
-        (true, true) => lines_in(area, chart, (x0..x1).log_scale(), (y0..y1).log_scale()),
+        (false, false) => lines_in(area, chart, x0..x1, y0..y1, corner),
+        (true, false) => lines_in(area, chart, (x0..x1).log_scale(), y0..y1, corner),
+        (false, true) => lines_in(area, chart, x0..x1, (y0..y1).log_scale(), corner),
+        (true, true) => lines_in(area, chart, (x0..x1).log_scale(), (y0..y1).log_scale(), corner),
     }
 }
 
@@ -155,6 +156,7 @@ fn lines_in<DB, X, Y>(
     chart: &Chart,
     x: X,
     y: Y,
+    corner: SeriesLabelPosition,
 ) -> Result<(), PlotError>
 where
     DB: DrawingBackend,
@@ -189,6 +191,8 @@ where
             .filter(|p| (!chart.log_x || p.0 > 0.0) && (!chart.log_y || p.1 > 0.0))
             .collect();
         let dots = pts.len() < 40;
+        // A run of one interval is one point: drawn large, or it is easy to miss.
+        let radius = if pts.len() == 1 { 6 } else { 3 };
         ctx.draw_series(LineSeries::new(pts.clone(), color.stroke_width(2)))
             .map_err(draw_err)?
             .label(s.label.as_str())
@@ -196,7 +200,7 @@ where
                 PathElement::new(vec![(x, y), (x + 18, y)], color.stroke_width(2))
             });
         if dots {
-            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, 3, color.filled())))
+            ctx.draw_series(pts.iter().map(|&p| Circle::new(p, radius, color.filled())))
                 .map_err(draw_err)?;
         }
     }
@@ -204,9 +208,42 @@ where
         .label_font((FAMILY, 13))
         .background_style(WHITE.mix(0.85))
         .border_style(BLACK.mix(0.3))
-        .position(SeriesLabelPosition::UpperRight)
+        .position(corner)
         .draw()
         .map_err(draw_err)
+}
+
+/// The corner of the plot where the legend covers the fewest points (upper right when none
+/// is covered): a throughput line runs along the top, and a one-interval run's only point
+/// sits in the upper right corner, where the legend used to hide it.
+fn legend_corner(
+    chart: &Chart,
+    (x0, x1, log_x): (f64, f64, bool),
+    (y0, y1, log_y): (f64, f64, bool),
+) -> SeriesLabelPosition {
+    // Where a value falls across its axis, 0 to 1 (on a log axis, by its logarithm).
+    let at = |v: f64, lo: f64, hi: f64, log: bool| {
+        let f = |v: f64| if log { v.max(f64::MIN_POSITIVE).ln() } else { v };
+        (f(v) - f(lo)) / (f(hi) - f(lo)).max(f64::MIN_POSITIVE)
+    };
+    let near = |share: f64, high: bool| if high { share >= 0.65 } else { share <= 0.35 };
+    let covered = |right: bool, upper: bool| {
+        chart
+            .series
+            .iter()
+            .flat_map(|s| &s.points)
+            .filter(|p| near(at(p.0, x0, x1, log_x), right) && near(at(p.1, y0, y1, log_y), upper))
+            .count()
+    };
+    [
+        (SeriesLabelPosition::UpperRight, covered(true, true)),
+        (SeriesLabelPosition::LowerRight, covered(true, false)),
+        (SeriesLabelPosition::UpperLeft, covered(false, true)),
+        (SeriesLabelPosition::LowerLeft, covered(false, false)),
+    ]
+    .into_iter()
+    .min_by_key(|(_, n)| *n)
+    .map_or(SeriesLabelPosition::UpperRight, |(p, _)| p)
 }
 
 fn bars<DB: DrawingBackend>(area: &DrawingArea<DB, Shift>, chart: &Chart) -> Result<(), PlotError> {
@@ -292,6 +329,21 @@ mod tests {
     #[test]
     fn the_font_loads() {
         assert!(plotters::style::register_font("font-check", FontStyle::Normal, FONT).is_ok());
+    }
+
+    /// A one-interval run's only point sat under the legend in the upper right corner, and
+    /// the chart looked empty.
+    #[test]
+    fn the_legend_moves_off_the_points() {
+        let mut one = line();
+        one.series[0].points = vec![(1.0, 23.8)];
+        let ((x0, x1), (y0, y1)) = bounds(&one);
+        let corner = legend_corner(&one, (x0, x1, false), (y0, y1, false));
+        assert!(!matches!(corner, SeriesLabelPosition::UpperRight), "{corner:?}");
+        // A line along the top keeps the legend off the top.
+        let ((x0, x1), (y0, y1)) = bounds(&line());
+        let corner = legend_corner(&line(), (x0, x1, false), (y0, y1, false));
+        assert!(matches!(corner, SeriesLabelPosition::LowerRight), "{corner:?}");
     }
 
     #[test]

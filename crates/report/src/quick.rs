@@ -50,7 +50,7 @@ fn lines(name: &str, report: &Report) -> Vec<Line> {
             .flows()
             .map(|f| {
                 let name = if b.spec.direction == Direction::Bidir {
-                    format!("{name} ({:?})", f.flow).to_lowercase()
+                    format!("{name} ({})", format!("{:?}", f.flow).to_lowercase())
                 } else {
                     name.to_string()
                 };
@@ -137,13 +137,20 @@ fn lines(name: &str, report: &Report) -> Vec<Line> {
         ReportBody::Http(h) => {
             let s = &h.summary;
             let secs = s.duration_ns as f64 / 1e9;
-            // Large bodies (a speed test's downloads and uploads): throughput is the headline.
+            // Large bodies (a speed test's downloads and uploads): throughput is the headline,
+            // in the column of the way the bodies went; requests' and responses' heads the
+            // other way are not the transfer, and would read as its figure.
             let per_request = s.bytes_in.max(s.bytes_out) as f64 / s.responses.max(1) as f64;
             if per_request >= 64.0 * 1024.0 && secs > 0.0 {
+                let (sent, received) = if s.bytes_in >= s.bytes_out {
+                    ("-".to_string(), rate(s.bytes_in as f64 * 8.0 / secs))
+                } else {
+                    (rate(s.bytes_out as f64 * 8.0 / secs), "-".to_string())
+                };
                 return vec![(
                     name.to_string(),
-                    rate(s.bytes_out as f64 * 8.0 / secs),
-                    rate(s.bytes_in as f64 * 8.0 / secs),
+                    sent,
+                    received,
                     format!(
                         "{:.0} req/s, p50 {}, {} succeeded",
                         s.requests_per_second,

@@ -122,6 +122,22 @@ fn quick_runs_every_test_kind_in_process() {
         assert!(table.contains(row), "missing {row}: {table}");
     }
     assert!(!table.contains("FAILED"), "{table}");
+    // Rows are named alike ("tcp bidir" used to stand beside "TCP upload"), and a web row's
+    // figure stands in the column of the way its bodies went: request heads are no transfer.
+    assert!(table.contains("TCP bidir (upload)") && table.contains("TCP bidir (download)"));
+    let cells = |row: &str| -> Vec<String> {
+        let line = table.lines().find(|l| l.starts_with(row)).unwrap();
+        line[row.len()..]
+            .split("  ")
+            .map(str::trim)
+            .filter(|c| !c.is_empty())
+            .map(String::from)
+            .collect()
+    };
+    let download = cells("Web download (LibreSpeed)");
+    assert!(download[0] == "-" && download[1].ends_with("bit/s"), "{download:?}");
+    let upload = cells("Web upload (LibreSpeed)");
+    assert!(upload[0].ends_with("bit/s") && upload[1] == "-", "{upload:?}");
     // Every run's charts in one image, each titled with its row.
     let svg = std::fs::read_to_string(&chart).unwrap();
     let doc = roxmltree::Document::parse(&svg).unwrap();
