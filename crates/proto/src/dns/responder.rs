@@ -1,7 +1,8 @@
 //! The DNS fixture's answers, as an authoritative server gives them: the records of the name
-//! and type asked for (or its CNAME), NODATA and NXDOMAIN with the zone's SOA, REFUSED outside
-//! the zone, FORMERR and NOTIMP for queries it cannot read, BADVERS for an EDNS version
-//! other than 0, and TC=1 with an empty answer when a UDP answer would exceed 512 bytes or the
+//! and type asked for (or its CNAME, or a wildcard's), NODATA and NXDOMAIN with the zone's SOA,
+//! REFUSED outside the zone and for zone transfers, FORMERR for queries it cannot read or with
+//! two OPT records, NOTIMP for other opcodes, BADVERS for an EDNS version other than 0, the DO
+//! bit echoed (RFC 3225), and TC=1 with an empty answer when a UDP answer would exceed 512 bytes or the
 //! client's EDNS size. Answers are written into a reused buffer; nothing a client sends can
 //! make it panic.
 
@@ -15,6 +16,12 @@ use super::zone::Zone;
 pub const FIXTURE_UDP_SIZE: u16 = 1232;
 /// The largest answer over UDP without EDNS (RFC 1035 §4.2.1).
 pub const PLAIN_UDP_LIMIT: usize = 512;
+
+/// The DO ("DNSSEC OK") bit of an OPT record's flags.
+const EDNS_DO: u16 = 0x8000;
+/// Zone transfers (RFC 5936, RFC 1995): not something a fixture offers.
+const TYPE_IXFR: u16 = 251;
+const TYPE_AXFR: u16 = 252;
 
 const FORMERR: u16 = 1;
 const NXDOMAIN: u16 = 3;
@@ -44,7 +51,15 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
         out.extend_from_slice(question);
         return true;
     }
+    // RFC 6891 §6.1.1: more than one OPT record is a format error.
+    if h.arcount > 1 && wire::count_opt(query, &h).map_or(true, |n| n > 1) {
+        header(out, h.id, base | FORMERR, 1);
+        out.extend_from_slice(question);
+        return true;
+    }
     let opt = wire::find_opt(query, &h).ok().flatten();
+    // RFC 3225: the DO bit is copied into the answer's OPT.
+    let dnssec_ok = opt.is_some_and(|(.., flags)| flags & EDNS_DO != 0);
     let limit = match opt {
         Some((size, ..)) => usize::from(size).max(PLAIN_UDP_LIMIT),
         None => PLAIN_UDP_LIMIT,
@@ -54,7 +69,7 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
         // BADVERS (16): extended RCODE 1 over header RCODE 0.
         header(out, h.id, base, 1);
         out.extend_from_slice(question);
-        push_opt(out, 1);
+        push_opt(out, 1, dnssec_ok);
         return true;
     }
     let name_len = question.len() - 4;
@@ -70,12 +85,27 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
     {
         header(out, h.id, base | REFUSED, 1);
         out.extend_from_slice(question);
-        finish_opt(out, opt.is_some());
+        finish_opt(out, opt.is_some(), dnssec_ok);
+        return true;
+    }
+    if qtype == TYPE_AXFR || qtype == TYPE_IXFR {
+        // Refused, as a server that allows no transfers does; NODATA would claim the zone
+        // has no such thing.
+        header(out, h.id, base | REFUSED, 1);
+        out.extend_from_slice(question);
+        finish_opt(out, opt.is_some(), dnssec_ok);
         return true;
     }
     header(out, h.id, base | FLAG_AA, 1);
     out.extend_from_slice(question);
-    let records = zone.records.get(name).map(Vec::as_slice).unwrap_or_default();
+    let exists = zone.names.contains(name);
+    // RFC 4592: a name that does not exist takes the records of the wildcard (`*`) below its
+    // closest encloser, if there is one, under its own name.
+    let wildcard = if exists { None } else { zone.wildcard_for(name) };
+    let records = match wildcard {
+        Some(w) => w,
+        None => zone.records.get(name).map(Vec::as_slice).unwrap_or_default(),
+    };
     let put = |out: &mut Vec<u8>, rtype: u16| -> u16 {
         let mut n = 0;
         for r in records
@@ -94,7 +124,7 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
     let mut authority = 0u16;
     let mut rcode = 0;
     if answers == 0 {
-        if !zone.names.contains(name) {
+        if !exists && wildcard.is_none() {
             rcode = NXDOMAIN;
         }
         if let Some(soa) = &zone.soa {
@@ -107,13 +137,13 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
     if udp && out.len() + opt_len > limit {
         out.truncate(question_end);
         set_word(out, 2, base | FLAG_AA | FLAG_TC | rcode);
-        finish_opt(out, opt.is_some());
+        finish_opt(out, opt.is_some(), dnssec_ok);
         return true;
     }
     set_word(out, 2, base | FLAG_AA | rcode);
     set_word(out, 6, answers);
     set_word(out, 8, authority);
-    finish_opt(out, opt.is_some());
+    finish_opt(out, opt.is_some(), dnssec_ok);
     true
 }
 
@@ -152,17 +182,20 @@ fn record(out: &mut Vec<u8>, pointer: u16, rtype: u16, ttl: u32, data: &[u8]) {
 }
 
 /// Appends the fixture's OPT record (when the query had one) and counts it.
-fn finish_opt(out: &mut Vec<u8>, wanted: bool) {
+fn finish_opt(out: &mut Vec<u8>, wanted: bool, dnssec_ok: bool) {
     if wanted {
-        push_opt(out, 0);
+        push_opt(out, 0, dnssec_ok);
     }
 }
 
-fn push_opt(out: &mut Vec<u8>, ext_rcode: u8) {
+fn push_opt(out: &mut Vec<u8>, ext_rcode: u8, dnssec_ok: bool) {
     out.push(0);
     out.extend_from_slice(&TYPE_OPT.to_be_bytes());
     out.extend_from_slice(&FIXTURE_UDP_SIZE.to_be_bytes());
-    out.extend_from_slice(&[ext_rcode, 0, 0, 0, 0, 0]);
+    let flags: u16 = if dnssec_ok { EDNS_DO } else { 0 };
+    out.extend_from_slice(&[ext_rcode, 0]);
+    out.extend_from_slice(&flags.to_be_bytes());
+    out.extend_from_slice(&[0, 0]);
     let ar = u16::from_be_bytes([out[10], out[11]]) + 1;
     set_word(out, 10, ar);
 }
@@ -251,5 +284,49 @@ mod tests {
         assert!(respond(&v1.bytes, &z, true, &mut out));
         let h = Header::read_answer(&out).unwrap();
         assert_eq!(full_rcode(&out, &h).unwrap(), 16);
+    }
+
+    #[test]
+    fn edns_the_do_bit_and_two_opt_records() {
+        let z = Zone::generated(1);
+        let edns = Some(Edns { udp_size: 1232, dnssec_ok: true });
+        let (h, out, _) = ask(&z, "www.example.test", 1, edns, true);
+        let flags_at = out.len() - 4;
+        assert_eq!((h.rcode(), h.arcount), (0, 1));
+        assert_eq!(u16::from_be_bytes([out[flags_at], out[flags_at + 1]]) & EDNS_DO, EDNS_DO);
+        let (_, out, _) =
+            ask(&z, "www.example.test", 1, Some(Edns { udp_size: 1232, dnssec_ok: false }), true);
+        let flags_at = out.len() - 4;
+        assert_eq!(u16::from_be_bytes([out[flags_at], out[flags_at + 1]]) & EDNS_DO, 0);
+        // A second OPT record: FORMERR (RFC 6891 6.1.1).
+        let q = Query::encode("www.example.test", 1, true, edns).unwrap();
+        let mut two = q.bytes.clone();
+        two.extend_from_slice(&q.bytes[q.question_end..]);
+        set_word(&mut two, 10, 2);
+        let mut out = Vec::new();
+        assert!(respond(&two, &z, true, &mut out));
+        assert_eq!(Header::read(&out).unwrap().rcode(), FORMERR);
+    }
+
+    #[test]
+    fn zone_transfers_are_refused() {
+        let z = Zone::generated(1);
+        for qtype in [TYPE_AXFR, TYPE_IXFR] {
+            let (h, ..) = ask(&z, "example.test", qtype, None, false);
+            assert_eq!((h.rcode(), h.ancount), (REFUSED, 0), "{qtype}");
+        }
+    }
+
+    #[test]
+    fn wildcards_answer_under_the_asked_name() {
+        let text = "$ORIGIN t.\n@ SOA ns h 1 2 3 4 5\n*.w A 192.0.2.7\n";
+        let z = Zone::parse(text, None).unwrap();
+        let (h, out, _) = ask(&z, "anything.w.t", 1, None, true);
+        assert_eq!((h.rcode(), h.ancount), (0, 1));
+        assert_eq!(&out[out.len() - 4..], &[192, 0, 2, 7]);
+        let (h, ..) = ask(&z, "anything.w.t", 28, None, true);
+        assert_eq!((h.rcode(), h.ancount, h.nscount), (0, 0, 1), "NODATA from the wildcard");
+        let (h, ..) = ask(&z, "anything.t", 1, None, true);
+        assert_eq!(h.rcode(), NXDOMAIN);
     }
 }

@@ -309,6 +309,24 @@ pub fn find_opt(msg: &[u8], h: &Header) -> Result<Option<(u16, u8, u8, u16)>, An
     Ok(None)
 }
 
+/// How many OPT records the additional section holds (RFC 6891 §6.1.1 allows one).
+pub fn count_opt(msg: &[u8], h: &Header) -> Result<usize, AnswerError> {
+    if h.arcount < 2 {
+        return Ok(usize::from(find_opt(msg, h)?.is_some()));
+    }
+    let mut at = question_end(msg, h)?;
+    for _ in 0..u32::from(h.ancount) + u32::from(h.nscount) {
+        at = skip_record(msg, at)?.0;
+    }
+    let mut n = 0;
+    for _ in 0..h.arcount {
+        let (end, rtype, _) = skip_record(msg, at)?;
+        n += usize::from(rtype == TYPE_OPT);
+        at = end;
+    }
+    Ok(n)
+}
+
 /// The full 12-bit RCODE: the header's four bits, and the OPT record's eight above them
 /// (BADVERS is 16). A message without an additional section costs nothing beyond the header.
 pub fn full_rcode(msg: &[u8], h: &Header) -> Result<u16, AnswerError> {
