@@ -331,6 +331,11 @@ async fn route(
     buf.drain(..PREAMBLE_LEN);
     match preamble.kind {
         ConnKind::Control => Ok(Route::Control(Framed::new(stream, buf))),
+        ConnKind::Probe => {
+            // Counted (when its address runs a cps test) and closed at once, by this side.
+            crate::cps::server::count_empty_connection(ctx, peer.ip());
+            Ok(Route::Done)
+        }
         ConnKind::Data => {
             let hello = loop {
                 match DataHello::decode(&buf) {

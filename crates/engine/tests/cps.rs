@@ -149,3 +149,37 @@ async fn the_server_refuses_a_second_cps_test_from_the_same_address() {
     assert!(r.summary.connected > 0);
     server.shutdown().await;
 }
+
+/// TIME_WAIT sockets on this host's IPv4 loopback by which end of `port` holds them:
+/// (the server's side, local port `port`; the clients' side, remote port `port`).
+fn time_waits(port: u16) -> (usize, usize) {
+    let table = std::fs::read_to_string("/proc/net/tcp").unwrap();
+    let mut ends = (0, 0);
+    for line in table.lines().skip(1) {
+        let f: Vec<&str> = line.split_whitespace().collect();
+        if f.len() < 4 || f[3] != "06" {
+            continue; // 06 is TIME_WAIT
+        }
+        let port_of = |a: &str| u16::from_str_radix(a.rsplit(':').next().unwrap_or(""), 16).ok();
+        if port_of(f[1]) == Some(port) {
+            ends.0 += 1;
+        } else if port_of(f[2]) == Some(port) {
+            ends.1 += 1;
+        }
+    }
+    ends
+}
+
+/// In the default (FIN) mode the client closed first and kept every connection's TIME_WAIT,
+/// so its local port range, not the server, capped the rate it measured. Against a wirespeed
+/// server the server now closes first and the TIME_WAIT is its own.
+#[tokio::test(flavor = "multi_thread")]
+async fn the_server_closes_first_and_keeps_the_time_wait() {
+    let server = TestServer::loopback().await;
+    let r = run(counted(2000, 4), server.addr).await.expect("cps test");
+    assert_eq!((r.summary.connected, r.summary.server_accepted), (2000, Some(2000)));
+    let (server_side, client_side) = time_waits(server.addr.port());
+    assert!(server_side >= 1900, "server-side TIME_WAITs: {server_side}");
+    assert!(client_side <= 20, "client-side TIME_WAITs: {client_side}");
+    server.shutdown().await;
+}

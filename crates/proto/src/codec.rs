@@ -41,6 +41,10 @@ pub enum ConnKind {
     Control,
     /// Carries one data stream of a session.
     Data,
+    /// A cps test's connection: the server counts it and closes first, so the TIME_WAIT that
+    /// the closing side keeps falls to the server and the client's port range does not cap
+    /// the rate it measures.
+    Probe,
 }
 
 /// The first bytes of a wirespeed TCP connection.
@@ -58,6 +62,7 @@ impl Preamble {
         let k = match kind {
             ConnKind::Control => b'C',
             ConnKind::Data => b'D',
+            ConnKind::Probe => b'P',
         };
         [MAGIC[0], MAGIC[1], MAGIC[2], MAGIC[3], PROTOCOL_VERSION, k]
     }
@@ -80,6 +85,7 @@ impl Preamble {
         let kind = match buf[5] {
             b'C' => ConnKind::Control,
             b'D' => ConnKind::Data,
+            b'P' => ConnKind::Probe,
             other => {
                 return Err(DecodeError::Invalid(format!("unknown connection kind {other:#04x}")))
             }

@@ -25,6 +25,7 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::control::{ClientMessage, ServerMessage};
 
+use super::closing::{Closing, TAG_BASE};
 use crate::budget::{fill_slots, share, Budget};
 use crate::error::ClientError;
 use crate::framed::Framed;
@@ -119,12 +120,17 @@ pub async fn run(
     Ok(report)
 }
 
-/// With a FIN close every connection leaves its local port in TIME_WAIT, and Linux reuses
+/// How long a connector waits at the end for the server to close its last connections.
+const DRAIN: Duration = Duration::from_millis(200);
+
+/// With a FIN close from this side every connection leaves its local port in TIME_WAIT, and Linux reuses
 /// such a port for the same destination only after about a second (and only on loopback by
 /// default), so the local port range caps the rate at roughly range / 2 s. A run near that
 /// ceiling measured this host's port supply, not the target; say so.
 fn port_ceiling_note(spec: &CpsSpec, cps: f64) -> Option<String> {
-    if spec.rst {
+    // With --rst nothing waits; against a wirespeed server the server closes first, and the
+    // TIME_WAIT is its own.
+    if spec.rst || !spec.external {
         return None;
     }
     let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
@@ -190,6 +196,7 @@ impl Connectors {
                 bind: bind.map(|ip| SockAddr::from(SocketAddr::new(ip, 0))),
                 timeout: Duration::from_nanos(spec.timeout_ns),
                 rst: spec.rst,
+                server_closes: !spec.rst && !spec.external,
                 slots: share(spec.parallel, threads, i),
                 counts: c.clone(),
                 stop: stop.clone(),
@@ -234,6 +241,8 @@ struct Connector {
     bind: Option<SockAddr>,
     timeout: Duration,
     rst: bool,
+    /// The target is a wirespeed server, which closes a probe first (see `closing`).
+    server_closes: bool,
     slots: usize,
     counts: Arc<ConnectorCounts>,
     stop: Arc<AtomicBool>,
@@ -264,12 +273,13 @@ impl Connector {
     fn run(&self) -> io::Result<()> {
         let epoll = sys::epoll()?;
         let mut slots: Vec<Option<InFlight>> = (0..self.slots).map(|_| None).collect();
-        let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots];
+        let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots + 256];
+        let mut closing = Closing::new(epoll.as_raw_fd(), self.timeout);
         let mut exhausted = false;
         while !self.stop.load(Relaxed) {
             // A connect that finished at once frees its slot again; it is refilled straight away.
             fill_slots(&mut slots, &self.budget, &mut exhausted, &self.stop, |i| {
-                self.begin(epoll.as_raw_fd(), i as u64)
+                self.begin(epoll.as_raw_fd(), i as u64, &mut closing)
             });
             if exhausted && slots.iter().all(Option::is_none) {
                 break;
@@ -295,6 +305,10 @@ impl Connector {
                 return Err(e);
             }
             for ev in &ready[..n as usize] {
+                if ev.u64 >= TAG_BASE {
+                    closing.closed_by_peer(ev.u64);
+                    continue;
+                }
                 let Some(flight) = slots.get_mut(ev.u64 as usize).and_then(Option::take) else {
                     continue;
                 };
@@ -302,9 +316,10 @@ impl Connector {
                     Ok(None) => Attempt::Connected(flight.started.elapsed()),
                     Ok(Some(e)) | Err(e) => Attempt::Failed(classify(&e), e),
                 };
-                self.finish(flight.socket, attempt);
+                self.finish(flight.socket, attempt, &mut closing, true);
             }
             let now = Instant::now();
+            closing.expire(now);
             for slot in &mut slots {
                 if slot.as_ref().is_some_and(|f| now >= f.started + self.timeout) {
                     let e = io::Error::new(
@@ -316,11 +331,30 @@ impl Connector {
                 }
             }
         }
+        // The last connections' FINs are on their way: wait a moment for them, so that this
+        // side does not close first after all (and keep their TIME_WAIT).
+        let until = Instant::now() + DRAIN;
+        while !closing.is_empty() && Instant::now() < until {
+            // SAFETY: `ready` is writable for the length given.
+            let n = unsafe {
+                libc::epoll_wait(
+                    epoll.as_raw_fd(),
+                    ready.as_mut_ptr(),
+                    ready.len() as libc::c_int,
+                    10,
+                )
+            };
+            for ev in &ready[..n.max(0) as usize] {
+                if ev.u64 >= TAG_BASE {
+                    closing.closed_by_peer(ev.u64);
+                }
+            }
+        }
         Ok(())
     }
 
     /// Starts one connect; `None` when it already ended (recorded here).
-    fn begin(&self, epoll: libc::c_int, slot: u64) -> Option<InFlight> {
+    fn begin(&self, epoll: libc::c_int, slot: u64, closing: &mut Closing) -> Option<InFlight> {
         let domain = Domain::for_address(
             self.target.as_socket().unwrap_or_else(|| unreachable!("an IP socket address")),
         );
@@ -348,7 +382,7 @@ impl Connector {
         let started = Instant::now();
         match socket.connect(&self.target) {
             Ok(()) => {
-                self.finish(socket, Attempt::Connected(started.elapsed()));
+                self.finish(socket, Attempt::Connected(started.elapsed()), closing, false);
                 None
             }
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
@@ -371,14 +405,20 @@ impl Connector {
         }
     }
 
-    /// Records how an attempt ended and closes its socket (with RST when asked).
-    fn finish(&self, socket: Socket, attempt: Attempt) {
-        if self.rst && matches!(attempt, Attempt::Connected(_)) {
+    /// Records how an attempt ended and closes its socket: with RST when asked, by the
+    /// server first when it is a wirespeed server, else with a FIN from here. `registered`:
+    /// the socket is on the epoll set (its connect was in flight).
+    fn finish(&self, socket: Socket, attempt: Attempt, closing: &mut Closing, registered: bool) {
+        let connected = matches!(attempt, Attempt::Connected(_));
+        self.record(attempt);
+        if connected && self.rst {
             // A zero linger time makes close send RST and skip TIME_WAIT.
             let _ = socket.set_linger(Some(Duration::ZERO));
+        } else if connected && self.server_closes {
+            closing.hand_over(socket, registered);
+            return;
         }
         drop(socket);
-        self.record(attempt);
     }
 }
 
