@@ -68,7 +68,7 @@ fn exit_codes_say_what_went_wrong() {
     assert_eq!(right.status.code(), Some(0));
 
     let usage = client(&["bw", &target, "-P", "0"]);
-    assert_eq!(usage.status.code(), Some(1));
+    assert_eq!(usage.status.code(), Some(2));
     assert!(String::from_utf8_lossy(&usage.stderr).contains("parallel"));
     assert_eq!(client(&["bw"]).status.code(), Some(2));
 }
@@ -287,10 +287,10 @@ fn latency_renders_every_format_and_saves() {
     assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
     assert!(csv.lines().any(|l| l.starts_with("summary,")));
 
-    // iperf3's schema has no latency test: a clear error, not a half document.
+    // iperf3's schema has no latency test: not offered, a clear error, not a half document.
     let iperf = client(&["lat", &target, "-n", "10", "--format", "iperf3-json", "--no-save"]);
-    assert_ne!(iperf.status.code(), Some(0));
-    assert!(String::from_utf8_lossy(&iperf.stderr).contains("bandwidth tests only"));
+    assert_eq!(iperf.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&iperf.stderr).contains("invalid value 'iperf3-json'"));
 }
 
 #[test]
@@ -751,8 +751,10 @@ fn http_open_model_sweeps_targets_and_vegeta_lines() {
     std::fs::write(&other, format!("GET {url}\n\nGET http://127.0.0.2:{http}/\n")).unwrap();
     let out = client(&["http", "--targets", other.to_str().unwrap(), "--no-save"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("every request must go to"));
+    // Only http offers vegeta's lines: refused as a value bandwidth does not have.
     let out = client(&["bandwidth", "127.0.0.1", "-f", "vegeta"]);
-    assert!(String::from_utf8_lossy(&out.stderr).contains("is for `wirespeed http` only"));
+    assert_eq!(out.status.code(), Some(2));
+    assert!(String::from_utf8_lossy(&out.stderr).contains("invalid value 'vegeta'"));
 }
 
 #[test]
