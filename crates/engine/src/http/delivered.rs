@@ -109,31 +109,40 @@ impl DeliveryTap {
     }
 }
 
-/// A TCP stream whose writes sample its [`DeliveryTap`].
+/// A TCP stream whose writes sample its [`DeliveryTap`], when it has one: a server that does
+/// not count deliveries (the HTTP fixture) pays nothing per write.
 #[derive(Debug)]
 pub struct Tapped<S> {
     inner: S,
-    tap: Arc<DeliveryTap>,
+    tap: Option<Arc<DeliveryTap>>,
 }
 
 impl<S: std::os::fd::AsRawFd> Tapped<S> {
-    /// Wraps `inner`; requests on it find the tap in their extensions (see `serve`).
-    pub fn new(inner: S) -> Self {
-        let tap = Arc::new(DeliveryTap::new(inner.as_raw_fd()));
+    /// Wraps `inner`, with a tap when `counted`; requests on it find the tap in their
+    /// extensions (see `serve`).
+    pub fn new(inner: S, counted: bool) -> Self {
+        let tap = counted.then(|| Arc::new(DeliveryTap::new(inner.as_raw_fd())));
         Self { inner, tap }
     }
 
-    /// The connection's tap.
-    pub fn tap(&self) -> Arc<DeliveryTap> {
+    /// The connection's tap, if it counts deliveries.
+    pub fn tap(&self) -> Option<Arc<DeliveryTap>> {
         self.tap.clone()
+    }
+
+    fn sample(&self) {
+        if let Some(tap) = &self.tap {
+            tap.sample();
+        }
     }
 }
 
 impl<S> Drop for Tapped<S> {
     fn drop(&mut self) {
+        let Some(tap) = &self.tap else { return };
         // Last sample while the descriptor is still this connection's.
-        let mut s = self.tap.lock();
-        self.tap.sample_locked(&mut s);
+        let mut s = tap.lock();
+        tap.sample_locked(&mut s);
         s.closed = true;
         s.sink = None;
     }
@@ -149,7 +158,7 @@ impl<S: AsyncRead + Unpin> AsyncRead for Tapped<S> {
     }
 }
 
-impl<S: AsyncWrite + Unpin> AsyncWrite for Tapped<S> {
+impl<S: AsyncWrite + Unpin + std::os::fd::AsRawFd> AsyncWrite for Tapped<S> {
     fn poll_write(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
@@ -157,7 +166,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tapped<S> {
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write(cx, buf);
         if matches!(r, Poll::Ready(Ok(_))) {
-            self.tap.sample();
+            self.sample();
         }
         r
     }
@@ -169,7 +178,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tapped<S> {
     ) -> Poll<io::Result<usize>> {
         let r = Pin::new(&mut self.inner).poll_write_vectored(cx, bufs);
         if matches!(r, Poll::Ready(Ok(_))) {
-            self.tap.sample();
+            self.sample();
         }
         r
     }
@@ -183,7 +192,7 @@ impl<S: AsyncWrite + Unpin> AsyncWrite for Tapped<S> {
     }
 
     fn poll_shutdown(mut self: Pin<&mut Self>, cx: &mut Context<'_>) -> Poll<io::Result<()>> {
-        self.tap.sample();
+        self.sample();
         Pin::new(&mut self.inner).poll_shutdown(cx)
     }
 }

@@ -88,8 +88,8 @@ pub async fn serve<F, Fut, B>(
                             return;
                         }
                     }
-                    let stream = Tapped::new(stream);
-                    let tap = options.delivery.then(|| stream.tap());
+                    let stream = Tapped::new(stream, options.delivery);
+                    let tap = stream.tap();
                     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                         if let Some(tap) = &tap {
                             req.extensions_mut().insert(tap.clone());
