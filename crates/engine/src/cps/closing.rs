@@ -16,7 +16,8 @@ use wirespeed_proto::codec::{ConnKind, Preamble};
 
 /// Epoll tags at or above this are waiting sockets; below, connector slots.
 pub(super) const TAG_BASE: u64 = 1 << 40;
-/// Sockets one connector lets wait at once; past this the oldest is closed by this side.
+/// Sockets one connector lets wait at once (fewer when the open-file limit is low: a quarter
+/// of it); past this the oldest is closed by this side.
 const MAX_WAITING: usize = 4096;
 
 /// The waiting sockets of one connector thread.
@@ -27,11 +28,26 @@ pub(super) struct Closing {
     order: VecDeque<(u64, Instant)>,
     next: u64,
     timeout: Duration,
+    max_waiting: usize,
 }
 
 impl Closing {
     pub(super) fn new(epoll: libc::c_int, timeout: Duration) -> Self {
-        Self { epoll, waiting: HashMap::new(), order: VecDeque::new(), next: TAG_BASE, timeout }
+        let mut limit = libc::rlimit { rlim_cur: 0, rlim_max: 0 };
+        // SAFETY: getrlimit writes into the struct given.
+        let soft = if unsafe { libc::getrlimit(libc::RLIMIT_NOFILE, &mut limit) } == 0 {
+            limit.rlim_cur as usize
+        } else {
+            1024
+        };
+        Self {
+            epoll,
+            waiting: HashMap::new(),
+            order: VecDeque::new(),
+            next: TAG_BASE,
+            timeout,
+            max_waiting: MAX_WAITING.min(soft / 4).max(16),
+        }
     }
 
     /// Says "probe" on a connected `socket` and waits for the server to close it; `registered`
@@ -51,7 +67,7 @@ impl Closing {
         if added < 0 {
             return;
         }
-        if self.waiting.len() >= MAX_WAITING {
+        if self.waiting.len() >= self.max_waiting {
             self.close_oldest();
         }
         self.waiting.insert(tag, socket);
@@ -66,7 +82,7 @@ impl Closing {
     /// Closes the sockets whose server has not closed them within the timeout.
     pub(super) fn expire(&mut self, now: Instant) {
         while let Some(&(tag, deadline)) = self.order.front() {
-            if deadline > now && self.order.len() <= 2 * MAX_WAITING {
+            if deadline > now && self.order.len() <= 2 * self.max_waiting {
                 break;
             }
             self.order.pop_front();
