@@ -39,12 +39,19 @@ fn certificate(dir: &std::path::Path) -> TlsFiles {
     files
 }
 
-#[tokio::test(flavor = "multi_thread")]
-async fn https_and_h2_against_nginx() {
+/// nginx with a TLS listener (HTTP/1.1 and h2 by ALPN) on a self-signed certificate: the
+/// directory holding it, the certificate, nginx, and its https:// URL.
+fn tls_nginx() -> Option<(tempfile::TempDir, TlsFiles, Nginx, String)> {
     let dir = tempfile::tempdir().unwrap();
     let files = certificate(dir.path());
-    let Some(nginx) = Nginx::start_with(Some(&files)) else { return };
+    let nginx = Nginx::start_with(Some(&files))?;
     let url = format!("https://localhost:{}/", nginx.tls_port.unwrap());
+    Some((dir, files, nginx, url))
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn https_and_h2_against_nginx() {
+    let Some((_dir, files, nginx, url)) = tls_nginx() else { return };
 
     // Trusted through --cacert: HTTP/1.1 over TLS, then HTTP/2 by ALPN.
     for (h2, streams) in [(false, 1), (true, 4)] {
@@ -211,10 +218,7 @@ async fn unix_sockets_targets_and_redirects_against_nginx() {
 /// be sent again on a new connection, not counted as errors.
 #[tokio::test(flavor = "multi_thread")]
 async fn h2_streams_refused_by_goaway_are_sent_again() {
-    let dir = tempfile::tempdir().unwrap();
-    let files = certificate(dir.path());
-    let Some(nginx) = Nginx::start_with(Some(&files)) else { return };
-    let url = format!("https://localhost:{}/", nginx.tls_port.unwrap());
+    let Some((_dir, files, _nginx, url)) = tls_nginx() else { return };
     let mut spec = counted(url, 3500);
     spec.http2 = true;
     spec.streams = 16;

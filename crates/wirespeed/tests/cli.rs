@@ -611,11 +611,16 @@ fn server_serves_the_http_fixture_when_asked() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("--http-body 99G"));
 }
 
+/// A `wirespeed server` with its HTTP fixture on, and the fixture's URL.
+fn http_fixture_server() -> (common::Server, String) {
+    let http = free_port();
+    let s = server(&["--http", &http.to_string()]);
+    (s, format!("http://127.0.0.1:{http}/"))
+}
+
 #[test]
 fn http_load_against_the_fixture_in_every_format() {
-    let http = free_port();
-    let _s = server(&["--http", &http.to_string()]);
-    let url = format!("http://127.0.0.1:{http}/");
+    let (_s, url) = http_fixture_server();
     let db = tempfile::tempdir().unwrap();
     let db_path = db.path().join("r.db");
     let out = client(&[
@@ -866,9 +871,7 @@ fn dns_bad_input_has_clear_errors_and_exit_codes() {
 /// response, 2 ms in, and report "sent 414.9/s (41489 %)" of a 1/s target.
 #[test]
 fn a_timed_open_model_run_lasts_its_duration() {
-    let http = free_port();
-    let _s = server(&["--http", &http.to_string()]);
-    let url = format!("http://127.0.0.1:{http}/");
+    let (_s, url) = http_fixture_server();
     let out = client(&["http", &url, "-r", "1", "-d", "1", "-f", "json", "--no-save"]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
