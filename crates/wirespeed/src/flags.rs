@@ -143,7 +143,8 @@ pub struct ServerArgs {
     /// --zone, or for a generated example.test (www, hostN, a large TXT at big).
     #[arg(long, value_name = "PORT")]
     pub dns: Option<u16>,
-    /// The zone file the DNS fixture serves (A, AAAA, TXT, NS, CNAME, MX, PTR, SOA records).
+    /// The zone file the DNS fixture serves: an RFC 1035 master file, any record type, with
+    /// $ORIGIN, $TTL and $INCLUDE (paths relative to the file that includes them).
     #[arg(long, value_name = "FILE", requires = "dns", conflicts_with = "dns_hosts")]
     pub zone: Option<PathBuf>,
     /// The zone's apex when the file has no $ORIGIN.

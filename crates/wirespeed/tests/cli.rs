@@ -816,6 +816,62 @@ fn dns_against_the_server_fixture_in_every_format_and_saved() {
     assert_eq!(serde_json::to_value(&saved).unwrap()["summary"]["completed"], 300);
 }
 
+/// A zone file split with `$INCLUDE` (read relative to the including file, each with its
+/// origin) is served whole: every included name answers NOERROR, a name nowhere NXDOMAIN.
+#[test]
+fn a_zone_with_includes_is_served_whole() {
+    let dir = tempfile::tempdir().unwrap();
+    std::fs::create_dir(dir.path().join("parts")).unwrap();
+    std::fs::write(
+        dir.path().join("main.zone"),
+        "$ORIGIN t.\n@ SOA ns h 1 2 3 4 5\n@ NS ns\nns A 127.0.0.1\n$INCLUDE parts/hosts.zone\n$INCLUDE parts/sub.zone sub.t.\n",
+    )
+    .unwrap();
+    // Relative to parts/, where the file that names it lives.
+    std::fs::write(dir.path().join("parts/hosts.zone"), "h1 A 192.0.2.1\n$INCLUDE more.zone\n")
+        .unwrap();
+    std::fs::write(dir.path().join("parts/more.zone"), "h2 TXT \"a\\032b\"\n").unwrap();
+    std::fs::write(dir.path().join("parts/sub.zone"), "www AAAA 2001:db8::1").unwrap();
+    let dns = free_port();
+    let zone = dir.path().join("main.zone");
+    let _s = server(&["--dns", &dns.to_string(), "--zone", zone.to_str().unwrap()]);
+    let queries = dir.path().join("q.txt");
+    std::fs::write(&queries, "h1.t A\nh2.t TXT\nwww.sub.t AAAA\nh3.t A\n").unwrap();
+    let out = client(&[
+        "dns",
+        "-p",
+        &dns.to_string(),
+        "-d",
+        queries.to_str().unwrap(),
+        "-n",
+        "1",
+        "-f",
+        "json",
+        "--no-save",
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let codes = &v["summary"]["rcodes"];
+    assert_eq!((&codes[0]["name"], &codes[0]["count"]), (&"NOERROR".into(), &3.into()), "{codes}");
+    assert_eq!((&codes[1]["name"], &codes[1]["count"]), (&"NXDOMAIN".into(), &1.into()), "{codes}");
+    // A missing include is named, with the file that asked for it.
+    std::fs::remove_file(dir.path().join("parts/more.zone")).unwrap();
+    let out = client(&[
+        "server",
+        "-B",
+        "127.0.0.1",
+        "-p",
+        &free_port().to_string(),
+        "--dns",
+        "0",
+        "--zone",
+        zone.to_str().unwrap(),
+    ]);
+    assert_eq!(out.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert!(err.contains("$INCLUDE parts/hosts.zone") && err.contains("parts/more.zone"), "{err}");
+}
+
 #[test]
 fn dns_bad_input_has_clear_errors_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();

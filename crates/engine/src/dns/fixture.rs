@@ -33,6 +33,21 @@ const DATAGRAM: usize = 65_535;
 /// How long a TCP connection may stay silent before the fixture closes it.
 const TCP_IDLE: Duration = Duration::from_secs(30);
 
+/// Reads the zone file at `path`; its `$INCLUDE`s are read relative to the including file's
+/// directory (as Knot and NSD do), so a zone and its parts move together. The message names
+/// the file.
+pub fn read_zone_file(path: &std::path::Path, origin: Option<&str>) -> Result<Zone, String> {
+    let text = std::fs::read_to_string(path).map_err(|e| format!("{}: {e}", path.display()))?;
+    Zone::parse_with_includes(&text, origin, &mut |from, name| {
+        let from = from.map_or(path, std::path::Path::new);
+        let file = from.parent().unwrap_or(std::path::Path::new("")).join(name);
+        let text =
+            std::fs::read_to_string(&file).map_err(|e| format!("{}: {e}", file.display()))?;
+        Ok((file.to_string_lossy().into_owned(), text))
+    })
+    .map_err(|e| format!("zone file {}: {e}", path.display()))
+}
+
 /// The fixture's sockets, bound.
 #[derive(Debug)]
 pub struct DnsListeners {

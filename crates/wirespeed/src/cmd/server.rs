@@ -3,7 +3,7 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
-use wirespeed_engine::dns::fixture::{self as dns_fixture, DnsListeners};
+use wirespeed_engine::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
 use wirespeed_engine::http::fixture;
 use wirespeed_engine::server::{self, Listeners};
 use wirespeed_model::units::parse_bytes;
@@ -88,12 +88,8 @@ pub async fn run(args: ServerArgs) -> Result<u8> {
 /// The DNS fixture's sockets and zone: the `--zone` file, or the generated one.
 fn dns_fixture(args: &ServerArgs, port: u16) -> Result<(DnsListeners, std::sync::Arc<Zone>)> {
     let zone = match &args.zone {
-        Some(path) => {
-            let text = std::fs::read_to_string(path)
-                .with_context(|| format!("--zone {}", path.display()))?;
-            Zone::parse(&text, args.zone_origin.as_deref())
-                .with_context(|| format!("zone file {}", path.display()))?
-        }
+        Some(path) => read_zone_file(path, args.zone_origin.as_deref())
+            .map_err(|m| anyhow::anyhow!("--zone: {m}"))?,
         None => Zone::generated(args.dns_hosts),
     };
     if !(1..=64).contains(&args.dns_threads) {

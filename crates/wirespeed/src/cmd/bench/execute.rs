@@ -15,7 +15,7 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::dns::fixture::{self as dns_fixture, DnsListeners};
+use wirespeed_engine::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
 use wirespeed_engine::http::fixture::{self as http_fixture, FixtureConfig};
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_model::units::parse_bytes;
@@ -97,21 +97,18 @@ async fn start_fixtures(s: &Scenario, out: &Path) -> Result<Fixtures> {
                 )
             }
             FixtureKind::Dns => {
-                let (text, file) = match &f.zone {
-                    Some(path) => (
-                        std::fs::read_to_string(path).with_context(what)?,
-                        std::path::absolute(path).with_context(what)?,
-                    ),
+                let file = match &f.zone {
+                    Some(path) => std::path::absolute(path).with_context(what)?,
                     None => {
                         let text = Zone::generated_text(1000);
                         let file = out.join("fixtures").join(format!("{}.zone", dir_name(&f.name)));
                         std::fs::create_dir_all(out.join("fixtures"))?;
                         std::fs::write(&file, &text).with_context(what)?;
-                        (text, std::path::absolute(&file)?)
+                        std::path::absolute(&file)?
                     }
                 };
                 let zone =
-                    Zone::parse(&text, None).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
+                    read_zone_file(&file, None).map_err(|e| anyhow::anyhow!("{}: {e}", what()))?;
                 zones.insert(f.name.clone(), file);
                 let l = DnsListeners::bind(&[any], 1).with_context(what)?;
                 let addr = l.local_addrs()[0];
