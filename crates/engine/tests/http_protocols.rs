@@ -213,6 +213,31 @@ async fn unix_sockets_targets_and_redirects_against_nginx() {
     assert!(err.to_string().contains("redirect not followed"), "{err}");
 }
 
+/// A URL's user info is sent as Basic credentials (percent-decoded), over HTTP/1.1 and h2, as
+/// curl does; a wrong password or none gets nginx's 401.
+#[tokio::test(flavor = "multi_thread")]
+async fn credentials_in_the_url_are_sent_as_basic_auth() {
+    let Some((_dir, files, nginx, url)) = tls_nginx() else { return };
+    let base = format!("http://{}/private/", nginx.addr);
+    let with = |user: &str| base.replacen("http://", &format!("http://{user}@"), 1);
+    for (url, status) in
+        [(with("alice:open%20sesame"), "200"), (with("alice:wrong"), "401"), (base.clone(), "401")]
+    {
+        let r =
+            run_opts(HttpOptions::single(counted(url.clone(), 20), Vec::new(), "test").unwrap())
+                .await
+                .unwrap();
+        assert_eq!(r.summary.status.get(status), Some(&20), "{url}: {:?}", r.summary.status);
+    }
+    let mut spec =
+        counted(format!("{url}private/").replacen("://", "://alice:open%20sesame@", 1), 20);
+    spec.http2 = true;
+    let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
+    opts.tls.cacert = Some(files.cert.clone());
+    let r = run_opts(opts).await.unwrap();
+    assert_eq!(r.summary.status.get("200"), Some(&20), "h2: {:?}", r.summary.status);
+}
+
 /// nginx ends an HTTP/2 connection with GOAWAY after 1000 requests (`keepalive_requests`);
 /// streams it had not taken (above the GOAWAY's last stream id) were never processed, and must
 /// be sent again on a new connection, not counted as errors.

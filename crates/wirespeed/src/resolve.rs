@@ -374,7 +374,8 @@ pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
             other.url.origin()
         );
     }
-    let mut spec = HttpSpec::new(url);
+    // The report shows and keeps the URL without its password; the requests carry it.
+    let mut spec = HttpSpec::new(HttpUrl::redacted(&url));
     spec.method = first.method.clone();
     spec.headers = headers;
     spec.body_bytes = first.body.len() as u64;

@@ -618,6 +618,30 @@ fn http_fixture_server() -> (common::Server, String) {
     (s, format!("http://127.0.0.1:{http}/"))
 }
 
+/// A password in a URL is sent (as Basic credentials) but never shown or saved: the report
+/// and the store hold the URL with `***` in its place, for `http` and `ping --http` alike.
+#[test]
+fn a_password_in_the_url_is_not_shown_or_saved() {
+    let (_s, url) = http_fixture_server();
+    let secret = url.replacen("http://", "http://alice:hunter2@", 1);
+    let db = tempfile::tempdir().unwrap();
+    let db_path = db.path().join("r.db");
+    let db = db_path.to_str().unwrap();
+    let out = client(&["http", &secret, "-n", "5", "-f", "json", "--db", db]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let out = client(&["ping", "--http", &secret, "-c", "1", "-i", "0.1", "--db", db]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let shown = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(!shown.contains("hunter2"), "{shown}");
+    let store = wirespeed_store::Store::open(&db_path).unwrap();
+    let rows = store.list(&wirespeed_store::RunFilter::default()).unwrap();
+    assert_eq!(rows.len(), 2);
+    for row in rows {
+        let saved = serde_json::to_string(&store.get(row.id).unwrap().unwrap()).unwrap();
+        assert!(!saved.contains("hunter2") && saved.contains("alice:***@"), "{saved}");
+    }
+}
+
 #[test]
 fn http_load_against_the_fixture_in_every_format() {
     let (_s, url) = http_fixture_server();

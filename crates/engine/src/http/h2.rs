@@ -326,6 +326,10 @@ async fn request(
         for (k, v) in &r.headers {
             builder = builder.header(k.as_str(), v.as_str());
         }
+        let given = r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if let Some(credentials) = r.url.basic_auth.as_deref().filter(|_| !given) {
+            builder = builder.header("authorization", credentials);
+        }
         builder.body(Full::new(Bytes::from(r.body.clone())))
     };
     let Ok(req) = build() else {

@@ -81,6 +81,9 @@ fn encode(r: &Request, url: &HttpUrl, method: &str, keepalive: bool, user_agent:
     for (k, v) in &r.headers {
         head.push_str(&format!("{k}: {v}\r\n"));
     }
+    if let Some(credentials) = url.basic_auth.as_deref().filter(|_| !has("authorization")) {
+        head.push_str(&format!("Authorization: {credentials}\r\n"));
+    }
     if !r.body.is_empty() || matches!(method, "POST" | "PUT" | "PATCH") {
         head.push_str(&format!("Content-Length: {}\r\n", r.body.len()));
     }

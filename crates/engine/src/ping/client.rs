@@ -22,6 +22,7 @@ use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::spec::{Protocol, TestSpec};
 use wirespeed_model::Event;
 use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage};
+use wirespeed_proto::http_url::HttpUrl;
 use wirespeed_proto::icmp::{unreachable_reason, IcmpMessage, PROTO_ICMP, PROTO_ICMPV6};
 
 use super::icmp::{IcmpSocket, IcmpSocketKind};
@@ -57,11 +58,15 @@ pub async fn run(
     cancel: CancellationToken,
 ) -> Result<Report, ClientError> {
     let ep = &opts.endpoint;
-    let spec = opts.spec.clone();
+    let mut spec = opts.spec.clone();
+    // The report shows and keeps the URL without its password; the probes use it whole.
+    if let PingMode::Http { url } = &mut spec.mode {
+        *url = HttpUrl::redacted(url);
+    }
     let start_wall = SystemTime::now();
     let first = |addrs: Vec<SocketAddr>| addrs[0];
     let mut control = None;
-    let (address, prober) = match &spec.mode {
+    let (address, prober) = match &opts.spec.mode {
         PingMode::Icmp => {
             let ip = first(handshake::resolve(&ep.host, 0, ep.family).await?).ip();
             let socket = IcmpSocket::open(ip.is_ipv6(), opts.icmp_socket)

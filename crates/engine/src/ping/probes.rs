@@ -30,8 +30,12 @@ pub fn http_target(url: &str) -> Result<HttpTarget, String> {
 
 /// The request every HTTP probe sends.
 pub fn probe_request(target: &HttpTarget) -> Vec<u8> {
+    let credentials = match &target.basic_auth {
+        Some(c) => format!("Authorization: {c}\r\n"),
+        None => String::new(),
+    };
     format!(
-            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wirespeed/{}\r\nAccept: */*\r\nConnection: close\r\n\r\n",
+            "GET {} HTTP/1.1\r\nHost: {}\r\nUser-Agent: wirespeed/{}\r\nAccept: */*\r\n{credentials}Connection: close\r\n\r\n",
         target.path,
         target.authority,
         env!("CARGO_PKG_VERSION")

@@ -1,6 +1,7 @@
 //! Debian's nginx, started for one test: one worker, listening on loopback (IPv4 and IPv6)
 //! on a free port, serving its default-sized page, in its own temporary directory. It is a
-//! real peer for the tests of external `cps` and of `ping --tcp`/`--http`; the test is
+//! real peer for the tests of external `cps` and of `ping --tcp`/`--http` (`/private/` asks
+//! for Basic credentials, for URLs that carry them); the test is
 //! skipped (with a printed reason) where nginx is not installed.
 #![allow(dead_code)]
 
@@ -51,11 +52,18 @@ impl Nginx {
             std::env::temp_dir().join(format!("wirespeed-nginx-{}-{port}", std::process::id()));
         std::fs::create_dir_all(dir.join("html")).unwrap();
         std::fs::write(dir.join("html/index.html"), "x".repeat(615)).unwrap();
+        // /private/ asks for HTTP Basic credentials: alice, "open sesame".
+        std::fs::create_dir_all(dir.join("html/private")).unwrap();
+        std::fs::write(dir.join("html/private/index.html"), "secret").unwrap();
+        std::fs::write(dir.join("htpasswd"), "alice:{PLAIN}open sesame\n").unwrap();
         let d = dir.display();
         let tls_port = tls.map(|_| free_port());
+        let private = format!(
+            "    location /private/ {{ auth_basic t; auth_basic_user_file {d}/htpasswd; }}\n"
+        );
         let tls_server = match (tls, tls_port) {
             (Some(f), Some(p)) => format!(
-                "server {{\n    listen 127.0.0.1:{p} ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n{}    root {d}/html;\n  }}\n",
+                "server {{\n    listen 127.0.0.1:{p} ssl http2;\n    ssl_certificate {};\n    ssl_certificate_key {};\n{}    root {d}/html;\n{private}  }}\n",
                 f.cert.display(),
                 f.key.display(),
                 f.client_ca.as_ref().map_or(String::new(), |ca| format!(
@@ -73,7 +81,7 @@ impl Nginx {
              server {{\n    listen 127.0.0.1:{port} backlog=4096;\n    listen [::1]:{port} backlog=4096;\n\
              listen unix:{d}/nginx.sock;\n    root {d}/html;\n\
              location = /moved {{ return 301 /index.html; }}\n\
-             location = /away {{ return 302 http://127.0.0.2:{port}/; }}\n  }}\n{tls_server}}}\n"
+             location = /away {{ return 302 http://127.0.0.2:{port}/; }}\n{private}  }}\n{tls_server}}}\n"
         );
         std::fs::write(dir.join("nginx.conf"), conf).unwrap();
         let peer = Peer::spawn(
@@ -90,9 +98,14 @@ impl Nginx {
         .owning(dir.clone());
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
         let deadline = Instant::now() + Duration::from_secs(10);
-        while TcpStream::connect_timeout(&addr, Duration::from_millis(200)).is_err() {
-            assert!(Instant::now() < deadline, "nginx did not start listening on {addr}");
-            std::thread::sleep(Duration::from_millis(20));
+        // Every listener, not just the first: nginx listens on those it could bind and retries
+        // a busy port (a moment's ephemeral use of it elsewhere) for a few seconds.
+        let tls_addr = tls_port.map(|p| SocketAddr::from(([127, 0, 0, 1], p)));
+        for a in std::iter::once(addr).chain(tls_addr) {
+            while TcpStream::connect_timeout(&a, Duration::from_millis(200)).is_err() {
+                assert!(Instant::now() < deadline, "nginx did not start listening on {a}");
+                std::thread::sleep(Duration::from_millis(20));
+            }
         }
         let unix = dir.join("nginx.sock");
         Some(Self { addr, unix, tls_port, peer, dir })
