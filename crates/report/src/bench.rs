@@ -415,9 +415,9 @@ pub fn csv(baseline: Option<&str>, cells: &[BenchCell]) -> String {
             let num = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
             let (lo, hi) = c.spread().unzip();
             let cells = [
-                crate::table::csv_cell(&c.workload),
-                crate::table::csv_cell(&c.system),
-                crate::table::csv_cell(&c.figure),
+                c.workload.clone(),
+                c.system.clone(),
+                c.figure.clone(),
                 c.unit.code().to_string(),
                 num(median(&c.values)),
                 num(lo),
@@ -430,7 +430,7 @@ pub fn csv(baseline: Option<&str>, cells: &[BenchCell]) -> String {
                 c.skipped.to_string(),
                 c.failed.to_string(),
             ];
-            out.push_str(&cells.join(","));
+            out.push_str(&crate::csv::record(cells));
             out.push('\n');
         }
     }

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use wirespeed_model::cps::{ConnectFailure, CpsInterval, CpsReport, CpsSpec, FailureCounts};
 use wirespeed_model::latency::LatencyStats;
 
+use crate::csv::record;
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::nanos;
 
@@ -89,10 +90,6 @@ pub fn csv_columns() -> String {
     )
 }
 
-fn failure_cells(f: &FailureCounts) -> String {
-    ConnectFailure::ALL.iter().map(|&c| f.get(c).to_string()).collect::<Vec<_>>().join(",")
-}
-
 fn csv_row(
     label: &str,
     index: String,
@@ -102,15 +99,18 @@ fn csv_row(
     counts: (u64, u64, &FailureCounts),
     stats: &LatencyStats,
 ) -> String {
-    format!(
-        "{label},{index},{:.3},{:.3},{omitted},{cps:.1},{},{},{},{}",
-        span.0,
-        span.1,
-        counts.0,
-        counts.1,
-        failure_cells(counts.2),
-        stats_cells(stats)
-    )
+    let head = [
+        label.to_string(),
+        index,
+        format!("{:.3}", span.0),
+        format!("{:.3}", span.1),
+        omitted.to_string(),
+        format!("{cps:.1}"),
+        counts.0.to_string(),
+        counts.1.to_string(),
+    ];
+    let failures = ConnectFailure::ALL.iter().map(|&c| counts.2.get(c).to_string());
+    record(head.into_iter().chain(failures).chain(stats_cells(stats)))
 }
 
 /// One CSV row per interval.

@@ -20,7 +20,30 @@ pub struct Csv {
     header_done: bool,
 }
 
-fn opt<T: ToString>(v: Option<T>) -> String {
+/// One CSV record, without its line end: the cells quoted where RFC 4180 asks (a comma, a
+/// quote or a line break in them) by the `csv` crate, so every producer quotes alike.
+pub fn record<I, S>(cells: I) -> String
+where
+    I: IntoIterator<Item = S>,
+    S: AsRef<[u8]>,
+{
+    let mut writer = ::csv::WriterBuilder::new()
+        .terminator(::csv::Terminator::Any(b'\n'))
+        .from_writer(Vec::new());
+    // Writing to memory cannot fail; a record that could not be written stays empty.
+    let _ = writer.write_record(cells);
+    let mut bytes = writer.into_inner().unwrap_or_default();
+    bytes.pop();
+    String::from_utf8(bytes).unwrap_or_default()
+}
+
+/// Seconds with three decimals, from nanoseconds.
+pub(crate) fn secs(ns: u64) -> String {
+    format!("{:.3}", ns as f64 / 1e9)
+}
+
+/// A cell that may be empty.
+pub(crate) fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
@@ -31,7 +54,7 @@ fn flow_name(f: Flow) -> &'static str {
     }
 }
 
-fn cells(f: &Figures) -> String {
+fn cells(f: &Figures) -> [String; 16] {
     [
         f.sent_bytes.to_string(),
         f.received_bytes.to_string(),
@@ -50,7 +73,6 @@ fn cells(f: &Figures) -> String {
         opt(f.cwnd_bytes),
         opt(f.rtt_ns),
     ]
-    .join(",")
 }
 
 impl Csv {
@@ -86,16 +108,15 @@ impl Renderer for Csv {
             Event::TraceRound(_) => {}
             Event::Interval(iv) => {
                 for f in &iv.flows {
-                    writeln!(
-                        out,
-                        "interval,{},{:.3},{:.3},{},{},{}",
-                        iv.index,
-                        iv.start_ns as f64 / 1e9,
-                        iv.end_ns as f64 / 1e9,
-                        iv.omitted,
-                        flow_name(f.flow),
-                        cells(&f.total)
-                    )?;
+                    let head = [
+                        "interval".to_string(),
+                        iv.index.to_string(),
+                        secs(iv.start_ns),
+                        secs(iv.end_ns),
+                        iv.omitted.to_string(),
+                        flow_name(f.flow).to_string(),
+                    ];
+                    writeln!(out, "{}", record(head.into_iter().chain(cells(&f.total))))?;
                 }
             }
             Event::Notice(_) => {}
@@ -103,13 +124,15 @@ impl Renderer for Csv {
                 ReportBody::Bandwidth(b) => {
                     let start = b.spec.omit_ns as f64 / 1e9;
                     for f in b.summary.flows() {
-                        writeln!(
-                            out,
-                            "summary,,{start:.3},{:.3},false,{},{}",
-                            start + f.duration_ns as f64 / 1e9,
-                            flow_name(f.flow),
-                            cells(&f.total)
-                        )?;
+                        let head = [
+                            "summary".to_string(),
+                            String::new(),
+                            format!("{start:.3}"),
+                            format!("{:.3}", start + f.duration_ns as f64 / 1e9),
+                            "false".to_string(),
+                            flow_name(f.flow).to_string(),
+                        ];
+                        writeln!(out, "{}", record(head.into_iter().chain(cells(&f.total))))?;
                     }
                 }
                 ReportBody::Latency(l) => writeln!(out, "{}", latency::csv_summary(l))?,

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 
 use wirespeed_model::dns::{DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport};
 
+use crate::csv::{self, record};
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::nanos;
 
@@ -190,39 +191,48 @@ pub fn csv_columns() -> String {
 
 /// One CSV row per interval.
 pub fn csv_interval(iv: &DnsInterval) -> String {
-    format!(
-        "interval,{},{:.3},{:.3},{:.1},{},{},{},,{},,,,,,{}",
-        iv.index,
-        iv.start_ns as f64 / 1e9,
-        iv.end_ns as f64 / 1e9,
-        iv.queries_per_second,
-        iv.sent,
-        iv.completed,
-        iv.lost,
-        iv.truncated,
-        stats_cells(&iv.latency)
-    )
+    let none = String::new;
+    let head = [
+        "interval".to_string(),
+        iv.index.to_string(),
+        csv::secs(iv.start_ns),
+        csv::secs(iv.end_ns),
+        format!("{:.1}", iv.queries_per_second),
+        iv.sent.to_string(),
+        iv.completed.to_string(),
+        iv.lost.to_string(),
+        none(),
+        iv.truncated.to_string(),
+        none(),
+        none(),
+        none(),
+        none(),
+        none(),
+    ];
+    record(head.into_iter().chain(stats_cells(&iv.latency)))
 }
 
 /// The CSV summary row.
 pub fn csv_summary(r: &DnsReport) -> String {
     let s = &r.summary;
-    format!(
-        "summary,,0.000,{:.3},{:.1},{},{},{},{},{},{},{},{},{},{},{}",
-        s.duration_ns as f64 / 1e9,
-        s.queries_per_second,
-        s.sent,
-        s.completed,
-        s.lost,
-        s.interrupted,
-        s.truncated,
-        s.stray.total(),
-        s.send_errors,
-        s.unsent,
-        s.request_bytes,
-        s.response_bytes,
-        stats_cells(&s.latency)
-    )
+    let head = [
+        "summary".to_string(),
+        String::new(),
+        csv::secs(0),
+        csv::secs(s.duration_ns),
+        format!("{:.1}", s.queries_per_second),
+        s.sent.to_string(),
+        s.completed.to_string(),
+        s.lost.to_string(),
+        s.interrupted.to_string(),
+        s.truncated.to_string(),
+        s.stray.total().to_string(),
+        s.send_errors.to_string(),
+        s.unsent.to_string(),
+        s.request_bytes.to_string(),
+        s.response_bytes.to_string(),
+    ];
+    record(head.into_iter().chain(stats_cells(&s.latency)))
 }
 
 #[cfg(test)]

@@ -7,6 +7,7 @@ use std::io::{self, Write};
 use wirespeed_model::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
 use wirespeed_model::latency::HistogramBucket;
 
+use crate::csv::{record, secs};
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::{bytes, nanos, percent};
 
@@ -210,19 +211,24 @@ pub fn csv_columns() -> String {
 
 /// One CSV row per interval.
 pub fn csv_interval(iv: &HttpInterval) -> String {
-    format!(
-        "interval,{},{:.3},{:.3},{},,{:.1},{},{},{},{},,,,{}",
-        iv.index,
-        iv.start_ns as f64 / 1e9,
-        iv.end_ns as f64 / 1e9,
-        iv.omitted,
-        iv.requests_per_second,
-        iv.sent,
-        iv.late,
-        iv.responses,
-        iv.errors,
-        stats_cells(&iv.latency)
-    )
+    let none = String::new;
+    let head = [
+        "interval".to_string(),
+        iv.index.to_string(),
+        secs(iv.start_ns),
+        secs(iv.end_ns),
+        iv.omitted.to_string(),
+        none(),
+        format!("{:.1}", iv.requests_per_second),
+        iv.sent.to_string(),
+        iv.late.to_string(),
+        iv.responses.to_string(),
+        iv.errors.to_string(),
+        none(),
+        none(),
+        none(),
+    ];
+    record(head.into_iter().chain(stats_cells(&iv.latency)))
 }
 
 /// The CSV summary row, after one row per step of a sweep.
@@ -239,18 +245,21 @@ pub fn csv_summary(r: &HttpReport) -> String {
 
 fn csv_totals(row: &str, index: &str, warmup_ns: u64, s: &HttpSummary) -> String {
     let start = warmup_ns as f64 / 1e9;
-    format!(
-        "{row},{index},{start:.3},{:.3},false,{},{:.1},{},{},{},{},{},{},{},{}",
-        start + s.duration_ns as f64 / 1e9,
+    let head = [
+        row.to_string(),
+        index.to_string(),
+        format!("{start:.3}"),
+        format!("{:.3}", start + s.duration_ns as f64 / 1e9),
+        "false".to_string(),
         s.target_rate.map(|r| format!("{r}")).unwrap_or_default(),
-        s.requests_per_second,
-        s.sent,
-        s.late,
-        s.responses,
-        s.errors.values().sum::<u64>(),
-        s.succeeded,
-        s.bytes_in,
-        s.bytes_out,
-        stats_cells(&s.latency)
-    )
+        format!("{:.1}", s.requests_per_second),
+        s.sent.to_string(),
+        s.late.to_string(),
+        s.responses.to_string(),
+        s.errors.values().sum::<u64>().to_string(),
+        s.succeeded.to_string(),
+        s.bytes_in.to_string(),
+        s.bytes_out.to_string(),
+    ];
+    record(head.into_iter().chain(stats_cells(&s.latency)))
 }

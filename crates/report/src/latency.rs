@@ -6,6 +6,7 @@ use std::io::{self, Write};
 use wirespeed_model::latency::{LatencyInterval, LatencyReport, LatencySpec, LatencyStats};
 use wirespeed_model::spec::Protocol;
 
+use crate::csv::{opt, record, secs};
 use crate::units::nanos;
 
 /// "TCP, 1 connection, 16-byte messages, 10 s" and the like.
@@ -112,48 +113,52 @@ pub const STATS_COLUMNS: &str =
     "count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
 
 /// A statistics block as CSV cells.
-pub fn stats_cells(s: &LatencyStats) -> String {
-    format!(
-        "{},{},{:.0},{},{},{},{},{},{},{},{:.0}",
-        s.count,
-        s.min_ns,
-        s.mean_ns,
-        s.p50_ns,
-        s.p90_ns,
-        s.p95_ns,
-        s.p99_ns,
-        s.p999_ns,
-        s.p9999_ns,
-        s.max_ns,
-        s.stddev_ns
-    )
+pub fn stats_cells(s: &LatencyStats) -> [String; 11] {
+    [
+        s.count.to_string(),
+        s.min_ns.to_string(),
+        format!("{:.0}", s.mean_ns),
+        s.p50_ns.to_string(),
+        s.p90_ns.to_string(),
+        s.p95_ns.to_string(),
+        s.p99_ns.to_string(),
+        s.p999_ns.to_string(),
+        s.p9999_ns.to_string(),
+        s.max_ns.to_string(),
+        format!("{:.0}", s.stddev_ns),
+    ]
 }
 
 /// One CSV row per interval.
 pub fn csv_interval(iv: &LatencyInterval) -> String {
-    format!(
-        "interval,{},{:.3},{:.3},{},{:.1},,,{},{}",
-        iv.index,
-        iv.start_ns as f64 / 1e9,
-        iv.end_ns as f64 / 1e9,
-        iv.omitted,
-        iv.messages_per_second,
-        iv.lost.map_or(String::new(), |l| l.to_string()),
-        stats_cells(&iv.rtt)
-    )
+    let head = [
+        "interval".to_string(),
+        iv.index.to_string(),
+        secs(iv.start_ns),
+        secs(iv.end_ns),
+        iv.omitted.to_string(),
+        format!("{:.1}", iv.messages_per_second),
+        String::new(),
+        String::new(),
+        opt(iv.lost),
+    ];
+    record(head.into_iter().chain(stats_cells(&iv.rtt)))
 }
 
 /// The CSV summary row.
 pub fn csv_summary(r: &LatencyReport) -> String {
     let s = &r.summary;
     let start = r.spec.warmup_ns as f64 / 1e9;
-    format!(
-        "summary,,{start:.3},{:.3},false,{:.1},{},{},{},{}",
-        start + s.duration_ns as f64 / 1e9,
-        s.messages_per_second,
-        s.sent,
-        s.received,
-        s.lost.map_or(String::new(), |l| l.to_string()),
-        stats_cells(&s.rtt)
-    )
+    let head = [
+        "summary".to_string(),
+        String::new(),
+        format!("{start:.3}"),
+        format!("{:.3}", start + s.duration_ns as f64 / 1e9),
+        "false".to_string(),
+        format!("{:.1}", s.messages_per_second),
+        s.sent.to_string(),
+        s.received.to_string(),
+        opt(s.lost),
+    ];
+    record(head.into_iter().chain(stats_cells(&s.rtt)))
 }

@@ -244,9 +244,12 @@ pub(crate) mod fixtures {
     }
 
     /// Asserts that every CSV row has as many cells as the header (no quoted commas here).
-    pub fn assert_even_rows(csv: &str) {
-        let width = csv.lines().next().unwrap().split(',').count();
-        assert!(csv.lines().all(|l| l.split(',').count() == width), "ragged rows: {csv}");
+    /// Every record as wide as the header, read back by the `csv` crate's reader (which
+    /// refuses ragged records and honours quotes).
+    pub fn assert_even_rows(csv: &str) -> Vec<::csv::StringRecord> {
+        let mut reader = ::csv::ReaderBuilder::new().from_reader(csv.as_bytes());
+        let records: Result<Vec<_>, _> = reader.records().collect();
+        records.unwrap_or_else(|e| panic!("{e}: {csv}"))
     }
 
     #[allow(dead_code)]

@@ -6,6 +6,7 @@ use std::io::{self, Write};
 
 use wirespeed_model::ping::{PingMode, PingProbe, PingReport, PingSpec, ProbeOutcome};
 
+use crate::csv::{record, secs};
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::{nanos, percent};
 
@@ -89,15 +90,6 @@ pub fn csv_columns() -> String {
     )
 }
 
-/// `text` as one CSV cell (quoted when it holds a comma, a quote or a line break).
-fn cell(text: &str) -> String {
-    if text.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", text.replace('"', "\"\""))
-    } else {
-        text.to_string()
-    }
-}
-
 /// One CSV row per probe.
 pub fn csv_probe(p: &PingProbe) -> String {
     let opt = |v: Option<String>| v.unwrap_or_default();
@@ -114,29 +106,45 @@ pub fn csv_probe(p: &PingProbe) -> String {
             ("lost", String::new(), String::new(), String::new(), String::new(), String::new())
         }
         ProbeOutcome::Error { reason } => {
-            ("error", String::new(), String::new(), String::new(), String::new(), cell(reason))
+            ("error", String::new(), String::new(), String::new(), String::new(), reason.clone())
         }
     };
-    let empty_stats = ",".repeat(STATS_COLUMNS.matches(',').count());
-    format!(
-        "probe,{},{:.3},{outcome},{rtt},{bytes},{ttl},{status},{reason},,,,,{empty_stats}",
-        p.seq,
-        p.sent_ns as f64 / 1e9
-    )
+    let cells = [
+        "probe".to_string(),
+        p.seq.to_string(),
+        secs(p.sent_ns),
+        outcome.to_string(),
+        rtt,
+        bytes,
+        ttl,
+        status,
+        reason,
+    ];
+    // The summary's columns and the statistics stay empty on a probe's row.
+    let empty = 4 + STATS_COLUMNS.split(',').count();
+    record(cells.into_iter().chain(std::iter::repeat_n(String::new(), empty)))
 }
 
 /// The CSV summary row.
 pub fn csv_summary(r: &PingReport) -> String {
     let s = &r.summary;
-    format!(
-        "summary,,{:.3},,,,,,,{},{},{},{},{}",
-        s.duration_ns as f64 / 1e9,
-        s.sent,
-        s.received,
-        s.errors,
-        s.loss_ratio,
-        stats_cells(&s.rtt)
-    )
+    let none = String::new;
+    let head = [
+        "summary".to_string(),
+        none(),
+        secs(s.duration_ns),
+        none(),
+        none(),
+        none(),
+        none(),
+        none(),
+        none(),
+        s.sent.to_string(),
+        s.received.to_string(),
+        s.errors.to_string(),
+        s.loss_ratio.to_string(),
+    ];
+    record(head.into_iter().chain(stats_cells(&s.rtt)))
 }
 
 #[cfg(test)]

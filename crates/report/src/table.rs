@@ -108,12 +108,10 @@ impl Table {
 
     /// RFC 4180 CSV: cells with commas, quotes or line breaks are quoted.
     pub fn csv(&self) -> String {
-        let row = |cells: &[String]| {
-            cells.iter().map(|c| csv_cell(c)).collect::<Vec<_>>().join(",") + "\n"
-        };
-        let mut out = row(&self.headers);
+        let mut out = crate::csv::record(&self.headers) + "\n";
         for r in &self.rows {
-            out.push_str(&row(r));
+            out.push_str(&crate::csv::record(r));
+            out.push('\n');
         }
         out
     }
@@ -135,15 +133,6 @@ impl Table {
         }
         out.push_str("</tbody>\n</table>\n");
         out
-    }
-}
-
-/// A CSV cell, quoted when it must be.
-pub fn csv_cell(c: &str) -> String {
-    if c.contains([',', '"', '\n', '\r']) {
-        format!("\"{}\"", c.replace('"', "\"\""))
-    } else {
-        c.to_string()
     }
 }
 

@@ -5,6 +5,7 @@
 
 use wirespeed_model::trace::{HopStats, TraceProtocol, TraceReport, TraceSpec};
 
+use crate::csv::{opt, record};
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::{nanos, percent};
 
@@ -95,18 +96,18 @@ pub fn csv_rows(r: &TraceReport) -> Vec<String> {
         .hops
         .iter()
         .map(|h| {
-            format!(
-                "hop,{},{},{},{},{},{},{},{},{}",
-                h.ttl,
+            let head = [
+                "hop".to_string(),
+                h.ttl.to_string(),
                 h.addresses.join(" "),
-                h.reached,
-                h.note.as_deref().unwrap_or("").replace(',', ";"),
-                h.sent,
-                h.received,
-                h.loss_ratio,
-                h.last_ns.map_or(String::new(), |l| l.to_string()),
-                stats_cells(&h.rtt)
-            )
+                h.reached.to_string(),
+                h.note.clone().unwrap_or_default(),
+                h.sent.to_string(),
+                h.received.to_string(),
+                h.loss_ratio.to_string(),
+                opt(h.last_ns),
+            ];
+            record(head.into_iter().chain(stats_cells(&h.rtt)))
         })
         .collect()
 }
@@ -194,5 +195,18 @@ mod tests {
         let csv = crate::fixtures::render(&report(), Format::Csv);
         assert_eq!(csv.lines().filter(|l| l.starts_with("hop,")).count(), 3);
         crate::fixtures::assert_even_rows(&csv);
+    }
+
+    /// A note with a comma and a quote survives the round trip whole, quoted by the writer
+    /// (it used to have its commas turned into semicolons).
+    #[test]
+    fn csv_quotes_a_note_and_reads_back_whole() {
+        let mut r = report();
+        let ReportBody::Trace(t) = &mut r.body else { unreachable!() };
+        t.summary.hops[1].note = Some("admin, \"prohibited\"".into());
+        let csv = crate::fixtures::render(&r, Format::Csv);
+        assert!(csv.contains(",\"admin, \"\"prohibited\"\"\","), "{csv}");
+        let records = crate::fixtures::assert_even_rows(&csv);
+        assert_eq!(&records[1][4], "admin, \"prohibited\"");
     }
 }

@@ -208,14 +208,14 @@ fn filter_of(ctx: &Ctx<'_>) -> Result<WebFilter, String> {
     })
 }
 
-/// A CSV cell that a spreadsheet will not run as a formula (a User-Agent of `=HYPERLINK(…)`).
+/// Text a spreadsheet will not run as a formula (a User-Agent of `=HYPERLINK(…)`); the CSV
+/// writer quotes it.
 fn csv_text(s: &str) -> String {
-    let defused = if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
+    if s.starts_with(['=', '+', '-', '@', '\t', '\r']) {
         format!("'{s}")
     } else {
         s.to_string()
-    };
-    wirespeed_report::table::csv_cell(&defused)
+    }
 }
 
 /// Results as CSV, one row each, with LibreSpeed's units (Mbit/s, ms).
@@ -245,7 +245,7 @@ pub fn csv(results: &[WebResult]) -> String {
             csv_text(&r.lang),
             r.source.code().to_string(),
         ];
-        out.push_str(&cells.join(","));
+        out.push_str(&wirespeed_report::csv::record(cells));
         out.push('\n');
     }
     out
