@@ -145,7 +145,16 @@ enum ChunkState {
     Done,
 }
 
-/// Counts a chunked body's data bytes as its bytes arrive, copying nothing.
+/// A chunk-size line that is not one, shown up to its line end.
+fn bad_size(line: &[u8]) -> DecodeError {
+    let shown = line.split(|&b| b == b'\n').next().unwrap_or_default();
+    let shown = String::from_utf8_lossy(&shown[..shown.len().min(40)]);
+    invalid(format!("bad chunk size '{}'", shown.trim()))
+}
+
+/// Counts a chunked body's data bytes as its bytes arrive, copying nothing. Size lines are
+/// read by httparse (`parse_chunk_size`: hex digits, extensions, CRLF); a line split across
+/// reads is carried, capped, to the next.
 #[derive(Debug, Clone)]
 pub struct ChunkedScanner {
     state: ChunkState,
@@ -180,20 +189,58 @@ impl ChunkedScanner {
                     self.state =
                         if n == left { ChunkState::DataEnd } else { ChunkState::Data(left - n) };
                 }
+                // The CRLF after chunk data, whole in this read (as it nearly always is).
+                ChunkState::DataEnd if self.line.is_empty() && data[at..].starts_with(b"\r\n") => {
+                    at += 2;
+                    self.state = ChunkState::Size;
+                }
+                // A size line that starts in this read is httparse's to read where it lies.
+                ChunkState::Size if self.line.is_empty() => {
+                    match httparse::parse_chunk_size(&data[at..]) {
+                        Ok(httparse::Status::Complete((used, size))) => {
+                            at += used;
+                            self.state = Self::after_size(size);
+                        }
+                        Ok(httparse::Status::Partial) => {
+                            self.take_line(&data[at..])?;
+                            return Ok(data.len());
+                        }
+                        Err(_) => return Err(bad_size(&data[at..])),
+                    }
+                }
                 ChunkState::Size | ChunkState::DataEnd | ChunkState::Trailer => {
                     let Some(end) = data[at..].iter().position(|&b| b == b'\n') else {
                         self.take_line(&data[at..])?;
                         return Ok(data.len());
                     };
-                    self.take_line(&data[at..at + end + 1])?;
+                    let piece = &data[at..at + end + 1];
                     at += end + 1;
-                    let line = std::mem::take(&mut self.line);
-                    self.on_line(&line)?;
+                    if self.line.is_empty() {
+                        // The whole line is in this read: read it where it lies.
+                        self.on_line(piece)?;
+                    } else {
+                        // The line began in an earlier read; its buffer is kept for the next.
+                        self.take_line(piece)?;
+                        let line = std::mem::take(&mut self.line);
+                        let read = self.on_line(&line);
+                        self.line = line;
+                        self.line.clear();
+                        read?;
+                    }
                 }
                 ChunkState::Done => {}
             }
         }
         Ok(at)
+    }
+
+    /// Chunk data of `size` bytes, or the trailer after the last chunk (size 0).
+    fn after_size(size: u64) -> ChunkState {
+        if size == 0 {
+            ChunkState::Trailer
+        } else {
+            ChunkState::Data(size)
+        }
     }
 
     fn take_line(&mut self, part: &[u8]) -> Result<(), DecodeError> {
@@ -208,18 +255,10 @@ impl ChunkedScanner {
         let text = line.strip_suffix(b"\n").unwrap_or(line);
         let text = text.strip_suffix(b"\r").unwrap_or(text);
         self.state = match self.state {
-            ChunkState::Size => {
-                let digits = text.split(|&b| b == b';').next().unwrap_or(b"");
-                let digits =
-                    std::str::from_utf8(digits).map_err(|_| invalid("bad chunk size"))?.trim();
-                let size = u64::from_str_radix(digits, 16)
-                    .map_err(|_| invalid(format!("bad chunk size '{digits}'")))?;
-                if size == 0 {
-                    ChunkState::Trailer
-                } else {
-                    ChunkState::Data(size)
-                }
-            }
+            ChunkState::Size => match httparse::parse_chunk_size(line) {
+                Ok(httparse::Status::Complete((_, size))) => Self::after_size(size),
+                _ => return Err(bad_size(line)),
+            },
             ChunkState::DataEnd if text.is_empty() => ChunkState::Size,
             ChunkState::DataEnd => return Err(invalid("chunk data longer than its size")),
             ChunkState::Trailer if text.is_empty() => ChunkState::Done,
