@@ -365,6 +365,12 @@ impl Connector {
                 return None;
             }
         };
+        if self.server_closes {
+            // The handshake's last ACK waits for the probe's preamble and goes with it: one
+            // packet fewer per connection (Linux delays that ACK on a socket with
+            // TCP_DEFER_ACCEPT set, expecting data).
+            let _ = sys::set_int(socket.as_raw_fd(), libc::IPPROTO_TCP, libc::TCP_DEFER_ACCEPT, 1);
+        }
         if let Some(local) = &self.bind {
             // Without this, bind picks a port before it knows the destination, so every
             // connection needs a port of its own and -B would exhaust them far sooner.
