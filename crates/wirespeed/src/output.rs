@@ -52,8 +52,12 @@ pub fn spawn_printer(
         while let Some(ev) = events.blocking_recv() {
             // Off the screen while the output is written, so it never lands inside a line.
             panel.erase();
-            let mut out: Box<dyn Write> =
-                if to_stderr { Box::new(stderr.lock()) } else { Box::new(stdout.lock()) };
+            // One write per event, not one per line (a JSON report is thousands of lines).
+            let mut out: Box<dyn Write> = if to_stderr {
+                Box::new(std::io::BufWriter::new(stderr.lock()))
+            } else {
+                Box::new(std::io::BufWriter::new(stdout.lock()))
+            };
             renderer.on_event(&ev, &mut out)?;
             out.flush()?;
             drop(out);
