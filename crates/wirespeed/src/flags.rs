@@ -494,6 +494,7 @@ pub struct PingArgs {
 #[derive(Debug, Args)]
 pub struct HttpArgs {
     /// The URL to request: http://, https://, or with --unix-socket the path and Host to send.
+    /// A user:password@ in it is sent as Basic credentials (as curl does) and shown as ***.
     #[arg(value_name = "URL", required_unless_present = "targets")]
     pub url: Option<String>,
     /// Closed model: connections, each with one request in flight (HTTP/2: see --streams).
