@@ -109,6 +109,10 @@ pub fn exercise_http_decoders(data: &[u8]) {
             let _ = url.join(text);
         }
         let _ = http_url::HttpUrl::parse(text);
+        for line in text.lines() {
+            let _ = http_url::HttpUrl::parse(line);
+            let _ = http_url::HttpUrl::redacted(line);
+        }
     }
 }
 
@@ -135,5 +139,9 @@ pub fn exercise_dns_decoders(data: &[u8]) {
     if let Ok(text) = std::str::from_utf8(data) {
         let _ = dns::datafile::parse(text);
         let _ = dns::zone::Zone::parse(text, Some("fuzz.test"));
+        // Every $INCLUDE reads the same small file, so includes and their origins are reached.
+        let _ = dns::zone::Zone::parse_with_includes(text, Some("fuzz.test"), &mut |_, _| {
+            Ok(("included".into(), "a 60 A 192.0.2.1\n$ORIGIN sub.fuzz.test.\nb TXT x\n".into()))
+        });
     }
 }

@@ -56,13 +56,17 @@ fn random_and_mutated_inputs() {
     .unwrap()
     .bytes;
     exercise(&dns);
+    // A zone file and URLs, so mutations reach the zone scanner (domain) and the URL parser.
+    let zone = b"$ORIGIN t.\n$TTL 60\n@ SOA ns h (1 2 3 4 5)\n*.w A 192.0.2.1\nx TXT \"a\\032b\" c\n$INCLUDE f\nhttp://u:p@[::1]:8080/a%20b/../c?d#e".to_vec();
+    exercise(&zone);
     for _ in 0..20_000 {
         let len = (rng.next() % 300) as usize;
         let random: Vec<u8> = (0..len).map(|_| rng.next() as u8).collect();
         exercise(&random);
-        let seed = match rng.next() % 3 {
+        let seed = match rng.next() % 4 {
             0 => &valid,
             1 => &iperf3_params,
+            2 => &zone,
             _ => &dns,
         };
         let mut mutated = seed.clone();

@@ -138,6 +138,24 @@ impl Loader<'_, '_> {
         text: &str,
         origin: Option<Name<Bytes>>,
     ) -> Result<(), ZoneError> {
+        unclosed(text)?;
+        // The scanner is not ours to fix: should it panic on some other input, the zone is
+        // refused with a message rather than the process brought down.
+        std::panic::catch_unwind(std::panic::AssertUnwindSafe(|| self.scan(name, text, origin)))
+            .unwrap_or_else(|_| {
+                Err(ZoneError {
+                    line: 0,
+                    message: "the zone-file scanner (domain) failed on this file".into(),
+                })
+            })
+    }
+
+    fn scan(
+        &mut self,
+        name: Option<&str>,
+        text: &str,
+        origin: Option<Name<Bytes>>,
+    ) -> Result<(), ZoneError> {
         let mut file = Zonefile::with_capacity(text.len() + 1);
         file.extend_from_slice(text.as_bytes());
         // The scanner needs the last record's line to end; a file's last line often does not.
@@ -254,6 +272,42 @@ impl Loader<'_, '_> {
             }
         }
         Ok(zone)
+    }
+}
+
+/// Refuses a file that ends inside parentheses or a quoted string, naming where that began.
+/// `domain` 0.12's scanner panics (an index past its buffer) on a TXT record whose `(` is never
+/// closed, so this is checked before it reads: quotes, `\` escapes and `;` comments as RFC 1035
+/// §5.1 has them.
+fn unclosed(text: &str) -> Result<(), ZoneError> {
+    let (mut open, mut quote) = (Vec::new(), None);
+    for (i, line) in text.lines().enumerate() {
+        let mut chars = line.chars();
+        while let Some(c) = chars.next() {
+            match c {
+                '\\' => {
+                    chars.next();
+                }
+                '"' if quote.is_some() => quote = None,
+                _ if quote.is_some() => {}
+                '"' => quote = Some(i + 1),
+                ';' => break,
+                '(' => open.push(i + 1),
+                ')' => {
+                    open.pop();
+                }
+                _ => {}
+            }
+        }
+    }
+    let fail = |line: usize, what: &str| ZoneError {
+        line,
+        message: format!("{what} that the file never closes"),
+    };
+    match (quote, open.last()) {
+        (Some(line), _) => Err(fail(line, "a '\"'")),
+        (None, Some(&line)) => Err(fail(line, "a '('")),
+        (None, None) => Ok(()),
     }
 }
 
@@ -375,7 +429,11 @@ mod tests {
             ("$ORIGIN t.\nwww A 300.1.1.1\n\n; c\n", 2, "IPv4"),
             ("$ORIGIN t.\n\n; note\nwww BOGUS x\n", 4, "record type"),
             ("www A 1.2.3.4\n", 1, "no $ORIGIN"),
-            ("$ORIGIN t.\n@ SOA a b (1 2\n", 2, "ends inside a record"),
+            ("$ORIGIN t.\n@ SOA a b (1 2\n", 2, "'(' that the file never closes"),
+            // domain's scanner panics on this one (a TXT string, then a '(' never closed).
+            ("$ORIGIN t.\nx TXT \"a\" (\n\n", 2, "'(' that the file never closes"),
+            ("$ORIGIN t.\nx TXT \"a;b\\\" (\n", 2, "'\"' that the file never closes"),
+            ("$ORIGIN t.\nx TXT \"(\" ; (\n", 0, "no SOA"),
             ("$ORIGIN t.\nw MX 10\nx A 192.0.2.1\n", 2, "before all its fields"),
             ("$ORIGIN t.\nw A 192.0.2.1\n  A 192.0.2.x\n", 3, "IPv4"),
             ("$ORIGIN t.\nw CH A 192.0.2.1\n", 2, "class IN"),
