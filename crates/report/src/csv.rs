@@ -37,6 +37,12 @@ where
     String::from_utf8(bytes).unwrap_or_default()
 }
 
+/// The first cells of an interval's row: `interval`, its index, start and end (seconds), and
+/// whether it was omitted (warm-up).
+pub(crate) fn interval_cells(index: u32, start_ns: u64, end_ns: u64, omitted: bool) -> [String; 5] {
+    ["interval".to_string(), index.to_string(), secs(start_ns), secs(end_ns), omitted.to_string()]
+}
+
 /// Seconds with three decimals, from nanoseconds.
 pub(crate) fn secs(ns: u64) -> String {
     format!("{:.3}", ns as f64 / 1e9)
@@ -108,15 +114,10 @@ impl Renderer for Csv {
             Event::TraceRound(_) => {}
             Event::Interval(iv) => {
                 for f in &iv.flows {
-                    let head = [
-                        "interval".to_string(),
-                        iv.index.to_string(),
-                        secs(iv.start_ns),
-                        secs(iv.end_ns),
-                        iv.omitted.to_string(),
-                        flow_name(f.flow).to_string(),
-                    ];
-                    writeln!(out, "{}", record(head.into_iter().chain(cells(&f.total))))?;
+                    let head = interval_cells(iv.index, iv.start_ns, iv.end_ns, iv.omitted);
+                    let flow = flow_name(f.flow).to_string();
+                    let row = head.into_iter().chain([flow]).chain(cells(&f.total));
+                    writeln!(out, "{}", record(row))?;
                 }
             }
             Event::Notice(_) => {}

@@ -7,7 +7,7 @@ use std::io::{self, Write};
 use wirespeed_model::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
 use wirespeed_model::latency::HistogramBucket;
 
-use crate::csv::{record, secs};
+use crate::csv::{interval_cells, record};
 use crate::latency::{stats_cells, STATS_COLUMNS};
 use crate::units::{bytes, nanos, percent};
 
@@ -212,12 +212,8 @@ pub fn csv_columns() -> String {
 /// One CSV row per interval.
 pub fn csv_interval(iv: &HttpInterval) -> String {
     let none = String::new;
-    let head = [
-        "interval".to_string(),
-        iv.index.to_string(),
-        secs(iv.start_ns),
-        secs(iv.end_ns),
-        iv.omitted.to_string(),
+    let head = interval_cells(iv.index, iv.start_ns, iv.end_ns, iv.omitted);
+    let counts = [
         none(),
         format!("{:.1}", iv.requests_per_second),
         iv.sent.to_string(),
@@ -228,7 +224,7 @@ pub fn csv_interval(iv: &HttpInterval) -> String {
         none(),
         none(),
     ];
-    record(head.into_iter().chain(stats_cells(&iv.latency)))
+    record(head.into_iter().chain(counts).chain(stats_cells(&iv.latency)))
 }
 
 /// The CSV summary row, after one row per step of a sweep.

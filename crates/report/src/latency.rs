@@ -6,7 +6,7 @@ use std::io::{self, Write};
 use wirespeed_model::latency::{LatencyInterval, LatencyReport, LatencySpec, LatencyStats};
 use wirespeed_model::spec::Protocol;
 
-use crate::csv::{opt, record, secs};
+use crate::csv::{interval_cells, opt, record};
 use crate::units::nanos;
 
 /// "TCP, 1 connection, 16-byte messages, 10 s" and the like.
@@ -131,18 +131,9 @@ pub fn stats_cells(s: &LatencyStats) -> [String; 11] {
 
 /// One CSV row per interval.
 pub fn csv_interval(iv: &LatencyInterval) -> String {
-    let head = [
-        "interval".to_string(),
-        iv.index.to_string(),
-        secs(iv.start_ns),
-        secs(iv.end_ns),
-        iv.omitted.to_string(),
-        format!("{:.1}", iv.messages_per_second),
-        String::new(),
-        String::new(),
-        opt(iv.lost),
-    ];
-    record(head.into_iter().chain(stats_cells(&iv.rtt)))
+    let head = interval_cells(iv.index, iv.start_ns, iv.end_ns, iv.omitted);
+    let rate = [format!("{:.1}", iv.messages_per_second), String::new(), String::new()];
+    record(head.into_iter().chain(rate).chain([opt(iv.lost)]).chain(stats_cells(&iv.rtt)))
 }
 
 /// The CSV summary row.

@@ -840,6 +840,16 @@ fn dns_against_the_server_fixture_in_every_format_and_saved() {
     assert_eq!(serde_json::to_value(&saved).unwrap()["summary"]["completed"], 300);
 }
 
+/// Starts a server with the DNS fixture serving `zone`, which must refuse to start (exit 1);
+/// returns what it said.
+fn zone_refused(zone: &std::path::Path) -> String {
+    let port = free_port().to_string();
+    let zone = zone.to_str().unwrap();
+    let out = client(&["server", "-B", "127.0.0.1", "-p", &port, "--dns", "0", "--zone", zone]);
+    assert_eq!(out.status.code(), Some(1));
+    String::from_utf8_lossy(&out.stderr).into_owned()
+}
+
 /// A zone file split with `$INCLUDE` (read relative to the including file, each with its
 /// origin) is served whole: every included name answers NOERROR, a name nowhere NXDOMAIN.
 #[test]
@@ -880,19 +890,7 @@ fn a_zone_with_includes_is_served_whole() {
     assert_eq!((&codes[1]["name"], &codes[1]["count"]), (&"NXDOMAIN".into(), &1.into()), "{codes}");
     // A missing include is named, with the file that asked for it.
     std::fs::remove_file(dir.path().join("parts/more.zone")).unwrap();
-    let out = client(&[
-        "server",
-        "-B",
-        "127.0.0.1",
-        "-p",
-        &free_port().to_string(),
-        "--dns",
-        "0",
-        "--zone",
-        zone.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    let err = String::from_utf8_lossy(&out.stderr);
+    let err = zone_refused(&zone);
     assert!(err.contains("$INCLUDE parts/hosts.zone") && err.contains("parts/more.zone"), "{err}");
 }
 
@@ -928,23 +926,8 @@ fn dns_bad_input_has_clear_errors_and_exit_codes() {
     assert!(String::from_utf8_lossy(&out.stderr).contains("threads (-T)"));
     let zone = dir.path().join("z.zone");
     std::fs::write(&zone, "$ORIGIN t.\nwww A 1.2.3.4\nbad A 999.1.1.1\n").unwrap();
-    let out = client(&[
-        "server",
-        "-B",
-        "127.0.0.1",
-        "-p",
-        &free_port().to_string(),
-        "--dns",
-        "0",
-        "--zone",
-        zone.to_str().unwrap(),
-    ]);
-    assert_eq!(out.status.code(), Some(1));
-    assert!(
-        String::from_utf8_lossy(&out.stderr).contains("line 3"),
-        "{}",
-        String::from_utf8_lossy(&out.stderr)
-    );
+    let err = zone_refused(&zone);
+    assert!(err.contains("line 3"), "{err}");
 }
 
 /// A timed open-model test lasts its duration: `http -r 1 -d 1` used to end with its only
