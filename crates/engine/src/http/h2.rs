@@ -41,6 +41,56 @@ struct Ctx {
     results: Option<ResultSink>,
 }
 
+/// One of the `-c` connections, shared by every request that goes out on it. When it fails
+/// (a GOAWAY, a reset), the first request to notice opens its replacement and the others use
+/// that one: a GOAWAY costs one new connection, not one per request in flight.
+#[derive(Default)]
+struct Connection {
+    current: AsyncMutex<Slot>,
+}
+
+#[derive(Default)]
+struct Slot {
+    /// Counts the connections this slot has had, so a request can say which one failed it.
+    generation: u64,
+    sender: Option<Sender>,
+}
+
+impl Connection {
+    /// The live connection and its generation, opened first if there is none or it closed.
+    /// `None` when opening failed (counted against the request due at `scheduled`).
+    async fn get(&self, ctx: &Ctx, c: &ShardCounts, scheduled: Instant) -> Option<(u64, Sender)> {
+        let mut slot = self.current.lock().await;
+        if slot.sender.as_ref().is_none_or(Sender::is_closed) {
+            slot.generation += 1;
+            slot.sender = connect(ctx, c, scheduled).await;
+        }
+        Some((slot.generation, slot.sender.clone()?))
+    }
+
+    /// A connection to use instead of generation `failed`: its replacement if another request
+    /// opened one already, else a new one.
+    async fn replace(
+        &self,
+        failed: u64,
+        ctx: &Ctx,
+        c: &ShardCounts,
+        scheduled: Instant,
+    ) -> Option<(u64, Sender)> {
+        self.retire(failed).await;
+        self.get(ctx, c, scheduled).await
+    }
+
+    /// Forgets generation `failed` if it is still the current one, so the next request opens
+    /// a new connection.
+    async fn retire(&self, failed: u64) {
+        let mut slot = self.current.lock().await;
+        if slot.generation == failed {
+            slot.sender = None;
+        }
+    }
+}
+
 /// The runtime thread of one step.
 struct H2Step {
     stop: Arc<AtomicBool>,
@@ -110,30 +160,26 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
     for c in counts {
         let ctx = ctx.clone();
         tasks.spawn(async move {
-            while !ctx.stop.load(Relaxed) {
-                if !ctx.budget.claim() {
-                    break;
-                }
-                let Some(sender) = connect(&ctx, &c, Instant::now()).await else { continue };
-                let mut streams_set = tokio::task::JoinSet::new();
-                for first in 0..streams {
-                    let (ctx, c, sender) = (ctx.clone(), c.clone(), sender.clone());
-                    // The request claimed above goes on the first stream.
-                    streams_set.spawn(async move {
-                        let mut claimed = first == 0;
-                        while !ctx.stop.load(Relaxed) && (claimed || ctx.budget.claim()) {
-                            claimed = false;
-                            let alive =
-                                request(&ctx, &c, sender.clone(), Instant::now(), false).await;
-                            if !alive {
-                                return;
-                            }
+            let connection = Arc::new(Connection::default());
+            let mut streams_set = tokio::task::JoinSet::new();
+            for _ in 0..streams {
+                let (ctx, c, connection) = (ctx.clone(), c.clone(), connection.clone());
+                streams_set.spawn(async move {
+                    // A counted run ends with the claim that finds the budget spent.
+                    while !ctx.stop.load(Relaxed) && ctx.budget.claim() {
+                        let now = Instant::now();
+                        // A connection that cannot be opened fails the claimed request.
+                        let Some((generation, sender)) = connection.get(&ctx, &c, now).await else {
+                            continue;
+                        };
+                        let on = On { connection: &connection, generation, sender };
+                        if !request(&ctx, &c, on, now, false).await {
+                            connection.retire(generation).await;
                         }
-                    });
-                }
-                // Then the claim above ends a counted run whose budget is spent.
-                while streams_set.join_next().await.is_some() {}
+                    }
+                });
             }
+            while streams_set.join_next().await.is_some() {}
             c.done.store(true, Relaxed);
         });
     }
@@ -144,8 +190,8 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
 /// up to one late, and since latency counts from the schedule, that lateness would be added to
 /// every request (and each counted late). The thread sleeps with a tight timer slack instead.
 async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, schedule: Schedule) {
-    let senders: Vec<Arc<AsyncMutex<Option<Sender>>>> =
-        counts.iter().map(|_| Arc::new(AsyncMutex::new(None))).collect();
+    let connections: Vec<Arc<Connection>> =
+        counts.iter().map(|_| Arc::new(Connection::default())).collect();
     let mut inflight = tokio::task::JoinSet::new();
     let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
     let stop = ctx.stop.clone();
@@ -181,18 +227,14 @@ async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, schedule: Schedule) 
         }
         let i = (k as usize) % counts.len();
         k += 1;
-        let (ctx, c, slot) = (ctx.clone(), counts[i].clone(), senders[i].clone());
+        let (ctx, c, connection) = (ctx.clone(), counts[i].clone(), connections[i].clone());
         inflight.spawn(async move {
-            let sender = {
-                let mut slot = slot.lock().await;
-                if slot.as_ref().is_none_or(|s| s.is_closed()) {
-                    *slot = connect(&ctx, &c, due).await;
+            // Without a connection, the failed connect was counted against this request.
+            if let Some((generation, sender)) = connection.get(&ctx, &c, due).await {
+                let on = On { connection: &connection, generation, sender };
+                if !request(&ctx, &c, on, due, true).await {
+                    connection.retire(generation).await;
                 }
-                slot.clone()
-            };
-            // Without a sender, the failed connect was counted against this request.
-            if let Some(s) = sender {
-                request(&ctx, &c, s, due, true).await;
             }
         });
         // Reap finished requests so the set stays as small as what is in flight.
@@ -307,15 +349,23 @@ fn cause_of(e: &hyper::Error) -> Cause {
     }
 }
 
+/// How many times a request the server never processed is sent again before it counts as
+/// failed:
+/// each try goes out on a newer connection (or after REFUSED_STREAM), so this bounds the
+/// unlucky case where hundreds queued behind one GOAWAY meet the next one too.
+const UNPROCESSED_TRIES: u32 = 3;
+
+/// The connection a request goes out on: the slot, which of its connections, and its sender.
+struct On<'a> {
+    connection: &'a Connection,
+    generation: u64,
+    sender: Sender,
+}
+
 /// Sends one request scheduled at `scheduled` and reads its whole response; false when the
 /// connection is no longer usable.
-async fn request(
-    ctx: &Ctx,
-    c: &ShardCounts,
-    mut sender: Sender,
-    scheduled: Instant,
-    open: bool,
-) -> bool {
+async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, open: bool) -> bool {
+    let On { connection, mut generation, mut sender } = on;
     let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
     let r = &ctx.set.requests[i];
     let build = || {
@@ -340,15 +390,17 @@ async fn request(
     let work = async {
         let mut first = Some(req);
         let mut counted = false;
+        let mut tries = 0;
         let (response, sent) = loop {
-            let retry = first.is_none();
+            let may_retry = tries < UNPROCESSED_TRIES;
+            tries += 1;
             if let Err(e) = sender.ready().await {
-                if retry {
+                if !may_retry {
                     return Err(Some(cause_of(&e)));
                 }
                 // The connection went away (a GOAWAY, say) before this request went out.
-                first = None;
-                sender = connect(ctx, c, scheduled).await.ok_or(None)?;
+                (generation, sender) =
+                    connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
                 continue;
             }
             let sent = Instant::now();
@@ -375,9 +427,12 @@ async fn request(
                 Ok(response) => break (response, sent),
                 // The server never processed it (a GOAWAY whose last stream id is below it, a
                 // REFUSED_STREAM, a connection closed before it went out): HTTP/2 lets it be
-                // sent again, once, on a new connection, as the GOAWAY asks.
-                Err(e) if !retry && never_processed(&e) => {
-                    sender = connect(ctx, c, scheduled).await.ok_or(None)?;
+                // sent again (RFC 9113 §8.7): after a GOAWAY on the connection that replaced
+                // this one; after REFUSED_STREAM on the same one if it still takes requests.
+                Err(e) if may_retry && never_processed(&e) && sender.is_ready() => {}
+                Err(e) if may_retry && never_processed(&e) => {
+                    (generation, sender) =
+                        connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
                 }
                 Err(e) => return Err(Some(cause_of(&e))),
             }
