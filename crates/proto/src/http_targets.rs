@@ -49,21 +49,9 @@ fn err<T>(line: usize, message: impl Into<String>) -> Result<T, TargetsError> {
     Err(TargetsError { line, message: message.into() })
 }
 
-/// Checks that `url` is an absolute http(s) URL with a host.
+/// Checks that `url` is an absolute http(s) URL with a host, as the request will read it.
 fn check_url(url: &str) -> Result<(), String> {
-    let rest = url
-        .strip_prefix("http://")
-        .or_else(|| url.strip_prefix("https://"))
-        .ok_or_else(|| format!("'{url}' is not an http:// or https:// URL"))?;
-    let authority = rest.split(['/', '?', '#']).next().unwrap_or("");
-    let host = authority.rsplit('@').next().unwrap_or("");
-    if host.is_empty() || host.starts_with(':') {
-        return Err(format!("'{url}' has no host"));
-    }
-    if url.bytes().any(|b| b.is_ascii_control() || b == b' ') {
-        return Err(format!("'{url}' has spaces or control characters"));
-    }
-    Ok(())
+    crate::http_url::HttpUrl::parse(url).map(|_| ())
 }
 
 /// A `METHOD URL` line, if `line` is one.
@@ -231,7 +219,8 @@ mod tests {
     #[test]
     fn http_format_errors_name_the_line() {
         let cases = [
-            ("GET ftp://x/\n", 1, "not an http"),
+            ("GET ftp://x/\n", 1, "must be http or https"),
+            ("GET http://:80/\n", 1, "empty host"),
             ("GET http://x/\nno colon here\n", 2, "expected a header"),
             ("GET http://x/\n@/b\nX-After: 1\n", 3, "expected a target"),
             ("get http://x/\n", 1, "expected a target"),

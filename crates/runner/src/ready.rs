@@ -47,7 +47,11 @@ impl Probe {
         let probe = match (&ready.tcp, &ready.udp, &ready.http, &ready.dns, &ready.log) {
             (Some(t), None, None, None, None) => Self::Tcp(address(&render(t)?)?),
             (None, Some(u), None, None, None) => Self::Udp(address(&render(u)?)?),
-            (None, None, Some(h), None, None) => Self::Http(render(h)?),
+            (None, None, Some(h), None, None) => {
+                let url = render(h)?;
+                http_target(&url)?;
+                Self::Http(url)
+            }
             (None, None, None, Some(d), None) => Self::Dns(address(&render(d)?)?),
             (None, None, None, None, Some(l)) => Self::Log(render(l)?),
             _ => return Err("ready needs exactly one of tcp, udp, http, dns or log".into()),
@@ -98,17 +102,39 @@ fn dns_answered(addr: SocketAddr) -> bool {
         .is_some_and(|a| a.len() >= 12 && a[..2] == id.to_be_bytes() && a[2] & 0x80 != 0)
 }
 
+/// Where a GET of `url` goes: the address (an IP literal or `localhost`, since probes stay on
+/// this host), the request path and the `Host` value. The `url` crate reads the URL.
+fn http_target(url: &str) -> Result<(SocketAddr, String, String), String> {
+    let parsed = url::Url::parse(url).map_err(|e| format!("ready http {url:?}: {e}"))?;
+    if parsed.scheme() != "http" {
+        return Err(format!("ready http {url:?}: only http:// is probed"));
+    }
+    let ip = match parsed.host() {
+        Some(url::Host::Ipv4(a)) => IpAddr::V4(a),
+        Some(url::Host::Ipv6(a)) => IpAddr::V6(a),
+        Some(url::Host::Domain("localhost")) => IpAddr::V4(Ipv4Addr::LOCALHOST),
+        _ => return Err(format!("ready http {url:?}: the host must be an address or localhost")),
+    };
+    let port = parsed.port_or_known_default().unwrap_or(80);
+    let path = match parsed.query() {
+        Some(q) => format!("{}?{q}", parsed.path()),
+        None => parsed.path().to_string(),
+    };
+    let host = match parsed.port() {
+        Some(p) => format!("{}:{p}", parsed.host_str().unwrap_or_default()),
+        None => parsed.host_str().unwrap_or_default().to_string(),
+    };
+    Ok((SocketAddr::new(ip, port), path, host))
+}
+
 /// Any HTTP status line in answer to a GET of `url` (http:// only).
 fn http_answered(url: &str) -> bool {
-    let Some(rest) = url.strip_prefix("http://") else { return false };
-    let (authority, path) =
-        rest.split_once('/').map_or((rest, "/".to_string()), |(a, p)| (a, format!("/{p}")));
-    let Ok(addr) = address(authority) else { return false };
+    let Ok((addr, path, host)) = http_target(url) else { return false };
     let Ok(mut s) = TcpStream::connect_timeout(&addr, Duration::from_millis(250)) else {
         return false;
     };
     let _ = s.set_read_timeout(Some(Duration::from_millis(500)));
-    let req = format!("GET {path} HTTP/1.1\r\nHost: {authority}\r\nConnection: close\r\n\r\n");
+    let req = format!("GET {path} HTTP/1.1\r\nHost: {host}\r\nConnection: close\r\n\r\n");
     if s.write_all(req.as_bytes()).is_err() {
         return false;
     }
@@ -171,5 +197,28 @@ pub fn wait(p: &mut Started, probe: &Probe, timeout: Duration) -> Result<Duratio
             });
         }
         std::thread::sleep(POLL);
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn http_probe_targets_are_read_by_the_url_crate() {
+        let (addr, path, host) = http_target("http://127.0.0.1:8080/a%20b?c").unwrap();
+        assert_eq!((addr, path.as_str(), host.as_str()), (addr, "/a%20b?c", "127.0.0.1:8080"));
+        assert_eq!(addr, "127.0.0.1:8080".parse::<SocketAddr>().unwrap());
+        let (addr, path, host) = http_target("http://[::1]").unwrap();
+        assert_eq!((addr.port(), path.as_str(), host.as_str()), (80, "/", "[::1]"));
+        assert!(addr.ip().is_loopback());
+        assert_eq!(http_target("http://localhost:81").unwrap().0.port(), 81);
+        for bad in ["https://127.0.0.1/", "http://example.com/", "127.0.0.1:80", "http://"] {
+            assert!(http_target(bad).is_err(), "{bad}");
+        }
+        // A URL that can never answer is refused at once, not after the readiness timeout.
+        let ready = Ready { http: Some("https://127.0.0.1/".into()), ..Ready::default() };
+        let e = Probe::from_ready(&ready, |t| Ok(t.to_string())).unwrap_err();
+        assert!(e.contains("only http://"), "{e}");
     }
 }
