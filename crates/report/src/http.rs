@@ -259,3 +259,102 @@ fn csv_totals(row: &str, index: &str, warmup_ns: u64, s: &HttpSummary) -> String
     ];
     record(head.into_iter().chain(stats_cells(&s.latency)))
 }
+
+#[cfg(test)]
+mod tests {
+    use std::collections::BTreeMap;
+
+    use wirespeed_model::http::{
+        HttpBreakdown, HttpInterval, HttpReport, HttpSpec, HttpStep, HttpSummary,
+    };
+    use wirespeed_model::latency::RttHistogram;
+    use wirespeed_model::{Meta, Report, ReportBody};
+
+    use crate::Format;
+
+    /// Latencies of `n` responses spread over 0.5–5.5 ms.
+    fn histogram(n: u64) -> RttHistogram {
+        let mut h = RttHistogram::default();
+        for i in 0..n {
+            h.record(500_000 + (i * 7_919) % 5_000_000);
+        }
+        h
+    }
+
+    fn summary(rate: Option<f64>, responses: u64) -> HttpSummary {
+        let h = histogram(responses);
+        HttpSummary {
+            duration_ns: 1_000_000_000,
+            responses,
+            succeeded: responses - 2,
+            success_ratio: (responses - 2) as f64 / (responses + 1) as f64,
+            status: BTreeMap::from([("200".into(), responses - 2), ("503".into(), 2)]),
+            errors: BTreeMap::from([("timeout".into(), 1)]),
+            requests_per_second: responses as f64,
+            bytes_in: responses * 615,
+            bytes_out: 0,
+            connections_opened: 4,
+            latency: h.stats(),
+            histogram: h.buckets(),
+            target_rate: rate,
+            sent: responses + 1,
+            sent_per_second: (responses + 1) as f64,
+            late: 3,
+            breakdown: HttpBreakdown {
+                dns_ns: 12_000,
+                connect: histogram(4).stats(),
+                first_byte: h.stats(),
+                queue: histogram(responses).stats(),
+                ..HttpBreakdown::default()
+            },
+        }
+    }
+
+    /// An open-model sweep over two rates, an interval each.
+    fn report() -> Report {
+        let mut spec = HttpSpec::new("http://192.0.2.7:8080/index.html");
+        spec.rates = vec![100.0, 200.0];
+        spec.duration_ns = 1_000_000_000;
+        let intervals = (0..2u32)
+            .map(|index| HttpInterval {
+                index,
+                start_ns: u64::from(index) * 1_000_000_000,
+                end_ns: u64::from(index + 1) * 1_000_000_000,
+                omitted: false,
+                requests_per_second: 100.0 * f64::from(index + 1),
+                responses: 100 * u64::from(index + 1),
+                errors: u64::from(index),
+                sent: 100 * u64::from(index + 1) + 1,
+                late: 1,
+                latency: histogram(100 * u64::from(index + 1)).stats(),
+            })
+            .collect();
+        let steps = vec![
+            HttpStep { rate: 100.0, summary: summary(Some(100.0), 100) },
+            HttpStep { rate: 200.0, summary: summary(Some(200.0), 200) },
+        ];
+        let mut total = summary(None, 300);
+        total.duration_ns = 2_000_000_000;
+        Report {
+            body: ReportBody::Http(HttpReport { spec, intervals, summary: total, steps }),
+            meta: Meta {
+                version: "0.1.0".into(),
+                remote_addr: Some("192.0.2.7:8080".into()),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn text() {
+        insta::assert_snapshot!(crate::fixtures::render(&report(), Format::Text));
+    }
+
+    #[test]
+    fn csv_rows_are_even() {
+        let csv = crate::fixtures::render(&report(), Format::Csv);
+        let records = crate::fixtures::assert_even_rows(&csv);
+        assert_eq!(records.len(), 5, "two intervals, two steps and the summary: {csv}");
+        insta::assert_snapshot!(csv);
+    }
+}

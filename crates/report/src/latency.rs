@@ -153,3 +153,71 @@ pub fn csv_summary(r: &LatencyReport) -> String {
     ];
     record(head.into_iter().chain(stats_cells(&s.rtt)))
 }
+
+#[cfg(test)]
+mod tests {
+    use wirespeed_model::latency::{
+        LatencyInterval, LatencyReport, LatencySpec, LatencySummary, RttHistogram,
+    };
+    use wirespeed_model::spec::Protocol;
+    use wirespeed_model::{Meta, Report, ReportBody};
+
+    use crate::Format;
+
+    /// A UDP run of two intervals after a warm-up one, with loss, round trips 20–90 µs.
+    fn report() -> Report {
+        let mut spec = LatencySpec::new("192.0.2.7", Protocol::Udp);
+        spec.duration_ns = 2_000_000_000;
+        spec.warmup_ns = 1_000_000_000;
+        let mut total = RttHistogram::default();
+        let mut intervals = Vec::new();
+        for index in 0..3u32 {
+            let mut h = RttHistogram::default();
+            for i in 0..1000u64 {
+                h.record(20_000 + (i % 71) * 1_000 + u64::from(index) * 500);
+            }
+            if index > 0 {
+                total.add(&h);
+            }
+            intervals.push(LatencyInterval {
+                index,
+                start_ns: u64::from(index) * 1_000_000_000,
+                end_ns: u64::from(index + 1) * 1_000_000_000,
+                omitted: index == 0,
+                messages_per_second: 1000.0,
+                lost: Some(u64::from(index)),
+                rtt: h.stats(),
+            });
+        }
+        let summary = LatencySummary {
+            duration_ns: 2_000_000_000,
+            sent: 2003,
+            received: 2000,
+            lost: Some(3),
+            messages_per_second: 1000.0,
+            rtt: total.stats(),
+            histogram: total.buckets(),
+        };
+        Report {
+            body: ReportBody::Latency(LatencyReport { spec, intervals, summary }),
+            meta: Meta {
+                version: "0.1.0".into(),
+                remote_addr: Some("192.0.2.7:5201".into()),
+                ..Default::default()
+            },
+        }
+    }
+
+    #[test]
+    fn text() {
+        insta::assert_snapshot!(crate::fixtures::render(&report(), Format::Text));
+    }
+
+    #[test]
+    fn csv_rows_are_even() {
+        let csv = crate::fixtures::render(&report(), Format::Csv);
+        let records = crate::fixtures::assert_even_rows(&csv);
+        assert_eq!(records.len(), 4, "three intervals and the summary: {csv}");
+        insta::assert_snapshot!(csv);
+    }
+}
