@@ -281,6 +281,9 @@ pub struct HttpSummary {
 pub struct HttpStep {
     /// The rate asked for, requests per second.
     pub rate: f64,
+    /// When its measured part began (after its warm-up), nanoseconds since the test began.
+    #[serde(default)]
+    pub start_ns: u64,
     /// What the step measured.
     pub summary: HttpSummary,
 }

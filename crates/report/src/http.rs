@@ -233,14 +233,15 @@ pub fn csv_summary(r: &HttpReport) -> String {
         .steps
         .iter()
         .enumerate()
-        .map(|(i, step)| csv_totals("step", &i.to_string(), r.spec.warmup_ns, &step.summary))
+        .map(|(i, step)| csv_totals("step", &i.to_string(), step.start_ns, &step.summary))
         .collect();
     rows.push(csv_totals("summary", "", r.spec.warmup_ns, &r.summary));
     rows.join("\n")
 }
 
-fn csv_totals(row: &str, index: &str, warmup_ns: u64, s: &HttpSummary) -> String {
-    let start = warmup_ns as f64 / 1e9;
+/// A totals row whose measured part began `start_ns` into the test.
+fn csv_totals(row: &str, index: &str, start_ns: u64, s: &HttpSummary) -> String {
+    let start = start_ns as f64 / 1e9;
     let head = [
         row.to_string(),
         index.to_string(),
@@ -330,8 +331,8 @@ mod tests {
             })
             .collect();
         let steps = vec![
-            HttpStep { rate: 100.0, summary: summary(Some(100.0), 100) },
-            HttpStep { rate: 200.0, summary: summary(Some(200.0), 200) },
+            HttpStep { rate: 100.0, start_ns: 0, summary: summary(Some(100.0), 100) },
+            HttpStep { rate: 200.0, start_ns: 1_000_000_000, summary: summary(Some(200.0), 200) },
         ];
         let mut total = summary(None, 300);
         total.duration_ns = 2_000_000_000;

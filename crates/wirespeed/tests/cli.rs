@@ -713,6 +713,10 @@ fn http_open_model_sweeps_targets_and_vegeta_lines() {
         (Some(400.0), Some(40))
     );
     assert_eq!(v["summary"]["responses"], 80);
+    // The second step starts after the first has run (its CSV row used to say 0 s as well).
+    let start = |i: usize| steps[i]["start_ns"].as_u64().unwrap();
+    let first_took = steps[0]["summary"]["duration_ns"].as_u64().unwrap();
+    assert!(start(1) >= start(0) + first_took, "{steps:?}");
     let csv = client(&["http", &url, "-r", "200,400", "-n", "20", "-f", "csv", "--no-save"]);
     let csv = String::from_utf8(csv.stdout).unwrap();
     assert_eq!(csv.lines().filter(|l| l.starts_with("step,")).count(), 2, "{csv}");

@@ -145,15 +145,16 @@ pub async fn run(
         let stopper = run.stopper;
         let _ = tokio::task::spawn_blocking(move || stopper.stop()).await;
         sampler.close(end, end);
+        let start_ns = sampler.offset_ns + spec.warmup_ns;
         let (hist, totals, ns) = (sampler.total, sampler.measured.1, sampler.measured.0);
-        steps.push((rate, hist, totals, ns));
+        steps.push((rate, start_ns, hist, totals, ns));
         if interrupted {
             break;
         }
     }
 
     let mut all = (Histograms::default(), Totals::default(), 0u64);
-    for (_, h, t, ns) in &steps {
+    for (_, _, h, t, ns) in &steps {
         all.0.add(h);
         all.1.add(t);
         all.2 += ns;
@@ -168,8 +169,9 @@ pub async fn run(
     let steps = if spec.rates.len() > 1 {
         steps
             .iter()
-            .map(|(rate, h, t, ns)| HttpStep {
+            .map(|(rate, start_ns, h, t, ns)| HttpStep {
                 rate: rate.unwrap_or(0.0),
+                start_ns: *start_ns,
                 summary: summarize(h, t, *ns, *rate, dns_ns),
             })
             .collect()
