@@ -269,7 +269,7 @@ mod tests {
         HttpBreakdown, HttpInterval, HttpReport, HttpSpec, HttpStep, HttpSummary,
     };
     use wirespeed_model::latency::RttHistogram;
-    use wirespeed_model::{Meta, Report, ReportBody};
+    use wirespeed_model::{Report, ReportBody};
 
     use crate::Format;
 
@@ -336,14 +336,8 @@ mod tests {
         ];
         let mut total = summary(None, 300);
         total.duration_ns = 2_000_000_000;
-        Report {
-            body: ReportBody::Http(HttpReport { spec, intervals, summary: total, steps }),
-            meta: Meta {
-                version: "0.1.0".into(),
-                remote_addr: Some("192.0.2.7:8080".into()),
-                ..Default::default()
-            },
-        }
+        let body = ReportBody::Http(HttpReport { spec, intervals, summary: total, steps });
+        crate::fixtures::report_against(body, "192.0.2.7:8080")
     }
 
     #[test]

@@ -160,7 +160,7 @@ mod tests {
         LatencyInterval, LatencyReport, LatencySpec, LatencySummary, RttHistogram,
     };
     use wirespeed_model::spec::Protocol;
-    use wirespeed_model::{Meta, Report, ReportBody};
+    use wirespeed_model::{Report, ReportBody};
 
     use crate::Format;
 
@@ -198,14 +198,8 @@ mod tests {
             rtt: total.stats(),
             histogram: total.buckets(),
         };
-        Report {
-            body: ReportBody::Latency(LatencyReport { spec, intervals, summary }),
-            meta: Meta {
-                version: "0.1.0".into(),
-                remote_addr: Some("192.0.2.7:5201".into()),
-                ..Default::default()
-            },
-        }
+        let body = ReportBody::Latency(LatencyReport { spec, intervals, summary });
+        crate::fixtures::report_against(body, "192.0.2.7:5201")
     }
 
     #[test]

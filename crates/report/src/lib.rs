@@ -237,6 +237,16 @@ pub(crate) mod fixtures {
     }
 
     /// `report` rendered in `format`, without colour.
+    /// A report of `body` from version 0.1.0 against `remote`, as the renderer tests use.
+    pub fn report_against(body: ReportBody, remote: &str) -> Report {
+        let meta = Meta {
+            version: "0.1.0".into(),
+            remote_addr: Some(remote.into()),
+            ..Default::default()
+        };
+        Report { body, meta }
+    }
+
     pub fn render(report: &Report, format: crate::Format) -> String {
         let mut out = Vec::new();
         crate::render_report(report, format, false, &mut out).unwrap();
