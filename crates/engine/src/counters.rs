@@ -4,7 +4,7 @@
 
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 
-use wirespeed_model::stats::{TcpSample, Totals};
+use wirespeed_model::kinds::bandwidth::{TcpSample, Totals};
 
 /// Shared counters of one stream end.
 #[derive(Debug, Default)]

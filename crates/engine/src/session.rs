@@ -8,7 +8,8 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::{mpsc, OwnedSemaphorePermit};
-use wirespeed_model::spec::{SpecError, TestSpec};
+use wirespeed_model::rules::SpecError;
+use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, RefuseCode, ServerMessage, ServerState};

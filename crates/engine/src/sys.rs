@@ -9,7 +9,7 @@ use std::mem::{size_of, MaybeUninit};
 use std::os::fd::{AsRawFd, FromRawFd, RawFd};
 use std::os::unix::fs::OpenOptionsExt;
 
-use wirespeed_model::stats::TcpSample;
+use wirespeed_model::kinds::bandwidth::TcpSample;
 
 use crate::buffer::PageBuf;
 

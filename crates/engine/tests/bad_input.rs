@@ -10,7 +10,7 @@ use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::ClientError;
-use wirespeed_model::spec::Protocol;
+use wirespeed_model::rules::Protocol;
 use wirespeed_proto::codec::{ConnKind, Preamble, MAX_FRAME_LEN};
 use wirespeed_proto::control::RefuseCode;
 

@@ -5,7 +5,8 @@
 mod common;
 
 use common::{run, spec, TestServer};
-use wirespeed_model::spec::{Direction, End, Flow, Protocol};
+use wirespeed_model::kinds::bandwidth::{Direction, End, Flow};
+use wirespeed_model::rules::Protocol;
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_upload_bytes_sent_equal_bytes_received_on_ipv4_and_ipv6() {

@@ -14,7 +14,7 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_engine::cps::client::{self, CpsOptions};
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::ClientError;
-use wirespeed_model::cps::{CpsReport, CpsSpec};
+use wirespeed_model::kinds::cps::{CpsReport, CpsSpec};
 use wirespeed_model::ReportBody;
 
 fn counted(n: u64, parallel: u16) -> CpsSpec {

@@ -10,7 +10,7 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use common::{dns_options, run_dns};
-use wirespeed_model::dns::{DnsReport, DnsSpec, DnsTransport};
+use wirespeed_model::kinds::dns::{DnsReport, DnsSpec, DnsTransport};
 use wirespeed_proto::dns::datafile;
 use wirespeed_proto::dns::wire::{self, Header};
 

@@ -9,7 +9,7 @@ use std::time::Duration;
 use common::{dns_options, rcode, run_dns};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::dns::queries::builtin_lines;
-use wirespeed_model::dns::{DnsSpec, DnsTransport};
+use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport};
 use wirespeed_model::ReportBody;
 use wirespeed_proto::dns::datafile;
 

@@ -7,7 +7,7 @@ mod common;
 
 use common::dns_servers::{DnsServer, Kind, QUERIES};
 use common::{dns_options, rcode, run_dns};
-use wirespeed_model::dns::{DnsReport, DnsSpec, DnsTransport};
+use wirespeed_model::kinds::dns::{DnsReport, DnsSpec, DnsTransport};
 use wirespeed_proto::dns::datafile;
 
 fn spec_for(server: &DnsServer) -> (DnsSpec, Vec<datafile::QueryLine>) {

@@ -12,7 +12,7 @@ use common::nginx::{free_port, Nginx};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::http::client::{self, HttpOptions};
 use wirespeed_engine::ClientError;
-use wirespeed_model::http::{HttpReport, HttpSpec};
+use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 
 fn counted(url: String, n: u64, connections: u16) -> HttpSpec {

@@ -10,7 +10,7 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_engine::http::client::{self, HttpOptions};
 use wirespeed_engine::http::requests::Request;
 use wirespeed_engine::ClientError;
-use wirespeed_model::http::{HttpReport, HttpSpec};
+use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 use wirespeed_proto::http_url::HttpUrl;
 

@@ -15,8 +15,9 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_engine::bandwidth::client::ClientOptions;
 use wirespeed_engine::bandwidth::iperf3_client;
 use wirespeed_engine::ClientError;
-use wirespeed_model::report::BandwidthReport;
-use wirespeed_model::spec::{BandwidthSpec, Direction, End, Protocol};
+use wirespeed_model::kinds::bandwidth::BandwidthReport;
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End};
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
 
 /// A stock iperf3 server for one test (`-1`), printing its JSON report when done.

@@ -5,8 +5,8 @@ mod common;
 use common::TestServer;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::latency::client::{self, LatencyOptions};
-use wirespeed_model::latency::{LatencyReport, LatencySpec};
-use wirespeed_model::spec::Protocol;
+use wirespeed_model::kinds::latency::{LatencyReport, LatencySpec};
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
 
 fn opts(server: &TestServer, spec: LatencySpec) -> LatencyOptions {

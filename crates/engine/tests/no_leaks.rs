@@ -11,10 +11,11 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_engine::cps::client::{self as cps, CpsOptions};
 use wirespeed_engine::http::client::{self as http, HttpOptions};
 use wirespeed_engine::latency::client::{self as latency, LatencyOptions};
-use wirespeed_model::cps::CpsSpec;
-use wirespeed_model::http::HttpSpec;
-use wirespeed_model::latency::LatencySpec;
-use wirespeed_model::spec::{Direction, Protocol};
+use wirespeed_model::kinds::bandwidth::Direction;
+use wirespeed_model::kinds::cps::CpsSpec;
+use wirespeed_model::kinds::http::HttpSpec;
+use wirespeed_model::kinds::latency::LatencySpec;
+use wirespeed_model::rules::Protocol;
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)
@@ -117,7 +118,7 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
 /// DNS load over UDP (with the TCP retry client), TCP, to a refused port, and interrupted:
 /// worker threads, sockets and the stream runtime must all go.
 async fn dns_runs(port: u16) {
-    use wirespeed_model::dns::{DnsSpec, DnsTransport};
+    use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport};
     let lines = wirespeed_proto::dns::datafile::parse("big.example.test TXT\nwww.example.test A\n")
         .unwrap();
     for (transport, tc_retry) in [(DnsTransport::Udp, true), (DnsTransport::Tcp, false)] {

@@ -16,7 +16,7 @@ use wirespeed_engine::ping::client::{self, PingOptions};
 use wirespeed_engine::ping::icmp::IcmpSocketKind;
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::ClientError;
-use wirespeed_model::ping::{PingMode, PingReport, PingSpec, ProbeOutcome};
+use wirespeed_model::kinds::ping::{PingMode, PingReport, PingSpec, ProbeOutcome};
 use wirespeed_model::ReportBody;
 
 fn spec(target: &str, mode: PingMode, count: u64) -> PingSpec {

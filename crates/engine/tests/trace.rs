@@ -10,7 +10,7 @@ use common::endpoint;
 use common::nginx::free_port;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::trace::client::{self, TraceOptions};
-use wirespeed_model::trace::{TraceProtocol, TraceSpec};
+use wirespeed_model::kinds::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::ReportBody;
 
 #[tokio::test(flavor = "multi_thread")]

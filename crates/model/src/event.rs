@@ -3,14 +3,15 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::cps::CpsInterval;
-use crate::dns::DnsInterval;
-use crate::http::HttpInterval;
-use crate::latency::LatencyInterval;
-use crate::ping::PingProbe;
-use crate::report::{BandwidthInterval, Meta, Report};
+use crate::kinds::bandwidth::BandwidthInterval;
+use crate::kinds::cps::CpsInterval;
+use crate::kinds::dns::DnsInterval;
+use crate::kinds::http::HttpInterval;
+use crate::kinds::latency::LatencyInterval;
+use crate::kinds::ping::PingProbe;
+use crate::kinds::trace::TraceRound;
+use crate::report::{Meta, Report};
 use crate::spec::TestSpec;
-use crate::trace::TraceRound;
 
 /// One thing that happened during a run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]

@@ -5,10 +5,11 @@
 //! samples (the spread `compare` turns into a confidence interval); [`series`] gives the time
 //! series a chart draws; [`histogram`] the latency distribution, where the kind keeps one.
 
-use crate::latency::{HistogramBucket, LatencyStats};
-use crate::ping::ProbeOutcome;
-use crate::report::{FlowFigures, Report, ReportBody};
-use crate::spec::Protocol;
+use crate::histogram::{HistogramBucket, LatencyStats};
+use crate::kinds::bandwidth::FlowFigures;
+use crate::kinds::ping::ProbeOutcome;
+use crate::report::{Report, ReportBody};
+use crate::rules::Protocol;
 
 /// What a figure counts, so renderers know how to print it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

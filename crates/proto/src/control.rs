@@ -16,8 +16,9 @@
 //! instead of confusing the other side.
 
 use serde::{Deserialize, Serialize};
-use wirespeed_model::spec::{Flow, TestSpec};
-use wirespeed_model::stats::Totals;
+use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::kinds::bandwidth::Totals;
+use wirespeed_model::spec::TestSpec;
 
 /// Messages a client sends on the control connection.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -280,7 +281,8 @@ impl ClientState {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_model::spec::{BandwidthSpec, Protocol};
+    use wirespeed_model::kinds::bandwidth::BandwidthSpec;
+    use wirespeed_model::rules::Protocol;
 
     #[test]
     fn start_carries_the_kind_of_test() {

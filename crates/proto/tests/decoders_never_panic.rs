@@ -1,7 +1,8 @@
 //! The fuzz target's body (`exercise_decoders`) run over seeded random and mutated
 //! inputs, so every CI run exercises the decoders without a nightly toolchain.
 
-use wirespeed_model::spec::{BandwidthSpec, Protocol};
+use wirespeed_model::kinds::bandwidth::BandwidthSpec;
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::TestSpec;
 use wirespeed_proto::codec::encode_frame;
 use wirespeed_proto::control::ClientMessage;

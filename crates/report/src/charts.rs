@@ -4,7 +4,7 @@
 
 use serde::Serialize;
 use wirespeed_model::compare::Comparison;
-use wirespeed_model::latency::HistogramBucket;
+use wirespeed_model::histogram::HistogramBucket;
 use wirespeed_model::metrics::{self, Metric, Series, Unit};
 use wirespeed_model::Report;
 

@@ -177,7 +177,8 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use wirespeed_model::compare::{compare, CompareOptions, Verdict};
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
     use wirespeed_model::{Report, ReportBody};
 
     /// A TCP upload run whose intervals moved `gbps[i]` Gbit/s, with `parallel` streams.

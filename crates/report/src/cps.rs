@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::cps::{ConnectFailure, CpsInterval, CpsReport, CpsSpec, FailureCounts};
-use wirespeed_model::latency::LatencyStats;
+use wirespeed_model::histogram::LatencyStats;
+use wirespeed_model::kinds::cps::{ConnectFailure, CpsInterval, CpsReport, CpsSpec, FailureCounts};
 
 use crate::csv::record;
 use crate::latency::{stats_cells, STATS_COLUMNS};
@@ -143,8 +143,8 @@ pub fn csv_summary(r: &CpsReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wirespeed_model::cps::{CpsInterval, CpsReport, CpsSpec, CpsSummary, FailureCounts};
-    use wirespeed_model::latency::RttHistogram;
+    use wirespeed_model::histogram::RttHistogram;
+    use wirespeed_model::kinds::cps::{CpsInterval, CpsReport, CpsSpec, CpsSummary, FailureCounts};
     use wirespeed_model::{Meta, Report, ReportBody};
 
     use crate::Format;

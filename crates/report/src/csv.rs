@@ -3,8 +3,8 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::spec::Flow;
-use wirespeed_model::stats::Figures;
+use wirespeed_model::kinds::bandwidth::Figures;
+use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::{Event, ReportBody, TestSpec};
 
 use crate::Renderer;
@@ -156,7 +156,8 @@ impl Renderer for Csv {
 mod tests {
     use crate::fixtures::report;
     use crate::{render_report, Format};
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
 
     #[test]
     fn tcp_bidir_rows() {

@@ -125,7 +125,8 @@ pub fn spec(report: &Report) -> Table {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
 
     #[test]
     fn tables_of_a_bandwidth_run() {

@@ -5,7 +5,7 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::dns::{DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport};
+use wirespeed_model::kinds::dns::{DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport};
 
 use crate::csv::{self, record};
 use crate::latency::{stats_cells, STATS_COLUMNS};
@@ -237,8 +237,8 @@ pub fn csv_summary(r: &DnsReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wirespeed_model::dns::*;
-    use wirespeed_model::latency::LatencyStats;
+    use wirespeed_model::histogram::LatencyStats;
+    use wirespeed_model::kinds::dns::*;
     use wirespeed_model::report::{Meta, Report, ReportBody};
 
     use crate::fixtures::{assert_even_rows, render};

@@ -169,7 +169,8 @@ const SCRIPT: &str = include_str!("../assets/report.js");
 mod tests {
     use super::*;
     use crate::fixtures;
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
 
     #[test]
     fn a_page_is_self_contained_and_escapes_what_it_shows() {

@@ -4,8 +4,8 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
-use wirespeed_model::latency::HistogramBucket;
+use wirespeed_model::histogram::HistogramBucket;
+use wirespeed_model::kinds::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
 
 use crate::csv::{interval_cells, record};
 use crate::latency::{stats_cells, STATS_COLUMNS};
@@ -132,7 +132,7 @@ fn breakdown(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
     if r.spec.unix_socket.is_none() {
         writeln!(out, "  {:<12}{:>10}{:>10}", "DNS", 1, nanos(b.dns_ns as f64))?;
     }
-    let mut part = |name: &str, l: &wirespeed_model::latency::LatencyStats| {
+    let mut part = |name: &str, l: &wirespeed_model::histogram::LatencyStats| {
         writeln!(
             out,
             "  {name:<12}{:>10}{:>10}{:>10}{:>10}",
@@ -265,10 +265,10 @@ fn csv_totals(row: &str, index: &str, start_ns: u64, s: &HttpSummary) -> String 
 mod tests {
     use std::collections::BTreeMap;
 
-    use wirespeed_model::http::{
+    use wirespeed_model::histogram::RttHistogram;
+    use wirespeed_model::kinds::http::{
         HttpBreakdown, HttpInterval, HttpReport, HttpSpec, HttpStep, HttpSummary,
     };
-    use wirespeed_model::latency::RttHistogram;
     use wirespeed_model::{Report, ReportBody};
 
     use crate::Format;

@@ -14,11 +14,13 @@
 use std::io::{self, Write};
 
 use serde_json::{json, Map, Value};
-use wirespeed_model::report::{
-    BandwidthInterval, BandwidthReport, CpuUsage, FlowFigures, FlowSummary, Meta,
+use wirespeed_model::kinds::bandwidth::Figures;
+use wirespeed_model::kinds::bandwidth::{
+    BandwidthInterval, BandwidthReport, CpuUsage, FlowFigures, FlowSummary,
 };
-use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
-use wirespeed_model::stats::Figures;
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End, Flow};
+use wirespeed_model::report::Meta;
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::units::CivilTime;
 use wirespeed_model::{Event, ReportBody};
 

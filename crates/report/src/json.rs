@@ -38,7 +38,8 @@ impl Renderer for JsonStream {
 mod tests {
     use crate::fixtures::report;
     use crate::{render_report, Format};
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
     use wirespeed_model::Report;
 
     #[test]

@@ -3,8 +3,9 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::latency::{LatencyInterval, LatencyReport, LatencySpec, LatencyStats};
-use wirespeed_model::spec::Protocol;
+use wirespeed_model::histogram::LatencyStats;
+use wirespeed_model::kinds::latency::{LatencyInterval, LatencyReport, LatencySpec};
+use wirespeed_model::rules::Protocol;
 
 use crate::csv::{interval_cells, opt, record};
 use crate::units::nanos;
@@ -156,10 +157,11 @@ pub fn csv_summary(r: &LatencyReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wirespeed_model::latency::{
-        LatencyInterval, LatencyReport, LatencySpec, LatencySummary, RttHistogram,
+    use wirespeed_model::histogram::RttHistogram;
+    use wirespeed_model::kinds::latency::{
+        LatencyInterval, LatencyReport, LatencySpec, LatencySummary,
     };
-    use wirespeed_model::spec::Protocol;
+    use wirespeed_model::rules::Protocol;
     use wirespeed_model::{Report, ReportBody};
 
     use crate::Format;

@@ -134,9 +134,12 @@ pub fn render_report(
 #[cfg(test)]
 pub(crate) mod fixtures {
     //! Fixed reports for the renderers' snapshot tests.
+    use wirespeed_model::kinds::bandwidth::Figures;
+    use wirespeed_model::kinds::bandwidth::*;
+    use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End, Flow};
     use wirespeed_model::report::*;
-    use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
-    use wirespeed_model::stats::{Figures, GaugeStats};
+    use wirespeed_model::rules::Protocol;
+    use wirespeed_model::stats::GaugeStats;
 
     fn figures(udp: bool, bytes: u64, span_s: f64) -> Figures {
         let mut f = Figures {

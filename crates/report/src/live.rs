@@ -4,8 +4,8 @@
 
 use std::collections::VecDeque;
 
-use wirespeed_model::latency::LatencyStats;
-use wirespeed_model::ping::ProbeOutcome;
+use wirespeed_model::histogram::LatencyStats;
+use wirespeed_model::kinds::ping::ProbeOutcome;
 use wirespeed_model::{Event, TestSpec};
 
 use crate::units::{nanos, per_second, percent, rate};
@@ -202,7 +202,8 @@ impl Panel {
 mod tests {
     use super::*;
     use crate::{events_of, fixtures};
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
 
     #[test]
     fn a_bandwidth_run_as_the_panel_sees_it() {

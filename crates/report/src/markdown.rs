@@ -54,7 +54,8 @@ impl Renderer for Markdown {
 mod tests {
     use super::*;
     use crate::fixtures;
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
 
     #[test]
     fn tcp_bidir_document() {

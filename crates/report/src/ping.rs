@@ -4,7 +4,7 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::ping::{PingMode, PingProbe, PingReport, PingSpec, ProbeOutcome};
+use wirespeed_model::kinds::ping::{PingMode, PingProbe, PingReport, PingSpec, ProbeOutcome};
 
 use crate::csv::{record, secs};
 use crate::latency::{stats_cells, STATS_COLUMNS};
@@ -149,8 +149,8 @@ pub fn csv_summary(r: &PingReport) -> String {
 
 #[cfg(test)]
 mod tests {
-    use wirespeed_model::latency::RttHistogram;
-    use wirespeed_model::ping::*;
+    use wirespeed_model::histogram::RttHistogram;
+    use wirespeed_model::kinds::ping::*;
     use wirespeed_model::{Meta, Report, ReportBody};
 
     use crate::Format;

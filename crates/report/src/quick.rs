@@ -2,7 +2,8 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::spec::{Direction, Protocol};
+use wirespeed_model::kinds::bandwidth::Direction;
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::{Report, ReportBody};
 
 use crate::units::{nanos, packet_rate, percent, rate};

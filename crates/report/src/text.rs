@@ -4,10 +4,13 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::ping::PingSpec;
-use wirespeed_model::report::{BandwidthInterval, BandwidthSummary, CpuUsage, FlowSummary};
-use wirespeed_model::spec::{BandwidthSpec, Direction, End, Flow, Protocol};
-use wirespeed_model::stats::Figures;
+use wirespeed_model::kinds::bandwidth::Figures;
+use wirespeed_model::kinds::bandwidth::{
+    BandwidthInterval, BandwidthSummary, CpuUsage, FlowSummary,
+};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End, Flow};
+use wirespeed_model::kinds::ping::PingSpec;
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
 
 use crate::units::{bytes, nanos, packet_rate, percent, rate};
@@ -471,7 +474,8 @@ impl Renderer for Text {
 mod tests {
     use crate::fixtures::report;
     use crate::{render_report, Format};
-    use wirespeed_model::spec::{Direction, Protocol};
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
 
     fn render(p: Protocol, d: Direction) -> String {
         let mut out = Vec::new();

@@ -3,7 +3,7 @@
 //! destination's row marked. Used by [`crate::text`] (also for mtr's live table) and
 //! [`crate::csv`].
 
-use wirespeed_model::trace::{HopStats, TraceProtocol, TraceReport, TraceSpec};
+use wirespeed_model::kinds::trace::{HopStats, TraceProtocol, TraceReport, TraceSpec};
 
 use crate::csv::{opt, record};
 use crate::latency::{stats_cells, STATS_COLUMNS};
@@ -114,8 +114,8 @@ pub fn csv_rows(r: &TraceReport) -> Vec<String> {
 
 #[cfg(test)]
 mod tests {
-    use wirespeed_model::latency::RttHistogram;
-    use wirespeed_model::trace::*;
+    use wirespeed_model::histogram::RttHistogram;
+    use wirespeed_model::kinds::trace::*;
     use wirespeed_model::{Event, Meta, Report, ReportBody};
 
     use crate::Format;

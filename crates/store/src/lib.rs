@@ -260,12 +260,13 @@ fn error(path: &str, source: rusqlite::Error) -> StoreError {
 #[cfg(test)]
 pub(crate) mod tests {
     use super::*;
-    use wirespeed_model::report::{
+    use wirespeed_model::kinds::bandwidth::Figures;
+    use wirespeed_model::kinds::bandwidth::{
         BandwidthInterval, BandwidthReport, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary,
-        Meta,
     };
-    use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
-    use wirespeed_model::stats::Figures;
+    use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+    use wirespeed_model::report::Meta;
+    use wirespeed_model::rules::Protocol;
     use wirespeed_model::ReportBody;
 
     /// A bandwidth report started at `ms` that moved `bps`.

@@ -7,10 +7,12 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use wirespeed_model::report::{
-    BandwidthInterval, BandwidthReport, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary, Meta,
+use wirespeed_model::kinds::bandwidth::{
+    BandwidthInterval, BandwidthReport, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary,
 };
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::report::Meta;
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::{Report, ReportBody};
 use wirespeed_store::{RunFilter, Store};
 
@@ -18,7 +20,10 @@ use wirespeed_store::{RunFilter, Store};
 fn big_report(ms: u64) -> Report {
     let flow = |bps: f64| FlowFigures {
         flow: Flow::Upload,
-        total: wirespeed_model::stats::Figures { received_bps: bps, ..Default::default() },
+        total: wirespeed_model::kinds::bandwidth::Figures {
+            received_bps: bps,
+            ..Default::default()
+        },
         streams: vec![],
     };
     let intervals = (0..3000u32)

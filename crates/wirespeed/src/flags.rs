@@ -4,10 +4,10 @@
 use std::path::PathBuf;
 
 use clap::{Args, Parser, Subcommand, ValueEnum};
-use wirespeed_model::cps::MAX_CONNECTORS;
-use wirespeed_model::dns::MAX_DNS_CLIENTS;
-use wirespeed_model::http::MAX_HTTP_CONNECTIONS;
-use wirespeed_model::spec::MAX_PARALLEL;
+use wirespeed_model::kinds::cps::MAX_CONNECTORS;
+use wirespeed_model::kinds::dns::MAX_DNS_CLIENTS;
+use wirespeed_model::kinds::http::MAX_HTTP_CONNECTIONS;
+use wirespeed_model::rules::MAX_PARALLEL;
 
 mod saved;
 mod web;

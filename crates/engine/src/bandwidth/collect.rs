@@ -5,11 +5,13 @@
 
 use std::collections::BTreeMap;
 
-use wirespeed_model::report::{
+use wirespeed_model::kinds::bandwidth::{
     BandwidthInterval, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary, StreamFigures,
 };
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
-use wirespeed_model::stats::{per_second, Figures, GaugeStats, SideDelta, Totals};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::kinds::bandwidth::{Figures, SideDelta, Totals};
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::stats::{per_second, GaugeStats};
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::control::{ServerResults, StreamTotals};
 
@@ -279,7 +281,7 @@ fn sides(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_model::spec::Direction;
+    use wirespeed_model::kinds::bandwidth::Direction;
 
     fn st(flow: Flow, id: u16, bytes: u64) -> StreamTotals {
         StreamTotals { flow, id, totals: Totals { bytes, ..Default::default() } }

@@ -1,8 +1,9 @@
 //! What either end of an iperf3-compatible test puts in its results document, from its own
 //! stream counters. Shared by our iperf3 server and our iperf3 client.
 
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
-use wirespeed_model::stats::Totals;
+use wirespeed_model::kinds::bandwidth::Totals;
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::rules::Protocol;
 use wirespeed_proto::control::StreamTotals;
 use wirespeed_proto::iperf3::{stream_id, stream_slot, Results, StreamResult};
 

@@ -9,7 +9,8 @@ use std::time::Duration;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::datagram::Wire;
 use wirespeed_proto::iperf3::wire::{self, encode_json, encode_server_error, errno};
@@ -456,7 +457,7 @@ fn log_outcome(peer: SocketAddr, spec: &BandwidthSpec, ours: &Results, theirs: &
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_model::spec::Direction;
+    use wirespeed_model::kinds::bandwidth::Direction;
 
     #[test]
     fn a_client_sending_past_the_cap_is_refused() {

@@ -7,8 +7,8 @@ use std::time::Duration;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio::time::{Instant, Interval, Sleep};
-use wirespeed_model::report::{BandwidthInterval, BandwidthSummary};
-use wirespeed_model::spec::BandwidthSpec;
+use wirespeed_model::kinds::bandwidth::BandwidthSpec;
+use wirespeed_model::kinds::bandwidth::{BandwidthInterval, BandwidthSummary};
 use wirespeed_model::Event;
 use wirespeed_proto::control::{ServerResults, StreamTotals};
 

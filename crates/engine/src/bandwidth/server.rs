@@ -8,7 +8,9 @@ use std::sync::Arc;
 use std::time::Duration;
 
 use tokio::sync::mpsc;
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol, TestSpec};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::spec::TestSpec;
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{
@@ -254,7 +256,7 @@ async fn run_test(
 #[cfg(test)]
 mod tests {
     use super::*;
-    use wirespeed_model::spec::Direction;
+    use wirespeed_model::kinds::bandwidth::Direction;
 
     #[test]
     fn limits_refuse_long_tests_and_cap_rates() {

@@ -14,7 +14,8 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
-use wirespeed_model::spec::{BandwidthSpec, End, Flow, Protocol};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::rules::Protocol;
 use wirespeed_proto::control::StreamTotals;
 use wirespeed_proto::datagram::{ReceiverStats, Wire, HELLO_ACK_MAGIC, HELLO_MAGIC};
 

@@ -16,10 +16,10 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::{Domain, SockAddr, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::cps::{
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::kinds::cps::{
     ConnectFailure, CpsInterval, CpsReport, CpsSpec, CpsSummary, FailureCounts,
 };
-use wirespeed_model::latency::RttHistogram;
 use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;

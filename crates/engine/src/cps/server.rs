@@ -9,7 +9,7 @@ use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use wirespeed_model::cps::CpsSpec;
+use wirespeed_model::kinds::cps::CpsSpec;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{RefuseCode, ServerMessage, ServerResults, ServerState};

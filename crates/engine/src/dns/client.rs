@@ -15,11 +15,11 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::dns::{
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::kinds::dns::{
     DnsConnections, DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport, ExactLatency,
     RcodeCount,
 };
-use wirespeed_model::latency::RttHistogram;
 use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;

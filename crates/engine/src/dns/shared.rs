@@ -7,7 +7,7 @@ use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::Instant;
 
-use wirespeed_model::latency::RttHistogram;
+use wirespeed_model::histogram::RttHistogram;
 
 use super::tracker::Counts;
 

@@ -7,7 +7,7 @@
 
 use std::collections::{BTreeMap, VecDeque};
 
-use wirespeed_model::dns::StrayAnswers;
+use wirespeed_model::kinds::dns::StrayAnswers;
 use wirespeed_proto::dns::wire::{self, Header};
 
 use super::queries::QuerySet;

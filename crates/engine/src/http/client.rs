@@ -13,7 +13,7 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::SockAddr;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::http::{
+use wirespeed_model::kinds::http::{
     HttpBreakdown, HttpInterval, HttpReport, HttpSpec, HttpStep, HttpSummary,
 };
 use wirespeed_model::report::{Report, ReportBody};

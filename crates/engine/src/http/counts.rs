@@ -9,7 +9,7 @@ use std::collections::BTreeMap;
 use std::sync::atomic::AtomicBool;
 use std::sync::Mutex;
 
-use wirespeed_model::latency::RttHistogram;
+use wirespeed_model::histogram::RttHistogram;
 
 /// Why a request got no response.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

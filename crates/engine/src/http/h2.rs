@@ -15,7 +15,7 @@ use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex as AsyncMutex;
-use wirespeed_model::http::HttpSpec;
+use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_proto::http_url::HttpUrl;
 
 use super::client::{Running, Stopper};

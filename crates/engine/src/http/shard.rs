@@ -17,7 +17,7 @@ use std::time::{Duration, Instant};
 use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 use socket2::{Domain, SockAddr, Socket, Type};
-use wirespeed_model::http::HttpSpec;
+use wirespeed_model::kinds::http::HttpSpec;
 
 use super::conn::{Conn, Mode, Phase, Step, Transport};
 use super::counts::{Cause, ShardCounts, Tally};

@@ -15,11 +15,14 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::{Domain, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::latency::{
-    LatencyInterval, LatencyReport, LatencySpec, LatencySummary, RttHistogram,
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::kinds::latency::{
+    LatencyInterval, LatencyReport, LatencySpec, LatencySummary,
 };
 use wirespeed_model::report::{Meta, Report, ReportBody};
-use wirespeed_model::spec::{Flow, Protocol, TestSpec};
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, ServerMessage};

@@ -9,8 +9,10 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 use tokio::sync::mpsc;
-use wirespeed_model::latency::LatencySpec;
-use wirespeed_model::spec::{Flow, Protocol, TestSpec};
+use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::kinds::latency::LatencySpec;
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{ServerMessage, ServerResults, ServerState};
 use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};

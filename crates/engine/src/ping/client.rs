@@ -14,12 +14,14 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::Socket;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::latency::{LatencySpec, RttHistogram};
-use wirespeed_model::ping::{
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::kinds::latency::LatencySpec;
+use wirespeed_model::kinds::ping::{
     PingMode, PingProbe, PingReport, PingSpec, PingSummary, ProbeOutcome, MAX_LISTED_PROBES,
 };
 use wirespeed_model::report::{Report, ReportBody};
-use wirespeed_model::spec::{Protocol, TestSpec};
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage};
 use wirespeed_proto::http_url::HttpUrl;

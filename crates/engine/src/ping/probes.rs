@@ -8,7 +8,7 @@ use std::os::fd::AsRawFd;
 use std::time::{Duration, Instant};
 
 use socket2::{Domain, SockAddr, Socket, Type};
-use wirespeed_model::ping::ProbeOutcome;
+use wirespeed_model::kinds::ping::ProbeOutcome;
 use wirespeed_proto::http_url::HttpUrl;
 
 /// Longest status line an HTTP probe reads before calling the answer broken.

@@ -13,10 +13,10 @@ use std::time::{Duration, Instant, SystemTime};
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::latency::RttHistogram;
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::kinds::trace::{HopStats, TraceReport, TraceRound, TraceSpec, TraceSummary};
 use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::spec::TestSpec;
-use wirespeed_model::trace::{HopStats, TraceReport, TraceRound, TraceSpec, TraceSummary};
 use wirespeed_model::Event;
 
 use super::probes::{Heard, Key, Pending, Prober};

@@ -11,7 +11,7 @@ use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use socket2::{Domain, SockAddr, Socket, Type};
-use wirespeed_model::trace::TraceProtocol;
+use wirespeed_model::kinds::trace::TraceProtocol;
 use wirespeed_proto::icmp::{
     unreachable_reason, IcmpMessage, Quoted, PROTO_ICMP, PROTO_ICMPV6, PROTO_TCP, PROTO_UDP,
 };

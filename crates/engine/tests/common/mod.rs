@@ -15,8 +15,9 @@ use wirespeed_engine::bandwidth::client::{self, ClientOptions};
 use wirespeed_engine::handshake::Endpoint;
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_engine::ClientError;
-use wirespeed_model::report::BandwidthReport;
-use wirespeed_model::spec::{BandwidthSpec, Protocol};
+use wirespeed_model::kinds::bandwidth::BandwidthReport;
+use wirespeed_model::kinds::bandwidth::BandwidthSpec;
+use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
 
 /// A client endpoint for `addr`, with the defaults tests use.
@@ -125,7 +126,7 @@ pub async fn dns_fixture() -> (u16, CancellationToken) {
 
 /// Options for a DNS test of `spec` sending `lines` (EDNS as the spec asks).
 pub fn dns_options(
-    spec: wirespeed_model::dns::DnsSpec,
+    spec: wirespeed_model::kinds::dns::DnsSpec,
     lines: &[wirespeed_proto::dns::datafile::QueryLine],
 ) -> wirespeed_engine::dns::client::DnsOptions {
     use wirespeed_proto::dns::wire::Edns;
@@ -146,7 +147,7 @@ pub fn dns_options(
 /// Runs a DNS test to its end and returns its report.
 pub async fn run_dns(
     opts: wirespeed_engine::dns::client::DnsOptions,
-) -> wirespeed_model::dns::DnsReport {
+) -> wirespeed_model::kinds::dns::DnsReport {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let report = wirespeed_engine::dns::client::run(opts, tx, CancellationToken::new())
         .await
@@ -156,6 +157,6 @@ pub async fn run_dns(
 }
 
 /// How many answers of `r` had the response code named `name`.
-pub fn rcode(r: &wirespeed_model::dns::DnsReport, name: &str) -> u64 {
+pub fn rcode(r: &wirespeed_model::kinds::dns::DnsReport, name: &str) -> u64 {
     r.summary.rcodes.iter().find(|c| c.name == name).map_or(0, |c| c.count)
 }

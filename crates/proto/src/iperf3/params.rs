@@ -3,7 +3,8 @@
 //! our iperf3-compatible client, and mapped to and from a [`BandwidthSpec`].
 
 use serde_json::{Map, Value};
-use wirespeed_model::spec::{BandwidthSpec, Direction, Protocol, MAX_PARALLEL};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction};
+use wirespeed_model::rules::{Protocol, MAX_PARALLEL};
 
 use super::wire::errno;
 

@@ -4,8 +4,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{LatencyStats, MAX_RTT_NS};
-use crate::spec::SpecError;
+use crate::histogram::{LatencyStats, MAX_RTT_NS};
+use crate::rules::SpecError;
 
 /// Default first destination port of UDP probes (traceroute's).
 pub const DEFAULT_UDP_PORT: u16 = 33434;

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{HistogramBucket, LatencyStats};
-use crate::spec::{check_run, SpecError};
+use crate::histogram::{HistogramBucket, LatencyStats};
+use crate::rules::{check_run, SpecError};
 
 /// Most connections a cps test may keep in flight at once.
 pub const MAX_CONNECTORS: u16 = 1024;

@@ -5,8 +5,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{HistogramBucket, LatencyStats, MAX_RTT_NS};
-use crate::spec::SpecError;
+use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
+use crate::rules::SpecError;
 
 /// Most payload bytes a probe may carry.
 pub const MAX_PING_SIZE: u32 = 65_000;

@@ -6,8 +6,8 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{HistogramBucket, LatencyStats, MAX_RTT_NS};
-use crate::spec::SpecError;
+use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
+use crate::rules::SpecError;
 
 /// Most sockets (or connections) one test may use.
 pub const MAX_DNS_CLIENTS: u16 = 4096;

@@ -6,8 +6,8 @@ use std::collections::BTreeMap;
 
 use serde::{Deserialize, Serialize};
 
-use crate::latency::{HistogramBucket, LatencyStats};
-use crate::spec::{check_run, SpecError};
+use crate::histogram::{HistogramBucket, LatencyStats};
+use crate::rules::{check_run, SpecError};
 
 /// Most connections one test may keep open.
 pub const MAX_HTTP_CONNECTIONS: u16 = 10_000;

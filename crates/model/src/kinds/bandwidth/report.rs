@@ -1,0 +1,147 @@
+//! A finished bandwidth run: intervals of per-flow, per-stream figures, and the summary of the
+//! measured part with each end's CPU use.
+
+use serde::{Deserialize, Serialize};
+
+use super::figures::Figures;
+use super::spec::{BandwidthSpec, End, Flow};
+use crate::stats::GaugeStats;
+
+/// A bandwidth run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthReport {
+    /// What was asked.
+    pub spec: BandwidthSpec,
+    /// One entry per reporting interval, warm-up included (marked `omitted`).
+    pub intervals: Vec<BandwidthInterval>,
+    /// Totals over the measured (non-omitted) part.
+    pub summary: BandwidthSummary,
+}
+
+/// One reporting interval of a bandwidth run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthInterval {
+    /// Position, from 0.
+    pub index: u32,
+    /// Start, nanoseconds since the test began.
+    pub start_ns: u64,
+    /// End, nanoseconds since the test began.
+    pub end_ns: u64,
+    /// True when inside the `--omit` warm-up.
+    pub omitted: bool,
+    /// Set when only this end measured the interval: an iperf3 peer shares no interval
+    /// figures, so the other end's side of each figure is zero (its totals are in the summary).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub measured_at: Option<End>,
+    /// One entry per flow (upload, download).
+    pub flows: Vec<FlowFigures>,
+}
+
+impl BandwidthInterval {
+    /// A flow's throughput over this interval as the end that measured it saw it: the receiver's
+    /// rate, unless only the sender measured the interval (an iperf3 peer shares no interval
+    /// figures, so the receiver's side is zero there and its totals are only in the summary).
+    pub fn measured_bps(&self, flow: &FlowFigures) -> f64 {
+        if self.measured_by(flow.flow.receiver()) {
+            flow.total.received_bps
+        } else {
+            flow.total.sent_bps
+        }
+    }
+
+    /// Whether `end`'s side of the figures was measured in this interval (both ends' were,
+    /// unless the interval is one-sided).
+    pub fn measured_by(&self, end: End) -> bool {
+        self.measured_at.is_none_or(|at| at == end)
+    }
+}
+
+/// A flow's total and its streams over one span.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowFigures {
+    /// Which way the data moved.
+    pub flow: Flow,
+    /// All streams of the flow merged.
+    #[serde(flatten)]
+    pub total: Figures,
+    /// Each stream on its own.
+    pub streams: Vec<StreamFigures>,
+}
+
+/// One stream's figures over one span.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct StreamFigures {
+    /// Stream number within its flow, from 1.
+    pub id: u16,
+    /// The figures.
+    #[serde(flatten)]
+    pub figures: Figures,
+}
+
+/// The whole measured part of a bandwidth run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct BandwidthSummary {
+    /// The first flow (upload, or download with `-R`), flattened so `summary.received_bps` works.
+    #[serde(flatten)]
+    pub primary: FlowSummary,
+    /// The download flow of a `--bidir` test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub reverse: Option<FlowSummary>,
+    /// CPU used by the client's data streams.
+    pub client_cpu: CpuUsage,
+    /// CPU used by the server's data streams for this test.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub server_cpu: Option<CpuUsage>,
+}
+
+impl BandwidthSummary {
+    /// Every flow of the run, primary first.
+    pub fn flows(&self) -> impl Iterator<Item = &FlowSummary> {
+        std::iter::once(&self.primary).chain(self.reverse.as_ref())
+    }
+}
+
+/// A flow's totals over the measured part of the run.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+pub struct FlowSummary {
+    /// Which way the data moved.
+    pub flow: Flow,
+    /// Which end sent.
+    pub sender: End,
+    /// Measured time: from the end of the warm-up until the last byte was received.
+    pub duration_ns: u64,
+    /// Totals of all streams.
+    #[serde(flatten)]
+    pub total: Figures,
+    /// TCP: smoothed RTT sampled each interval: min, mean and max over intervals and streams.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub rtt_range_ns: Option<GaugeStats>,
+    /// TCP: largest congestion window seen on any stream.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub cwnd_max_bytes: Option<u64>,
+    /// Each stream's totals.
+    pub streams: Vec<StreamFigures>,
+}
+
+/// Processor time used by one end, as a share of the test's wall time.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+pub struct CpuUsage {
+    /// User-mode CPU seconds / wall seconds (can exceed 1 with several streams).
+    pub user_ratio: f64,
+    /// Kernel-mode CPU seconds / wall seconds.
+    pub system_ratio: f64,
+    /// `user_ratio + system_ratio`.
+    pub total_ratio: f64,
+}
+
+impl CpuUsage {
+    /// Usage from CPU nanoseconds (user, system) over `wall_ns`.
+    pub fn from_nanos(user_ns: u64, system_ns: u64, wall_ns: u64) -> Self {
+        if wall_ns == 0 {
+            return Self::default();
+        }
+        let user_ratio = user_ns as f64 / wall_ns as f64;
+        let system_ratio = system_ns as f64 / wall_ns as f64;
+        Self { user_ratio, system_ratio, total_ratio: user_ratio + system_ratio }
+    }
+}
