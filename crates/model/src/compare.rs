@@ -5,7 +5,8 @@
 
 use std::collections::BTreeMap;
 
-use crate::metrics::{metrics, Better, Metric};
+use crate::kinds::Kind;
+use crate::metrics::{Better, Metric};
 use crate::report::Report;
 
 /// How to compare.
@@ -105,7 +106,7 @@ pub enum CompareError {
     TooFew,
     /// Different test kinds.
     #[error("cannot compare a {0} run with a {1} run")]
-    Kinds(&'static str, &'static str),
+    Kinds(Kind, Kind),
 }
 
 /// Compares `runs[1..]` with `runs[0]`.
@@ -117,12 +118,12 @@ pub fn compare(runs: &[&Report], options: &CompareOptions) -> Result<Comparison,
     if let Some(other) = rest.iter().find(|r| r.kind() != base.kind()) {
         return Err(CompareError::Kinds(base.kind(), other.kind()));
     }
-    let baseline = metrics(base);
+    let baseline = base.metrics();
     let mut rng = SplitMix(options.seed);
     let others = rest
         .iter()
         .map(|run| {
-            let mine = metrics(run);
+            let mine = run.metrics();
             mine.into_iter()
                 .filter_map(|m| {
                     let b = baseline.iter().find(|b| b.key == m.key)?;

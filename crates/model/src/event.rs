@@ -10,7 +10,7 @@ use crate::kinds::http::HttpInterval;
 use crate::kinds::latency::LatencyInterval;
 use crate::kinds::ping::PingProbe;
 use crate::kinds::trace::TraceRound;
-use crate::report::{Meta, Report};
+use crate::report::{Meta, Report, ReportBody};
 use crate::spec::TestSpec;
 
 /// One thing that happened during a run.
@@ -43,4 +43,34 @@ pub enum Event {
     Notice(String),
     /// The test finished; the full report.
     End(Box<Report>),
+}
+
+impl Event {
+    /// The events a finished report stands for: its start, each interval (or probe), its end.
+    /// A trace keeps no rounds: its hops are in the end event.
+    pub fn replay(report: &Report) -> Vec<Event> {
+        let start = Event::Start { spec: report.body.spec(), meta: report.meta.clone() };
+        let mut events = vec![start];
+        match &report.body {
+            ReportBody::Bandwidth(r) => {
+                events.extend(r.intervals.iter().cloned().map(Event::Interval))
+            }
+            ReportBody::Latency(r) => {
+                events.extend(r.intervals.iter().cloned().map(Event::LatencyInterval))
+            }
+            ReportBody::Cps(r) => {
+                events.extend(r.intervals.iter().cloned().map(Event::CpsInterval))
+            }
+            ReportBody::Ping(r) => events.extend(r.probes.iter().cloned().map(Event::PingProbe)),
+            ReportBody::Trace(_) => {}
+            ReportBody::Http(r) => {
+                events.extend(r.intervals.iter().cloned().map(Event::HttpInterval))
+            }
+            ReportBody::Dns(r) => {
+                events.extend(r.intervals.iter().cloned().map(Event::DnsInterval))
+            }
+        }
+        events.push(Event::End(Box::new(report.clone())));
+        events
+    }
 }

@@ -5,7 +5,11 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::histogram::HistogramBucket;
 use crate::kinds::bandwidth::BandwidthReport;
+use crate::kinds::{Kind, KindReport};
+use crate::metrics::{Metric, RunSeries};
+use crate::spec::TestSpec;
 
 /// A finished run of any kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -38,35 +42,63 @@ pub enum ReportBody {
     Dns(crate::kinds::dns::DnsReport),
 }
 
-/// Every name [`Report::kind`] gives, as `history --kind` takes them (pps runs are bandwidth
-/// reports).
-pub const REPORT_KINDS: [&str; 7] = ["bandwidth", "latency", "cps", "ping", "trace", "http", "dns"];
+impl ReportBody {
+    /// The report as the kind-independent questions see it.
+    pub fn as_kind(&self) -> &dyn KindReport {
+        match self {
+            ReportBody::Bandwidth(r) => r,
+            ReportBody::Latency(r) => r,
+            ReportBody::Cps(r) => r,
+            ReportBody::Ping(r) => r,
+            ReportBody::Trace(r) => r,
+            ReportBody::Http(r) => r,
+            ReportBody::Dns(r) => r,
+        }
+    }
+
+    /// The spec the run was asked, as a [`TestSpec`].
+    pub fn spec(&self) -> TestSpec {
+        match self {
+            ReportBody::Bandwidth(r) => TestSpec::Bandwidth(r.spec.clone()),
+            ReportBody::Latency(r) => TestSpec::Latency(r.spec.clone()),
+            ReportBody::Cps(r) => TestSpec::Cps(r.spec.clone()),
+            ReportBody::Ping(r) => TestSpec::Ping(r.spec.clone()),
+            ReportBody::Trace(r) => TestSpec::Trace(r.spec.clone()),
+            ReportBody::Http(r) => TestSpec::Http(Box::new(r.spec.clone())),
+            ReportBody::Dns(r) => TestSpec::Dns(Box::new(r.spec.clone())),
+        }
+    }
+}
 
 impl Report {
-    /// The test kind's name, as in JSON's `kind` (one of [`REPORT_KINDS`]).
-    pub fn kind(&self) -> &'static str {
-        match self.body {
-            ReportBody::Bandwidth(_) => "bandwidth",
-            ReportBody::Latency(_) => "latency",
-            ReportBody::Cps(_) => "cps",
-            ReportBody::Ping(_) => "ping",
-            ReportBody::Trace(_) => "trace",
-            ReportBody::Http(_) => "http",
-            ReportBody::Dns(_) => "dns",
-        }
+    /// The test kind.
+    pub fn kind(&self) -> Kind {
+        self.body.as_kind().spec().kind()
     }
 
     /// The target the run measured.
     pub fn target(&self) -> &str {
-        match &self.body {
-            ReportBody::Bandwidth(b) => &b.spec.target,
-            ReportBody::Latency(l) => &l.spec.target,
-            ReportBody::Cps(c) => &c.spec.target,
-            ReportBody::Ping(p) => &p.spec.target,
-            ReportBody::Trace(t) => &t.spec.target,
-            ReportBody::Http(h) => &h.spec.url,
-            ReportBody::Dns(d) => &d.spec.server,
-        }
+        self.body.as_kind().spec().target()
+    }
+
+    /// The comparable figures of the run, headline first.
+    pub fn metrics(&self) -> Vec<Metric> {
+        self.body.as_kind().metrics()
+    }
+
+    /// The headline figure of the run (the first of [`Self::metrics`]).
+    pub fn headline(&self) -> Metric {
+        self.metrics().swap_remove(0)
+    }
+
+    /// The time series a chart of the run draws.
+    pub fn series(&self) -> RunSeries {
+        self.body.as_kind().series()
+    }
+
+    /// The run's latency histogram, where its kind keeps one.
+    pub fn histogram(&self) -> Option<&[HistogramBucket]> {
+        self.body.as_kind().histogram()
     }
 }
 

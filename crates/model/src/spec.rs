@@ -4,6 +4,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::kinds::bandwidth::BandwidthSpec;
+use crate::kinds::{Kind, KindSpec};
 
 /// One variant per test kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
@@ -23,4 +24,34 @@ pub enum TestSpec {
     Http(Box<crate::kinds::http::HttpSpec>),
     /// DNS load: queries per second, loss and latency against any DNS server.
     Dns(Box<crate::kinds::dns::DnsSpec>),
+}
+
+impl TestSpec {
+    /// The spec as the kind-independent questions see it.
+    pub fn as_kind(&self) -> &dyn KindSpec {
+        match self {
+            TestSpec::Bandwidth(s) => s,
+            TestSpec::Latency(s) => s,
+            TestSpec::Cps(s) => s,
+            TestSpec::Ping(s) => s,
+            TestSpec::Trace(s) => s,
+            TestSpec::Http(s) => s.as_ref(),
+            TestSpec::Dns(s) => s.as_ref(),
+        }
+    }
+
+    /// The test kind.
+    pub fn kind(&self) -> Kind {
+        self.as_kind().kind()
+    }
+
+    /// What is measured, as the user named it.
+    pub fn target(&self) -> &str {
+        self.as_kind().target()
+    }
+
+    /// How long a test that ends by time is planned to run, warm-up included.
+    pub fn planned_ns(&self) -> Option<u64> {
+        self.as_kind().planned_ns().filter(|&ns| ns > 0)
+    }
 }

@@ -520,7 +520,7 @@ mod tests {
             swept: vec![("rate".into(), rate.to_string())],
             system: system.into(),
             figure: "Requests".into(),
-            unit: Unit::PerSecond("req/s"),
+            unit: Unit::PerSecond(wirespeed_model::metrics::Events::Requests),
             higher_is_better: true,
             values: vec![rate as f64],
             p50_ns: vec![p99_ms * 1e5],

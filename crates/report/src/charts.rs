@@ -5,7 +5,7 @@
 use serde::Serialize;
 use wirespeed_model::compare::Comparison;
 use wirespeed_model::histogram::HistogramBucket;
-use wirespeed_model::metrics::{self, Metric, Series, Unit};
+use wirespeed_model::metrics::{Metric, Series, Unit};
 use wirespeed_model::Report;
 
 /// How a chart draws its series.
@@ -62,7 +62,7 @@ pub fn display_unit(unit: Unit, max: f64) -> (f64, String) {
         Unit::BitsPerSecond => {
             steps("bit/s", &[(1.0, ""), (1e3, "k"), (1e6, "M"), (1e9, "G"), (1e12, "T")])
         }
-        Unit::PerSecond(events) => steps(events, &[(1.0, ""), (1e3, "k"), (1e6, "M")]),
+        Unit::PerSecond(events) => steps(events.name(), &[(1.0, ""), (1e3, "k"), (1e6, "M")]),
         Unit::Nanos => {
             let (d, u) = [(1.0, "ns"), (1e3, "µs"), (1e6, "ms"), (1e9, "s")]
                 .into_iter()
@@ -141,7 +141,7 @@ pub fn log_bins(histogram: &[HistogramBucket], bins: usize) -> Vec<(f64, u64)> {
 /// The charts of one run: rate over time, latency percentiles over time, the latency
 /// histogram and its CDF (each where the kind has it).
 pub fn run_charts(report: &Report) -> Vec<Chart> {
-    let series = metrics::series(report);
+    let series = report.series();
     let mut out = Vec::new();
     if let Some(first) = series.rate.first() {
         let what = match first.unit {
@@ -163,7 +163,7 @@ pub fn run_charts(report: &Report) -> Vec<Chart> {
         &series.latency,
         true,
     ));
-    if let Some(h) = metrics::histogram(report) {
+    if let Some(h) = report.histogram() {
         out.extend(histogram_charts(h));
     }
     out
@@ -248,7 +248,7 @@ pub fn comparison_charts(runs: &[&Report], labels: &[String], cmp: &Comparison) 
         .iter()
         .zip(labels)
         .filter_map(|(r, label)| {
-            let s = metrics::series(r).rate.into_iter().next()?;
+            let s = r.series().rate.into_iter().next()?;
             Some(Series { label: label.clone(), ..s })
         })
         .collect();
@@ -259,7 +259,8 @@ pub fn comparison_charts(runs: &[&Report], labels: &[String], cmp: &Comparison) 
         .iter()
         .zip(labels)
         .filter_map(|(r, label)| {
-            let s = metrics::series(r)
+            let s = r
+                .series()
                 .latency
                 .into_iter()
                 .find(|s| s.label == "p99" || s.label == "round trip")?;
@@ -293,7 +294,10 @@ mod tests {
     fn display_units_follow_magnitude() {
         assert_eq!(display_unit(Unit::BitsPerSecond, 9.4e9), (1e9, "Gbit/s".into()));
         assert_eq!(display_unit(Unit::Nanos, 45_000.0), (1e3, "µs".into()));
-        assert_eq!(display_unit(Unit::PerSecond("q/s"), 12.0), (1.0, "q/s".into()));
+        assert_eq!(
+            display_unit(Unit::PerSecond(wirespeed_model::metrics::Events::Queries), 12.0),
+            (1.0, "q/s".into())
+        );
         assert_eq!(display_unit(Unit::Ratio, 0.5).1, "%");
     }
 

@@ -6,7 +6,7 @@
 use std::collections::BTreeMap;
 
 use wirespeed_model::compare::{flat_spec, median};
-use wirespeed_model::metrics::{self, Unit};
+use wirespeed_model::metrics::Unit;
 use wirespeed_model::Report;
 
 use crate::table::Table;
@@ -62,7 +62,7 @@ pub fn facts(report: &Report, label: &RunLabel) -> Table {
 /// The key figures: the run's value, and the median, minimum and maximum of its intervals.
 pub fn key_figures(report: &Report) -> Table {
     let mut t = Table::new(&["Figure", ">Run", ">Interval median", ">Min", ">Max", ">Intervals"]);
-    for m in metrics::metrics(report) {
+    for m in report.metrics() {
         let spread = |f: fn(f64, f64) -> f64| {
             m.samples.iter().copied().reduce(f).map_or("-".into(), |v| figure(v, m.unit))
         };
@@ -82,7 +82,7 @@ pub fn key_figures(report: &Report) -> Table {
 
 /// One row per interval end: every rate and latency line of the run, side by side.
 pub fn intervals(report: &Report) -> Option<Table> {
-    let s = metrics::series(report);
+    let s = report.series();
     let lines: Vec<_> = s.rate.iter().chain(&s.latency).filter(|l| !l.points.is_empty()).collect();
     if lines.is_empty() || matches!(report.body, wirespeed_model::ReportBody::Ping(_)) {
         return None;

@@ -122,7 +122,7 @@ pub fn comparison_document(
     cmp: &Comparison,
 ) -> String {
     let mut page = Page::default();
-    let kind = runs.first().map_or("", |r| r.0.kind());
+    let kind = runs.first().map_or("", |r| r.0.kind().name());
     let warnings = comparison::spec_warnings(cmp);
     if !warnings.is_empty() {
         page.push(

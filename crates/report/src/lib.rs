@@ -1,11 +1,11 @@
 //! Renderers: the only place numbers become text (and charts). Each output format implements [`Renderer`],
 //! which consumes the same [`Event`] stream a live run produces; a saved [`Report`] is rendered
-//! by replaying its events ([`events_of`]), so `show` prints exactly what the run printed.
+//! by replaying its events ([`Event::replay`]), so `show` prints exactly what the run printed.
 //! Nothing here touches the network or the clock.
 
 use std::io::{self, Write};
 
-use wirespeed_model::{Event, Report, ReportBody, TestSpec};
+use wirespeed_model::{Event, Report};
 
 pub mod bench;
 pub mod charts;
@@ -68,55 +68,6 @@ pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
     }
 }
 
-/// The events a finished report stands for: start, each interval, end.
-pub fn events_of(report: &Report) -> Vec<Event> {
-    let mut events = match &report.body {
-        ReportBody::Bandwidth(b) => {
-            let start = TestSpec::Bandwidth(b.spec.clone());
-            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
-            e.extend(b.intervals.iter().cloned().map(Event::Interval));
-            e
-        }
-        ReportBody::Latency(l) => {
-            let start = TestSpec::Latency(l.spec.clone());
-            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
-            e.extend(l.intervals.iter().cloned().map(Event::LatencyInterval));
-            e
-        }
-        ReportBody::Cps(c) => {
-            let start = TestSpec::Cps(c.spec.clone());
-            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
-            e.extend(c.intervals.iter().cloned().map(Event::CpsInterval));
-            e
-        }
-        ReportBody::Ping(p) => {
-            let start = TestSpec::Ping(p.spec.clone());
-            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
-            e.extend(p.probes.iter().cloned().map(Event::PingProbe));
-            e
-        }
-        ReportBody::Http(h) => {
-            let start = TestSpec::Http(Box::new(h.spec.clone()));
-            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
-            e.extend(h.intervals.iter().cloned().map(Event::HttpInterval));
-            e
-        }
-        ReportBody::Dns(d) => {
-            let start = TestSpec::Dns(Box::new(d.spec.clone()));
-            let mut e = vec![Event::Start { spec: start, meta: report.meta.clone() }];
-            e.extend(d.intervals.iter().cloned().map(Event::DnsInterval));
-            e
-        }
-        // The hops are in the end event; a trace's rounds are not kept.
-        ReportBody::Trace(t) => {
-            let start = TestSpec::Trace(t.spec.clone());
-            vec![Event::Start { spec: start, meta: report.meta.clone() }]
-        }
-    };
-    events.push(Event::End(Box::new(report.clone())));
-    events
-}
-
 /// Renders a whole report in `format`.
 pub fn render_report(
     report: &Report,
@@ -125,7 +76,7 @@ pub fn render_report(
     out: &mut dyn Write,
 ) -> io::Result<()> {
     let mut r = renderer(format, color);
-    for ev in events_of(report) {
+    for ev in Event::replay(report) {
         r.on_event(&ev, out)?;
     }
     Ok(())

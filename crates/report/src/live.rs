@@ -6,7 +6,7 @@ use std::collections::VecDeque;
 
 use wirespeed_model::histogram::LatencyStats;
 use wirespeed_model::kinds::ping::ProbeOutcome;
-use wirespeed_model::{Event, TestSpec};
+use wirespeed_model::Event;
 
 use crate::units::{nanos, per_second, percent, rate};
 
@@ -40,21 +40,6 @@ pub fn sparkline(values: impl IntoIterator<Item = f64>) -> String {
             }
         })
         .collect()
-}
-
-fn planned(spec: &TestSpec) -> Option<u64> {
-    let ns = match spec {
-        TestSpec::Bandwidth(b) => b.total_ns(),
-        TestSpec::Latency(l) if l.count.is_none() => l.total_ns(),
-        TestSpec::Cps(c) if c.count.is_none() => c.total_ns(),
-        TestSpec::Http(h) if h.count.is_none() => {
-            h.total_ns().saturating_mul(h.rates.len().max(1) as u64)
-        }
-        TestSpec::Dns(d) => d.duration_ns?,
-        TestSpec::Ping(p) => p.deadline_ns.or_else(|| Some(p.count? * p.interval_ns))?,
-        _ => return None,
-    };
-    (ns > 0).then_some(ns)
 }
 
 impl Panel {
@@ -101,17 +86,8 @@ impl Panel {
     pub fn on_event(&mut self, event: &Event) {
         match event {
             Event::Start { spec, .. } => {
-                let (kind, target) = match spec {
-                    TestSpec::Bandwidth(b) => ("bandwidth", b.target.as_str()),
-                    TestSpec::Latency(l) => ("latency", l.target.as_str()),
-                    TestSpec::Cps(c) => ("cps", c.target.as_str()),
-                    TestSpec::Ping(p) => ("ping", p.target.as_str()),
-                    TestSpec::Trace(t) => ("trace", t.target.as_str()),
-                    TestSpec::Http(h) => ("http", h.url.as_str()),
-                    TestSpec::Dns(d) => ("dns", d.server.as_str()),
-                };
-                self.title = format!("{kind} {target}");
-                self.planned_s = planned(spec).map(|ns| ns as f64 / 1e9);
+                self.title = format!("{} {}", spec.kind(), spec.target());
+                self.planned_s = spec.planned_ns().map(|ns| ns as f64 / 1e9);
             }
             Event::Interval(iv) => {
                 let bps: f64 = iv.flows.iter().map(|f| f.total.received_bps).sum();
@@ -201,14 +177,15 @@ impl Panel {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::{events_of, fixtures};
+    use crate::fixtures;
     use wirespeed_model::kinds::bandwidth::Direction;
     use wirespeed_model::rules::Protocol;
+    use wirespeed_model::Event;
 
     #[test]
     fn a_bandwidth_run_as_the_panel_sees_it() {
         let mut p = Panel::new();
-        let events = events_of(&fixtures::report(Protocol::Udp, Direction::Upload));
+        let events = Event::replay(&fixtures::report(Protocol::Udp, Direction::Upload));
         p.on_event(&events[0]);
         assert!(!p.is_live() && p.lines(80).is_empty(), "nothing before the first interval");
         p.on_event(&events[1]);

@@ -171,7 +171,7 @@ mod tests {
         let ReportBody::Trace(t) = &mut r.body else { unreachable!() };
         t.spec.mtr = true;
         let round = TraceRound { rounds: 1, hops: t.summary.hops.clone() };
-        let mut events = crate::events_of(&r);
+        let mut events = Event::replay(&r);
         let end = events.pop().unwrap();
         events.extend([Event::TraceRound(round.clone()), Event::TraceRound(round), end]);
         let mut live = Vec::new();

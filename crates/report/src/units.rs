@@ -55,7 +55,7 @@ pub fn figure(v: f64, unit: Unit) -> String {
     }
     match unit {
         Unit::BitsPerSecond => rate(v),
-        Unit::PerSecond(events) => per_second(v, events),
+        Unit::PerSecond(events) => per_second(v, events.name()),
         Unit::Nanos => nanos(v),
         Unit::Ratio => percent(v),
         Unit::Count => format!("{v:.0}"),

@@ -2,7 +2,6 @@
 //! `throughput_bps >= 1G`. Values take the units figures are kept in: durations become
 //! nanoseconds, `%` a ratio, and k/M/G multiply.
 
-use wirespeed_model::metrics::metrics;
 use wirespeed_model::Report;
 
 /// A comparison.
@@ -65,7 +64,7 @@ impl Rule {
 /// `loss_ratio`, …), or a short name — `p50`, `p99` (its kind's latency percentiles, ns),
 /// `error_ratio` (1 − success ratio), `loss_ratio` and `lost_ratio` for one another.
 pub fn figure(report: &Report, name: &str) -> Option<f64> {
-    let all = metrics(report);
+    let all = report.metrics();
     let find = |k: &str| all.iter().find(|m| m.key == k).map(|m| m.value);
     find(name).or_else(|| match name {
         "p50" | "p99" => {
@@ -81,7 +80,7 @@ pub fn figure(report: &Report, name: &str) -> Option<f64> {
 
 /// The figures `report` has, for a message that names a figure it lacks.
 pub fn figure_names(report: &Report) -> Vec<&'static str> {
-    metrics(report).into_iter().map(|m| m.key).collect()
+    report.metrics().into_iter().map(|m| m.key).collect()
 }
 
 /// A value with an optional unit.

@@ -171,9 +171,9 @@ impl Store {
                 )?;
                 let mut insert_report = tx.prepare_cached("INSERT INTO reports (run_id, report) VALUES (?1, ?2)")?;
                 for (report, tag, json) in &rows {
-                    let head = wirespeed_model::metrics::headline(report);
+                    let head = report.headline();
                     insert.execute(params![
-                        report.kind(),
+                        report.kind().name(),
                         report.target(),
                         report.meta.start_unix_ms as i64,
                         report.meta.version,

@@ -78,7 +78,7 @@ fn backfill_headlines(tx: &Transaction<'_>) -> rusqlite::Result<()> {
     for row in rows {
         let (id, json) = row?;
         if let Ok(report) = serde_json::from_str::<wirespeed_model::Report>(&json) {
-            let head = wirespeed_model::metrics::headline(&report);
+            let head = report.headline();
             write.execute(params![id, head.key, head.value, head.unit.code()])?;
         }
     }
@@ -99,15 +99,15 @@ mod tests {
             1 => conn
                 .execute(
                     "INSERT INTO runs (kind, target, started_at_ms, version, tag, report) VALUES (?1, ?2, ?3, ?4, ?5, ?6)",
-                    params![r.kind(), r.target(), ms as i64, r.meta.version, "old", json],
+                    params![r.kind().name(), r.target(), ms as i64, r.meta.version, "old", json],
                 )
                 .unwrap(),
             2 | 3 => {
-                let head = wirespeed_model::metrics::headline(&r);
+                let head = r.headline();
                 conn.execute(
                     "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
                      VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
-                    params![r.kind(), r.target(), ms as i64, r.meta.version, "old", head.key, head.value, head.unit.code()],
+                    params![r.kind().name(), r.target(), ms as i64, r.meta.version, "old", head.key, head.value, head.unit.code()],
                 )
                 .unwrap();
                 conn.execute(

@@ -136,7 +136,7 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
     let run = out_dir.join("runs/socat_rtt_r1");
     let report: wirespeed_model::Report =
         serde_json::from_str(&std::fs::read_to_string(run.join("report.json")).unwrap()).unwrap();
-    assert_eq!(report.kind(), "latency");
+    assert_eq!(report.kind().name(), "latency");
     let samples: Vec<serde_json::Value> =
         serde_json::from_str(&std::fs::read_to_string(run.join("samples.json")).unwrap()).unwrap();
     assert!(!samples.is_empty() && samples.iter().all(|s| s["role"] == "proxy"), "{samples:?}");

@@ -274,7 +274,7 @@ fn latency_renders_every_format_and_saves() {
         store.list(&wirespeed_store::RunFilter { limit: Some(10), ..Default::default() }).unwrap();
     assert_eq!(runs.len(), 1);
     let saved = store.get(runs[0].id).unwrap().unwrap();
-    assert_eq!(saved.kind(), "latency");
+    assert_eq!(saved.kind().name(), "latency");
 
     let text = client(&["lat", &target, "-u", "-n", "300", "-P", "2", "--no-save"]);
     assert_eq!(text.status.code(), Some(0));

@@ -6,6 +6,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{
+    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
+    Percentiles, RunSeries, Unit,
+};
 use crate::rules::{check_run, SpecError};
 
 /// Most connections a cps test may keep in flight at once.
@@ -268,6 +273,65 @@ pub struct CpsReport {
     pub intervals: Vec<CpsInterval>,
     /// Totals over the measured part.
     pub summary: CpsSummary,
+}
+
+impl KindSpec for CpsSpec {
+    fn kind(&self) -> Kind {
+        Kind::Cps
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    fn planned_ns(&self) -> Option<u64> {
+        self.count.is_none().then(|| self.total_ns())
+    }
+}
+
+impl KindReport for CpsReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let measured: Vec<_> = self.intervals.iter().filter(|i| !i.omitted).collect();
+        let mut out = vec![metric(
+            "connections_per_second",
+            "Connections/s",
+            Unit::PerSecond(Events::Connections),
+            Better::Higher,
+        )
+        .of(
+            self.summary.connections_per_second,
+            measured.iter().map(|i| i.connections_per_second),
+        )];
+        let names = Percentiles {
+            p50: ("connect_p50_ns", "Connect p50"),
+            p99: ("connect_p99_ns", "Connect p99"),
+        };
+        out.extend(latency_metrics(
+            names,
+            &self.summary.connect,
+            measured.iter().map(|i| &i.connect),
+        ));
+        out
+    }
+
+    fn series(&self) -> RunSeries {
+        RunSeries {
+            rate: vec![rate_line(
+                "connections/s",
+                Unit::PerSecond(Events::Connections),
+                self.intervals.iter().map(|i| (i.end_ns, i.connections_per_second)),
+            )],
+            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.connect))),
+        }
+    }
+
+    fn histogram(&self) -> Option<&[HistogramBucket]> {
+        non_empty(&self.summary.histogram)
+    }
 }
 
 #[cfg(test)]

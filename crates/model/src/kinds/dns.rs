@@ -7,6 +7,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{
+    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
+    Percentiles, RunSeries, Unit,
+};
 use crate::rules::SpecError;
 
 /// Most sockets (or connections) one test may use.
@@ -330,6 +335,66 @@ pub struct DnsReport {
     pub intervals: Vec<DnsInterval>,
     /// The whole run.
     pub summary: DnsSummary,
+}
+
+impl KindSpec for DnsSpec {
+    fn kind(&self) -> Kind {
+        Kind::Dns
+    }
+
+    fn target(&self) -> &str {
+        &self.server
+    }
+
+    fn planned_ns(&self) -> Option<u64> {
+        self.duration_ns.filter(|&ns| ns > 0)
+    }
+}
+
+impl KindReport for DnsReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let mut out = vec![metric(
+            "queries_per_second",
+            "Queries/s",
+            Unit::PerSecond(Events::Queries),
+            Better::Higher,
+        )
+        .of(self.summary.queries_per_second, self.intervals.iter().map(|i| i.queries_per_second))];
+        let names = Percentiles {
+            p50: ("latency_p50_ns", "Latency p50"),
+            p99: ("latency_p99_ns", "Latency p99"),
+        };
+        out.extend(latency_metrics(
+            names,
+            &self.summary.latency,
+            self.intervals.iter().map(|i| &i.latency),
+        ));
+        let lost = |sent: u64, lost: u64| if sent == 0 { 0.0 } else { lost as f64 / sent as f64 };
+        out.push(metric("lost_ratio", "Lost", Unit::Ratio, Better::Lower).of(
+            lost(self.summary.sent, self.summary.lost),
+            self.intervals.iter().filter(|i| i.sent > 0).map(|i| lost(i.sent, i.lost)),
+        ));
+        out
+    }
+
+    fn series(&self) -> RunSeries {
+        RunSeries {
+            rate: vec![rate_line(
+                "queries/s",
+                Unit::PerSecond(Events::Queries),
+                self.intervals.iter().map(|i| (i.end_ns, i.queries_per_second)),
+            )],
+            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.latency))),
+        }
+    }
+
+    fn histogram(&self) -> Option<&[HistogramBucket]> {
+        non_empty(&self.summary.histogram)
+    }
 }
 
 #[cfg(test)]

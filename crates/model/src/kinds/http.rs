@@ -7,6 +7,11 @@ use std::collections::BTreeMap;
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{
+    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
+    Percentiles, RunSeries, Unit,
+};
 use crate::rules::{check_run, SpecError};
 
 /// Most connections one test may keep open.
@@ -300,6 +305,72 @@ pub struct HttpReport {
     /// A sweep's steps, one per rate; empty otherwise.
     #[serde(default)]
     pub steps: Vec<HttpStep>,
+}
+
+impl KindSpec for HttpSpec {
+    fn kind(&self) -> Kind {
+        Kind::Http
+    }
+
+    fn target(&self) -> &str {
+        &self.url
+    }
+
+    /// A sweep runs every rate for the whole time, so it is planned as one run per rate.
+    fn planned_ns(&self) -> Option<u64> {
+        self.count.is_none().then(|| self.total_ns().saturating_mul(self.rates.len().max(1) as u64))
+    }
+}
+
+impl KindReport for HttpReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let measured: Vec<_> = self.intervals.iter().filter(|i| !i.omitted).collect();
+        let mut out = vec![metric(
+            "requests_per_second",
+            "Requests/s",
+            Unit::PerSecond(Events::Requests),
+            Better::Higher,
+        )
+        .of(self.summary.requests_per_second, measured.iter().map(|i| i.requests_per_second))];
+        let names = Percentiles {
+            p50: ("latency_p50_ns", "Latency p50"),
+            p99: ("latency_p99_ns", "Latency p99"),
+        };
+        out.extend(latency_metrics(
+            names,
+            &self.summary.latency,
+            measured.iter().map(|i| &i.latency),
+        ));
+        out.push(
+            metric("success_ratio", "Success", Unit::Ratio, Better::Higher).of(
+                self.summary.success_ratio,
+                measured
+                    .iter()
+                    .filter(|i| i.responses + i.errors > 0)
+                    .map(|i| 1.0 - i.errors as f64 / (i.responses + i.errors) as f64),
+            ),
+        );
+        out
+    }
+
+    fn series(&self) -> RunSeries {
+        RunSeries {
+            rate: vec![rate_line(
+                "requests/s",
+                Unit::PerSecond(Events::Requests),
+                self.intervals.iter().map(|i| (i.end_ns, i.requests_per_second)),
+            )],
+            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.latency))),
+        }
+    }
+
+    fn histogram(&self) -> Option<&[HistogramBucket]> {
+        non_empty(&self.summary.histogram)
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,11 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{
+    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
+    Percentiles, RunSeries, Unit,
+};
 use crate::rules::{check_run, Protocol, SpecError, MAX_PARALLEL};
 
 /// Largest message a latency test sends (one UDP datagram over IPv4).
@@ -158,6 +163,60 @@ pub struct LatencyReport {
     pub intervals: Vec<LatencyInterval>,
     /// Totals over the measured part.
     pub summary: LatencySummary,
+}
+
+impl KindSpec for LatencySpec {
+    fn kind(&self) -> Kind {
+        Kind::Latency
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    fn planned_ns(&self) -> Option<u64> {
+        self.count.is_none().then(|| self.total_ns())
+    }
+}
+
+impl KindReport for LatencyReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let measured: Vec<_> = self.intervals.iter().filter(|i| !i.omitted).collect();
+        let names = Percentiles {
+            p50: ("rtt_p50_ns", "Round trip p50"),
+            p99: ("rtt_p99_ns", "Round trip p99"),
+        };
+        let mut out = latency_metrics(names, &self.summary.rtt, measured.iter().map(|i| &i.rtt));
+        out.push(
+            metric(
+                "messages_per_second",
+                "Messages/s",
+                Unit::PerSecond(Events::Messages),
+                Better::Higher,
+            )
+            .of(self.summary.messages_per_second, measured.iter().map(|i| i.messages_per_second)),
+        );
+        out
+    }
+
+    fn series(&self) -> RunSeries {
+        RunSeries {
+            rate: vec![rate_line(
+                "messages/s",
+                Unit::PerSecond(Events::Messages),
+                self.intervals.iter().map(|i| (i.end_ns, i.messages_per_second)),
+            )],
+            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.rtt))),
+        }
+    }
+
+    fn histogram(&self) -> Option<&[HistogramBucket]> {
+        non_empty(&self.summary.histogram)
+    }
 }
 
 #[cfg(test)]

@@ -6,6 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{metric, non_empty, secs, Better, Metric, RunSeries, Series, Unit};
 use crate::rules::SpecError;
 
 /// Most payload bytes a probe may carry.
@@ -182,6 +184,65 @@ pub struct PingReport {
     pub probes: Vec<PingProbe>,
     /// Totals.
     pub summary: PingSummary,
+}
+
+impl KindSpec for PingSpec {
+    fn kind(&self) -> Kind {
+        Kind::Ping
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    fn planned_ns(&self) -> Option<u64> {
+        let ns = self.deadline_ns.or_else(|| Some(self.count? * self.interval_ns))?;
+        (ns > 0).then_some(ns)
+    }
+}
+
+impl KindReport for PingReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let rtts: Vec<f64> = self
+            .probes
+            .iter()
+            .filter_map(|pr| match pr.outcome {
+                ProbeOutcome::Reply { rtt_ns, .. } => Some(rtt_ns as f64),
+                _ => None,
+            })
+            .collect();
+        vec![
+            metric("rtt_p50_ns", "Round trip p50", Unit::Nanos, Better::Lower)
+                .of(self.summary.rtt.p50_ns as f64, rtts.clone()),
+            metric("rtt_mean_ns", "Round trip mean", Unit::Nanos, Better::Lower)
+                .of(self.summary.rtt.mean_ns, rtts),
+            metric("loss_ratio", "Loss", Unit::Ratio, Better::Lower)
+                .of(self.summary.loss_ratio, Vec::new()),
+        ]
+    }
+
+    fn series(&self) -> RunSeries {
+        let points = self
+            .probes
+            .iter()
+            .filter_map(|pr| match pr.outcome {
+                ProbeOutcome::Reply { rtt_ns, .. } => Some((secs(pr.sent_ns), rtt_ns as f64)),
+                _ => None,
+            })
+            .collect();
+        RunSeries {
+            rate: Vec::new(),
+            latency: vec![Series { label: "round trip".into(), unit: Unit::Nanos, points }],
+        }
+    }
+
+    fn histogram(&self) -> Option<&[HistogramBucket]> {
+        non_empty(&self.summary.histogram)
+    }
 }
 
 #[cfg(test)]

@@ -5,6 +5,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{LatencyStats, MAX_RTT_NS};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{metric, Better, Metric, RunSeries, Unit};
 use crate::rules::SpecError;
 
 /// Default first destination port of UDP probes (traceroute's).
@@ -155,6 +157,40 @@ pub struct TraceReport {
     pub spec: TraceSpec,
     /// What was found.
     pub summary: TraceSummary,
+}
+
+impl KindSpec for TraceSpec {
+    fn kind(&self) -> Kind {
+        Kind::Trace
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    fn planned_ns(&self) -> Option<u64> {
+        None
+    }
+}
+
+impl KindReport for TraceReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let last = self.summary.hops.last();
+        vec![
+            metric("hops", "Hops", Unit::Count, Better::Lower)
+                .of(self.summary.hops.len() as f64, Vec::new()),
+            metric("rtt_mean_ns", "Last hop round trip", Unit::Nanos, Better::Lower)
+                .of(last.map_or(0.0, |h| h.rtt.mean_ns), Vec::new()),
+        ]
+    }
+
+    fn series(&self) -> RunSeries {
+        RunSeries::default()
+    }
 }
 
 #[cfg(test)]

@@ -32,7 +32,7 @@ pub fn run(args: CompareArgs) -> Result<u8> {
     };
     let cmp = compare(&reports, &options)?;
     let labels: Vec<String> = runs.iter().enumerate().map(|(i, (_, l))| label(l, i)).collect();
-    let kind = reports[0].kind();
+    let kind = reports[0].kind().name();
     let out = match args.format {
         TableFormat::Text => comparison::text(&cmp, &labels, kind),
         TableFormat::Md => comparison::markdown(&cmp, &labels, kind),

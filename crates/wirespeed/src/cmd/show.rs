@@ -5,7 +5,6 @@ use std::path::Path;
 
 use anyhow::{Context, Result};
 use wirespeed_model::compare::median;
-use wirespeed_model::metrics;
 use wirespeed_model::Report;
 use wirespeed_report::digest::RunLabel;
 use wirespeed_report::table::Table;
@@ -94,12 +93,12 @@ fn figures_table(runs: &[(Report, RunLabel)]) -> Table {
         "intervals",
     ]);
     for (r, label) in runs {
-        for m in metrics::metrics(r) {
+        for m in r.metrics() {
             let opt = |v: Option<f64>| v.map_or(String::new(), |v| v.to_string());
             let s = &m.samples;
             t.push(vec![
                 label.id.map_or(String::new(), |i| i.to_string()),
-                r.kind().into(),
+                r.kind().name().into(),
                 r.target().into(),
                 r.meta.start_time.clone(),
                 label.tag.clone().unwrap_or_default(),

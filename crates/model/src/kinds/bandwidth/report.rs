@@ -5,6 +5,9 @@ use serde::{Deserialize, Serialize};
 
 use super::figures::Figures;
 use super::spec::{BandwidthSpec, End, Flow};
+use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::metrics::{metric, rate_line, Better, Metric, RunSeries, Unit};
+use crate::rules::Protocol;
 use crate::stats::GaugeStats;
 
 /// A bandwidth run.
@@ -143,5 +146,109 @@ impl CpuUsage {
         let user_ratio = user_ns as f64 / wall_ns as f64;
         let system_ratio = system_ns as f64 / wall_ns as f64;
         Self { user_ratio, system_ratio, total_ratio: user_ratio + system_ratio }
+    }
+}
+
+/// Which end of a flow measures a figure.
+#[derive(Clone, Copy)]
+enum Side {
+    Sender,
+    Receiver,
+}
+
+impl KindSpec for BandwidthSpec {
+    fn kind(&self) -> Kind {
+        Kind::Bandwidth
+    }
+
+    fn target(&self) -> &str {
+        &self.target
+    }
+
+    fn planned_ns(&self) -> Option<u64> {
+        Some(self.total_ns())
+    }
+}
+
+impl KindReport for BandwidthReport {
+    fn spec(&self) -> &dyn KindSpec {
+        &self.spec
+    }
+
+    fn metrics(&self) -> Vec<Metric> {
+        let measured: Vec<_> = self.intervals.iter().filter(|i| !i.omitted).collect();
+        // A figure's samples come only from intervals where the end that measures it did:
+        // against an iperf3 peer one end shares nothing until the summary.
+        let flow_samples = |k: usize, by: Side, f: &dyn Fn(&FlowFigures) -> Option<f64>| {
+            measured
+                .iter()
+                .filter_map(|i| {
+                    let flow = i.flows.get(k)?;
+                    let end = match by {
+                        Side::Sender => flow.flow.sender(),
+                        Side::Receiver => flow.flow.receiver(),
+                    };
+                    if i.measured_by(end) {
+                        f(flow)
+                    } else {
+                        None
+                    }
+                })
+                .collect::<Vec<_>>()
+        };
+        let rate_samples = |k: usize| {
+            measured
+                .iter()
+                .filter_map(|i| i.flows.get(k).map(|f| i.measured_bps(f)))
+                .collect::<Vec<_>>()
+        };
+        let primary = &self.summary.primary.total;
+        let mut out =
+            vec![metric("throughput_bps", "Throughput", Unit::BitsPerSecond, Better::Higher)
+                .of(primary.received_bps, rate_samples(0))];
+        if let Some(rev) = &self.summary.reverse {
+            out.push(
+                metric(
+                    "reverse_throughput_bps",
+                    "Reverse throughput",
+                    Unit::BitsPerSecond,
+                    Better::Higher,
+                )
+                .of(rev.total.received_bps, rate_samples(1)),
+            );
+        }
+        if self.spec.protocol == Protocol::Udp {
+            out.push(metric("loss_ratio", "Datagram loss", Unit::Ratio, Better::Lower).of(
+                primary.loss_ratio.unwrap_or(0.0),
+                flow_samples(0, Side::Receiver, &|f| f.total.loss_ratio),
+            ));
+            out.push(metric("jitter_ns", "Jitter", Unit::Nanos, Better::Lower).of(
+                primary.jitter_ns.unwrap_or(0.0),
+                flow_samples(0, Side::Receiver, &|f| f.total.jitter_ns),
+            ));
+        } else if let Some(r) = primary.retransmits {
+            out.push(metric("retransmits", "Retransmits", Unit::Count, Better::Lower).of(
+                r as f64,
+                flow_samples(0, Side::Sender, &|f| f.total.retransmits.map(|r| r as f64)),
+            ));
+        }
+        out
+    }
+
+    fn series(&self) -> RunSeries {
+        let flows = self.intervals.first().map_or(0, |i| i.flows.len());
+        let rate = (0..flows)
+            .map(|k| {
+                let label = self.intervals[0].flows[k].flow;
+                rate_line(
+                    format!("{label:?}"),
+                    Unit::BitsPerSecond,
+                    self.intervals
+                        .iter()
+                        .filter_map(|i| Some((i.end_ns, i.measured_bps(i.flows.get(k)?)))),
+                )
+            })
+            .collect();
+        RunSeries { rate, latency: Vec::new() }
     }
 }

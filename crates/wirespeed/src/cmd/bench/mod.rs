@@ -110,7 +110,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
             let id = plan.run_id(run);
             let mut text = match outcome {
                 execute::Outcome::Done(report, samples) => {
-                    let head = wirespeed_model::metrics::headline(report);
+                    let head = report.headline();
                     let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
                         .into_iter()
                         .map(|(role, rss, hwm, cpu)| {
@@ -140,7 +140,7 @@ pub async fn run(args: BenchArgs) -> Result<u8> {
                     )
                 }
                 execute::Outcome::Kept(report, _) => {
-                    let head = wirespeed_model::metrics::headline(report);
+                    let head = report.headline();
                     format!(
                         "kept     {id}  {}  (finished before)\n",
                         wirespeed_report::units::figure(head.value, head.unit)
@@ -255,8 +255,7 @@ fn summarize(
                         _ => None,
                     })
                     .collect();
-            let heads: Vec<_> =
-                finished.iter().map(|(r, _)| wirespeed_model::metrics::headline(r)).collect();
+            let heads: Vec<_> = finished.iter().map(|(r, _)| r.headline()).collect();
             // Per role, over the runs: the peak (VmHWM, or sampled RSS where no peak was
             // read) and the CPU seconds.
             let mut peaks: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
