@@ -1,23 +1,25 @@
-//! CSV: a header, one row per interval per flow (streams summed), then one summary row per
-//! flow. Empty cells where a figure does not apply (TCP has no loss, UDP no retransmits).
+//! CSV: a header, a row per interval (or probe) as the run goes, then the summary rows; the
+//! columns are each kind's ([`crate::kinds`]). The helpers here quote and spell cells alike
+//! for every kind.
 
 use std::io::{self, Write};
 
-use wirespeed_model::kinds::bandwidth::Figures;
-use wirespeed_model::kinds::bandwidth::Flow;
-use wirespeed_model::{Event, ReportBody, TestSpec};
+use wirespeed_model::Event;
 
+use crate::kinds::{self, View};
 use crate::Renderer;
-use crate::{cps, dns, http, latency, ping, trace};
 
-const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
-sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
-retransmits,cwnd_bytes,rtt_ns";
-
-/// The CSV renderer.
-#[derive(Debug, Default)]
+/// The CSV renderer: the header of the run's kind, its rows as they come, then its summary.
+#[derive(Default)]
 pub struct Csv {
-    header_done: bool,
+    /// How the run's kind is written, from its start.
+    view: Option<Box<dyn View>>,
+}
+
+impl std::fmt::Debug for Csv {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Csv").field("started", &self.view.is_some()).finish()
+    }
 }
 
 /// One CSV record, without its line end: the cells quoted where RFC 4180 asks (a comma, a
@@ -53,120 +55,26 @@ pub(crate) fn opt<T: ToString>(v: Option<T>) -> String {
     v.map_or(String::new(), |v| v.to_string())
 }
 
-fn flow_name(f: Flow) -> &'static str {
-    match f {
-        Flow::Upload => "upload",
-        Flow::Download => "download",
-    }
-}
-
-fn cells(f: &Figures) -> [String; 16] {
-    [
-        f.sent_bytes.to_string(),
-        f.received_bytes.to_string(),
-        format!("{:.0}", f.sent_bps),
-        format!("{:.0}", f.received_bps),
-        opt(f.sent_packets),
-        opt(f.received_packets),
-        opt(f.sent_pps.map(|p| format!("{p:.1}"))),
-        opt(f.received_pps.map(|p| format!("{p:.1}"))),
-        opt(f.lost_packets),
-        opt(f.loss_ratio),
-        opt(f.out_of_order_packets),
-        opt(f.duplicate_packets),
-        opt(f.jitter_ns.map(|j| format!("{j:.0}"))),
-        opt(f.retransmits),
-        opt(f.cwnd_bytes),
-        opt(f.rtt_ns),
-    ]
-}
-
-impl Csv {
-    /// Writes the header of `spec`'s kind, once.
-    fn header(&mut self, spec: &TestSpec, out: &mut dyn Write) -> io::Result<()> {
-        if !self.header_done {
-            let columns = match spec {
-                TestSpec::Bandwidth(_) => COLUMNS.to_string(),
-                TestSpec::Latency(_) => latency::CSV_COLUMNS.to_string(),
-                TestSpec::Cps(_) => cps::csv_columns(),
-                TestSpec::Ping(_) => ping::csv_columns(),
-                TestSpec::Trace(_) => trace::csv_columns(),
-                TestSpec::Http(_) => http::csv_columns(),
-                TestSpec::Dns(_) => dns::csv_columns(),
-            };
-            writeln!(out, "{columns}")?;
-            self.header_done = true;
-        }
-        Ok(())
-    }
-}
-
 impl Renderer for Csv {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::Start { spec, .. } => self.header(spec, out)?,
-            Event::LatencyInterval(iv) => writeln!(out, "{}", latency::csv_interval(iv))?,
-            Event::CpsInterval(iv) => writeln!(out, "{}", cps::csv_interval(iv))?,
-            Event::PingProbe(p) => writeln!(out, "{}", ping::csv_probe(p))?,
-            Event::HttpInterval(iv) => writeln!(out, "{}", http::csv_interval(iv))?,
-            Event::DnsInterval(iv) => writeln!(out, "{}", dns::csv_interval(iv))?,
-            // A trace's rows are its final hops, written at the end.
-            Event::TraceRound(_) => {}
-            Event::Interval(iv) => {
-                for f in &iv.flows {
-                    let head = interval_cells(iv.index, iv.start_ns, iv.end_ns, iv.omitted);
-                    let flow = flow_name(f.flow).to_string();
-                    let row = head.into_iter().chain([flow]).chain(cells(&f.total));
-                    writeln!(out, "{}", record(row))?;
+        let rows = match event {
+            Event::Start { spec, .. } => {
+                if self.view.is_some() {
+                    return Ok(());
                 }
+                let view = self.view.insert(kinds::view(spec));
+                vec![view.csv_columns()]
             }
-            Event::Notice(_) => {}
-            Event::End(report) => match &report.body {
-                ReportBody::Bandwidth(b) => {
-                    let start = b.spec.omit_ns as f64 / 1e9;
-                    for f in b.summary.flows() {
-                        let head = [
-                            "summary".to_string(),
-                            String::new(),
-                            format!("{start:.3}"),
-                            format!("{:.3}", start + f.duration_ns as f64 / 1e9),
-                            "false".to_string(),
-                            flow_name(f.flow).to_string(),
-                        ];
-                        writeln!(out, "{}", record(head.into_iter().chain(cells(&f.total))))?;
-                    }
-                }
-                ReportBody::Latency(l) => writeln!(out, "{}", latency::csv_summary(l))?,
-                ReportBody::Cps(c) => writeln!(out, "{}", cps::csv_summary(c))?,
-                ReportBody::Ping(p) => writeln!(out, "{}", ping::csv_summary(p))?,
-                ReportBody::Http(h) => writeln!(out, "{}", http::csv_summary(h))?,
-                ReportBody::Dns(d) => writeln!(out, "{}", dns::csv_summary(d))?,
-                ReportBody::Trace(t) => {
-                    for row in trace::csv_rows(t) {
-                        writeln!(out, "{row}")?;
-                    }
-                }
-            },
+            Event::Notice(_) => Vec::new(),
+            Event::End(report) => {
+                let view = self.view.get_or_insert_with(|| kinds::view(&report.body.spec()));
+                view.csv_summary(report)
+            }
+            running => self.view.as_ref().map_or_else(Vec::new, |v| v.csv_rows(running)),
+        };
+        for row in rows {
+            writeln!(out, "{row}")?;
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::fixtures::report;
-    use crate::{render_report, Format};
-    use wirespeed_model::kinds::bandwidth::Direction;
-    use wirespeed_model::rules::Protocol;
-
-    #[test]
-    fn tcp_bidir_rows() {
-        let mut out = Vec::new();
-        render_report(&report(Protocol::Tcp, Direction::Bidir), Format::Csv, false, &mut out)
-            .unwrap();
-        let text = String::from_utf8(out).unwrap();
-        let width = text.lines().next().unwrap().split(',').count();
-        assert!(text.lines().all(|l| l.split(',').count() == width), "ragged rows");
-        insta::assert_snapshot!(text);
     }
 }

@@ -10,24 +10,19 @@ use wirespeed_model::{Event, Report};
 pub mod bench;
 pub mod charts;
 pub mod comparison;
-pub mod cps;
 pub mod csv;
 pub mod digest;
-pub mod dns;
 pub mod history;
 pub mod html;
-pub mod http;
-pub mod iperf3_json;
 pub mod json;
-pub mod latency;
+mod kinds;
 pub mod live;
 pub mod markdown;
-pub mod ping;
+mod percentiles;
 pub mod plot;
 pub mod quick;
 pub mod table;
 pub mod text;
-pub mod trace;
 pub mod units;
 
 /// An output format.
@@ -62,7 +57,7 @@ pub fn renderer(format: Format, color: bool) -> Box<dyn Renderer + Send> {
         Format::Json => Box::new(json::Json),
         Format::JsonStream => Box::new(json::JsonStream),
         Format::Csv => Box::new(csv::Csv::default()),
-        Format::Iperf3Json => Box::new(iperf3_json::Iperf3Json),
+        Format::Iperf3Json => Box::new(kinds::bandwidth::iperf3_json::Iperf3Json),
         Format::Markdown => Box::new(markdown::Markdown),
         Format::Html => Box::new(html::Html),
     }

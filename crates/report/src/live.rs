@@ -5,18 +5,20 @@
 use std::collections::VecDeque;
 
 use wirespeed_model::histogram::LatencyStats;
-use wirespeed_model::kinds::ping::ProbeOutcome;
 use wirespeed_model::Event;
 
-use crate::units::{nanos, per_second, percent, rate};
+use crate::kinds::{self, LiveSample, View};
+use crate::units::{nanos, per_second};
 
 /// How many intervals the sparkline shows.
 const SPARK: usize = 24;
 const BLOCKS: [char; 8] = ['▁', '▂', '▃', '▄', '▅', '▆', '▇', '█'];
 
 /// The panel's state.
-#[derive(Debug, Default)]
+#[derive(Default)]
 pub struct Panel {
+    /// How the run's kind turns an event into a sample, from its start.
+    view: Option<Box<dyn View>>,
     title: String,
     planned_s: Option<f64>,
     elapsed_s: f64,
@@ -25,6 +27,30 @@ pub struct Panel {
     details: Vec<String>,
     /// True once something worth showing arrived (the first interval).
     live: bool,
+}
+
+impl std::fmt::Debug for Panel {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Panel").field("title", &self.title).finish_non_exhaustive()
+    }
+}
+
+/// A sample of events per second with a latency distribution (its median called `p50`) and
+/// an error count: what the load kinds show.
+pub(crate) fn rated(
+    end_ns: u64,
+    per_s: f64,
+    events: &str,
+    p50: &str,
+    stats: &LatencyStats,
+    errors: String,
+) -> LiveSample {
+    let details = vec![
+        format!("{p50} {}", nanos(stats.p50_ns as f64)),
+        format!("p99 {}", nanos(stats.p99_ns as f64)),
+        errors,
+    ];
+    LiveSample { end_ns, value: per_s, current: per_second(per_s, events), details }
 }
 
 /// A sparkline of `values`, scaled to their maximum.
@@ -53,33 +79,15 @@ impl Panel {
         self.live
     }
 
-    fn sample(&mut self, end_ns: u64, value: f64, current: String, details: Vec<String>) {
-        self.elapsed_s = end_ns as f64 / 1e9;
-        self.current = current;
-        self.recent.push_back(value);
+    fn sample(&mut self, s: LiveSample) {
+        self.elapsed_s = s.end_ns as f64 / 1e9;
+        self.current = s.current;
+        self.recent.push_back(s.value);
         if self.recent.len() > SPARK {
             self.recent.pop_front();
         }
-        self.details = details;
+        self.details = s.details;
         self.live = true;
-    }
-
-    /// An interval of events per second with a latency distribution and an error count.
-    fn rated(
-        &mut self,
-        end_ns: u64,
-        per_s: f64,
-        events: &str,
-        p50: &str,
-        stats: &LatencyStats,
-        errors: String,
-    ) {
-        let details = vec![
-            format!("{p50} {}", nanos(stats.p50_ns as f64)),
-            format!("p99 {}", nanos(stats.p99_ns as f64)),
-            errors,
-        ];
-        self.sample(end_ns, per_s, per_second(per_s, events), details);
     }
 
     /// Takes in one event.
@@ -88,66 +96,13 @@ impl Panel {
             Event::Start { spec, .. } => {
                 self.title = format!("{} {}", spec.kind(), spec.target());
                 self.planned_s = spec.planned_ns().map(|ns| ns as f64 / 1e9);
+                self.view = Some(kinds::view(spec));
             }
-            Event::Interval(iv) => {
-                let bps: f64 = iv.flows.iter().map(|f| f.total.received_bps).sum();
-                let mut details: Vec<String> = iv
-                    .flows
-                    .iter()
-                    .map(|f| format!("{:?} {}", f.flow, rate(f.total.received_bps)))
-                    .collect();
-                let lost: u64 = iv.flows.iter().filter_map(|f| f.total.lost_packets).sum();
-                let retr: u64 = iv.flows.iter().filter_map(|f| f.total.retransmits).sum();
-                if iv.flows.iter().any(|f| f.total.lost_packets.is_some()) {
-                    details.push(format!("lost {lost}"));
-                } else {
-                    details.push(format!("retransmits {retr}"));
+            running => {
+                if let Some(s) = self.view.as_ref().and_then(|v| v.live(running)) {
+                    self.sample(s);
                 }
-                if iv.omitted {
-                    details.push("(warm-up)".into());
-                }
-                self.sample(iv.end_ns, bps, rate(bps), details);
             }
-            Event::LatencyInterval(iv) => {
-                let lost = format!("lost {}", iv.lost.unwrap_or(0));
-                self.rated(iv.end_ns, iv.messages_per_second, "msg/s", "p50", &iv.rtt, lost);
-            }
-            Event::CpsInterval(iv) => {
-                let failed = format!("failed {}", iv.failures.total());
-                self.rated(
-                    iv.end_ns,
-                    iv.connections_per_second,
-                    "conn/s",
-                    "connect p50",
-                    &iv.connect,
-                    failed,
-                );
-            }
-            Event::HttpInterval(iv) => {
-                let errors = format!("errors {}", iv.errors);
-                self.rated(iv.end_ns, iv.requests_per_second, "req/s", "p50", &iv.latency, errors);
-            }
-            Event::DnsInterval(iv) => {
-                let lost =
-                    percent(if iv.sent == 0 { 0.0 } else { iv.lost as f64 / iv.sent as f64 });
-                self.rated(
-                    iv.end_ns,
-                    iv.queries_per_second,
-                    "q/s",
-                    "p50",
-                    &iv.latency,
-                    format!("lost {lost}"),
-                );
-            }
-            Event::PingProbe(p) => {
-                let (value, current) = match &p.outcome {
-                    ProbeOutcome::Reply { rtt_ns, .. } => (*rtt_ns as f64, nanos(*rtt_ns as f64)),
-                    ProbeOutcome::Lost => (0.0, "lost".into()),
-                    ProbeOutcome::Error { reason } => (0.0, reason.clone()),
-                };
-                self.sample(p.sent_ns, value, format!("seq {} {current}", p.seq), Vec::new());
-            }
-            _ => {}
         }
     }
 

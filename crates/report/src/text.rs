@@ -4,41 +4,21 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::kinds::bandwidth::Figures;
-use wirespeed_model::kinds::bandwidth::{
-    BandwidthInterval, BandwidthSummary, CpuUsage, FlowSummary,
-};
-use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End, Flow};
-use wirespeed_model::kinds::ping::PingSpec;
-use wirespeed_model::rules::Protocol;
-use wirespeed_model::{Event, Meta, ReportBody, TestSpec};
+use wirespeed_model::{Event, Meta};
 
-use crate::units::{bytes, nanos, packet_rate, percent, rate};
+use crate::kinds::{self, View};
 use crate::Renderer;
-use crate::{cps, dns, http, latency, ping, trace};
 
-/// The text renderer.
-#[derive(Debug)]
-pub struct Text {
-    color: bool,
-    spec: Option<BandwidthSpec>,
-    /// The notes the banner printed; the end prints only the ones that came later.
-    noted: Vec<String>,
-    /// A ping's spec and the address it probes, for its per-probe lines.
-    ping: Option<(PingSpec, String)>,
-    /// Lines of mtr's live table on the terminal, to be drawn over by the next round.
-    live_lines: usize,
-    /// True for an mtr run shown on a terminal.
-    live_trace: bool,
+/// How text is styled: bold headings and dim warm-up rows, with ANSI colour or without.
+#[derive(Debug, Clone, Copy)]
+pub(crate) struct Style {
+    /// True when ANSI colour is wanted (the binary asks for it on a terminal).
+    pub(crate) color: bool,
 }
 
-impl Text {
-    /// A text renderer, with ANSI colour when `color`.
-    pub fn new(color: bool) -> Self {
-        Self { color, spec: None, noted: Vec::new(), ping: None, live_lines: 0, live_trace: false }
-    }
-
-    fn bold(&self, s: &str) -> String {
+impl Style {
+    /// `s` in bold.
+    pub(crate) fn bold(&self, s: &str) -> String {
         if self.color {
             format!("\x1b[1m{s}\x1b[0m")
         } else {
@@ -46,17 +26,9 @@ impl Text {
         }
     }
 
-    /// Moves the cursor back over the live table and clears it.
-    fn erase_live(&mut self, out: &mut dyn Write) -> io::Result<()> {
-        if self.live_lines > 0 {
-            write!(out, "\x1b[{}A\x1b[J", self.live_lines)?;
-            self.live_lines = 0;
-        }
-        Ok(())
-    }
-
-    fn dim(&self, s: &str) -> String {
-        if self.color {
+    /// `s` dimmed when `dim` (a warm-up row).
+    pub(crate) fn maybe_dim(&self, dim: bool, s: &str) -> String {
+        if dim && self.color {
             format!("\x1b[2m{s}\x1b[0m")
         } else {
             s.to_string()
@@ -64,299 +36,26 @@ impl Text {
     }
 }
 
-fn flow_label(flow: Flow, bidir: bool) -> &'static str {
-    match (flow, bidir) {
-        (Flow::Upload, false) | (Flow::Download, false) => "",
-        (Flow::Upload, true) => "up ",
-        (Flow::Download, true) => "dn ",
-    }
+/// The text renderer.
+pub struct Text {
+    style: Style,
+    /// The notes the banner printed; the end prints only the ones that came later.
+    noted: Vec<String>,
+    /// How the run's kind is shown, from its start.
+    view: Option<Box<dyn View>>,
 }
 
-fn describe(spec: &BandwidthSpec) -> String {
-    let proto = match spec.protocol {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-    };
-    let dir = match spec.direction {
-        Direction::Upload => "upload (client → server)",
-        Direction::Download => "download (server → client, -R)",
-        Direction::Bidir => "both directions (--bidir)",
-    };
-    let streams = if spec.parallel == 1 {
-        "1 stream".to_string()
-    } else {
-        format!("{} streams", spec.parallel)
-    };
-    let limit = match spec.bytes {
-        Some(b) => bytes(b),
-        None => format!("{} s", spec.duration_ns as f64 / 1e9),
-    };
-    let rate_part = if spec.bitrate_bps > 0 {
-        format!(", {} per stream", rate(spec.bitrate_bps as f64))
-    } else {
-        String::new()
-    };
-    let unit = match spec.protocol {
-        Protocol::Tcp => format!("{} writes", bytes(u64::from(spec.length))),
-        Protocol::Udp => format!("{}-byte datagrams", spec.length),
-    };
-    format!("{proto}, {streams}, {dir}, {limit}, {unit}{rate_part}")
-}
-
-fn header(udp: bool) -> String {
-    if udp {
-        format!(
-            "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
-            "[ ID]", "Interval", "Transfer", "Bitrate", "Lost/Total", "Jitter"
-        )
-    } else {
-        format!(
-            "{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}",
-            "[ ID]", "Interval", "Transfer", "Bitrate", "Retr", "Cwnd", "RTT"
-        )
-    }
-}
-
-/// Which end's counts an interval row shows.
-#[derive(Clone, Copy, PartialEq, Eq)]
-enum View {
-    Sender,
-    Receiver,
-}
-
-/// The view of a row: the receiver's for UDP and the sender's for TCP (as iperf3), unless only
-/// one end measured the interval.
-fn view_of(udp: bool, flow: Flow, measured_at: Option<End>) -> View {
-    match measured_at {
-        Some(end) if flow.sender() == end => View::Sender,
-        Some(_) => View::Receiver,
-        None if udp => View::Receiver,
-        None => View::Sender,
-    }
-}
-
-/// One interval row.
-fn row(
-    id: &str,
-    start: f64,
-    end: f64,
-    f: &Figures,
-    udp: bool,
-    view: View,
-    one_sided: bool,
-) -> String {
-    let span = format!("{start:.2}-{end:.2} s");
-    let (moved, bitrate) = match view {
-        View::Sender => (f.sent_bytes, f.sent_bps),
-        View::Receiver => (f.received_bytes, f.received_bps),
-    };
-    if udp {
-        let (lost, jitter) = match view {
-            View::Receiver => (
-                format!("{}/{}", f.lost_packets.unwrap_or(0), {
-                    // Without the sender's count, the total is what arrived plus the gaps.
-                    let seen = f.received_packets.unwrap_or(0) + f.lost_packets.unwrap_or(0);
-                    if one_sided {
-                        seen
-                    } else {
-                        f.sent_packets.unwrap_or(0)
-                    }
-                }),
-                nanos(f.jitter_ns.unwrap_or(0.0)),
-            ),
-            // Loss and jitter are the receiver's to measure.
-            View::Sender => (format!("-/{}", f.sent_packets.unwrap_or(0)), "-".into()),
-        };
-        // Millions of datagrams overflow the column; keep the cells apart.
-        let lost = if lost.len() >= 14 { format!(" {lost}") } else { lost };
-        format!(
-            "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
-            id,
-            span,
-            bytes(moved),
-            rate(bitrate),
-            lost,
-            jitter
-        )
-    } else {
-        let tcp = |v: Option<String>| match view {
-            View::Sender => v.unwrap_or_else(|| "-".into()),
-            View::Receiver => "-".into(),
-        };
-        format!(
-            "{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}",
-            id,
-            span,
-            bytes(moved),
-            rate(bitrate),
-            tcp(f.retransmits.map(|r| r.to_string())),
-            tcp(f.cwnd_bytes.map(bytes)),
-            tcp(f.rtt_ns.map(|r| nanos(r as f64)))
-        )
+impl std::fmt::Debug for Text {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.debug_struct("Text").field("style", &self.style).finish_non_exhaustive()
     }
 }
 
 impl Text {
-    fn interval(
-        &self,
-        spec: &BandwidthSpec,
-        iv: &BandwidthInterval,
-        out: &mut dyn Write,
-    ) -> io::Result<()> {
-        let udp = spec.protocol == Protocol::Udp;
-        let bidir = spec.direction == Direction::Bidir;
-        let (start, end) = (iv.start_ns as f64 / 1e9, iv.end_ns as f64 / 1e9);
-        for flow in &iv.flows {
-            let label = flow_label(flow.flow, bidir);
-            let view = view_of(udp, flow.flow, iv.measured_at);
-            let one_sided = iv.measured_at.is_some();
-            if spec.parallel > 1 {
-                for s in &flow.streams {
-                    writeln!(
-                        out,
-                        "{}",
-                        self.maybe_dim(
-                            iv.omitted,
-                            &row(
-                                &format!("[{label}{:>2}]", s.id),
-                                start,
-                                end,
-                                &s.figures,
-                                udp,
-                                view,
-                                one_sided
-                            )
-                        )
-                    )?;
-                }
-            }
-            let id = if spec.parallel > 1 {
-                format!("[{label}SUM]")
-            } else {
-                format!("[{label}{:>2}]", 1)
-            };
-            let mut line = row(&id, start, end, &flow.total, udp, view, one_sided);
-            if iv.omitted {
-                line.push_str("  (omitted)");
-            }
-            writeln!(out, "{}", self.maybe_dim(iv.omitted, &line))?;
-        }
-        Ok(())
+    /// A text renderer, with ANSI colour when `color`.
+    pub fn new(color: bool) -> Self {
+        Self { style: Style { color }, noted: Vec::new(), view: None }
     }
-
-    fn maybe_dim(&self, dim: bool, s: &str) -> String {
-        if dim {
-            self.dim(s)
-        } else {
-            s.to_string()
-        }
-    }
-
-    fn summary(
-        &self,
-        spec: &BandwidthSpec,
-        s: &BandwidthSummary,
-        out: &mut dyn Write,
-    ) -> io::Result<()> {
-        writeln!(out, "{}", "- ".repeat(36).trim_end())?;
-        for flow in s.flows() {
-            self.flow_summary(spec, flow, out)?;
-        }
-        writeln!(
-            out,
-            "CPU        client {}{}",
-            cpu(&s.client_cpu),
-            s.server_cpu.map_or(String::new(), |c| format!("   server {}", cpu(&c)))
-        )?;
-        Ok(())
-    }
-
-    fn flow_summary(
-        &self,
-        spec: &BandwidthSpec,
-        f: &FlowSummary,
-        out: &mut dyn Write,
-    ) -> io::Result<()> {
-        let udp = spec.protocol == Protocol::Udp;
-        let (from, to) = match f.sender {
-            End::Client => ("client", "server"),
-            End::Server => ("server", "client"),
-        };
-        let what = match f.flow {
-            Flow::Upload => "upload",
-            Flow::Download => "download",
-        };
-        writeln!(
-            out,
-            "{}",
-            self.bold(&format!(
-                "{what} ({from} → {to}), measured over {:.2} s",
-                f.duration_ns as f64 / 1e9
-            ))
-        )?;
-        let t = &f.total;
-        let mut sender = format!("  sender   {:>11} {:>14}", bytes(t.sent_bytes), rate(t.sent_bps));
-        let mut receiver =
-            format!("  receiver {:>11} {:>14}", bytes(t.received_bytes), rate(t.received_bps));
-        if udp {
-            sender.push_str(&format!(
-                "   {} datagrams ({})",
-                t.sent_packets.unwrap_or(0),
-                packet_rate(t.sent_pps.unwrap_or(0.0))
-            ));
-            receiver.push_str(&format!(
-                "   {} datagrams ({})  lost {}/{} ({})  jitter {}  out of order {}  duplicates {}",
-                t.received_packets.unwrap_or(0),
-                packet_rate(t.received_pps.unwrap_or(0.0)),
-                t.lost_packets.unwrap_or(0),
-                t.sent_packets.unwrap_or(0),
-                percent(t.loss_ratio.unwrap_or(0.0)),
-                nanos(t.jitter_ns.unwrap_or(0.0)),
-                t.out_of_order_packets.unwrap_or(0),
-                t.duplicate_packets.unwrap_or(0)
-            ));
-        } else {
-            if let Some(r) = t.retransmits {
-                sender.push_str(&format!("   retransmits {r}"));
-            }
-            if let Some(c) = f.cwnd_max_bytes {
-                sender.push_str(&format!("  cwnd max {}", bytes(c)));
-            }
-            if let Some(rtt) = f.rtt_range_ns {
-                sender.push_str(&format!(
-                    "  RTT min/mean/max {}/{}/{}",
-                    nanos(rtt.min as f64),
-                    nanos(rtt.mean as f64),
-                    nanos(rtt.max as f64)
-                ));
-            }
-        }
-        writeln!(out, "{sender}")?;
-        writeln!(out, "{receiver}")?;
-        if spec.parallel > 1 {
-            for s in &f.streams {
-                writeln!(
-                    out,
-                    "  [{:>2}]     sent {:>11} {:>14}   received {:>11} {:>14}",
-                    s.id,
-                    bytes(s.figures.sent_bytes),
-                    rate(s.figures.sent_bps),
-                    bytes(s.figures.received_bytes),
-                    rate(s.figures.received_bps)
-                )?;
-            }
-        }
-        Ok(())
-    }
-}
-
-fn cpu(c: &CpuUsage) -> String {
-    format!(
-        "{} (user {}, system {})",
-        percent(c.total_ratio),
-        percent(c.user_ratio),
-        percent(c.system_ratio)
-    )
 }
 
 /// The lines every run starts with: who talks to whom, what the test is, and the notes.
@@ -377,119 +76,27 @@ fn banner(meta: &Meta, target: &str, what: &str, out: &mut dyn Write) -> io::Res
 
 impl Renderer for Text {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
-        if let Event::Start { meta, .. } = event {
-            self.noted.clone_from(&meta.notes);
-        }
         match event {
-            Event::Start { spec: TestSpec::Bandwidth(spec), meta } => {
-                banner(meta, &spec.target, &describe(spec), out)?;
-                writeln!(out, "{}", self.bold(&header(spec.protocol == Protocol::Udp)))?;
-                self.spec = Some(spec.clone());
-            }
-            Event::Interval(iv) => {
-                if let Some(spec) = &self.spec {
-                    self.interval(spec, iv, out)?;
-                }
-            }
-            Event::Start { spec: TestSpec::Latency(spec), meta } => {
-                banner(meta, &spec.target, &latency::describe(spec), out)?;
-                writeln!(out, "{}", self.bold(&latency::header()))?;
-            }
-            Event::LatencyInterval(iv) => {
-                writeln!(out, "{}", self.maybe_dim(iv.omitted, &latency::row(iv)))?
-            }
-            Event::Start { spec: TestSpec::Cps(spec), meta } => {
-                banner(meta, &spec.target, &cps::describe(spec), out)?;
-                writeln!(out, "{}", self.bold(&cps::header()))?;
-            }
-            Event::Start { spec: TestSpec::Ping(spec), meta } => {
-                banner(meta, &spec.target, &ping::describe(spec), out)?;
-                let peer = meta.remote_addr.clone().unwrap_or_else(|| spec.target.clone());
-                self.ping = Some((spec.clone(), peer));
-            }
-            Event::PingProbe(p) => {
-                if let Some((spec, peer)) = &self.ping {
-                    writeln!(out, "{}", ping::line(spec, peer, p))?;
-                }
-            }
-            Event::Start { spec: TestSpec::Trace(spec), meta } => {
-                banner(meta, &spec.target, &trace::describe(spec), out)?;
-                // mtr's table is redrawn in place, so only where a person watches (colour is
-                // asked for exactly when stdout is a terminal).
-                self.live_trace = spec.mtr && self.color;
-            }
-            Event::TraceRound(round) => {
-                if self.live_trace {
-                    self.erase_live(out)?;
-                    let lines = trace::table(&round.hops);
-                    for l in &lines {
-                        writeln!(out, "{l}")?;
-                    }
-                    writeln!(out, "round {}", round.rounds)?;
-                    self.live_lines = lines.len() + 1;
-                }
-            }
-            Event::Start { spec: TestSpec::Http(spec), meta } => {
-                banner(meta, &spec.url, &http::describe(spec), out)?;
-                writeln!(out, "{}", self.bold(&http::header()))?;
-            }
-            Event::Start { spec: TestSpec::Dns(spec), meta } => {
-                banner(meta, &spec.server, &dns::describe(spec), out)?;
-                writeln!(out, "{}", self.bold(&dns::header()))?;
-            }
-            Event::DnsInterval(iv) => writeln!(out, "{}", dns::row(iv))?,
-            Event::HttpInterval(iv) => {
-                writeln!(out, "{}", self.maybe_dim(iv.omitted, &http::row(iv)))?
-            }
-            Event::CpsInterval(iv) => {
-                writeln!(out, "{}", self.maybe_dim(iv.omitted, &cps::row(iv)))?
+            Event::Start { spec, meta } => {
+                self.noted.clone_from(&meta.notes);
+                let view = self.view.insert(kinds::view(spec));
+                banner(meta, spec.target(), &view.describe(), out)?;
+                view.text_start(meta, &self.style, out)?;
             }
             Event::Notice(n) => writeln!(out, "note: {n}")?,
             Event::End(report) => {
                 for n in report.meta.notes.iter().filter(|n| !self.noted.contains(n)) {
                     writeln!(out, "note: {n}")?;
                 }
-                match &report.body {
-                    ReportBody::Bandwidth(b) => self.summary(&b.spec, &b.summary, out)?,
-                    ReportBody::Latency(l) => latency::summary(l, out)?,
-                    ReportBody::Cps(c) => cps::summary(c, out)?,
-                    ReportBody::Ping(p) => ping::summary(p, out)?,
-                    ReportBody::Http(h) => http::summary(h, out)?,
-                    ReportBody::Dns(d) => dns::summary(d, out)?,
-                    ReportBody::Trace(t) => {
-                        self.erase_live(out)?;
-                        for l in trace::table(&t.summary.hops) {
-                            writeln!(out, "{l}")?;
-                        }
-                        writeln!(out, "{}", trace::verdict(t))?;
-                    }
+                let view = self.view.get_or_insert_with(|| kinds::view(&report.body.spec()));
+                view.text_end(report, &self.style, out)?;
+            }
+            running => {
+                if let Some(view) = &mut self.view {
+                    view.text_event(running, &self.style, out)?;
                 }
             }
         }
         Ok(())
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use crate::fixtures::report;
-    use crate::{render_report, Format};
-    use wirespeed_model::kinds::bandwidth::Direction;
-    use wirespeed_model::rules::Protocol;
-
-    fn render(p: Protocol, d: Direction) -> String {
-        let mut out = Vec::new();
-        render_report(&report(p, d), Format::Text, false, &mut out).unwrap();
-        String::from_utf8(out).unwrap()
-    }
-
-    #[test]
-    fn tcp_upload() {
-        insta::assert_snapshot!(render(Protocol::Tcp, Direction::Upload));
-    }
-
-    #[test]
-    fn udp_bidir() {
-        insta::assert_snapshot!(render(Protocol::Udp, Direction::Bidir));
     }
 }

@@ -1,5 +1,5 @@
-//! How latency runs read in the text and CSV formats: a header, one line per interval, and
-//! the summary's percentiles. Used by [`crate::text`] and [`crate::csv`].
+//! How latency runs read in every format: a header, one line per interval, and the summary's
+//! percentiles. The live panel and the quick table take their figures from the same view.
 
 use std::io::{self, Write};
 
@@ -8,7 +8,13 @@ use wirespeed_model::kinds::latency::{LatencyInterval, LatencyReport, LatencySpe
 use wirespeed_model::rules::Protocol;
 
 use crate::csv::{interval_cells, opt, record};
+use crate::percentiles::{stats_cells, stats_table};
 use crate::units::nanos;
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{one_line, LiveSample, QuickLine, View};
+use crate::live::rated;
+use crate::text::Style;
 
 /// "TCP, 1 connection, 16-byte messages, 10 s" and the like.
 pub fn describe(spec: &LatencySpec) -> String {
@@ -80,55 +86,10 @@ pub fn summary(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
     stats_table(st, out)
 }
 
-/// Two lines: the names of the statistics and their values (shared with cps and ping).
-pub fn stats_table(st: &LatencyStats, out: &mut dyn Write) -> io::Result<()> {
-    writeln!(
-        out,
-        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        "avg", "min", "p50", "p90", "p95", "p99", "p99.9", "p99.99", "max", "stddev"
-    )?;
-    let n = |v: u64| nanos(v as f64);
-    writeln!(
-        out,
-        "{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}",
-        nanos(st.mean_ns),
-        n(st.min_ns),
-        n(st.p50_ns),
-        n(st.p90_ns),
-        n(st.p95_ns),
-        n(st.p99_ns),
-        n(st.p999_ns),
-        n(st.p9999_ns),
-        n(st.max_ns),
-        nanos(st.stddev_ns)
-    )
-}
-
 /// CSV columns for latency runs.
 pub const CSV_COLUMNS: &str =
     "row,index,start_s,end_s,omitted,messages_per_second,sent,received,lost,\
 count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
-
-/// The columns [`stats_cells`] fills.
-pub const STATS_COLUMNS: &str =
-    "count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
-
-/// A statistics block as CSV cells.
-pub fn stats_cells(s: &LatencyStats) -> [String; 11] {
-    [
-        s.count.to_string(),
-        s.min_ns.to_string(),
-        format!("{:.0}", s.mean_ns),
-        s.p50_ns.to_string(),
-        s.p90_ns.to_string(),
-        s.p95_ns.to_string(),
-        s.p99_ns.to_string(),
-        s.p999_ns.to_string(),
-        s.p9999_ns.to_string(),
-        s.max_ns.to_string(),
-        format!("{:.0}", s.stddev_ns),
-    ]
-}
 
 /// One CSV row per interval.
 pub fn csv_interval(iv: &LatencyInterval) -> String {
@@ -153,6 +114,75 @@ pub fn csv_summary(r: &LatencyReport) -> String {
         opt(s.lost),
     ];
     record(head.into_iter().chain(stats_cells(&s.rtt)))
+}
+
+/// How a latency run is shown.
+pub(crate) struct LatencyView(pub(crate) LatencySpec);
+
+impl View for LatencyView {
+    fn describe(&self) -> String {
+        describe(&self.0)
+    }
+
+    fn text_start(&mut self, _: &Meta, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", style.bold(&header()))
+    }
+
+    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::LatencyInterval(iv) => {
+                writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv)))
+            }
+            _ => Ok(()),
+        }
+    }
+
+    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match &report.body {
+            ReportBody::Latency(l) => summary(l, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn csv_columns(&self) -> String {
+        CSV_COLUMNS.to_string()
+    }
+
+    fn csv_rows(&self, event: &Event) -> Vec<String> {
+        match event {
+            Event::LatencyInterval(iv) => vec![csv_interval(iv)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Latency(l) => vec![csv_summary(l)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, event: &Event) -> Option<LiveSample> {
+        let Event::LatencyInterval(iv) = event else { return None };
+        let lost = format!("lost {}", iv.lost.unwrap_or(0));
+        Some(rated(iv.end_ns, iv.messages_per_second, "msg/s", "p50", &iv.rtt, lost))
+    }
+
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Latency(l) = &report.body else { return Vec::new() };
+        let s = &l.summary;
+        one_line(
+            name,
+            format!("{:.0} msg/s", s.messages_per_second),
+            format!(
+                "RTT p50 {}, p99 {}, max {}{}",
+                nanos(s.rtt.p50_ns as f64),
+                nanos(s.rtt.p99_ns as f64),
+                nanos(s.rtt.max_ns as f64),
+                s.lost.map_or(String::new(), |l| format!(", {l} lost"))
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

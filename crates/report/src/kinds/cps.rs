@@ -1,6 +1,6 @@
-//! How cps runs read in the text and CSV formats: a header, one line per interval, then the
-//! summary with connect-time percentiles and failures by cause. Used by [`crate::text`] and
-//! [`crate::csv`].
+//! How cps runs read in every format: a header, one line per interval, then the summary with
+//! connect-time percentiles and failures by cause. The live panel and the quick table take
+//! their figures from the same view.
 
 use std::io::{self, Write};
 
@@ -8,8 +8,13 @@ use wirespeed_model::histogram::LatencyStats;
 use wirespeed_model::kinds::cps::{ConnectFailure, CpsInterval, CpsReport, CpsSpec, FailureCounts};
 
 use crate::csv::record;
-use crate::latency::{stats_cells, STATS_COLUMNS};
+use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
 use crate::units::nanos;
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{one_line, LiveSample, QuickLine, View};
+use crate::live::rated;
+use crate::text::Style;
 
 /// "TCP connections/s to any TCP listener, 4 connections in flight on 1 thread, FIN close,
 /// 10 s" and the like.
@@ -77,7 +82,7 @@ pub fn summary(r: &CpsReport, out: &mut dyn Write) -> io::Result<()> {
     )?;
     writeln!(out, "failed: {}", s.failures.describe())?;
     writeln!(out, "connect time:")?;
-    crate::latency::stats_table(&s.connect, out)
+    stats_table(&s.connect, out)
 }
 
 /// CSV columns for cps runs.
@@ -139,6 +144,73 @@ pub fn csv_summary(r: &CpsReport) -> String {
         (s.attempts, s.connected, &s.failures),
         &s.connect,
     )
+}
+
+/// How a connections-per-second run is shown.
+pub(crate) struct CpsView(pub(crate) CpsSpec);
+
+impl View for CpsView {
+    fn describe(&self) -> String {
+        describe(&self.0)
+    }
+
+    fn text_start(&mut self, _: &Meta, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", style.bold(&header()))
+    }
+
+    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::CpsInterval(iv) => writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv))),
+            _ => Ok(()),
+        }
+    }
+
+    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match &report.body {
+            ReportBody::Cps(c) => summary(c, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn csv_columns(&self) -> String {
+        csv_columns()
+    }
+
+    fn csv_rows(&self, event: &Event) -> Vec<String> {
+        match event {
+            Event::CpsInterval(iv) => vec![csv_interval(iv)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Cps(c) => vec![csv_summary(c)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, event: &Event) -> Option<LiveSample> {
+        let Event::CpsInterval(iv) = event else { return None };
+        let failed = format!("failed {}", iv.failures.total());
+        let rate = iv.connections_per_second;
+        Some(rated(iv.end_ns, rate, "conn/s", "connect p50", &iv.connect, failed))
+    }
+
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Cps(c) = &report.body else { return Vec::new() };
+        let s = &c.summary;
+        one_line(
+            name,
+            format!("{:.0} conn/s", s.connections_per_second),
+            format!(
+                "connect p50 {}, p99 {}; failed: {}",
+                nanos(s.connect.p50_ns as f64),
+                nanos(s.connect.p99_ns as f64),
+                s.failures.describe()
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,14 +1,18 @@
-//! How ping runs read in the text and CSV formats: a line per probe as `ping` prints them,
-//! then `ping`'s summary (sent, received, loss, min/avg/max/mdev) and the percentiles. Used by
-//! [`crate::text`] and [`crate::csv`].
+//! How ping runs read in every format: a line per probe as `ping` prints them, then `ping`'s
+//! summary (sent, received, loss, min/avg/max/mdev) and the percentiles. The live panel and the
+//! quick table take their figures from the same view.
 
 use std::io::{self, Write};
 
 use wirespeed_model::kinds::ping::{PingMode, PingProbe, PingReport, PingSpec, ProbeOutcome};
 
 use crate::csv::{record, secs};
-use crate::latency::{stats_cells, STATS_COLUMNS};
+use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
 use crate::units::{nanos, percent};
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{one_line, LiveSample, QuickLine, View};
+use crate::text::Style;
 
 /// "ICMP echo to 127.0.0.1, 56 data bytes, every 1 s, 5 probes" and the like.
 pub fn describe(spec: &PingSpec) -> String {
@@ -80,7 +84,7 @@ pub fn summary(r: &PingReport, out: &mut dyn Write) -> io::Result<()> {
         ms(s.rtt.max_ns as f64),
         ms(s.rtt.stddev_ns)
     )?;
-    crate::latency::stats_table(&s.rtt, out)
+    stats_table(&s.rtt, out)
 }
 
 /// CSV columns for ping runs: probe rows fill the first group, the summary row the second.
@@ -145,6 +149,87 @@ pub fn csv_summary(r: &PingReport) -> String {
         s.loss_ratio.to_string(),
     ];
     record(head.into_iter().chain(stats_cells(&s.rtt)))
+}
+
+/// How a ping is shown; the address probed comes with the run's start.
+pub(crate) struct PingView {
+    spec: PingSpec,
+    peer: String,
+}
+
+impl PingView {
+    pub(crate) fn new(spec: &PingSpec) -> Self {
+        Self { spec: spec.clone(), peer: spec.target.clone() }
+    }
+}
+
+impl View for PingView {
+    fn describe(&self) -> String {
+        describe(&self.spec)
+    }
+
+    fn text_start(&mut self, meta: &Meta, _: &Style, _: &mut dyn Write) -> io::Result<()> {
+        self.peer = meta.remote_addr.clone().unwrap_or_else(|| self.spec.target.clone());
+        Ok(())
+    }
+
+    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::PingProbe(p) => writeln!(out, "{}", line(&self.spec, &self.peer, p)),
+            _ => Ok(()),
+        }
+    }
+
+    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match &report.body {
+            ReportBody::Ping(p) => summary(p, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn csv_columns(&self) -> String {
+        csv_columns()
+    }
+
+    fn csv_rows(&self, event: &Event) -> Vec<String> {
+        match event {
+            Event::PingProbe(p) => vec![csv_probe(p)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Ping(p) => vec![csv_summary(p)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, event: &Event) -> Option<LiveSample> {
+        let Event::PingProbe(p) = event else { return None };
+        let (value, current) = match &p.outcome {
+            ProbeOutcome::Reply { rtt_ns, .. } => (*rtt_ns as f64, nanos(*rtt_ns as f64)),
+            ProbeOutcome::Lost => (0.0, "lost".into()),
+            ProbeOutcome::Error { reason } => (0.0, reason.clone()),
+        };
+        let current = format!("seq {} {current}", p.seq);
+        Some(LiveSample { end_ns: p.sent_ns, value, current, details: Vec::new() })
+    }
+
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Ping(p) = &report.body else { return Vec::new() };
+        let s = &p.summary;
+        one_line(
+            name,
+            format!("{}/{} answered", s.received, s.sent),
+            format!(
+                "RTT p50 {}, max {}, {} loss",
+                nanos(s.rtt.p50_ns as f64),
+                nanos(s.rtt.max_ns as f64),
+                percent(s.loss_ratio)
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,6 +1,6 @@
-//! How HTTP load runs read in the text and CSV formats: a header, one line per interval,
-//! then the summary: responses and rate, success ratio, status codes, errors by cause, bytes,
-//! and the latency percentiles. Used by [`crate::text`] and [`crate::csv`].
+//! How HTTP load runs read in every format: a header, one line per interval, then the summary:
+//! responses and rate, success ratio, status codes, errors by cause, bytes, and the latency
+//! percentiles. The live panel and the quick table take their figures from the same view.
 
 use std::io::{self, Write};
 
@@ -8,8 +8,13 @@ use wirespeed_model::histogram::HistogramBucket;
 use wirespeed_model::kinds::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
 
 use crate::csv::{interval_cells, record};
-use crate::latency::{stats_cells, STATS_COLUMNS};
-use crate::units::{bytes, nanos, percent};
+use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
+use crate::units::{bytes, nanos, percent, rate};
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{one_line, LiveSample, QuickLine, View};
+use crate::live::rated;
+use crate::text::Style;
 
 /// "GET http://h/: 10 connections on 1 thread, keep-alive, 10 s" and the like.
 pub fn describe(spec: &HttpSpec) -> String {
@@ -116,7 +121,7 @@ pub fn summary(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out, "errors: {}", if errors.is_empty() { "none".into() } else { errors.join(", ") })?;
     writeln!(out, "bytes: in {}, out {}", bytes(s.bytes_in), bytes(s.bytes_out))?;
     writeln!(out, "latency ({}):", latency_meaning(&r.spec))?;
-    crate::latency::stats_table(&s.latency, out)?;
+    stats_table(&s.latency, out)?;
     breakdown(r, out)?;
     histogram(&s.histogram, out)?;
     if !r.steps.is_empty() {
@@ -259,6 +264,95 @@ fn csv_totals(row: &str, index: &str, start_ns: u64, s: &HttpSummary) -> String 
         s.bytes_out.to_string(),
     ];
     record(head.into_iter().chain(stats_cells(&s.latency)))
+}
+
+/// How an HTTP load run is shown.
+pub(crate) struct HttpView(pub(crate) HttpSpec);
+
+impl View for HttpView {
+    fn describe(&self) -> String {
+        describe(&self.0)
+    }
+
+    fn text_start(&mut self, _: &Meta, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", style.bold(&header()))
+    }
+
+    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::HttpInterval(iv) => writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv))),
+            _ => Ok(()),
+        }
+    }
+
+    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match &report.body {
+            ReportBody::Http(h) => summary(h, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn csv_columns(&self) -> String {
+        csv_columns()
+    }
+
+    fn csv_rows(&self, event: &Event) -> Vec<String> {
+        match event {
+            Event::HttpInterval(iv) => vec![csv_interval(iv)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Http(h) => vec![csv_summary(h)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, event: &Event) -> Option<LiveSample> {
+        let Event::HttpInterval(iv) = event else { return None };
+        let errors = format!("errors {}", iv.errors);
+        Some(rated(iv.end_ns, iv.requests_per_second, "req/s", "p50", &iv.latency, errors))
+    }
+
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Http(h) = &report.body else { return Vec::new() };
+        let s = &h.summary;
+        let secs = s.duration_ns as f64 / 1e9;
+        // Large bodies (a speed test's downloads and uploads): throughput is the headline,
+        // in the column of the way the bodies went; requests' and responses' heads the
+        // other way are not the transfer, and would read as its figure.
+        let per_request = s.bytes_in.max(s.bytes_out) as f64 / s.responses.max(1) as f64;
+        if per_request >= 64.0 * 1024.0 && secs > 0.0 {
+            let (sent, received) = if s.bytes_in >= s.bytes_out {
+                ("-".to_string(), rate(s.bytes_in as f64 * 8.0 / secs))
+            } else {
+                (rate(s.bytes_out as f64 * 8.0 / secs), "-".to_string())
+            };
+            return vec![(
+                name.to_string(),
+                sent,
+                received,
+                format!(
+                    "{:.0} req/s, p50 {}, {} succeeded",
+                    s.requests_per_second,
+                    nanos(s.latency.p50_ns as f64),
+                    percent(s.success_ratio)
+                ),
+            )];
+        }
+        one_line(
+            name,
+            format!("{:.0} req/s", s.requests_per_second),
+            format!(
+                "p50 {}, p99 {}, {} succeeded",
+                nanos(s.latency.p50_ns as f64),
+                nanos(s.latency.p99_ns as f64),
+                percent(s.success_ratio)
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

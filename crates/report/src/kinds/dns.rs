@@ -1,15 +1,21 @@
-//! How DNS load runs read in the text and CSV formats: a header, one line per interval
-//! (dnsperf's `-S` figure and more), then dnsperf's statistics block, laid out as dnsperf
-//! prints it so eyes and scripts used to it find every figure, followed by what dnsperf does
-//! not report: truncated and stray answers, send errors, percentiles, connections.
+//! How DNS load runs read in every format: a header, one line per interval (dnsperf's `-S`
+//! figure and more), then dnsperf's statistics block, laid out as dnsperf prints it so eyes and
+//! scripts used to it find every figure, followed by what dnsperf does not report: truncated
+//! and stray answers, send errors, percentiles, connections. The live panel and the quick table
+//! take their figures from the same view.
 
 use std::io::{self, Write};
 
 use wirespeed_model::kinds::dns::{DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport};
 
 use crate::csv::{self, record};
-use crate::latency::{stats_cells, STATS_COLUMNS};
-use crate::units::nanos;
+use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
+use crate::units::{nanos, percent};
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{one_line, LiveSample, QuickLine, View};
+use crate::live::rated;
+use crate::text::Style;
 
 /// "127.0.0.1:53 over UDP: 1 client on 1 thread, …" and the like.
 pub fn describe(spec: &DnsSpec) -> String {
@@ -129,7 +135,7 @@ pub fn summary(r: &DnsReport, out: &mut dyn Write) -> io::Result<()> {
     writeln!(out)?;
     extras(s, out)?;
     writeln!(out, "latency (query sent to answer received, answered queries only):")?;
-    crate::latency::stats_table(&s.latency, out)
+    stats_table(&s.latency, out)
 }
 
 /// What dnsperf does not report.
@@ -233,6 +239,75 @@ pub fn csv_summary(r: &DnsReport) -> String {
         s.response_bytes.to_string(),
     ];
     record(head.into_iter().chain(stats_cells(&s.latency)))
+}
+
+/// How a DNS load run is shown.
+pub(crate) struct DnsView(pub(crate) DnsSpec);
+
+impl View for DnsView {
+    fn describe(&self) -> String {
+        describe(&self.0)
+    }
+
+    fn text_start(&mut self, _: &Meta, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", style.bold(&header()))
+    }
+
+    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::DnsInterval(iv) => writeln!(out, "{}", row(iv)),
+            _ => Ok(()),
+        }
+    }
+
+    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match &report.body {
+            ReportBody::Dns(d) => summary(d, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn csv_columns(&self) -> String {
+        csv_columns()
+    }
+
+    fn csv_rows(&self, event: &Event) -> Vec<String> {
+        match event {
+            Event::DnsInterval(iv) => vec![csv_interval(iv)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Dns(d) => vec![csv_summary(d)],
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, event: &Event) -> Option<LiveSample> {
+        let Event::DnsInterval(iv) = event else { return None };
+        let lost = percent(if iv.sent == 0 { 0.0 } else { iv.lost as f64 / iv.sent as f64 });
+        let lost = format!("lost {lost}");
+        Some(rated(iv.end_ns, iv.queries_per_second, "q/s", "p50", &iv.latency, lost))
+    }
+
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Dns(d) = &report.body else { return Vec::new() };
+        let s = &d.summary;
+        one_line(
+            name,
+            format!("{:.0} qps", s.queries_per_second),
+            format!(
+                "p50 {}, p99 {}, {} of {} answered, {} lost",
+                nanos(s.latency.p50_ns as f64),
+                nanos(s.latency.p99_ns as f64),
+                s.completed,
+                s.sent,
+                s.lost
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

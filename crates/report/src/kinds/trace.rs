@@ -1,13 +1,18 @@
-//! How trace runs read in the text and CSV formats: one table row per hop, mtr's columns
-//! (loss, sent, last, avg, best, worst, stddev) with every address that answered, and the
-//! destination's row marked. Used by [`crate::text`] (also for mtr's live table) and
-//! [`crate::csv`].
+//! How trace runs read in every format: one table row per hop, mtr's columns (loss, sent, last,
+//! avg, best, worst, stddev) with every address that answered, and the destination's row
+//! marked. The live panel and the quick table take their figures from the same view.
+
+use std::io::{self, Write};
 
 use wirespeed_model::kinds::trace::{HopStats, TraceProtocol, TraceReport, TraceSpec};
 
 use crate::csv::{opt, record};
-use crate::latency::{stats_cells, STATS_COLUMNS};
+use crate::percentiles::{stats_cells, STATS_COLUMNS};
 use crate::units::{nanos, percent};
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{one_line, LiveSample, QuickLine, View};
+use crate::text::Style;
 
 /// "trace to 192.0.2.7 with ICMP probes, at most 30 hops, 3 probes per hop" and the like.
 pub fn describe(spec: &TraceSpec) -> String {
@@ -110,6 +115,101 @@ pub fn csv_rows(r: &TraceReport) -> Vec<String> {
             record(head.into_iter().chain(stats_cells(&h.rtt)))
         })
         .collect()
+}
+
+/// How a trace is shown; mtr's table is redrawn in place while it runs.
+pub(crate) struct TraceView {
+    spec: TraceSpec,
+    /// True for an mtr run shown on a terminal.
+    live_table: bool,
+    /// Lines of mtr's live table on the terminal, to be drawn over by the next round.
+    live_lines: usize,
+}
+
+impl TraceView {
+    pub(crate) fn new(spec: &TraceSpec) -> Self {
+        Self { spec: spec.clone(), live_table: false, live_lines: 0 }
+    }
+
+    /// Moves the cursor back over the live table and clears it.
+    fn erase_live(&mut self, out: &mut dyn Write) -> io::Result<()> {
+        if self.live_lines > 0 {
+            write!(out, "\x1b[{}A\x1b[J", self.live_lines)?;
+            self.live_lines = 0;
+        }
+        Ok(())
+    }
+}
+
+impl View for TraceView {
+    fn describe(&self) -> String {
+        describe(&self.spec)
+    }
+
+    fn text_start(&mut self, _: &Meta, style: &Style, _: &mut dyn Write) -> io::Result<()> {
+        // mtr's table is redrawn in place, so only where a person watches (colour is asked
+        // for exactly when stdout is a terminal).
+        self.live_table = self.spec.mtr && style.color;
+        Ok(())
+    }
+
+    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        let Event::TraceRound(round) = event else { return Ok(()) };
+        if self.live_table {
+            self.erase_live(out)?;
+            let lines = table(&round.hops);
+            for l in &lines {
+                writeln!(out, "{l}")?;
+            }
+            writeln!(out, "round {}", round.rounds)?;
+            self.live_lines = lines.len() + 1;
+        }
+        Ok(())
+    }
+
+    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        let ReportBody::Trace(t) = &report.body else { return Ok(()) };
+        self.erase_live(out)?;
+        for l in table(&t.summary.hops) {
+            writeln!(out, "{l}")?;
+        }
+        writeln!(out, "{}", verdict(t))
+    }
+
+    fn csv_columns(&self) -> String {
+        csv_columns()
+    }
+
+    /// A trace's rows are its final hops, written at the end.
+    fn csv_rows(&self, _: &Event) -> Vec<String> {
+        Vec::new()
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Trace(t) => csv_rows(t),
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, _: &Event) -> Option<LiveSample> {
+        None
+    }
+
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Trace(t) = &report.body else { return Vec::new() };
+        let s = &t.summary;
+        one_line(
+            name,
+            String::new(),
+            format!(
+                "{} in {}, last hop avg {}",
+                if s.reached { "reached" } else { "not reached" },
+                hops_text(s.hops.len()),
+                s.hops.last().map_or("-".into(), |h| nanos(h.rtt.mean_ns))
+            ),
+        )
+    }
 }
 
 #[cfg(test)]

@@ -1,0 +1,121 @@
+//! Bandwidth runs (and `pps`, which are bandwidth runs) in every format: iperf3's interval
+//! table as text ([`text`]), CSV rows per flow ([`csv`]), iperf3's `-J` document
+//! ([`iperf3_json`]), the live panel's throughput and the quick table's line per flow.
+
+mod csv;
+pub(crate) mod iperf3_json;
+mod text;
+
+use std::io::{self, Write};
+
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction};
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::{Event, Meta, Report, ReportBody};
+
+use super::{LiveSample, QuickLine, View};
+use crate::text::Style;
+use crate::units::{nanos, packet_rate, percent, rate};
+
+/// How a bandwidth run is shown.
+pub(crate) struct BandwidthView {
+    spec: BandwidthSpec,
+}
+
+impl BandwidthView {
+    pub(crate) fn new(spec: &BandwidthSpec) -> Self {
+        Self { spec: spec.clone() }
+    }
+}
+
+impl View for BandwidthView {
+    fn describe(&self) -> String {
+        text::describe(&self.spec)
+    }
+
+    fn text_start(&mut self, _: &Meta, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", style.bold(&text::header(self.spec.protocol == Protocol::Udp)))
+    }
+
+    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match event {
+            Event::Interval(iv) => text::interval(style, &self.spec, iv, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn text_end(&mut self, report: &Report, style: &Style, out: &mut dyn Write) -> io::Result<()> {
+        match &report.body {
+            ReportBody::Bandwidth(b) => text::summary(style, &b.spec, &b.summary, out),
+            _ => Ok(()),
+        }
+    }
+
+    fn csv_columns(&self) -> String {
+        csv::COLUMNS.to_string()
+    }
+
+    fn csv_rows(&self, event: &Event) -> Vec<String> {
+        match event {
+            Event::Interval(iv) => csv::interval_rows(iv),
+            _ => Vec::new(),
+        }
+    }
+
+    fn csv_summary(&self, report: &Report) -> Vec<String> {
+        match &report.body {
+            ReportBody::Bandwidth(b) => csv::summary_rows(b),
+            _ => Vec::new(),
+        }
+    }
+
+    fn live(&self, event: &Event) -> Option<LiveSample> {
+        let Event::Interval(iv) = event else { return None };
+        let bps: f64 = iv.flows.iter().map(|f| f.total.received_bps).sum();
+        let mut details: Vec<String> = iv
+            .flows
+            .iter()
+            .map(|f| format!("{:?} {}", f.flow, rate(f.total.received_bps)))
+            .collect();
+        let lost: u64 = iv.flows.iter().filter_map(|f| f.total.lost_packets).sum();
+        let retr: u64 = iv.flows.iter().filter_map(|f| f.total.retransmits).sum();
+        if iv.flows.iter().any(|f| f.total.lost_packets.is_some()) {
+            details.push(format!("lost {lost}"));
+        } else {
+            details.push(format!("retransmits {retr}"));
+        }
+        if iv.omitted {
+            details.push("(warm-up)".into());
+        }
+        Some(LiveSample { end_ns: iv.end_ns, value: bps, current: rate(bps), details })
+    }
+
+    /// A line per flow: what was sent and received, and TCP's or UDP's own figures.
+    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
+        let ReportBody::Bandwidth(b) = &report.body else { return Vec::new() };
+        b.summary
+            .flows()
+            .map(|f| {
+                let name = if b.spec.direction == Direction::Bidir {
+                    format!("{name} ({})", format!("{:?}", f.flow).to_lowercase())
+                } else {
+                    name.to_string()
+                };
+                let t = &f.total;
+                let details = match b.spec.protocol {
+                    Protocol::Tcp => format!(
+                        "retransmits {}, RTT {}",
+                        t.retransmits.unwrap_or(0),
+                        f.rtt_range_ns.map_or("-".into(), |r| nanos(r.mean as f64))
+                    ),
+                    Protocol::Udp => format!(
+                        "loss {}, jitter {}, {} received",
+                        percent(t.loss_ratio.unwrap_or(0.0)),
+                        nanos(t.jitter_ns.unwrap_or(0.0)),
+                        packet_rate(t.received_pps.unwrap_or(0.0))
+                    ),
+                };
+                (name, rate(t.sent_bps), rate(t.received_bps), details)
+            })
+            .collect()
+    }
+}
