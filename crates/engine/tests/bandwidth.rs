@@ -122,9 +122,10 @@ async fn socket_options_omit_and_interval_are_honoured() {
     s.length = 64 * 1024;
     s.bitrate_bps = 200_000_000;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let report = wirespeed_engine::bandwidth::client::run(server.opts(s), tx, Default::default())
-        .await
-        .unwrap();
+    let report =
+        wirespeed_engine::kinds::bandwidth::client::run(server.opts(s), tx, Default::default())
+            .await
+            .unwrap();
     assert!(report.meta.notes.is_empty(), "options rejected: {:?}", report.meta.notes);
     let wirespeed_model::ReportBody::Bandwidth(r) = report.body else { panic!("not bandwidth") };
     // 0.5 s warm-up + 1 s: three half-second intervals, the first omitted.

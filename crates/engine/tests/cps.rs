@@ -11,7 +11,7 @@ use common::nginx::{free_port, Nginx};
 use common::{endpoint, TestServer};
 use socket2::{Domain, Socket, Type};
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::cps::client::{self, CpsOptions};
+use wirespeed_engine::kinds::cps::client::{self, CpsOptions};
 use wirespeed_engine::server::ServerConfig;
 use wirespeed_engine::ClientError;
 use wirespeed_model::kinds::cps::{CpsReport, CpsSpec};

@@ -8,7 +8,7 @@ use std::time::Duration;
 
 use common::{dns_options, rcode, run_dns};
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::dns::queries::builtin_lines;
+use wirespeed_engine::kinds::dns::queries::builtin_lines;
 use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport};
 use wirespeed_model::ReportBody;
 use wirespeed_proto::dns::datafile;
@@ -107,7 +107,7 @@ async fn an_interruption_counts_what_was_in_flight() {
         tokio::time::sleep(Duration::from_millis(300)).await;
         c.cancel();
     });
-    let report = wirespeed_engine::dns::client::run(opts, tx, cancel).await.unwrap();
+    let report = wirespeed_engine::kinds::dns::client::run(opts, tx, cancel).await.unwrap();
     let ReportBody::Dns(r) = report.body else { panic!() };
     let s = &r.summary;
     assert_eq!(s.end_reason, "interruption");

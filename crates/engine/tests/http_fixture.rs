@@ -9,7 +9,7 @@ use std::process::Command;
 use std::time::{Duration, Instant};
 
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::http::fixture::{self, FixtureConfig};
+use wirespeed_engine::kinds::http::fixture::{self, FixtureConfig};
 use wirespeed_engine::server::Listeners;
 
 struct Fixture {

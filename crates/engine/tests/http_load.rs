@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use common::nginx::{free_port, Nginx};
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::http::client::{self, HttpOptions};
+use wirespeed_engine::kinds::http::client::{self, HttpOptions};
 use wirespeed_engine::ClientError;
 use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;

@@ -9,7 +9,7 @@ use std::time::Duration;
 
 use common::nginx::Nginx;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::http::client::{self, HttpOptions};
+use wirespeed_engine::kinds::http::client::{self, HttpOptions};
 use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 

@@ -7,8 +7,8 @@ mod common;
 
 use common::nginx::{Nginx, TlsFiles};
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::http::client::{self, HttpOptions};
-use wirespeed_engine::http::requests::Request;
+use wirespeed_engine::kinds::http::client::{self, HttpOptions};
+use wirespeed_engine::kinds::http::requests::Request;
 use wirespeed_engine::ClientError;
 use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;

@@ -12,8 +12,8 @@ use std::time::Duration;
 
 use serde_json::Value;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::bandwidth::client::ClientOptions;
-use wirespeed_engine::bandwidth::iperf3_client;
+use wirespeed_engine::kinds::bandwidth::client::ClientOptions;
+use wirespeed_engine::kinds::bandwidth::iperf3_client;
 use wirespeed_engine::ClientError;
 use wirespeed_model::kinds::bandwidth::BandwidthReport;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End};

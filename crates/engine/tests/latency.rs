@@ -4,7 +4,7 @@ mod common;
 
 use common::TestServer;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::latency::client::{self, LatencyOptions};
+use wirespeed_engine::kinds::latency::client::{self, LatencyOptions};
 use wirespeed_model::kinds::latency::{LatencyReport, LatencySpec};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;

@@ -9,7 +9,7 @@ use std::net::SocketAddr;
 use common::endpoint;
 use common::nginx::free_port;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::trace::client::{self, TraceOptions};
+use wirespeed_engine::kinds::trace::client::{self, TraceOptions};
 use wirespeed_model::kinds::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::ReportBody;
 

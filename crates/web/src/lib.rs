@@ -31,8 +31,8 @@ use hyper::{Method, Request, StatusCode};
 use ipnet::IpNet;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::http::delivered::DeliveryTap;
-use wirespeed_engine::http::serve::{serve, ServeOptions};
+use wirespeed_engine::kinds::http::delivered::DeliveryTap;
+use wirespeed_engine::kinds::http::serve::{serve, ServeOptions};
 use wirespeed_store::{Store, WebPolicy};
 
 use crate::geoip::GeoIp;

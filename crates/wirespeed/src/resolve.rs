@@ -4,20 +4,21 @@
 use std::time::Duration;
 
 use anyhow::{anyhow, bail, Context, Result};
-use wirespeed_engine::bandwidth::client::{ClientOptions, Family};
-use wirespeed_engine::cps::client::CpsOptions;
-use wirespeed_engine::dns::client::DnsOptions;
-use wirespeed_engine::dns::queries::QuerySet;
-use wirespeed_engine::handshake::Endpoint;
-use wirespeed_engine::http::client::HttpOptions;
-use wirespeed_engine::http::requests::Request;
-use wirespeed_engine::http::tls::TlsOptions;
-use wirespeed_engine::latency::client::LatencyOptions;
-use wirespeed_engine::ping::client::PingOptions;
-use wirespeed_engine::ping::icmp::IcmpSocketKind;
-use wirespeed_engine::ping::probes::http_target;
+use wirespeed_engine::kinds::bandwidth::client::ClientOptions;
+use wirespeed_engine::kinds::cps::client::CpsOptions;
+use wirespeed_engine::kinds::dns::client::DnsOptions;
+use wirespeed_engine::kinds::dns::queries::QuerySet;
+use wirespeed_engine::kinds::http::client::HttpOptions;
+use wirespeed_engine::kinds::http::requests::Request;
+use wirespeed_engine::kinds::latency::client::LatencyOptions;
+use wirespeed_engine::kinds::ping::client::PingOptions;
+use wirespeed_engine::kinds::ping::probes::http_target;
+use wirespeed_engine::kinds::trace::client::TraceOptions;
+use wirespeed_engine::net::handshake::Endpoint;
+use wirespeed_engine::net::handshake::Family;
+use wirespeed_engine::net::icmp::IcmpSocketKind;
+use wirespeed_engine::net::tls::TlsOptions;
 use wirespeed_engine::server::ServerConfig;
-use wirespeed_engine::trace::client::TraceOptions;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, DEFAULT_UDP_BITRATE};
 use wirespeed_model::kinds::cps::CpsSpec;
 use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport};
@@ -157,7 +158,7 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
         .map(|w| size("--window", w).map(|v| v.min(u64::from(u32::MAX)) as u32))
         .transpose()?;
     if let Some(cc) = &args.congestion {
-        wirespeed_engine::sys::congestion_available(cc).map_err(|e| {
+        wirespeed_engine::net::sys::congestion_available(cc).map_err(|e| {
             let available =
                 std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
                     .map(|a| format!(" (this host has: {})", a.trim()))
@@ -490,7 +491,7 @@ fn qps(flag: &str, text: &str) -> Result<f64> {
 /// ones for the fixture's zone.
 pub fn dns_queries(args: &DnsArgs) -> Result<Vec<wirespeed_proto::dns::datafile::QueryLine>> {
     let Some(path) = &args.datafile else {
-        return Ok(wirespeed_engine::dns::queries::builtin_lines(1000));
+        return Ok(wirespeed_engine::kinds::dns::queries::builtin_lines(1000));
     };
     let text = if path.as_os_str() == "-" {
         std::io::read_to_string(std::io::stdin()).context("reading queries from standard input")?

@@ -8,8 +8,8 @@ use std::sync::mpsc::Receiver;
 use std::time::{Duration, UNIX_EPOCH};
 
 use serde::Serialize;
-use wirespeed_engine::http::requests::Request;
-use wirespeed_engine::http::results::RequestResult;
+use wirespeed_engine::kinds::http::requests::Request;
+use wirespeed_engine::kinds::http::results::RequestResult;
 
 /// One result line.
 #[derive(Serialize)]

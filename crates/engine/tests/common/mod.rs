@@ -11,8 +11,8 @@ use std::time::Duration;
 
 use tokio::task::JoinHandle;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::bandwidth::client::{self, ClientOptions};
-use wirespeed_engine::handshake::Endpoint;
+use wirespeed_engine::kinds::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::net::handshake::Endpoint;
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_engine::ClientError;
 use wirespeed_model::kinds::bandwidth::BandwidthReport;
@@ -104,7 +104,7 @@ pub fn tcp_in_flight_per_stream() -> u64 {
 /// The built-in HTTP fixture on a free 127.0.0.1 port, with its default settings; cancel the
 /// token to stop it.
 pub async fn http_fixture() -> (u16, CancellationToken) {
-    use wirespeed_engine::http::fixture::{self, FixtureConfig};
+    use wirespeed_engine::kinds::http::fixture::{self, FixtureConfig};
     let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
     let port = listeners[0].local_addr().unwrap().port();
     let stop = CancellationToken::new();
@@ -115,7 +115,7 @@ pub async fn http_fixture() -> (u16, CancellationToken) {
 /// The built-in DNS fixture (UDP and TCP) on a free 127.0.0.1 port, serving the generated
 /// zone with 1000 hosts; cancel the token to stop it.
 pub async fn dns_fixture() -> (u16, CancellationToken) {
-    use wirespeed_engine::dns::fixture::{self, DnsListeners};
+    use wirespeed_engine::kinds::dns::fixture::{self, DnsListeners};
     let listeners = DnsListeners::bind(&[SocketAddr::from(([127, 0, 0, 1], 0))], 1).unwrap();
     let port = listeners.local_addrs()[0].port();
     let stop = CancellationToken::new();
@@ -128,13 +128,13 @@ pub async fn dns_fixture() -> (u16, CancellationToken) {
 pub fn dns_options(
     spec: wirespeed_model::kinds::dns::DnsSpec,
     lines: &[wirespeed_proto::dns::datafile::QueryLine],
-) -> wirespeed_engine::dns::client::DnsOptions {
+) -> wirespeed_engine::kinds::dns::client::DnsOptions {
     use wirespeed_proto::dns::wire::Edns;
     let edns = spec.edns_size.map(|udp_size| Edns { udp_size, dnssec_ok: spec.dnssec_ok });
-    let queries = wirespeed_engine::dns::queries::QuerySet::from_lines(lines, edns).unwrap();
+    let queries = wirespeed_engine::kinds::dns::queries::QuerySet::from_lines(lines, edns).unwrap();
     let mut spec = spec;
     spec.queries = lines.len();
-    wirespeed_engine::dns::client::DnsOptions {
+    wirespeed_engine::kinds::dns::client::DnsOptions {
         spec,
         queries: std::sync::Arc::new(queries),
         family: None,
@@ -146,10 +146,10 @@ pub fn dns_options(
 
 /// Runs a DNS test to its end and returns its report.
 pub async fn run_dns(
-    opts: wirespeed_engine::dns::client::DnsOptions,
+    opts: wirespeed_engine::kinds::dns::client::DnsOptions,
 ) -> wirespeed_model::kinds::dns::DnsReport {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let report = wirespeed_engine::dns::client::run(opts, tx, CancellationToken::new())
+    let report = wirespeed_engine::kinds::dns::client::run(opts, tx, CancellationToken::new())
         .await
         .expect("the DNS test runs");
     let ReportBody::Dns(d) = report.body else { panic!("not a DNS report") };

@@ -2,8 +2,8 @@
 //! render it, save it.
 
 use anyhow::Result;
-use wirespeed_engine::bandwidth::client::{self, ClientOptions};
-use wirespeed_engine::bandwidth::iperf3_client;
+use wirespeed_engine::kinds::bandwidth::client::{self, ClientOptions};
+use wirespeed_engine::kinds::bandwidth::iperf3_client;
 
 use crate::flags::{BandwidthArgs, OutputArgs, PpsArgs};
 use crate::resolve;

@@ -1,7 +1,7 @@
 //! `wirespeed cps`: run one connections-per-second test, render it, save it.
 
 use anyhow::Result;
-use wirespeed_engine::cps::client;
+use wirespeed_engine::kinds::cps::client;
 
 use crate::flags::CpsArgs;
 use crate::resolve;

@@ -3,7 +3,7 @@
 //! none matched a query (the server answers garbage), else 3 (nothing answered at all).
 
 use anyhow::Result;
-use wirespeed_engine::dns::client;
+use wirespeed_engine::kinds::dns::client;
 use wirespeed_model::ReportBody;
 
 use crate::exit;

@@ -2,8 +2,8 @@
 //! writer thread puts one vegeta result line per request on stdout while the test runs.
 
 use anyhow::Result;
-use wirespeed_engine::http::client;
-use wirespeed_engine::http::results::ResultSink;
+use wirespeed_engine::kinds::http::client;
+use wirespeed_engine::kinds::http::results::ResultSink;
 
 use crate::flags::{FormatArg, HttpArgs};
 use crate::{resolve, vegeta};

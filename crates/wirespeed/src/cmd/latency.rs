@@ -1,7 +1,7 @@
 //! `wirespeed latency`: run one round-trip test, render it, save it.
 
 use anyhow::Result;
-use wirespeed_engine::latency::client;
+use wirespeed_engine::kinds::latency::client;
 
 use crate::flags::LatencyArgs;
 use crate::resolve;

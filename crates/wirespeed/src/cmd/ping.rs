@@ -2,7 +2,7 @@
 //! `ping`, a run that got no reply at all fails (exit 3).
 
 use anyhow::Result;
-use wirespeed_engine::ping::client;
+use wirespeed_engine::kinds::ping::client;
 use wirespeed_model::ReportBody;
 
 use crate::exit;

@@ -3,8 +3,8 @@
 use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
-use wirespeed_engine::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
-use wirespeed_engine::http::fixture;
+use wirespeed_engine::kinds::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
+use wirespeed_engine::kinds::http::fixture;
 use wirespeed_engine::server::{self, Listeners};
 use wirespeed_model::units::parse_bytes;
 use wirespeed_proto::dns::zone::Zone;

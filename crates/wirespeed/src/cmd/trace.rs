@@ -2,7 +2,7 @@
 //! that never reached its destination fails (exit 3), as traceroute's users script on.
 
 use anyhow::Result;
-use wirespeed_engine::trace::client;
+use wirespeed_engine::kinds::trace::client;
 use wirespeed_model::ReportBody;
 
 use crate::exit;

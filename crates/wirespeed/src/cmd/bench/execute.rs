@@ -15,8 +15,8 @@ use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
-use wirespeed_engine::http::fixture::{self as http_fixture, FixtureConfig};
+use wirespeed_engine::kinds::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
+use wirespeed_engine::kinds::http::fixture::{self as http_fixture, FixtureConfig};
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_model::units::parse_bytes;
 use wirespeed_model::Report;

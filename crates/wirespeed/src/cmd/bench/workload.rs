@@ -69,7 +69,7 @@ pub async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> 
     let version = env!("CARGO_PKG_VERSION");
     // Events are not shown while a scenario runs; the report is what is kept.
     let (tx, _rx) = unbounded_channel();
-    use wirespeed_engine as e;
+    use wirespeed_engine::kinds as e;
     let report = match cli.command {
         Command::Bandwidth(a) if a.iperf3 => {
             e::bandwidth::iperf3_client::run(resolve::bandwidth(&a, version)?, tx, cancel).await

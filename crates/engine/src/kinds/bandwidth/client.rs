@@ -1,0 +1,229 @@
+//! The client half of a bandwidth test: resolve, connect, handshake, open the data streams,
+//! run until the time or byte budget is spent (or the user interrupts), then collect both
+//! ends' figures into a [`Report`].
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::Duration;
+
+use socket2::Socket;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::kinds::bandwidth::BandwidthReport;
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
+use wirespeed_model::report::{Report, ReportBody};
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::spec::TestSpec;
+use wirespeed_model::Event;
+use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
+use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, ServerResults};
+use wirespeed_proto::datagram::{UdpHello, Wire};
+
+use super::collect::{Collector, LocalEnd};
+use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
+use super::workers::{self, Attached, Role, Side};
+use crate::error::ClientError;
+use crate::net::framed::Framed;
+use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
+use crate::net::streams::{open_tcp, open_udp};
+
+/// How long to wait for the server's results after `Stop`.
+const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
+
+/// Everything a bandwidth client needs.
+#[derive(Debug, Clone)]
+pub struct ClientOptions {
+    /// The test.
+    pub spec: BandwidthSpec,
+    /// The server.
+    pub endpoint: Endpoint,
+}
+
+/// Runs one bandwidth test and returns its report. Events go to `events` as they happen;
+/// cancelling `cancel` ends the test early but still collects and reports what was measured.
+pub async fn run(
+    opts: ClientOptions,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
+    let opened = handshake::open(&opts.endpoint, TestSpec::Bandwidth(opts.spec.clone())).await?;
+    let mut meta = opened.meta();
+    let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
+    let TestSpec::Bandwidth(spec) = spec else {
+        return Err(protocol("the server accepted a different kind of test"));
+    };
+    if spec.protocol != opts.spec.protocol
+        || spec.parallel != opts.spec.parallel
+        || spec.direction != opts.spec.direction
+    {
+        return Err(protocol("the server changed the test's shape"));
+    }
+    let sockets = {
+        let spec = spec.clone();
+        let bind = opts.endpoint.bind;
+        tokio::task::spawn_blocking(move || open_streams(&spec, server_addr, bind, session))
+            .await
+            .map_err(ClientError::joined("opening data streams"))??
+    };
+    meta.notes.extend(sockets.1);
+    let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+    else {
+        unreachable!("the state machine only lets begin through after accepted")
+    };
+    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0)
+        .map_err(ClientError::local("starting data threads"))?;
+    let _ =
+        events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
+    let (intervals, summary, interrupted) =
+        drive(&mut ctl, &mut state, side, &spec, &events, &cancel).await?;
+    if interrupted {
+        meta.notes.push("interrupted: the test was stopped early by the user".into());
+    }
+    ctl.close().await;
+    let report =
+        Report { body: ReportBody::Bandwidth(BandwidthReport { spec, intervals, summary }), meta };
+    let _ = events.send(Event::End(Box::new(report.clone())));
+    Ok(report)
+}
+
+async fn drive(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    mut side: Side,
+    spec: &BandwidthSpec,
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+) -> Result<Outcome, ClientError> {
+    let mut collector = Collector::new(spec.clone());
+    let mut schedule = Schedule::start(spec, &side);
+    let timed = schedule.timed();
+    let mut remote_sent_download = 0u64;
+    let mut interrupted = false;
+    let emit = |ivs: Vec<_>| emit_intervals(events, ivs);
+    let bytes_done = |side: &Side, remote_sent: u64| {
+        let download_done = match spec.protocol {
+            // UDP has no end-of-stream: the server's ticks say when it has sent its budget.
+            Protocol::Udp => {
+                !spec.direction.server_sends() || spec.bytes.is_some_and(|b| remote_sent >= b)
+            }
+            Protocol::Tcp => side.finished(Role::Recv),
+        };
+        side.finished(Role::Send) && download_done
+    };
+    loop {
+        if !timed && bytes_done(&side, remote_sent_download) {
+            break;
+        }
+        tokio::select! {
+            _ = &mut schedule.deadline => break,
+            _ = cancel.cancelled() => { interrupted = true; break; }
+            _ = schedule.ticks.tick() => emit(schedule.on_tick(&side, &mut collector)),
+            _ = &mut schedule.omit_at, if schedule.awaiting_omit() => schedule.omit_reached(&side),
+            msg = recv_server(ctl, state, None) => match msg? {
+                ServerMessage::Tick { index, streams } => {
+                    remote_sent_download = streams.iter().filter(|s| s.flow == Flow::Download).map(|s| s.totals.bytes).sum();
+                    emit(collector.remote_tick(index, &streams));
+                }
+                other => return Err(protocol(format!("unexpected {} message before the test ended", other.name()))),
+            },
+            Some(done) = side.next_done() => {
+                if let Some(err) = done.error {
+                    return Err(explain_stream_failure(ctl, state, err).await);
+                }
+            }
+        }
+    }
+    let at_omit = schedule.take_omit(&side);
+    ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
+    side.stop_sending();
+    let results = tokio::time::timeout(RESULTS_TIMEOUT, async {
+        loop {
+            match recv_server(ctl, state, None).await? {
+                ServerMessage::Tick { index, streams } => {
+                    emit(collector.remote_tick(index, &streams))
+                }
+                ServerMessage::Results(r) => return Ok::<ServerResults, ClientError>(*r),
+                other => {
+                    return Err(protocol(format!("unexpected {} message after stop", other.name())))
+                }
+            }
+        }
+    })
+    .await
+    .map_err(|_| {
+        ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?} of stopping"))
+    })??;
+    // The server has stopped sending by now: TCP receivers see EOF, UDP receivers drain.
+    side.drain();
+    let finished = tokio::time::timeout(Duration::from_secs(5), async {
+        side.wait_role(Role::Send).await;
+        side.wait_role(Role::Recv).await;
+    })
+    .await;
+    if finished.is_err() {
+        return Err(ClientError::Stream(
+            "local data streams did not finish after the server's results".into(),
+        ));
+    }
+    if let Some(err) = side.first_error() {
+        return Err(ClientError::Stream(err));
+    }
+    let mut active_ns = side.active_ns(Role::Send, spec.omit_ns);
+    active_ns.extend(side.active_ns(Role::Recv, spec.omit_ns));
+    let local = LocalEnd {
+        at_omit,
+        at_end: side.snapshot(),
+        end_ns: side.ended_ns(),
+        active_ns,
+        cpu_ns: side.cpu_ns(),
+    };
+    let (intervals, summary) = finish_and_emit(collector, &local, &results, events);
+    Ok((intervals, summary, interrupted))
+}
+
+/// A data stream failed: if the server said why (it aborted the test, or closed the control
+/// connection), that is the better message; otherwise the stream's own error.
+async fn explain_stream_failure(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    err: String,
+) -> ClientError {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), recv_server(ctl, state, None)).await {
+            Ok(Ok(ServerMessage::Tick { .. })) => continue,
+            Ok(Err(e @ (ClientError::Aborted(_) | ClientError::ServerGone(_)))) => return e,
+            _ => return ClientError::Stream(err),
+        }
+    }
+}
+
+/// Opens every data stream of the session (blocking); returns the sockets and any notes about
+/// options the OS did not take.
+fn open_streams(
+    spec: &BandwidthSpec,
+    server: SocketAddr,
+    bind: Option<IpAddr>,
+    session: [u8; SESSION_ID_LEN],
+) -> Result<(Vec<Attached>, Vec<String>), ClientError> {
+    let mut out = Vec::new();
+    let mut notes = Vec::new();
+    for &flow in Flow::of(spec.direction) {
+        for id in 1..=spec.parallel {
+            let socket = match spec.protocol {
+                Protocol::Tcp => {
+                    let tune = |s: &Socket| workers::tune_tcp(s, spec, server.is_ipv6());
+                    let hello = DataHello { session, flow, stream: id };
+                    open_tcp(server, bind, hello, &tune, &mut notes)?
+                }
+                Protocol::Udp => {
+                    let tune = |s: &Socket| workers::tune_udp(s, spec, server.is_ipv6());
+                    let hello = UdpHello { ack: false, session, flow, stream: id };
+                    open_udp(server, bind, hello, &tune, &mut notes)?
+                }
+            };
+            out.push(Attached { flow, id, socket });
+        }
+    }
+    notes.sort();
+    notes.dedup();
+    Ok((out, notes))
+}

@@ -1,0 +1,21 @@
+//! The bandwidth test: TCP or UDP throughput in one or both directions.
+//!
+//! - [`client`]: the client half, from resolving the target to the finished report.
+//! - `server`: the server half of one test (reached through [`crate::server`]).
+//! - `iperf3_server`: the server half for a stock iperf3 client, on the same port.
+//! - [`iperf3_client`]: the client half against a stock `iperf3 -s`.
+//! - [`workers`]: the data threads of both halves.
+//! - [`collect`]: pairs both ends' counters into intervals and the summary.
+//! - `schedule`: the client's interval ticks, warm-up end and deadline.
+
+pub mod client;
+pub mod collect;
+mod counters;
+pub mod iperf3_client;
+mod iperf3_results;
+pub(crate) mod iperf3_server;
+mod schedule;
+pub(crate) mod server;
+pub mod workers;
+
+pub use server::apply_limits;

@@ -1,0 +1,427 @@
+//! `wirespeed http`'s orchestration: resolve the target once (timed: the breakdown's DNS
+//! part), build the requests, then run each step — the closed model, one rate, or each rate
+//! of a sweep — on `-t` threads of [`super::shard`] (HTTP/1.1, plain or TLS, TCP or a unix
+//! socket) or on [`super::h2`] (HTTP/2), sampling an interval at a time. Reports each
+//! interval as it ends and the whole run at the end.
+
+use std::cell::{Cell, RefCell};
+use std::io;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant, SystemTime};
+
+use socket2::SockAddr;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::kinds::http::{
+    HttpBreakdown, HttpInterval, HttpReport, HttpSpec, HttpStep, HttpSummary,
+};
+use wirespeed_model::report::{Report, ReportBody};
+use wirespeed_model::spec::TestSpec;
+use wirespeed_model::Event;
+use wirespeed_proto::http_url::HttpUrl;
+
+use super::conn::Mode;
+use super::counts::{Cause, Histograms, ShardCounts, Tally, Totals};
+use super::requests::{Request, RequestSet};
+use super::results::ResultSink;
+use super::shard::{Peer, Schedule, Shard};
+use crate::error::ClientError;
+use crate::net::handshake::{self, Family};
+use crate::net::sys;
+use crate::net::tls::{self, TlsOptions};
+use crate::run::budget::{share, Budget};
+use crate::run::intervals::{self, Sampler};
+use crate::run::threads::StreamThreads;
+
+/// Everything an HTTP load test needs.
+#[derive(Debug, Clone)]
+pub struct HttpOptions {
+    /// The test.
+    pub spec: HttpSpec,
+    /// The requests, sent round-robin (one, unless a targets file gave several). They all
+    /// share the origin of `spec.url`.
+    pub requests: Vec<Request>,
+    /// Restrict the target's address to one IP version.
+    pub family: Option<Family>,
+    /// Certificates and keys for https://.
+    pub tls: TlsOptions,
+    /// This client's version, for the report and the User-Agent.
+    pub version: String,
+    /// Where each request's record goes, for `--format vegeta`.
+    pub results: Option<ResultSink>,
+}
+
+impl HttpOptions {
+    /// Options for `spec`'s own request (its URL, method and headers) carrying `body`, over
+    /// any IP version, with the system's trust store.
+    pub fn single(spec: HttpSpec, body: Vec<u8>, version: &str) -> Result<Self, String> {
+        let request = Request {
+            method: spec.method.clone(),
+            url: HttpUrl::parse(&spec.url)?,
+            headers: spec.headers.clone(),
+            body,
+        };
+        let tls = TlsOptions { insecure: spec.insecure, ..TlsOptions::default() };
+        Ok(Self {
+            spec,
+            requests: vec![request],
+            family: None,
+            tls,
+            version: version.into(),
+            results: None,
+        })
+    }
+}
+
+/// Runs one HTTP load test (every step of a sweep) and returns its report.
+pub async fn run(
+    opts: HttpOptions,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
+    let spec = opts.spec.clone();
+    let start_wall = SystemTime::now();
+    let url = HttpUrl::parse(&spec.url).map_err(|m| ClientError::Local {
+        context: "the URL".into(),
+        cause: io::Error::new(io::ErrorKind::InvalidInput, m),
+    })?;
+    let resolving = Instant::now();
+    let (addr, remote) = match &spec.unix_socket {
+        Some(path) => {
+            let addr = SockAddr::unix(path).map_err(ClientError::local("the unix socket path"))?;
+            (addr, None)
+        }
+        None => {
+            let a = handshake::resolve(&url.host, url.port, opts.family).await?[0];
+            (SockAddr::from(a), Some(a))
+        }
+    };
+    let dns_ns = if spec.unix_socket.is_some() { 0 } else { resolving.elapsed().as_nanos() as u64 };
+    let tls = if url.secure {
+        let alpn: &[&[u8]] = if spec.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        let config = tls::client_config(&opts.tls, alpn).map_err(ClientError::local("TLS"))?;
+        let name = tls::server_name(&opts.tls, &url.host).map_err(ClientError::local("TLS"))?;
+        Some((config, name))
+    } else {
+        None
+    };
+    let peer = Arc::new(Peer { addr, tls });
+    let set = Arc::new(RequestSet::new(opts.requests.clone(), spec.keepalive, &opts.version));
+    let mut meta = handshake::run_meta(&opts.version, start_wall, remote);
+    if let Some(path) = &spec.unix_socket {
+        meta.remote_addr = Some(format!("unix:{path}"));
+    }
+    let _ = events
+        .send(Event::Start { spec: TestSpec::Http(Box::new(spec.clone())), meta: meta.clone() });
+
+    let rates: Vec<Option<f64>> =
+        if spec.is_open() { spec.rates.iter().copied().map(Some).collect() } else { vec![None] };
+    let run_begin = Instant::now();
+    let mut intervals = Vec::new();
+    let mut steps = Vec::new();
+    let mut interrupted = false;
+    for rate in rates {
+        let run = if spec.http2 {
+            super::h2::start(&spec, &peer, &url, &set, rate, opts.results.clone())
+        } else {
+            start(&spec, &peer, &set, rate, opts.results.clone())
+        }
+        .map_err(ClientError::local("starting threads"))?;
+        let mut sampler = HttpSampler {
+            counts: &run.counts,
+            spec: &spec,
+            events: &events,
+            offset_ns: run.begin.duration_since(run_begin).as_nanos() as u64,
+            total: Histograms::default(),
+            intervals: &mut intervals,
+            last: (0, Totals::default()),
+            measured: (0, Totals::default()),
+        };
+        let timed = spec.count.is_none().then(|| spec.total_ns());
+        interrupted =
+            intervals::drive(&mut sampler, run.begin, spec.interval_ns, timed, &cancel).await;
+        let end = run.begin.elapsed().as_nanos() as u64;
+        let stopper = run.stopper;
+        let _ = tokio::task::spawn_blocking(move || stopper.stop()).await;
+        sampler.close(end, end);
+        let start_ns = sampler.offset_ns + spec.warmup_ns;
+        let (hist, totals, ns) = (sampler.total, sampler.measured.1, sampler.measured.0);
+        steps.push((rate, start_ns, hist, totals, ns));
+        if interrupted {
+            break;
+        }
+    }
+
+    let mut all = (Histograms::default(), Totals::default(), 0u64);
+    for (_, _, h, t, ns) in &steps {
+        all.0.add(h);
+        all.1.add(t);
+        all.2 += ns;
+    }
+    let single_rate = if steps.len() == 1 { steps[0].0 } else { None };
+    let summary = summarize(&all.0, &all.1, all.2, single_rate, dns_ns);
+    if summary.responses == 0 && !interrupted {
+        if let Some(err) = nothing_answered(&all.1, remote, &spec) {
+            return Err(err);
+        }
+    }
+    let steps = if spec.rates.len() > 1 {
+        steps
+            .iter()
+            .map(|(rate, start_ns, h, t, ns)| HttpStep {
+                rate: rate.unwrap_or(0.0),
+                start_ns: *start_ns,
+                summary: summarize(h, t, *ns, *rate, dns_ns),
+            })
+            .collect()
+    } else {
+        Vec::new()
+    };
+    if interrupted {
+        meta.notes.push("interrupted: the test was stopped early by the user".into());
+    }
+    if all.1.late > 0 {
+        meta.notes.push(format!(
+            "{} requests were sent more than 1 ms after their scheduled time (no free connection, or the generator fell behind); their latency counts from the schedule",
+            all.1.late
+        ));
+    }
+    let report =
+        Report { body: ReportBody::Http(HttpReport { spec, intervals, summary, steps }), meta };
+    let _ = events.send(Event::End(Box::new(report.clone())));
+    Ok(report)
+}
+
+/// The error for a run in which no request got a response.
+fn nothing_answered(
+    t: &Totals,
+    remote: Option<std::net::SocketAddr>,
+    spec: &HttpSpec,
+) -> Option<ClientError> {
+    let Some((cause, n)) =
+        Cause::ALL.iter().zip(t.errors).filter(|(_, n)| *n > 0).max_by_key(|(_, n)| *n)
+    else {
+        // Nothing failed either: every request was still waiting when the test ended.
+        let cause = io::Error::new(
+            io::ErrorKind::TimedOut,
+            format!(
+                "no response to any request within the test's {} (requests still waiting at \
+                 the end are abandoned): the server is slow to answer, or the test too short",
+                humantime_ns(spec.total_ns())
+            ),
+        );
+        return Some(ClientError::Unreachable { target: target_name(remote, spec), cause });
+    };
+    let mut why = format!("no response to any request: {n} × {}", cause.name());
+    if let Some(detail) = &t.tls_error {
+        why.push_str(&format!(" ({detail})"));
+    }
+    Some(match cause {
+        // It answered, but not in HTTP: the peer broke the protocol, not the connection.
+        Cause::Invalid => {
+            ClientError::Protocol(format!("{why}: the server's answers are not HTTP"))
+        }
+        Cause::Refused => {
+            unanswered(remote, spec, io::Error::new(io::ErrorKind::ConnectionRefused, why))
+        }
+        Cause::ConnectTimeout | Cause::Unreachable => {
+            unanswered(remote, spec, io::Error::other(why))
+        }
+        // Connected, then nothing usable came back.
+        _ => ClientError::Unreachable {
+            target: target_name(remote, spec),
+            cause: io::Error::other(why),
+        },
+    })
+}
+
+fn target_name(remote: Option<std::net::SocketAddr>, spec: &HttpSpec) -> String {
+    match remote {
+        Some(addr) => addr.to_string(),
+        None => format!("unix:{}", spec.unix_socket.as_deref().unwrap_or("")),
+    }
+}
+
+/// The server (or unix socket) answered nothing, for `cause`.
+fn unanswered(
+    remote: Option<std::net::SocketAddr>,
+    spec: &HttpSpec,
+    cause: io::Error,
+) -> ClientError {
+    match remote {
+        Some(addr) => ClientError::Connect { addr, cause },
+        None => ClientError::Unreachable { target: target_name(remote, spec), cause },
+    }
+}
+
+/// A span for a message: `1 s`, `250 ms`, `3 ms`.
+fn humantime_ns(ns: u64) -> String {
+    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+        format!("{} s", ns / 1_000_000_000)
+    } else if ns >= 1_000_000 {
+        format!("{} ms", ns / 1_000_000)
+    } else {
+        format!("{} µs", ns / 1_000)
+    }
+}
+
+/// A step's threads, running.
+pub(super) struct Running {
+    pub begin: Instant,
+    pub counts: Vec<Arc<ShardCounts>>,
+    pub stopper: Box<dyn Stopper>,
+}
+
+/// Stops a step's workers and waits for them.
+pub(super) trait Stopper: Send {
+    fn stop(self: Box<Self>);
+}
+
+impl Stopper for StreamThreads {
+    fn stop(self: Box<Self>) {
+        StreamThreads::stop(*self);
+    }
+}
+
+/// Starts the HTTP/1.1 threads of one step (`rate`: the open model's, or `None`).
+fn start(
+    spec: &HttpSpec,
+    peer: &Arc<Peer>,
+    set: &Arc<RequestSet>,
+    rate: Option<f64>,
+    results: Option<ResultSink>,
+) -> io::Result<Running> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let budget = Budget::new(spec.count);
+    let begin = Instant::now();
+    let pool = if rate.is_some() { spec.max_connections } else { spec.connections };
+    let threads = spec.threads.clamp(1, pool);
+    let (mut counts, mut handles) = (Vec::new(), Vec::new());
+    for i in 0..threads {
+        let c = Arc::new(ShardCounts::default());
+        let schedule = rate.map(|r| Schedule::new(spec, begin, r, i, threads));
+        let shard = Shard {
+            peer: peer.clone(),
+            set: set.clone(),
+            mode: Mode { open: rate.is_some(), timeout: Duration::from_nanos(spec.timeout_ns) },
+            keepalive: spec.keepalive,
+            max_redirects: spec.max_redirects,
+            slots: share(pool, threads, i),
+            schedule,
+            counts: c.clone(),
+            stop: stop.clone(),
+            budget: budget.clone(),
+            results: results.clone(),
+            // Threads start at different requests of a targets file.
+            next: Cell::new(usize::from(i) % set.len().max(1)),
+            tally: RefCell::new(Tally::new(c.clone())),
+            epoll: Cell::new(-1),
+        };
+        handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
+            move || {
+                if let Err(e) = shard.run() {
+                    tracing::warn!("HTTP thread failed: {e}");
+                }
+                // Whatever was counted since the last publish, before saying we are done.
+                shard.publish();
+                shard.counts.done.store(true, Relaxed);
+                sys::thread_cpu_ns()
+            },
+        )?);
+        counts.push(c);
+    }
+    let threads = StreamThreads { stop, sockets: Vec::new(), handles };
+    Ok(Running { begin, counts, stopper: Box::new(threads) })
+}
+
+/// The summary of what `h` and `t` hold over `ns` measured nanoseconds.
+fn summarize(
+    h: &Histograms,
+    t: &Totals,
+    ns: u64,
+    target_rate: Option<f64>,
+    dns_ns: u64,
+) -> HttpSummary {
+    let attempts = t.responses + t.error_total();
+    let per_second = |n: u64| if ns == 0 { 0.0 } else { n as f64 * 1e9 / ns as f64 };
+    HttpSummary {
+        duration_ns: ns,
+        responses: t.responses,
+        succeeded: t.succeeded,
+        success_ratio: if attempts == 0 { 0.0 } else { t.succeeded as f64 / attempts as f64 },
+        status: t.status.iter().map(|(c, n)| (c.to_string(), *n)).collect(),
+        errors: t.errors_by_name(),
+        requests_per_second: per_second(t.responses),
+        bytes_in: t.bytes_in,
+        bytes_out: t.bytes_out,
+        connections_opened: t.connections,
+        latency: h.total.stats(),
+        histogram: h.total.buckets(),
+        target_rate,
+        sent: t.sent,
+        sent_per_second: per_second(t.sent),
+        late: t.late,
+        breakdown: HttpBreakdown {
+            dns_ns,
+            connect: h.connect.stats(),
+            tls: h.tls.stats(),
+            first_byte: h.first_byte.stats(),
+            queue: h.queue.stats(),
+        },
+    }
+}
+
+/// Turns one step's thread counts into intervals and, after the warm-up, its totals.
+struct HttpSampler<'a> {
+    counts: &'a [Arc<ShardCounts>],
+    spec: &'a HttpSpec,
+    events: &'a UnboundedSender<Event>,
+    /// Where this step began, from the run's start (a sweep's intervals follow on).
+    offset_ns: u64,
+    total: Histograms,
+    intervals: &'a mut Vec<HttpInterval>,
+    last: (u64, Totals),
+    measured: (u64, Totals),
+}
+
+impl Sampler for HttpSampler<'_> {
+    fn close(&mut self, end_ns: u64, nominal_ns: u64) {
+        let mut h = Histograms::default();
+        let mut now = Totals::default();
+        for c in self.counts {
+            h.add(&c.take_histograms());
+            if let Ok(t) = c.totals.lock() {
+                now.add(&t);
+            }
+        }
+        let (start_ns, before) = (self.last.0, &self.last.1);
+        let d = now.minus(before);
+        let omitted = nominal_ns <= self.spec.warmup_ns;
+        let span = end_ns.saturating_sub(start_ns).max(1);
+        if !omitted {
+            self.total.add(&h);
+            self.measured.0 += span;
+            self.measured.1.add(&d);
+        }
+        let iv = HttpInterval {
+            index: self.intervals.len() as u32,
+            start_ns: self.offset_ns + start_ns,
+            end_ns: self.offset_ns + end_ns,
+            omitted,
+            requests_per_second: d.responses as f64 * 1e9 / span as f64,
+            responses: d.responses,
+            errors: d.error_total(),
+            sent: d.sent,
+            late: d.late,
+            latency: h.total.stats(),
+        };
+        self.last = (end_ns, now);
+        let _ = self.events.send(Event::HttpInterval(iv.clone()));
+        self.intervals.push(iv);
+    }
+
+    fn finished(&self) -> bool {
+        self.counts.iter().all(|c| c.done.load(Relaxed))
+    }
+}

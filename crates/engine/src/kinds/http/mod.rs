@@ -1,0 +1,22 @@
+//! HTTP: the load generator and the built-in fixture that `wirespeed server --http PORT`
+//! serves (a fast, predictable target for load tests, `quick`, and a baseline next to nginx).
+//!
+//! - [`client`]: runs a load test: its steps, intervals and report.
+//! - `shard`, `conn`: HTTP/1.1 load threads (closed and open models, TLS, unix sockets).
+//! - `h2`: HTTP/2 load (prior knowledge, or ALPN over TLS), on hyper.
+//! - `counts`: what the threads count; [`requests`]: the requests they send; [`results`]: one
+//!   record per request (`--format vegeta`); [`tls`]: TLS settings.
+//! - [`fixture`]: the server; [`serve`]: serving HTTP on hyper, for it and the web speed test;
+//!   [`delivered`]: what a connection's peer has acknowledged, for the web test's download.
+
+pub mod client;
+mod conn;
+mod counts;
+mod delay;
+pub mod delivered;
+pub mod fixture;
+mod h2;
+pub mod requests;
+pub mod results;
+pub mod serve;
+mod shard;

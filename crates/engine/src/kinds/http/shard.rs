@@ -1,0 +1,427 @@
+//! One load thread: an edge-triggered epoll loop over its share of the connections, in one of
+//! two models. Closed (`-c`): each connection has one request in flight and sends the next as
+//! soon as the response is read. Open (`--rate`): requests fall due on a fixed schedule
+//! whatever the server does; each goes out on an idle connection, or a new one up to the
+//! thread's share of `--max-connections`, or waits (late) — and a request that waited longer
+//! than the timeout is dropped and counted. Latency starts at the scheduled time, so a
+//! stalled server shows in the percentiles instead of slowing the schedule down.
+
+use std::cell::{Cell, RefCell};
+use std::collections::VecDeque;
+use std::io;
+use std::os::fd::AsRawFd;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use rustls::pki_types::ServerName;
+use rustls::{ClientConfig, ClientConnection};
+use socket2::{Domain, SockAddr, Socket, Type};
+use wirespeed_model::kinds::http::HttpSpec;
+
+use super::conn::{Conn, Mode, Phase, Step, Transport};
+use super::counts::{Cause, ShardCounts, Tally};
+use super::requests::RequestSet;
+use super::results::ResultSink;
+use crate::net::sys;
+use crate::run::budget::{fill_slots, Budget};
+
+/// Where connections go.
+pub(super) struct Peer {
+    pub addr: SockAddr,
+    /// TLS settings and the server name, for https://.
+    pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
+}
+
+/// When an open-model thread's requests fall due: request `k` at
+/// `begin + offset + k × period` (threads interleave their offsets), before `until` when the
+/// step is timed: R requests/s for D s is R × D requests, not one more at the very end.
+#[derive(Debug, Clone, Copy)]
+pub(super) struct Schedule {
+    pub begin: Instant,
+    pub offset_ns: f64,
+    pub period_ns: f64,
+    pub until: Option<Instant>,
+}
+
+impl Schedule {
+    /// The schedule of thread `thread` of `threads` sharing `rate` requests/s in a step of
+    /// `spec` that began at `begin`.
+    pub fn new(spec: &HttpSpec, begin: Instant, rate: f64, thread: u16, threads: u16) -> Self {
+        Self {
+            begin,
+            offset_ns: f64::from(thread) * 1e9 / rate,
+            period_ns: f64::from(threads) * 1e9 / rate,
+            until: spec.count.is_none().then(|| begin + Duration::from_nanos(spec.total_ns())),
+        }
+    }
+
+    /// When request `k` falls due; `None` past the end of a timed step.
+    pub fn due(&self, k: u64) -> Option<Instant> {
+        let due =
+            self.begin + Duration::from_nanos((self.offset_ns + k as f64 * self.period_ns) as u64);
+        (self.until.is_none_or(|u| due < u)).then_some(due)
+    }
+}
+
+/// Adds (`EPOLL_CTL_ADD`) or changes (`EPOLL_CTL_MOD`) the events watched on `fd`:
+/// readable and hang-ups always, writable when `writable`; edge-triggered.
+fn watch(
+    epoll: libc::c_int,
+    op: libc::c_int,
+    fd: libc::c_int,
+    slot: u64,
+    writable: bool,
+) -> io::Result<()> {
+    let mut events = libc::EPOLLIN | libc::EPOLLET | libc::EPOLLRDHUP;
+    if writable {
+        events |= libc::EPOLLOUT;
+    }
+    let mut ev = libc::epoll_event { events: events as u32, u64: slot };
+    // SAFETY: a live epoll descriptor, a live socket and a valid event.
+    if unsafe { libc::epoll_ctl(epoll, op, fd, &mut ev) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// What a connection is doing after an event.
+enum After {
+    Busy,
+    Idle,
+    Gone,
+}
+
+/// One thread's connections and what it counts.
+pub(super) struct Shard {
+    pub peer: Arc<Peer>,
+    pub set: Arc<RequestSet>,
+    pub mode: Mode,
+    pub keepalive: bool,
+    pub max_redirects: u8,
+    /// Connections this thread may hold.
+    pub slots: usize,
+    pub schedule: Option<Schedule>,
+    pub counts: Arc<ShardCounts>,
+    pub stop: Arc<AtomicBool>,
+    pub budget: Budget,
+    /// Where each request's record goes (`--format vegeta`).
+    pub results: Option<ResultSink>,
+    /// Next request of the set (round-robin).
+    pub next: Cell<usize>,
+    /// Counted here first and published to `counts` every 10 ms: no lock per request.
+    pub tally: RefCell<Tally>,
+    /// This thread's epoll descriptor, once its loop has started.
+    pub epoll: Cell<libc::c_int>,
+}
+
+impl Shard {
+    /// Runs until stopped or, with a count, until every request has ended.
+    pub fn run(&self) -> io::Result<()> {
+        if self.schedule.is_some() {
+            sys::tighten_timer_slack();
+            self.run_open()
+        } else {
+            self.run_closed()
+        }
+    }
+
+    /// Moves what this thread counted since the last call to where the sampler reads it.
+    pub fn publish(&self) {
+        self.tally.borrow_mut().publish();
+    }
+
+    fn next_request(&self) -> usize {
+        let i = self.next.get();
+        self.next.set(if i + 1 >= self.set.len() { 0 } else { i + 1 });
+        i
+    }
+
+    /// Counts request `request` (due or sent at `started`) as failed, and records it.
+    fn failed(&self, cause: Cause, detail: Option<String>, request: usize, started: Instant) {
+        if let Some(sink) = &self.results {
+            let out = self.set.requests[request].body.len() as u64;
+            sink.emit(request, started, 0, (out, 0), Some(cause.name()));
+        }
+        let mut tally = self.tally.borrow_mut();
+        tally.totals.fail(cause);
+        if tally.totals.tls_error.is_none() {
+            tally.totals.tls_error = detail;
+        }
+    }
+
+    fn run_closed(&self) -> io::Result<()> {
+        let epoll = sys::epoll()?;
+        self.epoll.set(epoll.as_raw_fd());
+        let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
+        let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots.max(1)];
+        let mut scratch = vec![0u8; 64 * 1024];
+        let mut exhausted = false;
+        let mut last_sweep = Instant::now();
+        while !self.stop.load(Relaxed) {
+            fill_slots(&mut conns, &self.budget, &mut exhausted, &self.stop, |i| {
+                self.open(epoll.as_raw_fd(), i, Instant::now())
+            });
+            if exhausted && conns.iter().all(Option::is_none) {
+                break;
+            }
+            let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, Duration::from_millis(10))?;
+            for ev in &ready[..n] {
+                let slot = &mut conns[ev.u64 as usize];
+                // Through as many requests as complete at once on this connection.
+                while let After::Idle = self.advance(slot, &mut scratch) {
+                    let Some(conn) = slot.as_mut() else { break };
+                    if exhausted || self.stop.load(Relaxed) || !self.budget.claim() {
+                        exhausted |= !self.stop.load(Relaxed);
+                        *slot = None;
+                        break;
+                    }
+                    conn.start(
+                        self.next_request(),
+                        Instant::now(),
+                        self.mode,
+                        &mut self.tally.borrow_mut(),
+                    );
+                }
+            }
+            self.sweep(&mut conns, &mut last_sweep, |_| {});
+        }
+        Ok(())
+    }
+
+    fn run_open(&self) -> io::Result<()> {
+        let Some(schedule) = self.schedule else { return Ok(()) };
+        let epoll = sys::epoll()?;
+        self.epoll.set(epoll.as_raw_fd());
+        let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
+        let mut free: Vec<usize> = (0..self.slots).rev().collect();
+        let mut idle: Vec<usize> = Vec::new();
+        let mut pending: VecDeque<Instant> = VecDeque::new();
+        let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots.clamp(1, 1024)];
+        let mut scratch = vec![0u8; 64 * 1024];
+        let (mut k, mut exhausted) = (0u64, false);
+        let mut last_sweep = Instant::now();
+        while !self.stop.load(Relaxed) {
+            let now = Instant::now();
+            while !exhausted {
+                let Some(due) = schedule.due(k).filter(|d| *d <= now) else {
+                    // Not due yet, or past the step's end (then nothing more falls due).
+                    exhausted = schedule.due(k).is_none();
+                    break;
+                };
+                if !self.budget.claim() {
+                    exhausted = true;
+                    break;
+                }
+                pending.push_back(due);
+                k += 1;
+            }
+            // A request that could not get a connection within the timeout is given up.
+            while let Some(due) =
+                pending.front().copied().filter(|&due| now.duration_since(due) > self.mode.timeout)
+            {
+                pending.pop_front();
+                self.failed(Cause::Dropped, None, self.next.get(), due);
+            }
+            while let Some(&due) = pending.front() {
+                if let Some(i) = idle.pop() {
+                    let Some(conn) = conns[i].as_mut() else { continue };
+                    conn.start(self.next_request(), due, self.mode, &mut self.tally.borrow_mut());
+                    match self.advance(&mut conns[i], &mut scratch) {
+                        After::Idle => idle.push(i),
+                        After::Gone => free.push(i),
+                        After::Busy => {}
+                    }
+                } else if let Some(i) = free.pop() {
+                    conns[i] = self.open(epoll.as_raw_fd(), i, due);
+                    if conns[i].is_none() {
+                        free.push(i);
+                    }
+                } else {
+                    break;
+                }
+                pending.pop_front();
+            }
+            if exhausted && pending.is_empty() && free.len() + idle.len() == self.slots {
+                break;
+            }
+            // Sleep until the next request is due, or 10 ms for the sweep.
+            let next =
+                schedule.due(k).filter(|_| !exhausted).unwrap_or(now + Duration::from_millis(10));
+            let wait =
+                next.saturating_duration_since(Instant::now()).min(Duration::from_millis(10));
+            let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?;
+            for ev in &ready[..n] {
+                let i = ev.u64 as usize;
+                let was_idle = conns[i].as_ref().is_some_and(|c| c.phase == Phase::Idle);
+                match self.advance(&mut conns[i], &mut scratch) {
+                    After::Idle if !was_idle => idle.push(i),
+                    After::Gone => {
+                        idle.retain(|&j| j != i);
+                        free.push(i);
+                    }
+                    _ => {}
+                }
+            }
+            self.sweep(&mut conns, &mut last_sweep, |i| free.push(i));
+        }
+        // What never got a connection before the end was not sent: not an error.
+        Ok(())
+    }
+
+    /// Every 10 ms: publish the tally and time out requests past their deadline.
+    fn sweep(&self, conns: &mut [Option<Conn>], last: &mut Instant, mut freed: impl FnMut(usize)) {
+        let now = Instant::now();
+        if now.duration_since(*last) < Duration::from_millis(10) {
+            return;
+        }
+        *last = now;
+        self.publish();
+        for (i, slot) in conns.iter_mut().enumerate() {
+            let Some(conn) = slot.as_ref() else { continue };
+            if conn.phase == Phase::Idle || now < conn.deadline {
+                continue;
+            }
+            let cause = match conn.phase {
+                Phase::Connecting | Phase::Handshaking => Cause::ConnectTimeout,
+                _ => Cause::Timeout,
+            };
+            self.failed(cause, None, conn.request, conn.scheduled);
+            *slot = None;
+            freed(i);
+        }
+    }
+
+    /// Opens a connection for a request scheduled at `scheduled`; `None` when that failed at
+    /// once (counted).
+    fn open(&self, epoll: libc::c_int, slot: usize, scheduled: Instant) -> Option<Conn> {
+        let request = self.next_request();
+        let fail = |e: &io::Error| {
+            self.failed(Cause::of(e, true), None, request, scheduled);
+            None
+        };
+        let domain = self.peer.addr.domain();
+        let socket = match Socket::new(domain, Type::STREAM.nonblocking(), None) {
+            Ok(s) => s,
+            Err(e) => return fail(&e),
+        };
+        if domain != Domain::UNIX {
+            let _ = socket.set_tcp_nodelay(true);
+        }
+        let connected = match socket.connect(&self.peer.addr) {
+            Ok(()) => true,
+            Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => false,
+            Err(e) => return fail(&e),
+        };
+        let tls = match &self.peer.tls {
+            None => None,
+            Some((config, name)) => match ClientConnection::new(config.clone(), name.clone()) {
+                Ok(c) => Some(Box::new(c)),
+                Err(e) => {
+                    self.failed(Cause::Tls, Some(e.to_string()), request, scheduled);
+                    return None;
+                }
+            },
+        };
+        if let Err(e) = watch(epoll, libc::EPOLL_CTL_ADD, socket.as_raw_fd(), slot as u64, true) {
+            return fail(&e);
+        }
+        self.tally.borrow_mut().totals.connections += 1;
+        let mut conn = Conn::new(Transport { socket, tls }, connected, request, scheduled);
+        conn.deadline = conn.opened + self.mode.timeout;
+        conn.slot = slot as u64;
+        conn.watching_writable = true;
+        Some(conn)
+    }
+
+    /// Drives a connection after an event until it waits, idles or ends.
+    fn advance(&self, slot: &mut Option<Conn>, scratch: &mut [u8]) -> After {
+        loop {
+            let Some(conn) = slot.as_mut() else { return After::Gone };
+            let step = conn.step(&self.set, self.mode, &mut self.tally.borrow_mut(), scratch);
+            if let Step::Wait = step {
+                // Writability is watched only while there is something to write: a socket
+                // that is always writable would wake the loop for every ACK.
+                let want = conn.wants_writable();
+                if want != conn.watching_writable {
+                    let (fd, slot_id) = (conn.io.socket.as_raw_fd(), conn.slot);
+                    if let Err(e) = watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, want)
+                    {
+                        self.failed(Cause::of(&e, false), None, conn.request, conn.scheduled);
+                        *slot = None;
+                        return After::Gone;
+                    }
+                    conn.watching_writable = want;
+                }
+            }
+            match step {
+                Step::Wait if conn.phase == Phase::Idle => return After::Idle,
+                Step::Wait => return After::Busy,
+                Step::PeerClosed => {
+                    *slot = None;
+                    return After::Gone;
+                }
+                Step::Failed(cause, detail) => {
+                    self.failed(cause, detail, conn.request, conn.scheduled);
+                    *slot = None;
+                    return After::Gone;
+                }
+                Step::Done { head, bytes_in } => {
+                    self.tally.borrow_mut().totals.bytes_in += bytes_in;
+                    if self.max_redirects > 0 && matches!(head.status, 301 | 302 | 303 | 307 | 308)
+                    {
+                        match self.redirect_target(conn, head.keep_alive) {
+                            Some((bytes, url, is_head)) => {
+                                conn.follow(bytes, url, is_head, self.mode);
+                                continue;
+                            }
+                            None => {
+                                self.failed(Cause::Redirect, None, conn.request, conn.scheduled);
+                                *slot = None;
+                                return After::Gone;
+                            }
+                        }
+                    }
+                    let took = conn.scheduled.elapsed().as_nanos() as u64;
+                    if let Some(sink) = &self.results {
+                        let out = self.set.requests[conn.request].body.len() as u64;
+                        let body = bytes_in.saturating_sub(head.len as u64);
+                        sink.emit(conn.request, conn.scheduled, head.status, (out, body), None);
+                    }
+                    let mut tally = self.tally.borrow_mut();
+                    tally.record(|h| h.total.record(took));
+                    let t = &mut tally.totals;
+                    t.responses += 1;
+                    t.succeeded += u64::from((200..400).contains(&head.status));
+                    *t.status.entry(head.status).or_default() += 1;
+                    if self.keepalive && head.keep_alive && !self.stop.load(Relaxed) {
+                        conn.phase = Phase::Idle;
+                        return After::Idle;
+                    }
+                    *slot = None;
+                    return After::Gone;
+                }
+            }
+        }
+    }
+
+    /// The request a redirect asks for, when it may be followed on this connection: within
+    /// `--follow` hops, to the same origin, on a connection that stays open.
+    fn redirect_target(
+        &self,
+        conn: &Conn,
+        keep_alive: bool,
+    ) -> Option<(Vec<u8>, wirespeed_proto::http_url::HttpUrl, bool)> {
+        if conn.hops >= self.max_redirects || !keep_alive {
+            return None;
+        }
+        let here = conn.url(&self.set);
+        let to = here.join(conn.location()?).ok()?;
+        if to.origin() != here.origin() {
+            return None;
+        }
+        let status = conn.head_status()?;
+        let (bytes, is_head) = self.set.redirected(conn.request, status, &to);
+        Some((bytes, to, is_head))
+    }
+}

@@ -1,0 +1,177 @@
+//! The server half of a latency test: after the shared handshake it collects the client's
+//! connections (or UDP sockets) and echoes every byte straight back until `Stop`.
+
+use std::io::{self, Read, Write};
+use std::net::SocketAddr;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::time::{Duration, Instant};
+
+use socket2::Socket;
+use tokio::sync::mpsc;
+use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::kinds::latency::LatencySpec;
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::spec::TestSpec;
+use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
+use wirespeed_proto::control::{ServerMessage, ServerResults, ServerState};
+use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
+
+use crate::kinds::bandwidth::workers::Attached;
+use crate::net::framed::Framed;
+use crate::net::sys;
+use crate::run::threads::StreamThreads;
+use crate::server::session::{
+    abort, admit, await_stop, recv_checked, time_limit, Ended, Registration,
+};
+use crate::server::Ctx;
+
+/// How long the client has to connect every stream after `Accepted`.
+const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
+/// Grace after a timed test's end before the server gives up on the client's `Stop`.
+const STOP_GRACE: Duration = Duration::from_secs(15);
+/// How often a blocked echo call wakes up to look at the stop flag.
+const POLL: Duration = Duration::from_millis(100);
+
+/// Runs a latency test whose start the shared handshake has read.
+pub(crate) async fn run(
+    ctl: &mut Framed,
+    mut state: ServerState,
+    ctx: &Arc<Ctx>,
+    spec: LatencySpec,
+    peer: SocketAddr,
+) -> Result<(), Ended> {
+    let timed = spec.count.is_none().then(|| spec.total_ns());
+    let permit = admit(ctl, ctx, spec.validate(), timed).await?;
+    let mut session = [0u8; SESSION_ID_LEN];
+    sys::fill_random(&mut session);
+    let (tx, rx) = mpsc::channel(usize::from(spec.parallel) + 8);
+    let registration = Registration::new(ctx, session, peer.ip(), tx);
+    let accepted = TestSpec::Latency(spec.clone());
+    ctl.send(&ServerMessage::Accepted {
+        session: to_hex(&session),
+        spec: accepted,
+        notes: Vec::new(),
+    })
+    .await?;
+    tracing::info!(%peer, protocol = ?spec.protocol, parallel = spec.parallel, "latency test accepted");
+    let sockets = tokio::select! {
+        r = collect(rx, spec.parallel) => r.map_err(abort)?,
+        r = recv_checked(ctl, &mut state, None) => {
+            return Err(match r { Ok(m) => abort(format!("unexpected {} before the streams connected", m.name())), Err(e) => e });
+        }
+        _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
+    };
+    drop(registration);
+    let echo = Echo::start(&spec, sockets)
+        .map_err(|e| abort(format!("could not start echo threads: {e}")))?;
+    ctl.send(&ServerMessage::Begin).await?;
+    let begin = tokio::time::Instant::now();
+    let limit = time_limit(ctx, timed, STOP_GRACE);
+    let outcome = await_stop(ctl, &mut state, ctx, begin, limit).await;
+    let wall_ns = begin.elapsed().as_nanos() as u64;
+    let (cpu_user_ns, cpu_system_ns) =
+        tokio::task::spawn_blocking(move || echo.stop()).await.unwrap_or_default();
+    drop(permit);
+    outcome?;
+    let results = ServerResults::without_streams(cpu_user_ns, cpu_system_ns, wall_ns);
+    ctl.send(&ServerMessage::Results(Box::new(results))).await?;
+    tracing::info!(%peer, seconds = wall_ns as f64 / 1e9, "latency test finished");
+    Ok(())
+}
+
+async fn collect(mut rx: mpsc::Receiver<Attached>, parallel: u16) -> Result<Vec<Socket>, String> {
+    let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
+    let mut got: Vec<Attached> = Vec::new();
+    while got.len() < usize::from(parallel) {
+        let Ok(Some(a)) = tokio::time::timeout_at(deadline, rx.recv()).await else {
+            return Err(format!(
+                "only {} of {parallel} streams connected within {ATTACH_TIMEOUT:?}",
+                got.len()
+            ));
+        };
+        // A stream the test does not have, or a repeated hello: drop that socket.
+        if a.flow == Flow::Upload
+            && (1..=parallel).contains(&a.id)
+            && !got.iter().any(|g| g.id == a.id)
+        {
+            got.push(a);
+        }
+    }
+    Ok(got.into_iter().map(|a| a.socket).collect())
+}
+
+/// The echo threads of one test.
+struct Echo(StreamThreads);
+
+impl Echo {
+    fn start(spec: &LatencySpec, sockets: Vec<Socket>) -> io::Result<Self> {
+        let stop = Arc::new(AtomicBool::new(false));
+        let mut threads = Vec::new();
+        let mut shared = Vec::new();
+        for (i, s) in sockets.into_iter().enumerate() {
+            let _ = s.set_read_timeout(Some(POLL));
+            let s = Arc::new(s);
+            shared.push(s.clone());
+            let stop = stop.clone();
+            let udp = spec.protocol == Protocol::Udp;
+            if !udp {
+                let _ = s.set_tcp_nodelay(true);
+            }
+            let thread = std::thread::Builder::new().name(format!("ws-echo-{}", i + 1)).spawn(
+                move || {
+                    let _ = if udp { echo_udp(&s, &stop) } else { echo_tcp(&s, &stop) };
+                    sys::thread_cpu_ns()
+                },
+            )?;
+            threads.push(thread);
+        }
+        Ok(Self(StreamThreads { stop, sockets: shared, handles: threads }))
+    }
+
+    /// Stops every thread and returns their CPU time (user, system) in nanoseconds.
+    fn stop(self) -> (u64, u64) {
+        self.0.stop()
+    }
+}
+
+fn timed_out(e: &io::Error) -> bool {
+    matches!(
+        e.kind(),
+        io::ErrorKind::WouldBlock | io::ErrorKind::TimedOut | io::ErrorKind::Interrupted
+    )
+}
+
+/// Writes back every byte read, as it arrives; the client reads whole messages.
+fn echo_tcp(s: &Socket, stop: &AtomicBool) -> io::Result<()> {
+    let mut buf = vec![0u8; 64 * 1024];
+    while !stop.load(Relaxed) {
+        match (&*s).read(&mut buf) {
+            Ok(0) => return Ok(()),
+            Ok(n) => (&*s).write_all(&buf[..n])?,
+            Err(e) if timed_out(&e) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}
+
+/// Sends every datagram back on the connected socket, except repeated stream hellos.
+fn echo_udp(s: &Socket, stop: &AtomicBool) -> io::Result<()> {
+    let mut buf = vec![0u8; 65_536];
+    let started = Instant::now();
+    while !stop.load(Relaxed) {
+        match (&*s).read(&mut buf) {
+            Ok(n)
+                if n == HELLO_LEN
+                    && buf.starts_with(&HELLO_MAGIC)
+                    && started.elapsed() < ATTACH_TIMEOUT => {}
+            Ok(n) => {
+                let _ = s.send(&buf[..n]);
+            }
+            Err(e) if timed_out(&e) || e.raw_os_error() == Some(libc::ECONNREFUSED) => {}
+            Err(e) => return Err(e),
+        }
+    }
+    Ok(())
+}

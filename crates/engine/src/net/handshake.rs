@@ -1,0 +1,310 @@
+//! The client's side of the control handshake every test kind shares: resolve, connect,
+//! `hello`, answer the challenge, `start` a spec of any kind, and read `accepted`. Each kind's
+//! client then opens its own data streams on the session it was given.
+
+use std::net::{IpAddr, SocketAddr};
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use tokio::net::TcpStream;
+use wirespeed_model::report::Meta;
+use wirespeed_model::spec::TestSpec;
+use wirespeed_model::units::CivilTime;
+use wirespeed_proto::auth;
+use wirespeed_proto::codec::{from_hex, ConnKind, Preamble, SESSION_ID_LEN};
+use wirespeed_proto::control::{ClientMessage, ClientState, RefuseCode, ServerMessage};
+
+use crate::error::ClientError;
+use crate::net::framed::{FrameError, Framed};
+
+/// How long each handshake step may take.
+pub(crate) const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// IP version to use for the target.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Family {
+    /// IPv4 only (`-4`).
+    V4,
+    /// IPv6 only (`-6`).
+    V6,
+}
+
+/// Where a server is and how to reach it; the same for every test kind.
+#[derive(Debug, Clone)]
+pub struct Endpoint {
+    /// Host name or address of the server.
+    pub host: String,
+    /// Server port.
+    pub port: u16,
+    /// Restrict to one IP version.
+    pub family: Option<Family>,
+    /// Local address to send from (`-B`).
+    pub bind: Option<IpAddr>,
+    /// Shared secret for servers started with `--token`.
+    pub token: Option<String>,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// This client's version, sent in `Hello` and recorded in the report.
+    pub version: String,
+}
+
+/// A control connection whose test the server has accepted.
+pub(crate) struct Opened {
+    pub ctl: Framed,
+    pub state: ClientState,
+    pub server_addr: SocketAddr,
+    pub local_addr: Option<SocketAddr>,
+    pub server_version: String,
+    pub session: [u8; SESSION_ID_LEN],
+    /// The spec as the server will run it.
+    pub spec: TestSpec,
+    /// Why the server changed the spec, if it did.
+    pub notes: Vec<String>,
+    pub start_wall: SystemTime,
+    pub version: String,
+}
+
+impl Opened {
+    /// The report's meta for this connection.
+    pub fn meta(&self) -> Meta {
+        Meta {
+            local_addr: self.local_addr.map(|a| a.to_string()),
+            server_version: Some(self.server_version.clone()),
+            notes: self.notes.clone(),
+            ..run_meta(&self.version, self.start_wall, Some(self.server_addr))
+        }
+    }
+}
+
+/// A report's meta for a run that started at `start_wall` against `remote` (the control
+/// connection's far end, or the target of a test that has none).
+pub(crate) fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr>) -> Meta {
+    Meta {
+        version: version.to_string(),
+        host: hostname(),
+        start_time: humantime_rfc3339(start_wall),
+        start_unix_ms: start_wall.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as u64),
+        local_addr: None,
+        remote_addr: remote.map(|a| a.to_string()),
+        server_version: None,
+        notes: Vec::new(),
+    }
+}
+
+/// Connects and runs the handshake up to `accepted` for `spec`.
+pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, ClientError> {
+    let start_wall = SystemTime::now();
+    let addrs = resolve(&endpoint.host, endpoint.port, endpoint.family).await?;
+    let stream = connect_control(&addrs, endpoint.bind, endpoint.connect_timeout).await?;
+    let server_addr = stream.peer_addr().map_err(ClientError::local("control socket"))?;
+    let local_addr = stream.local_addr().ok();
+    let mut ctl = Framed::new(stream, Vec::new());
+    let mut state = ClientState::default();
+    let greeting_lost = |e| before_greeting(e, server_addr);
+    ctl.send_raw(&Preamble::encode(ConnKind::Control)).await.map_err(greeting_lost)?;
+    ctl.send(&ClientMessage::Hello { version: endpoint.version.clone() })
+        .await
+        .map_err(greeting_lost)?;
+    let ServerMessage::Challenge { version: server_version, nonce, auth_required } =
+        recv_server_or(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT), greeting_lost).await?
+    else {
+        unreachable!("the state machine only lets a challenge through first")
+    };
+    let proof = match (&endpoint.token, auth_required) {
+        (Some(token), _) => {
+            let nonce = from_hex::<{ auth::NONCE_LEN }>(&nonce)
+                .ok_or_else(|| protocol("malformed nonce"))?;
+            Some(auth::prove(token, &nonce))
+        }
+        (None, true) => return Err(ClientError::TokenRequired),
+        (None, false) => None,
+    };
+    ctl.send(&ClientMessage::Start { spec, auth: proof }).await.map_err(lost)?;
+    let ServerMessage::Accepted { session, spec, notes } =
+        recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
+    else {
+        unreachable!("the state machine only lets accepted or refused through")
+    };
+    let session =
+        from_hex::<SESSION_ID_LEN>(&session).ok_or_else(|| protocol("malformed session id"))?;
+    Ok(Opened {
+        ctl,
+        state,
+        server_addr,
+        local_addr,
+        server_version,
+        session,
+        spec,
+        notes,
+        start_wall,
+        version: endpoint.version.clone(),
+    })
+}
+
+/// No test has started before the server's greeting, so losing the server there is not
+/// "mid-test": a listener that never answers is not a reachable wirespeed server (exit 3), and
+/// one that closes at once is refusing (a busy server sheds connections it cannot serve, exit 4).
+fn before_greeting(e: FrameError, server: SocketAddr) -> ClientError {
+    match e {
+        FrameError::Timeout(limit) => ClientError::Unreachable {
+            target: server.to_string(),
+            cause: std::io::Error::new(
+                std::io::ErrorKind::TimedOut,
+                format!(
+                    "connected, but no greeting within {limit:?}: not a wirespeed server, or one \
+                     too busy to answer"
+                ),
+            ),
+        },
+        FrameError::Closed | FrameError::Io(_) => ClientError::Refused {
+            code: RefuseCode::Busy,
+            message: format!(
+                "it closed the connection before greeting ({e}): busy, or not a wirespeed server"
+            ),
+        },
+        FrameError::Invalid(why) => {
+            ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}"))
+        }
+    }
+}
+
+pub(crate) fn protocol<E: std::fmt::Display>(e: E) -> ClientError {
+    ClientError::Protocol(e.to_string())
+}
+
+pub(crate) fn lost(e: FrameError) -> ClientError {
+    match e {
+        FrameError::Invalid(why) => ClientError::Protocol(why),
+        other => ClientError::ServerGone(other.to_string()),
+    }
+}
+
+pub(crate) async fn recv_server(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    limit: Option<Duration>,
+) -> Result<ServerMessage, ClientError> {
+    recv_server_or(ctl, state, limit, |e| match e {
+        FrameError::Invalid(why) => {
+            ClientError::Protocol(format!("not a wirespeed server, or a broken one: {why}"))
+        }
+        other => ClientError::ServerGone(other.to_string()),
+    })
+    .await
+}
+
+/// [`recv_server`], with `on_error` saying what a failure to read a message means here.
+async fn recv_server_or(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    limit: Option<Duration>,
+    on_error: impl FnOnce(FrameError) -> ClientError,
+) -> Result<ServerMessage, ClientError> {
+    let msg: ServerMessage = match limit {
+        Some(l) => ctl.recv_within(l).await,
+        None => ctl.recv().await,
+    }
+    .map_err(on_error)?;
+    state.on_server(&msg).map_err(protocol)?;
+    match msg {
+        ServerMessage::Abort { reason } => Err(ClientError::Aborted(reason)),
+        ServerMessage::Refused { code, message } => Err(ClientError::Refused { code, message }),
+        other => Ok(other),
+    }
+}
+
+/// Resolves `host:port`, keeping only addresses of `family`.
+pub async fn resolve(
+    host: &str,
+    port: u16,
+    family: Option<Family>,
+) -> Result<Vec<SocketAddr>, ClientError> {
+    let bare = host.trim_start_matches('[').trim_end_matches(']');
+    let found: Vec<SocketAddr> = tokio::net::lookup_host((bare, port))
+        .await
+        .map_err(|source| ClientError::Resolve { host: host.to_string(), cause: source })?
+        .collect();
+    let keep: Vec<SocketAddr> = found
+        .into_iter()
+        .filter(|a| match family {
+            Some(Family::V4) => a.is_ipv4(),
+            Some(Family::V6) => a.is_ipv6(),
+            None => true,
+        })
+        .collect();
+    if keep.is_empty() {
+        let family = if family == Some(Family::V6) { "IPv6" } else { "IPv4" };
+        return Err(ClientError::NoAddress { host: host.to_string(), family });
+    }
+    Ok(keep)
+}
+
+pub(crate) async fn connect_control(
+    addrs: &[SocketAddr],
+    bind: Option<IpAddr>,
+    limit: Duration,
+) -> Result<TcpStream, ClientError> {
+    let mut last = None;
+    for &addr in addrs {
+        let attempt = async {
+            let sock = match addr {
+                SocketAddr::V4(_) => tokio::net::TcpSocket::new_v4()?,
+                SocketAddr::V6(_) => tokio::net::TcpSocket::new_v6()?,
+            };
+            if let Some(ip) = bind {
+                sock.bind(SocketAddr::new(ip, 0))?;
+            }
+            sock.connect(addr).await
+        };
+        match tokio::time::timeout(limit, attempt).await {
+            Ok(Ok(s)) => return Ok(s),
+            Ok(Err(source)) => last = Some(ClientError::Connect { addr, cause: source }),
+            Err(_) => {
+                last = Some(ClientError::Connect {
+                    addr,
+                    cause: std::io::Error::new(
+                        std::io::ErrorKind::TimedOut,
+                        format!("no answer within {limit:?}"),
+                    ),
+                })
+            }
+        }
+    }
+    Err(last.unwrap_or_else(|| unreachable!("resolve returns at least one address")))
+}
+
+pub(crate) fn hostname() -> String {
+    let mut buf = [0u8; 256];
+    // SAFETY: buf is writable for its whole length.
+    let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };
+    if r != 0 {
+        return String::new();
+    }
+    let end = buf.iter().position(|&b| b == 0).unwrap_or(buf.len());
+    String::from_utf8_lossy(&buf[..end]).into_owned()
+}
+
+/// `t` as RFC 3339 in UTC with second precision.
+pub fn humantime_rfc3339(t: SystemTime) -> String {
+    let secs = t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_secs()) as i64;
+    let c = CivilTime::from_unix(secs);
+    let (h, m, s) = c.hms;
+    format!("{:04}-{:02}-{:02}T{h:02}:{m:02}:{s:02}Z", c.year, c.month, c.day)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn rfc3339_dates() {
+        assert_eq!(humantime_rfc3339(UNIX_EPOCH), "1970-01-01T00:00:00Z");
+        assert_eq!(
+            humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(1_796_212_800)),
+            "2026-12-02T12:00:00Z"
+        );
+        assert_eq!(
+            humantime_rfc3339(UNIX_EPOCH + Duration::from_secs(951_782_400)),
+            "2000-02-29T00:00:00Z"
+        );
+    }
+}

@@ -1,0 +1,12 @@
+//! Sockets and wire plumbing every kind shares: system calls ([`sys`], [`mmsg`]), the control
+//! connection's framing ([`framed`]) and the client's side of its handshake ([`handshake`]),
+//! data streams' openers ([`streams`]), TLS ([`tls`]) and ICMP sockets ([`icmp`]).
+
+pub(crate) mod buffer;
+pub mod framed;
+pub mod handshake;
+pub mod icmp;
+pub mod mmsg;
+pub(crate) mod streams;
+pub mod sys;
+pub mod tls;

@@ -1,0 +1,9 @@
+//! How a running test is driven, whatever its kind: blocking work off the runtime
+//! ([`blocking`]), a count shared among workers ([`budget`]), the interval clock
+//! ([`intervals`]), the pacer ([`pacer`]) and the threads that own data sockets ([`threads`]).
+
+pub(crate) mod blocking;
+pub(crate) mod budget;
+pub(crate) mod intervals;
+pub mod pacer;
+pub(crate) mod threads;
