@@ -10,3 +10,70 @@ pub mod http;
 pub mod latency;
 pub mod ping;
 pub mod trace;
+
+#[cfg(test)]
+mod tests {
+    use std::path::{Path, PathBuf};
+
+    /// Every `.rs` file under `dir`.
+    fn sources(dir: &Path) -> Vec<PathBuf> {
+        let mut out = Vec::new();
+        for entry in std::fs::read_dir(dir).unwrap() {
+            let path = entry.unwrap().path();
+            if path.is_dir() {
+                out.extend(sources(&path));
+            } else if path.extension().is_some_and(|e| e == "rs") {
+                out.push(path);
+            }
+        }
+        out
+    }
+
+    /// The kinds a source file names through `crate::kinds::`.
+    fn kinds_named(path: &Path) -> Vec<String> {
+        let text = std::fs::read_to_string(path).unwrap();
+        text.match_indices("crate::kinds::")
+            .map(|(at, needle)| {
+                let rest = &text[at + needle.len()..];
+                rest.split(|c: char| !c.is_ascii_alphanumeric() && c != '_').next().unwrap()
+            })
+            .map(str::to_string)
+            .collect()
+    }
+
+    #[test]
+    fn kinds_import_no_other_kind() {
+        let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("src");
+        let kinds = root.join("kinds");
+        let mut folders = 0;
+        for entry in std::fs::read_dir(&kinds).unwrap() {
+            let folder = entry.unwrap().path();
+            if !folder.is_dir() {
+                continue;
+            }
+            folders += 1;
+            let me = folder.file_name().unwrap().to_string_lossy().to_string();
+            for file in sources(&folder) {
+                for named in kinds_named(&file) {
+                    assert_eq!(named, me, "{} uses the {named} kind", file.display());
+                }
+                let text = std::fs::read_to_string(&file).unwrap();
+                assert!(
+                    !text.contains("super::super::"),
+                    "{} reaches out of its kind",
+                    file.display()
+                );
+            }
+        }
+        assert_eq!(folders, 7, "one folder per kind");
+        // The shared machinery names no kind; in the server only the dispatcher does.
+        for dir in ["net", "run", "server"] {
+            for file in sources(&root.join(dir)) {
+                if file.ends_with("server/dispatch.rs") {
+                    continue;
+                }
+                assert_eq!(kinds_named(&file), Vec::<String>::new(), "{}", file.display());
+            }
+        }
+    }
+}

@@ -20,11 +20,12 @@ use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
-use super::workers::{self, Attached, Role, Side};
+use super::workers::{self, Role, Side};
 use crate::error::ClientError;
 use crate::net::framed::Framed;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 use crate::net::streams::{open_tcp, open_udp};
+use crate::server::ctx::Attached;
 
 /// How long to wait for the server's results after `Stop`.
 const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);

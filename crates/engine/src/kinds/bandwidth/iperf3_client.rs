@@ -29,10 +29,11 @@ use super::client::ClientOptions;
 use super::collect::{Collector, LocalEnd};
 use super::iperf3_results::{local_results, stream_count, totals_of};
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
-use super::workers::{self, Attached, Role, Side};
+use super::workers::{self, Role, Side};
 use crate::error::ClientError;
 use crate::net::handshake::{self, connect_control, resolve};
 use crate::net::sys;
+use crate::server::ctx::Attached;
 
 /// How long each handshake step may take.
 const HANDSHAKE_TIMEOUT: Duration = Duration::from_secs(10);

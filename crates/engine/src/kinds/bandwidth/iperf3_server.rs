@@ -2,24 +2,32 @@
 //! to IPERF_DONE, run on our own stream workers. Each client gets its own test, so unlike
 //! iperf3's server a second client is not turned away while the first one runs.
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
-use std::sync::Arc;
+use std::sync::atomic::Ordering;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
+use socket2::Socket;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::units::bits_per_second;
+use wirespeed_proto::codec::DecodeError;
 use wirespeed_proto::datagram::Wire;
 use wirespeed_proto::iperf3::wire::{self, encode_json, encode_server_error, errno};
-use wirespeed_proto::iperf3::{stream_slot, Cookie, Params, Results, State};
+use wirespeed_proto::iperf3::{stream_slot, Cookie, Params, Results, State, COOKIE_LEN};
 
 use super::iperf3_results::local_results;
 use super::server::apply_limits;
-use super::workers::{self, Attached, Side};
-use crate::server::{canonical, ArrivedStream, Ctx};
+use super::workers::{self, Side};
+use crate::server::ctx::Attached;
+use crate::server::ctx::{canonical, Conversation, Ctx, Routing, ServerHook};
+use crate::server::listeners::connect_udp_stream;
+use crate::server::route::read_more;
 
 /// How long the client has to connect every data stream after CREATE_STREAMS.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -221,7 +229,12 @@ impl Registration {
         let peer = canonical(peer);
         let key = match spec.protocol {
             Protocol::Tcp => {
-                let mut reg = ctx.iperf3.lock().map_err(|_| poisoned())?;
+                let mut reg = ctx
+                    .hook::<Iperf3Hook>()
+                    .ok_or_else(poisoned)?
+                    .waiting
+                    .lock()
+                    .map_err(|_| poisoned())?;
                 reg.tcp.insert(cookie, (peer, tx));
                 RegKey::Tcp(cookie)
             }
@@ -231,7 +244,12 @@ impl Registration {
                 let deadline = tokio::time::Instant::now() + ATTACH_TIMEOUT;
                 loop {
                     {
-                        let mut reg = ctx.iperf3.lock().map_err(|_| poisoned())?;
+                        let mut reg = ctx
+                            .hook::<Iperf3Hook>()
+                            .ok_or_else(poisoned)?
+                            .waiting
+                            .lock()
+                            .map_err(|_| poisoned())?;
                         if let std::collections::hash_map::Entry::Vacant(slot) = reg.udp.entry(peer)
                         {
                             slot.insert(tx);
@@ -259,7 +277,8 @@ fn poisoned() -> Ended {
 
 impl Drop for Registration {
     fn drop(&mut self) {
-        if let Ok(mut reg) = self.ctx.iperf3.lock() {
+        let hook = self.ctx.hook::<Iperf3Hook>();
+        if let Some(Ok(mut reg)) = hook.map(|h| h.waiting.lock()) {
             match &self.key {
                 RegKey::Tcp(c) => {
                     reg.tcp.remove(c);
@@ -452,6 +471,126 @@ fn log_outcome(peer: SocketAddr, spec: &BandwidthSpec, ours: &Results, theirs: &
         client_bytes = sum(theirs),
         "iperf3 test finished"
     );
+}
+
+/// The server hook of iperf3 interop: a stock iperf3 client's connections (a lower-case
+/// cookie first) and UDP connect datagrams, and the tests waiting for their data streams.
+#[derive(Debug, Default)]
+pub(crate) struct Iperf3Hook {
+    waiting: Mutex<Iperf3Waiting>,
+}
+
+impl ServerHook for Iperf3Hook {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn claims(&self, first: u8) -> bool {
+        wire::could_be_cookie(first)
+    }
+
+    fn route_tcp(
+        &self,
+        stream: TcpStream,
+        buf: Vec<u8>,
+        peer: SocketAddr,
+        arrival: u64,
+        ctx: Arc<Ctx>,
+    ) -> Routing {
+        Box::pin(route(stream, buf, peer, arrival, ctx))
+    }
+
+    fn take_datagram(&self, msg: &[u8], local: SocketAddr, peer: SocketAddr, ctx: &Ctx) -> bool {
+        msg.len() == 4 && udp_connect(msg, local, peer, ctx)
+    }
+}
+
+/// iperf3 tests waiting for their data connections: TCP ones by cookie (with the client's
+/// address), UDP ones by the client's address alone, since iperf3's UDP connect datagram
+/// carries no cookie.
+#[derive(Debug, Default)]
+pub(crate) struct Iperf3Waiting {
+    tcp: HashMap<Cookie, (IpAddr, mpsc::Sender<ArrivedStream>)>,
+    udp: HashMap<IpAddr, mpsc::Sender<ArrivedStream>>,
+}
+
+/// An iperf3 data connection and when it arrived. iperf3 numbers streams in connection order
+/// and the client connects them one after another, so the accept order is the stream order;
+/// routing runs concurrently and may finish out of order, hence the number.
+#[derive(Debug)]
+pub(crate) struct ArrivedStream {
+    pub(crate) arrival: u64,
+    pub(crate) socket: Socket,
+}
+
+/// An iperf3 connection: a data stream of a test setting up, or a new control connection.
+async fn route(
+    mut stream: TcpStream,
+    mut buf: Vec<u8>,
+    peer: SocketAddr,
+    arrival: u64,
+    ctx: Arc<Ctx>,
+) -> Result<Option<Conversation>, String> {
+    let cookie = loop {
+        match Cookie::decode(&buf) {
+            Ok(c) => break c,
+            Err(DecodeError::Invalid(why)) => return Err(why),
+            Err(DecodeError::Incomplete(_)) => {
+                read_more(&mut stream, &mut buf, ctx.config.idle_timeout).await?
+            }
+        }
+    };
+    if buf.len() > COOKIE_LEN {
+        // A client writes its cookie and waits; anything after it is not iperf3.
+        return Err("bytes after the iperf3 cookie".into());
+    }
+    let waiting = {
+        let hook = ctx.hook::<Iperf3Hook>().ok_or("no iperf3 registry")?;
+        let reg = hook.waiting.lock().map_err(|_| "iperf3 registry poisoned".to_string())?;
+        reg.tcp.get(&cookie).cloned()
+    };
+    let Some((owner, tx)) = waiting else {
+        return Ok(Some(Box::pin(serve(stream, cookie, peer, ctx))));
+    };
+    if owner != canonical(peer.ip()) {
+        // iperf3 answers a data connection with a foreign cookie with ACCESS_DENIED.
+        let _ = stream.write_all(&[State::AccessDenied.byte()]).await;
+        return Err(format!("iperf3 data stream from {} for a test of {owner}", peer.ip()));
+    }
+    let std = stream.into_std().map_err(|e| e.to_string())?;
+    std.set_nonblocking(false).map_err(|e| e.to_string())?;
+    tx.try_send(ArrivedStream { arrival, socket: Socket::from(std) })
+        .map_err(|_| "iperf3 test is not accepting streams".to_string())?;
+    Ok(None)
+}
+
+/// An iperf3 client's UDP connect datagram: gives the client's UDP test a socket connected to
+/// it and answers with iperf3's reply.
+fn udp_connect(msg: &[u8], local: SocketAddr, peer: SocketAddr, ctx: &Ctx) -> bool {
+    const LEGACY_CONNECT_MSG: [u8; 4] = 123_456_789u32.to_le_bytes();
+    if msg != wire::UDP_CONNECT_MSG && msg != LEGACY_CONNECT_MSG {
+        return false;
+    }
+    let tx = match ctx.hook::<Iperf3Hook>().map(|h| h.waiting.lock()) {
+        Some(Ok(reg)) => reg.udp.get(&canonical(peer.ip())).cloned(),
+        _ => None,
+    };
+    let Some(tx) = tx else {
+        tracing::debug!(%peer, "iperf3 UDP connect with no test setting up");
+        return true;
+    };
+    match connect_udp_stream(local, peer) {
+        Ok(sock) => {
+            let arrival = ctx.arrivals.fetch_add(1, Ordering::Relaxed);
+            let stream = ArrivedStream { arrival, socket: sock };
+            if stream.socket.send(&wire::UDP_CONNECT_REPLY).is_ok() && tx.try_send(stream).is_err()
+            {
+                tracing::debug!(%peer, "iperf3 UDP stream beyond what its test expects");
+            }
+        }
+        Err(e) => tracing::warn!(%peer, "could not open a UDP stream socket: {e}"),
+    }
+    true
 }
 
 #[cfg(test)]

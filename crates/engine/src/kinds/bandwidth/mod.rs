@@ -16,6 +16,6 @@ mod iperf3_results;
 pub(crate) mod iperf3_server;
 mod schedule;
 pub(crate) mod server;
-pub mod workers;
+pub(crate) mod workers;
 
 pub use server::apply_limits;

@@ -18,11 +18,12 @@ use wirespeed_proto::control::{
 };
 use wirespeed_proto::datagram::Wire;
 
-use super::workers::{self, Attached, Role, Side};
+use super::workers::{self, Role, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
-use crate::server::session::{abort, recv_checked, refuse, Ended, Registration};
-use crate::server::Ctx;
+use crate::server::admit::{abort, recv_checked, refuse, Ended, Registration};
+use crate::server::ctx::Attached;
+use crate::server::ctx::Ctx;
 
 /// How long the client has to connect every data stream after `Accepted`.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);

@@ -23,6 +23,7 @@ use crate::kinds::bandwidth::counters::Counters;
 use crate::net::buffer::PageBuf;
 use crate::net::sys;
 use crate::run::pacer::{paced_piece, udp_batch, Pacer};
+use crate::server::ctx::Attached;
 
 /// Largest number of datagrams one UDP send or receive call handles.
 const MAX_BATCH: usize = 64;
@@ -114,10 +115,6 @@ pub enum Role {
 /// How a data thread ended.
 #[derive(Debug, Clone)]
 pub struct WorkerDone {
-    /// The stream's flow.
-    pub flow: Flow,
-    /// Stream number.
-    pub id: u16,
     /// Sender or receiver.
     pub role: Role,
     /// User-mode CPU nanoseconds the thread used.
@@ -142,17 +139,6 @@ pub struct StreamEnd {
     socket: Arc<Socket>,
     tcp: bool,
     thread: Option<JoinHandle<()>>,
-}
-
-/// A connected data socket waiting for its worker.
-#[derive(Debug)]
-pub struct Attached {
-    /// Its flow.
-    pub flow: Flow,
-    /// Stream number within the flow.
-    pub id: u16,
-    /// The socket, connected to the peer, in blocking mode.
-    pub socket: Socket,
 }
 
 /// All stream ends of one side of one test.
@@ -387,14 +373,7 @@ impl Job {
                 role_name(self.role)
             )),
         };
-        let _ = self.done.send(WorkerDone {
-            flow: self.flow,
-            id: self.id,
-            role: self.role,
-            cpu_user_ns,
-            cpu_system_ns,
-            error,
-        });
+        let _ = self.done.send(WorkerDone { role: self.role, cpu_user_ns, cpu_system_ns, error });
     }
 
     /// Waits until `bytes` more are due on the schedule. False when the test stopped first:

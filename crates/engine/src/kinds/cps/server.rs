@@ -4,9 +4,11 @@
 //! registers the client's address so the router counts those connections for it, and
 //! returns the count when the client says `Stop`.
 
+use std::any::Any;
+use std::collections::HashMap;
 use std::net::{IpAddr, SocketAddr};
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
 use wirespeed_model::kinds::cps::CpsSpec;
@@ -16,8 +18,8 @@ use wirespeed_proto::control::{RefuseCode, ServerMessage, ServerResults, ServerS
 
 use crate::net::framed::Framed;
 use crate::net::sys;
-use crate::server::session::{admit, await_stop, refuse, time_limit, Ended};
-use crate::server::{canonical, Ctx};
+use crate::server::admit::{admit, await_stop, refuse, time_limit, Ended};
+use crate::server::ctx::{canonical, Ctx, ServerHook};
 
 /// Grace after a timed test's end before the server gives up on the client's `Stop`.
 const STOP_GRACE: Duration = Duration::from_secs(15);
@@ -95,7 +97,7 @@ impl<'a> CpsCounter<'a> {
     fn register(ctx: &'a Ctx, ip: IpAddr) -> Option<Self> {
         let ip = canonical(ip);
         let count = Arc::new(AtomicU64::new(0));
-        let mut tests = ctx.cps.lock().ok()?;
+        let mut tests = ctx.hook::<EmptyConnections>()?.tests.lock().ok()?;
         if tests.contains_key(&ip) {
             return None;
         }
@@ -106,21 +108,34 @@ impl<'a> CpsCounter<'a> {
 
 impl Drop for CpsCounter<'_> {
     fn drop(&mut self) {
-        if let Ok(mut tests) = self.ctx.cps.lock() {
+        let hook = self.ctx.hook::<EmptyConnections>();
+        if let Some(Ok(mut tests)) = hook.map(|h| h.tests.lock()) {
             tests.remove(&self.ip);
         }
     }
 }
 
-/// Counts a connection from `peer` that closed without a byte, if a cps test from that
-/// address is running; true when it was counted.
-pub(crate) fn count_empty_connection(ctx: &Ctx, peer: IpAddr) -> bool {
-    let Ok(tests) = ctx.cps.lock() else { return false };
-    match tests.get(&canonical(peer)) {
-        Some(c) => {
-            c.fetch_add(1, Relaxed);
-            true
+/// The server hook of cps: running cps tests by client address. Connections from that
+/// address that close without a byte (or are shed, or are probes) count there: a cps client
+/// opens connections that say nothing.
+#[derive(Debug, Default)]
+pub(crate) struct EmptyConnections {
+    tests: Mutex<HashMap<IpAddr, Arc<AtomicU64>>>,
+}
+
+impl ServerHook for EmptyConnections {
+    fn as_any(&self) -> &dyn Any {
+        self
+    }
+
+    fn empty_connection(&self, peer: IpAddr) -> bool {
+        let Ok(tests) = self.tests.lock() else { return false };
+        match tests.get(&canonical(peer)) {
+            Some(c) => {
+                c.fetch_add(1, Relaxed);
+                true
+            }
+            None => false,
         }
-        None => false,
     }
 }

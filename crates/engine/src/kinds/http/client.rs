@@ -4,11 +4,10 @@
 //! socket) or on [`super::h2`] (HTTP/2), sampling an interval at a time. Reports each
 //! interval as it ends and the whole run at the end.
 
-use std::cell::{Cell, RefCell};
 use std::io;
-use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::atomic::Ordering::Relaxed;
 use std::sync::Arc;
-use std::time::{Duration, Instant, SystemTime};
+use std::time::{Instant, SystemTime};
 
 use socket2::SockAddr;
 use tokio::sync::mpsc::UnboundedSender;
@@ -21,18 +20,14 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::http_url::HttpUrl;
 
-use super::conn::Mode;
-use super::counts::{Cause, Histograms, ShardCounts, Tally, Totals};
+use super::counts::{Cause, Histograms, ShardCounts, Totals};
 use super::requests::{Request, RequestSet};
 use super::results::ResultSink;
-use super::shard::{Peer, Schedule, Shard};
+use super::shard::Peer;
 use crate::error::ClientError;
 use crate::net::handshake::{self, Family};
-use crate::net::sys;
 use crate::net::tls::{self, TlsOptions};
-use crate::run::budget::{share, Budget};
 use crate::run::intervals::{self, Sampler};
-use crate::run::threads::StreamThreads;
 
 /// Everything an HTTP load test needs.
 #[derive(Debug, Clone)]
@@ -125,7 +120,7 @@ pub async fn run(
         let run = if spec.http2 {
             super::h2::start(&spec, &peer, &url, &set, rate, opts.results.clone())
         } else {
-            start(&spec, &peer, &set, rate, opts.results.clone())
+            super::shard::start(&spec, &peer, &set, rate, opts.results.clone())
         }
         .map_err(ClientError::local("starting threads"))?;
         let mut sampler = HttpSampler {
@@ -264,75 +259,6 @@ fn humantime_ns(ns: u64) -> String {
     } else {
         format!("{} µs", ns / 1_000)
     }
-}
-
-/// A step's threads, running.
-pub(super) struct Running {
-    pub begin: Instant,
-    pub counts: Vec<Arc<ShardCounts>>,
-    pub stopper: Box<dyn Stopper>,
-}
-
-/// Stops a step's workers and waits for them.
-pub(super) trait Stopper: Send {
-    fn stop(self: Box<Self>);
-}
-
-impl Stopper for StreamThreads {
-    fn stop(self: Box<Self>) {
-        StreamThreads::stop(*self);
-    }
-}
-
-/// Starts the HTTP/1.1 threads of one step (`rate`: the open model's, or `None`).
-fn start(
-    spec: &HttpSpec,
-    peer: &Arc<Peer>,
-    set: &Arc<RequestSet>,
-    rate: Option<f64>,
-    results: Option<ResultSink>,
-) -> io::Result<Running> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let budget = Budget::new(spec.count);
-    let begin = Instant::now();
-    let pool = if rate.is_some() { spec.max_connections } else { spec.connections };
-    let threads = spec.threads.clamp(1, pool);
-    let (mut counts, mut handles) = (Vec::new(), Vec::new());
-    for i in 0..threads {
-        let c = Arc::new(ShardCounts::default());
-        let schedule = rate.map(|r| Schedule::new(spec, begin, r, i, threads));
-        let shard = Shard {
-            peer: peer.clone(),
-            set: set.clone(),
-            mode: Mode { open: rate.is_some(), timeout: Duration::from_nanos(spec.timeout_ns) },
-            keepalive: spec.keepalive,
-            max_redirects: spec.max_redirects,
-            slots: share(pool, threads, i),
-            schedule,
-            counts: c.clone(),
-            stop: stop.clone(),
-            budget: budget.clone(),
-            results: results.clone(),
-            // Threads start at different requests of a targets file.
-            next: Cell::new(usize::from(i) % set.len().max(1)),
-            tally: RefCell::new(Tally::new(c.clone())),
-            epoll: Cell::new(-1),
-        };
-        handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
-            move || {
-                if let Err(e) = shard.run() {
-                    tracing::warn!("HTTP thread failed: {e}");
-                }
-                // Whatever was counted since the last publish, before saying we are done.
-                shard.publish();
-                shard.counts.done.store(true, Relaxed);
-                sys::thread_cpu_ns()
-            },
-        )?);
-        counts.push(c);
-    }
-    let threads = StreamThreads { stop, sockets: Vec::new(), handles };
-    Ok(Running { begin, counts, stopper: Box::new(threads) })
 }
 
 /// The summary of what `h` and `t` hold over `ns` measured nanoseconds.

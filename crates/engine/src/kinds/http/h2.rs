@@ -18,12 +18,12 @@ use tokio::sync::Mutex as AsyncMutex;
 use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_proto::http_url::HttpUrl;
 
-use super::client::{Running, Stopper};
 use super::conn::LATE_NS;
 use super::counts::{Cause, ShardCounts};
 use super::requests::RequestSet;
 use super::results::ResultSink;
 use super::shard::{Peer, Schedule};
+use super::step::{Running, Stopper};
 use crate::run::budget::Budget;
 
 type Sender = SendRequest<Full<Bytes>>;

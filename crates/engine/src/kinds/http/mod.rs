@@ -20,3 +20,4 @@ pub mod requests;
 pub mod results;
 pub mod serve;
 mod shard;
+mod step;

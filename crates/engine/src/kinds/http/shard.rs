@@ -23,8 +23,10 @@ use super::conn::{Conn, Mode, Phase, Step, Transport};
 use super::counts::{Cause, ShardCounts, Tally};
 use super::requests::RequestSet;
 use super::results::ResultSink;
+use super::step::Running;
 use crate::net::sys;
-use crate::run::budget::{fill_slots, Budget};
+use crate::run::budget::{fill_slots, share, Budget};
+use crate::run::threads::StreamThreads;
 
 /// Where connections go.
 pub(super) struct Peer {
@@ -424,4 +426,55 @@ impl Shard {
         let (bytes, is_head) = self.set.redirected(conn.request, status, &to);
         Some((bytes, to, is_head))
     }
+}
+
+/// Starts the HTTP/1.1 threads of one step (`rate`: the open model's, or `None`).
+pub(super) fn start(
+    spec: &HttpSpec,
+    peer: &Arc<Peer>,
+    set: &Arc<RequestSet>,
+    rate: Option<f64>,
+    results: Option<ResultSink>,
+) -> io::Result<Running> {
+    let stop = Arc::new(AtomicBool::new(false));
+    let budget = Budget::new(spec.count);
+    let begin = Instant::now();
+    let pool = if rate.is_some() { spec.max_connections } else { spec.connections };
+    let threads = spec.threads.clamp(1, pool);
+    let (mut counts, mut handles) = (Vec::new(), Vec::new());
+    for i in 0..threads {
+        let c = Arc::new(ShardCounts::default());
+        let schedule = rate.map(|r| Schedule::new(spec, begin, r, i, threads));
+        let shard = Shard {
+            peer: peer.clone(),
+            set: set.clone(),
+            mode: Mode { open: rate.is_some(), timeout: Duration::from_nanos(spec.timeout_ns) },
+            keepalive: spec.keepalive,
+            max_redirects: spec.max_redirects,
+            slots: share(pool, threads, i),
+            schedule,
+            counts: c.clone(),
+            stop: stop.clone(),
+            budget: budget.clone(),
+            results: results.clone(),
+            // Threads start at different requests of a targets file.
+            next: Cell::new(usize::from(i) % set.len().max(1)),
+            tally: RefCell::new(Tally::new(c.clone())),
+            epoll: Cell::new(-1),
+        };
+        handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
+            move || {
+                if let Err(e) = shard.run() {
+                    tracing::warn!("HTTP thread failed: {e}");
+                }
+                // Whatever was counted since the last publish, before saying we are done.
+                shard.publish();
+                shard.counts.done.store(true, Relaxed);
+                sys::thread_cpu_ns()
+            },
+        )?);
+        counts.push(c);
+    }
+    let threads = StreamThreads { stop, sockets: Vec::new(), handles };
+    Ok(Running { begin, counts, stopper: Box::new(threads) })
 }

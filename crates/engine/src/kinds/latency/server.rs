@@ -17,14 +17,14 @@ use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{ServerMessage, ServerResults, ServerState};
 use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
 
-use crate::kinds::bandwidth::workers::Attached;
 use crate::net::framed::Framed;
 use crate::net::sys;
 use crate::run::threads::StreamThreads;
-use crate::server::session::{
+use crate::server::admit::{
     abort, admit, await_stop, recv_checked, time_limit, Ended, Registration,
 };
-use crate::server::Ctx;
+use crate::server::ctx::Attached;
+use crate::server::ctx::Ctx;
 
 /// How long the client has to connect every stream after `Accepted`.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);

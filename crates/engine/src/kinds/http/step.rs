@@ -1,0 +1,27 @@
+//! A step of an HTTP load test while it runs, whichever protocol's workers run it: when it
+//! began, the workers' counts, and how to stop them. The HTTP/1.1 shards and the h2 client
+//! both start one; the client samples and stops it.
+
+use std::sync::Arc;
+use std::time::Instant;
+
+use super::counts::ShardCounts;
+use crate::run::threads::StreamThreads;
+
+/// A step's threads, running.
+pub(super) struct Running {
+    pub begin: Instant,
+    pub counts: Vec<Arc<ShardCounts>>,
+    pub stopper: Box<dyn Stopper>,
+}
+
+/// Stops a step's workers and waits for them.
+pub(super) trait Stopper: Send {
+    fn stop(self: Box<Self>);
+}
+
+impl Stopper for StreamThreads {
+    fn stop(self: Box<Self>) {
+        StreamThreads::stop(*self);
+    }
+}
