@@ -7,7 +7,6 @@
 //! same way for every kind.
 
 use crate::histogram::{HistogramBucket, LatencyStats};
-use crate::kinds::named;
 
 /// What a figure counts, so renderers know how to print it.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -48,7 +47,7 @@ impl Unit {
     }
 }
 
-named! {
+crate::named! {
     /// What a per-second rate counts, named as its unit is printed.
     pub enum Events {
         /// Round trips of a latency test.

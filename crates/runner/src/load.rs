@@ -10,9 +10,6 @@ use crate::scenario::{Entry, FixtureKind, Scenario};
 use crate::template::{self, FixturePart, Placeholder};
 use wirespeed_model::metrics::FASTEST;
 
-/// Test kinds a workload may be.
-pub const KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
-
 /// What is wrong with a scenario file.
 #[derive(Debug, thiserror::Error, PartialEq)]
 #[error("{file}{}: {message}", .line.map(|l| format!(":{l}")).unwrap_or_default())]
@@ -51,8 +48,9 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
     text.find(needle).map(|at| text[..at].matches('\n').count() + 1)
 }
 
-/// Parses and checks `text`, read from `file`.
-pub fn parse(file: &str, text: &str) -> Result<Loaded, ScenarioError> {
+/// Parses and checks `text`, read from `file`; a workload's `kind` must be one of `kinds`
+/// (the binary's test subcommands: the runner does not know them).
+pub fn parse(file: &str, text: &str, kinds: &[&str]) -> Result<Loaded, ScenarioError> {
     let err = |line: Option<usize>, message: String| ScenarioError {
         file: file.to_string(),
         line,
@@ -64,7 +62,7 @@ pub fn parse(file: &str, text: &str) -> Result<Loaded, ScenarioError> {
     })?;
     // A problem about `name` is reported on the line that first mentions it.
     let at = |name: &str, message: String| err(line_of(text, &format!("\"{name}\"")), message);
-    check(&scenario).map_err(|(name, message)| at(&name, message))?;
+    check(&scenario, kinds).map_err(|(name, message)| at(&name, message))?;
     // An expansion error names what it is about first, in quotes: its line is that name's.
     let plan = matrix::expand(&scenario).map_err(|m| {
         let named = m.split('"').nth(1).and_then(|n| line_of(text, &format!("\"{n}\"")));
@@ -75,7 +73,7 @@ pub fn parse(file: &str, text: &str) -> Result<Loaded, ScenarioError> {
 }
 
 /// Checks that need the whole file: `(a name to find the line by, message)`.
-fn check(s: &Scenario) -> Result<(), (String, String)> {
+fn check(s: &Scenario, kinds: &[&str]) -> Result<(), (String, String)> {
     if s.run.repeat == 0 {
         return Err(("repeat".into(), "run.repeat must be at least 1".into()));
     }
@@ -153,14 +151,14 @@ fn check(s: &Scenario) -> Result<(), (String, String)> {
         }
     }
     for w in &s.workload {
-        if !KINDS.contains(&w.kind.as_str()) {
+        if !kinds.contains(&w.kind.as_str()) {
             return Err((
                 w.name.clone(),
                 format!(
                     "workload {:?}: kind {:?} is not one of {}",
                     w.name,
                     w.kind,
-                    KINDS.join(", ")
+                    kinds.join(", ")
                 ),
             ));
         }

@@ -7,6 +7,9 @@ use std::path::Path;
 use wirespeed_runner::scenario::Order;
 use wirespeed_runner::{load, parse};
 
+/// The test subcommands a workload may name, as the binary passes them.
+const WORKLOAD_KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
+
 fn files(dir: &str) -> Vec<(String, String)> {
     let dir = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios").join(dir);
     let mut files: Vec<_> = std::fs::read_dir(&dir)
@@ -29,7 +32,7 @@ fn valid_scenarios_parse_and_expand() {
     let valid = files("valid");
     assert!(!valid.is_empty());
     for (name, text) in valid {
-        let loaded = parse(&name, &text).unwrap_or_else(|e| panic!("{e}"));
+        let loaded = parse(&name, &text, WORKLOAD_KINDS).unwrap_or_else(|e| panic!("{e}"));
         assert!(!loaded.plan.runs.is_empty(), "{name}: no runs");
         assert!(load::describe(&loaded).contains("run      "), "{name}");
     }
@@ -44,7 +47,7 @@ fn invalid_scenarios_are_refused_saying_why() {
             text.lines().next().and_then(|l| l.strip_prefix("# error: ")).unwrap_or_else(|| {
                 panic!("{name}: the first line must be `# error: <expected message>`")
             });
-        let err = parse(&name, &text).unwrap_err();
+        let err = parse(&name, &text, WORKLOAD_KINDS).unwrap_err();
         let shown = err.to_string();
         assert!(shown.starts_with(&name), "{name}: {shown}");
         assert!(shown.contains(want), "{name}: {shown:?} does not say {want:?}");
@@ -57,15 +60,15 @@ fn errors_name_their_line() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/invalid/unknown_key.toml"),
     )
     .unwrap();
-    assert_eq!(parse("f.toml", &text).unwrap_err().line, Some(5));
+    assert_eq!(parse("f.toml", &text, WORKLOAD_KINDS).unwrap_err().line, Some(5));
     let text = "[scenario]\nname = \"x\"\n[[system]]\nname = \"s\"\nentry = \"{nope}\"\n";
-    let err = parse("f.toml", text).unwrap_err();
+    let err = parse("f.toml", text, WORKLOAD_KINDS).unwrap_err();
     assert_eq!(err.line, Some(4), "{err}");
     let text = std::fs::read_to_string(
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/invalid/missing_axis.toml"),
     )
     .unwrap();
-    assert_eq!(parse("f.toml", &text).unwrap_err().line, Some(5));
+    assert_eq!(parse("f.toml", &text, WORKLOAD_KINDS).unwrap_err().line, Some(5));
 }
 
 #[test]
@@ -74,7 +77,7 @@ fn axes_and_sweeps_expand_in_interleaved_order() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/valid/transports.toml"),
     )
     .unwrap();
-    let loaded = parse("t.toml", &text).unwrap();
+    let loaded = parse("t.toml", &text, WORKLOAD_KINDS).unwrap();
     let plan = &loaded.plan;
     // direct + 3 transports × 2 modes; tcp-bw over parallel 1 and 4, and rtt.
     let systems: Vec<&str> = plan.systems.iter().map(|c| c.name.as_str()).collect();
@@ -125,7 +128,7 @@ fn the_dry_run_listing_names_every_cell() {
         Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/valid/tunnel_files.toml"),
     )
     .unwrap();
-    let listing = load::describe(&parse("t.toml", &text).unwrap());
+    let listing = load::describe(&parse("t.toml", &text, WORKLOAD_KINDS).unwrap());
     println!("{listing}");
     assert!(
         listing.starts_with("tunnel-files: 2 systems × 4 workloads × 3 repeats = 24 runs"),
@@ -142,7 +145,7 @@ fn the_dry_run_listing_names_every_cell() {
 #[test]
 fn smoke_keeps_every_system_and_the_ends_of_each_sweep_for_one_short_repeat() {
     let text = files("valid").into_iter().find(|(n, _)| n == "dns_clients.toml").unwrap().1;
-    let mut loaded = parse("dns_clients.toml", &text).unwrap();
+    let mut loaded = parse("dns_clients.toml", &text, WORKLOAD_KINDS).unwrap();
     let systems = loaded.plan.systems.len();
     assert_eq!(loaded.plan.workloads.len(), 3, "clients 1, 8, 64");
     loaded.smoke(|kind| (kind == "dns").then(|| ("time-limit", toml::Value::from("1s"))));
@@ -155,7 +158,7 @@ fn smoke_keeps_every_system_and_the_ends_of_each_sweep_for_one_short_repeat() {
     assert_eq!(loaded.plan.runs.len(), systems * 3);
     // A longer sweep keeps its first, middle and last values.
     let text = text.replace("clients = [1, 8, 64]", "clients = [1, 2, 4, 8, 16, 32, 64]");
-    let mut loaded = parse("dns_clients.toml", &text).unwrap();
+    let mut loaded = parse("dns_clients.toml", &text, WORKLOAD_KINDS).unwrap();
     loaded.smoke(|_| None);
     let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(names, ["qps[clients=1]", "qps[clients=8]", "qps[clients=64]"]);

@@ -8,6 +8,7 @@ mod flags;
 mod output;
 mod resolve;
 mod saved;
+mod test_kinds;
 mod vegeta;
 
 use std::io::IsTerminal;

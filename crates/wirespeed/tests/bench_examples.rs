@@ -29,13 +29,16 @@ fn installed(loaded: &wirespeed_runner::Loaded, system: &str) -> bool {
         .all(|p| wirespeed_runner::process::which(p).is_some())
 }
 
+/// The kinds the examples' workloads are (the binary checks them against its subcommands).
+const WORKLOAD_KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
+
 /// Runs `name` with `--smoke`; checks the listing, the exit code, and that each cell finished
 /// or was skipped as its programs say. Returns the summary's cells and the output directory.
 fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let path = example(name);
     let text = std::fs::read_to_string(&path).unwrap();
-    let mut loaded = wirespeed_runner::parse(name, &text).unwrap();
+    let mut loaded = wirespeed_runner::parse(name, &text, WORKLOAD_KINDS).unwrap();
     assert!(!loaded.plan.systems.is_empty() && !loaded.plan.runs.is_empty(), "{name}");
 
     let listed = common::client(&["bench", path.to_str().unwrap(), "--list"]);

@@ -11,6 +11,53 @@ pub mod latency;
 pub mod ping;
 pub mod trace;
 
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::{Event, Report};
+
+use crate::error::ClientError;
+
+/// One test to run as a client, whatever its kind: what the command line, `quick` and a
+/// benchmark's workload all resolve to, and [`run`] runs.
+#[derive(Debug)]
+pub enum Client {
+    /// A bandwidth (or `pps`) test against a wirespeed server.
+    Bandwidth(bandwidth::client::ClientOptions),
+    /// A bandwidth test against an iperf3 server, in iperf3's protocol.
+    Iperf3(bandwidth::client::ClientOptions),
+    /// A latency test.
+    Latency(latency::client::LatencyOptions),
+    /// A connections-per-second test.
+    Cps(cps::client::CpsOptions),
+    /// A ping.
+    Ping(ping::client::PingOptions),
+    /// A trace.
+    Trace(trace::client::TraceOptions),
+    /// HTTP load.
+    Http(Box<http::client::HttpOptions>),
+    /// DNS load.
+    Dns(Box<dns::client::DnsOptions>),
+}
+
+/// Runs `client` to its end: its events go to `events` as they happen, and its report is
+/// returned (and sent as the last event).
+pub async fn run(
+    client: Client,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
+    match client {
+        Client::Bandwidth(o) => bandwidth::client::run(o, events, cancel).await,
+        Client::Iperf3(o) => bandwidth::iperf3_client::run(o, events, cancel).await,
+        Client::Latency(o) => latency::client::run(o, events, cancel).await,
+        Client::Cps(o) => cps::client::run(o, events, cancel).await,
+        Client::Ping(o) => ping::client::run(o, events, cancel).await,
+        Client::Trace(o) => trace::client::run(o, events, cancel).await,
+        Client::Http(o) => http::client::run(*o, events, cancel).await,
+        Client::Dns(o) => dns::client::run(*o, events, cancel).await,
+    }
+}
+
 #[cfg(test)]
 mod tests {
     use std::path::{Path, PathBuf};

@@ -18,7 +18,9 @@ use crate::histogram::HistogramBucket;
 use crate::metrics::{Metric, RunSeries};
 
 /// A closed enum whose every variant has a name, with the list of all of them. The list is
-/// built from the same words as the enum, so it cannot miss a variant.
+/// built from the same words as the enum, so it cannot miss a variant: what the registries of
+/// kinds use instead of string lists.
+#[macro_export]
 macro_rules! named {
     ($(#[$doc:meta])* $vis:vis enum $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)* }) => {
         $(#[$doc])*
@@ -47,9 +49,8 @@ macro_rules! named {
         }
     };
 }
-pub(crate) use named;
 
-named! {
+crate::named! {
     /// Every test kind, as a report's `kind` names it (`pps` runs are bandwidth reports).
     pub enum Kind {
         /// TCP or UDP throughput ([`bandwidth`]).

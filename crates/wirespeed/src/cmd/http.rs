@@ -1,18 +1,15 @@
-//! `wirespeed http`: load an HTTP server, render the run, save it. With `--format vegeta`, a
-//! writer thread puts one vegeta result line per request on stdout while the test runs.
+//! `wirespeed http --format vegeta`: a writer thread puts one vegeta result line per request
+//! on stdout while the test runs (any other format runs as every test subcommand does).
 
 use anyhow::Result;
 use wirespeed_engine::kinds::http::client;
 use wirespeed_engine::kinds::http::results::ResultSink;
 
-use crate::flags::{FormatArg, HttpArgs};
+use crate::flags::HttpArgs;
 use crate::{resolve, vegeta};
 
-pub async fn run(args: HttpArgs) -> Result<u8> {
+pub async fn run_vegeta(args: HttpArgs) -> Result<u8> {
     let mut opts = resolve::http(&args, env!("CARGO_PKG_VERSION"))?;
-    if args.output.format != FormatArg::Vegeta {
-        return super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await;
-    }
     let (sink, rx) = ResultSink::new();
     opts.results = Some(sink.clone());
     let requests = opts.requests.clone();

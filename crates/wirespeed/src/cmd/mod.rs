@@ -1,19 +1,13 @@
 //! One module per subcommand; each returns the process exit code.
 
-mod bandwidth;
 mod bench;
 mod compare;
-mod cps;
-mod dns;
 mod history;
 mod http;
-mod latency;
-mod ping;
 mod prune;
 mod quick;
 mod server;
 mod show;
-mod trace;
 mod web;
 
 use std::future::Future;
@@ -25,8 +19,9 @@ use wirespeed_engine::ClientError;
 use wirespeed_model::{Event, Report};
 
 use crate::exit;
-use crate::flags::{Command, OutputArgs};
+use crate::flags::{Command, FormatArg, OutputArgs};
 use crate::output;
+use crate::test_kinds::TestArgs;
 
 /// Runs a subcommand to completion.
 pub fn run(command: Command) -> Result<u8> {
@@ -45,7 +40,7 @@ pub fn run(command: Command) -> Result<u8> {
         other => other,
     };
     if let Some(o) = output_args(&command) {
-        if o.format == crate::flags::FormatArg::Vegeta && !matches!(command, Command::Http(_)) {
+        if o.format == FormatArg::Vegeta && !matches!(command, Command::Http(_)) {
             anyhow::bail!("--format vegeta is for `wirespeed http` only");
         }
         if let Some(path) = &o.chart {
@@ -61,47 +56,36 @@ pub fn run(command: Command) -> Result<u8> {
         match command {
             Command::Server(args) => server::run(*args).await,
             Command::Web(args) => web::run(*args).await,
-            Command::Bandwidth(args) => bandwidth::run(*args).await,
-            Command::Latency(args) => latency::run(*args).await,
-            Command::Cps(args) => cps::run(*args).await,
-            Command::Ping(args) => ping::run(*args).await,
-            Command::Trace(args) => trace::run(*args).await,
-            Command::Http(args) => http::run(*args).await,
-            Command::Dns(args) => dns::run(*args).await,
-            Command::Pps(args) => bandwidth::run_pps(*args).await,
             Command::Quick(args) => quick::run(args).await,
-            Command::History(_)
-            | Command::Show(_)
-            | Command::Export(_)
-            | Command::Compare(_)
-            | Command::Rm(_)
-            | Command::Retention(_) => unreachable!("handled above"),
             Command::Bench(args) => bench::run(args).await,
+            Command::Http(args) if args.output.format == FormatArg::Vegeta => {
+                http::run_vegeta(*args).await
+            }
+            command => match command.test() {
+                Some((_, test)) => run_test(test).await,
+                None => unreachable!("the subcommands on saved runs return above"),
+            },
         }
     })
 }
 
-/// The output flags of a test subcommand.
+/// The output flags of a subcommand that runs tests.
 fn output_args(command: &Command) -> Option<&OutputArgs> {
-    Some(match command {
-        Command::Server(_) | Command::Web(_) => return None,
-        Command::Bandwidth(a) => &a.output,
-        Command::Latency(a) => &a.output,
-        Command::Cps(a) => &a.output,
-        Command::Ping(a) => &a.output,
-        Command::Trace(a) => &a.output,
-        Command::Http(a) => &a.output,
-        Command::Dns(a) => &a.output,
-        Command::Pps(a) => &a.output,
-        Command::Quick(a) => &a.output,
-        Command::History(_)
-        | Command::Show(_)
-        | Command::Export(_)
-        | Command::Compare(_)
-        | Command::Rm(_)
-        | Command::Retention(_)
-        | Command::Bench(_) => return None,
-    })
+    match command {
+        Command::Quick(a) => Some(&a.output),
+        other => other.test().map(|(_, test)| test.output()),
+    }
+}
+
+/// Runs one test subcommand: its client, rendered as it goes, saved, judged.
+async fn run_test(test: &dyn TestArgs) -> Result<u8> {
+    let client = test.client(env!("CARGO_PKG_VERSION"))?;
+    run_judged(
+        test.output(),
+        |tx, cancel| wirespeed_engine::kinds::run(client, tx, cancel),
+        |report| test.judge(report),
+    )
+    .await
 }
 
 /// A token cancelled by the first Ctrl-C or SIGTERM.

@@ -15,6 +15,7 @@ use wirespeed_runner::template;
 
 use crate::exit;
 use crate::flags::BenchArgs;
+use crate::test_kinds::TestKind;
 
 /// `wirespeed bench` without a runtime: the schema, and a scenario listed or dry-run; `None`
 /// when the scenario is to be run.
@@ -30,7 +31,8 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     let path = args.scenario.as_ref().context("a scenario file is needed (or --schema)")?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let mut loaded = wirespeed_runner::parse(&path.display().to_string(), &text)?;
+    let kinds = TestKind::workload_names();
+    let mut loaded = wirespeed_runner::parse(&path.display().to_string(), &text, &kinds)?;
     check_workloads(&loaded).with_context(|| path.display().to_string())?;
     if args.smoke {
         loaded.smoke(smoke_length);
@@ -40,14 +42,8 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
 
 /// `--smoke`: the option that sets how long a test of `kind` runs, and a short value for it.
 fn smoke_length(kind: &str) -> Option<(&'static str, toml::Value)> {
-    let one_second = || toml::Value::String("1s".into());
-    Some(match kind {
-        "bandwidth" | "pps" | "latency" | "cps" => ("time", one_second()),
-        "http" => ("duration", one_second()),
-        "dns" => ("time-limit", one_second()),
-        "ping" => ("deadline", one_second()),
-        _ => return None,
-    })
+    let flag = TestKind::from_name(kind)?.time_flag()?;
+    Some((flag, toml::Value::String("1s".into())))
 }
 
 /// Runs every run of the scenario; one line per run as it ends (and per failed check), each

@@ -11,8 +11,7 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_model::Report;
 use wirespeed_runner::matrix::scalar_text;
 
-use crate::flags::Command;
-use crate::resolve;
+use crate::test_kinds::TestKind;
 
 /// The words of the command line for `kind` aimed at `entry` with `options`.
 pub fn command_line(
@@ -21,12 +20,15 @@ pub fn command_line(
     options: &BTreeMap<String, toml::Value>,
 ) -> Result<Vec<String>> {
     let mut words = vec!["wirespeed".to_string(), kind.to_string()];
-    match kind {
-        "http" if entry.starts_with("http://") || entry.starts_with("https://") => {
+    let Some(test) = TestKind::from_name(kind) else {
+        bail!("{kind}: not a test kind a workload can be");
+    };
+    match test {
+        TestKind::Http if entry.starts_with("http://") || entry.starts_with("https://") => {
             words.push(entry.into())
         }
-        "http" => words.push(format!("http://{entry}/")),
-        "dns" => {
+        TestKind::Http => words.push(format!("http://{entry}/")),
+        TestKind::Dns => {
             // `--dry-run` shows an address it cannot know yet as `<fixture.NAME.addr>`: its
             // host and port are shown the same way.
             let shown = entry
@@ -42,7 +44,12 @@ pub fn command_line(
             let host = host.trim_start_matches('[').trim_end_matches(']');
             words.extend(["--server".into(), host.into(), "--port".into(), port.into()]);
         }
-        _ => words.push(entry.into()),
+        TestKind::Bandwidth
+        | TestKind::Latency
+        | TestKind::Cps
+        | TestKind::Pps
+        | TestKind::Ping
+        | TestKind::Trace => words.push(entry.into()),
     }
     for (key, value) in options {
         let flag = if key.chars().count() == 1 { format!("-{key}") } else { format!("--{key}") };
@@ -66,28 +73,12 @@ pub async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> 
     // The same command line a person would type, with its per-test format choices.
     let cli = crate::flags::parse_from(words)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
-    let version = env!("CARGO_PKG_VERSION");
+    let Some((kind, test)) = cli.command.test().filter(|(kind, _)| kind.in_scenarios()) else {
+        bail!("{}: not a test kind a workload can be", words.get(1).map_or("", String::as_str))
+    };
+    tracing::debug!(%kind, "workload");
     // Events are not shown while a scenario runs; the report is what is kept.
     let (tx, _rx) = unbounded_channel();
-    use wirespeed_engine::kinds as e;
-    let report = match cli.command {
-        Command::Bandwidth(a) if a.iperf3 => {
-            e::bandwidth::iperf3_client::run(resolve::bandwidth(&a, version)?, tx, cancel).await
-        }
-        Command::Bandwidth(a) => {
-            e::bandwidth::client::run(resolve::bandwidth(&a, version)?, tx, cancel).await
-        }
-        Command::Pps(a) => e::bandwidth::client::run(resolve::pps(&a, version)?, tx, cancel).await,
-        Command::Latency(a) => {
-            e::latency::client::run(resolve::latency(&a, version)?, tx, cancel).await
-        }
-        Command::Cps(a) => e::cps::client::run(resolve::cps(&a, version)?, tx, cancel).await,
-        Command::Ping(a) => e::ping::client::run(resolve::ping(&a, version)?, tx, cancel).await,
-        Command::Http(a) => e::http::client::run(resolve::http(&a, version)?, tx, cancel).await,
-        Command::Dns(a) => e::dns::client::run(resolve::dns(&a, version)?, tx, cancel).await,
-        _ => {
-            bail!("{}: not a test kind a workload can be", words.get(1).map_or("", String::as_str))
-        }
-    };
-    Ok(report?)
+    let client = test.client(env!("CARGO_PKG_VERSION"))?;
+    Ok(wirespeed_engine::kinds::run(client, tx, cancel).await?)
 }
