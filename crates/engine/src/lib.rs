@@ -15,7 +15,7 @@ compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg
 pub mod error;
 pub mod kinds;
 pub mod net;
-pub mod run;
+pub(crate) mod run;
 pub mod server;
 
 pub use error::ClientError;

@@ -51,7 +51,7 @@ async fn curl(args: Vec<String>) -> Option<(u16, u64, String)> {
 fn have_curl() -> bool {
     let ok = Command::new("curl").arg("--version").output().is_ok();
     if !ok {
-        common::peer::missing("curl");
+        common::skip::not_installed("curl", "curl");
     }
     ok
 }

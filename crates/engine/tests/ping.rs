@@ -60,7 +60,9 @@ async fn icmp_echo_on_both_families() {
         let r = match run(spec(ip, PingMode::Icmp, 4), addr).await {
             Ok(r) => r,
             Err(e) if e.to_string().contains("not permitted") => {
-                eprintln!("SKIPPED: {e}");
+                let remedy = "run as root, or allow ping sockets with \
+                    `sysctl net.ipv4.ping_group_range='0 2147483647'`";
+                common::skip::missing(&e.to_string(), remedy);
                 return;
             }
             Err(e) => panic!("{e}"),

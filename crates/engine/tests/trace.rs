@@ -29,7 +29,7 @@ async fn loopback_is_one_hop_for_every_protocol() {
             let report = match client::run(opts, tx, CancellationToken::new()).await {
                 Ok(r) => r,
                 Err(e) if e.to_string().contains("CAP_NET_RAW") => {
-                    eprintln!("SKIPPED: {e}");
+                    common::skip::missing(&e.to_string(), "run as root or with CAP_NET_RAW");
                     return;
                 }
                 Err(e) => panic!("{ip} {protocol:?}: {e}"),

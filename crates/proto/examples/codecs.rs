@@ -11,6 +11,7 @@
 //!   body against a bare loop over `httparse::parse_chunk_size` on the same bytes, whole in
 //!   memory: the price of the scanner's state (it works across reads, checks the CRLF after
 //!   each chunk's data and caps lines), which the bare loop does not pay.
+#![allow(clippy::print_stdout)] // an example prints its result
 
 use std::hint::black_box;
 use std::str::FromStr;

@@ -115,7 +115,7 @@ pub(crate) mod fixtures {
     }
 
     /// A two-interval report of `protocol` in `direction`.
-    pub fn report(protocol: Protocol, direction: Direction) -> Report {
+    pub(crate) fn report(protocol: Protocol, direction: Direction) -> Report {
         let udp = protocol == Protocol::Udp;
         let mut spec = BandwidthSpec::new("127.0.0.1", protocol);
         spec.duration_ns = 2_000_000_000;
@@ -187,7 +187,7 @@ pub(crate) mod fixtures {
 
     /// `report` rendered in `format`, without colour.
     /// A report of `body` from version 0.1.0 against `remote`, as the renderer tests use.
-    pub fn report_against(body: ReportBody, remote: &str) -> Report {
+    pub(crate) fn report_against(body: ReportBody, remote: &str) -> Report {
         let meta = Meta {
             version: "0.1.0".into(),
             remote_addr: Some(remote.into()),
@@ -196,7 +196,7 @@ pub(crate) mod fixtures {
         Report { body, meta }
     }
 
-    pub fn render(report: &Report, format: crate::Format) -> String {
+    pub(crate) fn render(report: &Report, format: crate::Format) -> String {
         let mut out = Vec::new();
         crate::render_report(report, format, false, &mut out).unwrap();
         String::from_utf8(out).unwrap()
@@ -205,14 +205,14 @@ pub(crate) mod fixtures {
     /// Asserts that every CSV row has as many cells as the header (no quoted commas here).
     /// Every record as wide as the header, read back by the `csv` crate's reader (which
     /// refuses ragged records and honours quotes).
-    pub fn assert_even_rows(csv: &str) -> Vec<::csv::StringRecord> {
+    pub(crate) fn assert_even_rows(csv: &str) -> Vec<::csv::StringRecord> {
         let mut reader = ::csv::ReaderBuilder::new().from_reader(csv.as_bytes());
         let records: Result<Vec<_>, _> = reader.records().collect();
         records.unwrap_or_else(|e| panic!("{e}: {csv}"))
     }
 
     #[allow(dead_code)]
-    pub fn sender_of(flow: Flow) -> End {
+    pub(crate) fn sender_of(flow: Flow) -> End {
         flow.sender()
     }
 }

@@ -129,7 +129,6 @@ fn the_dry_run_listing_names_every_cell() {
     )
     .unwrap();
     let listing = load::describe(&parse("t.toml", &text, WORKLOAD_KINDS).unwrap());
-    println!("{listing}");
     assert!(
         listing.starts_with("tunnel-files: 2 systems × 4 workloads × 3 repeats = 24 runs"),
         "{listing}"

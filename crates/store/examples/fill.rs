@@ -3,6 +3,7 @@
 //! minute apart, every tenth tagged, saved in batches of 10 000.
 //!
 //!     cargo run --release -p wirespeed-store --example fill -- DB COUNT EXPORT.json
+#![allow(clippy::print_stdout)] // an example prints its result
 
 use wirespeed_model::Report;
 use wirespeed_store::Store;

@@ -2,6 +2,7 @@
 //! (`scripts/bench/history.sh`): prints the milliseconds and the row count.
 //!
 //!     cargo run --release -p wirespeed-store --example list_all -- DB
+#![allow(clippy::print_stdout)] // an example prints its result
 
 use wirespeed_store::{RunFilter, Store};
 

@@ -270,7 +270,7 @@ pub(crate) mod tests {
     use wirespeed_model::ReportBody;
 
     /// A bandwidth report started at `ms` that moved `bps`.
-    pub fn report(ms: u64, bps: f64) -> Report {
+    pub(crate) fn report(ms: u64, bps: f64) -> Report {
         let figures = Figures { received_bps: bps, ..Default::default() };
         Report {
             body: ReportBody::Bandwidth(BandwidthReport {

@@ -5,7 +5,7 @@
 /// `err` and its causes, `: `-joined, each said once: an error whose message already carries
 /// its source (`results database /tmp: unable to open database file`) is not followed by
 /// that source again.
-pub fn message(err: &anyhow::Error) -> String {
+pub(crate) fn message(err: &anyhow::Error) -> String {
     let mut out = String::new();
     for cause in err.chain() {
         let text = cause.to_string();
@@ -36,7 +36,7 @@ fn gist(text: &str) -> String {
 
 /// What an iperf3 user meant by `args`, when clap refused them: iperf3's flags that wirespeed
 /// spells otherwise (`-c HOST`, `-s`, `-J`, `-f m`).
-pub fn iperf3_hint(args: &[String]) -> Option<String> {
+pub(crate) fn iperf3_hint(args: &[String]) -> Option<String> {
     let mut hints = Vec::new();
     for (i, a) in args.iter().enumerate() {
         match a.as_str() {

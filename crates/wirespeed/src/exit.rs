@@ -20,40 +20,40 @@ use wirespeed_engine::ClientError;
 use wirespeed_store::StoreError;
 
 /// Success.
-pub const OK: u8 = 0;
+pub(crate) const OK: u8 = 0;
 /// Any error not listed below.
-pub const OTHER: u8 = 1;
+pub(crate) const OTHER: u8 = 1;
 /// A command line that could not be parsed (clap's own code for its errors).
-pub const USAGE: u8 = 2;
+pub(crate) const USAGE: u8 = 2;
 /// The server could not be reached.
-pub const UNREACHABLE: u8 = 3;
+pub(crate) const UNREACHABLE: u8 = 3;
 /// The server refused the test.
-pub const REFUSED: u8 = 4;
+pub(crate) const REFUSED: u8 = 4;
 /// The test failed mid-run.
-pub const FAILED: u8 = 5;
+pub(crate) const FAILED: u8 = 5;
 /// The peer broke the protocol.
-pub const PROTOCOL: u8 = 6;
+pub(crate) const PROTOCOL: u8 = 6;
 /// The results could not be saved.
-pub const NOT_SAVED: u8 = 7;
+pub(crate) const NOT_SAVED: u8 = 7;
 /// The system refused a permission the test needs.
-pub const NOT_PERMITTED: u8 = 8;
+pub(crate) const NOT_PERMITTED: u8 = 8;
 /// A saved run asked for does not exist.
-pub const NOT_FOUND: u8 = 9;
+pub(crate) const NOT_FOUND: u8 = 9;
 /// The results database is corrupt, foreign or too new.
-pub const DB_UNUSABLE: u8 = 10;
+pub(crate) const DB_UNUSABLE: u8 = 10;
 /// A scenario's checks failed.
-pub const CHECKS_FAILED: u8 = 11;
+pub(crate) const CHECKS_FAILED: u8 = 11;
 /// Interrupted by the user.
-pub const INTERRUPTED: u8 = 130;
+pub(crate) const INTERRUPTED: u8 = 130;
 
 /// A command-line value refused after clap took it (a port inside `HOST:PORT`): exits like
 /// clap's own refusals.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub struct Usage(pub String);
+pub(crate) struct Usage(pub String);
 
 /// The exit code for a client error.
-pub fn of_client(e: &ClientError) -> u8 {
+pub(crate) fn of_client(e: &ClientError) -> u8 {
     match e {
         ClientError::Resolve { .. }
         | ClientError::NoAddress { .. }
@@ -72,7 +72,7 @@ pub fn of_client(e: &ClientError) -> u8 {
 }
 
 /// The exit code for any error that reached `main`.
-pub fn code_of(err: &anyhow::Error) -> u8 {
+pub(crate) fn code_of(err: &anyhow::Error) -> u8 {
     err.chain()
         .find_map(|e| {
             if let Some(c) = e.downcast_ref::<ClientError>() {

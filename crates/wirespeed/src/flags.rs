@@ -11,13 +11,13 @@ use wirespeed_model::rules::MAX_PARALLEL;
 
 mod saved;
 mod web;
-pub use saved::*;
-pub use web::*;
+pub(crate) use saved::*;
+pub(crate) use web::*;
 
 /// Network performance tests in one binary.
 #[derive(Debug, Parser)]
 #[command(name = "wirespeed", version, about, long_about = None, propagate_version = true)]
-pub struct Cli {
+pub(crate) struct Cli {
     /// More log output on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]
     pub verbose: u8,
@@ -28,7 +28,7 @@ pub struct Cli {
 
 /// Subcommands.
 #[derive(Debug, Subcommand)]
-pub enum Command {
+pub(crate) enum Command {
     /// Run the server that every test talks to (TCP and UDP on one port, many clients at once).
     Server(Box<ServerArgs>),
     /// Serve the browser speed test: a page, a results page, and LibreSpeed's API for its clients.
@@ -71,7 +71,7 @@ pub enum Command {
 
 /// `wirespeed bench`.
 #[derive(Debug, Args)]
-pub struct BenchArgs {
+pub(crate) struct BenchArgs {
     /// The scenario file.
     #[arg(value_name = "SCENARIO.toml", required_unless_present = "schema")]
     pub scenario: Option<PathBuf>,
@@ -104,11 +104,11 @@ pub struct BenchArgs {
 
 /// Most hosts `--dns-hosts` may generate: memory grows with them (about 500 bytes each), and a
 /// zone has to be built before the server listens.
-pub const MAX_DNS_HOSTS: u32 = 1_000_000;
+pub(crate) const MAX_DNS_HOSTS: u32 = 1_000_000;
 
 /// `wirespeed server`.
 #[derive(Debug, Args)]
-pub struct ServerArgs {
+pub(crate) struct ServerArgs {
     /// Port for TCP and UDP.
     #[arg(short, long, default_value_t = 5201)]
     pub port: u16,
@@ -169,7 +169,7 @@ pub struct ServerArgs {
 
 /// Output formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum FormatArg {
+pub(crate) enum FormatArg {
     /// Tables for people.
     Text,
     /// One JSON document when the test ends.
@@ -209,7 +209,7 @@ const FORMATTED: [&str; 9] =
 
 /// The command line, with each test's `--format` offering (in `--help` and when parsing) only
 /// the formats that test can render.
-pub fn command() -> clap::Command {
+pub(crate) fn command() -> clap::Command {
     use clap::builder::{PossibleValuesParser, TypedValueParser};
     use clap::CommandFactory;
     let mut cli = Cli::command();
@@ -228,7 +228,7 @@ pub fn command() -> clap::Command {
 
 /// Parses `words` (the program's name first) as [`command`] describes them: the binary's own
 /// arguments, and a scenario workload's command line alike.
-pub fn parse_from<I, T>(words: I) -> Result<Cli, clap::Error>
+pub(crate) fn parse_from<I, T>(words: I) -> Result<Cli, clap::Error>
 where
     I: IntoIterator<Item = T>,
     T: Into<std::ffi::OsString> + Clone,
@@ -239,7 +239,7 @@ where
 
 /// Where results go: shared by every test subcommand.
 #[derive(Debug, Args)]
-pub struct OutputArgs {
+pub(crate) struct OutputArgs {
     /// Output format.
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
@@ -262,7 +262,7 @@ pub struct OutputArgs {
 
 /// `wirespeed bandwidth`.
 #[derive(Debug, Args)]
-pub struct BandwidthArgs {
+pub(crate) struct BandwidthArgs {
     /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
@@ -328,7 +328,7 @@ pub struct BandwidthArgs {
 
 /// How a client reaches the server: shared by every test that talks to one.
 #[derive(Debug, Args)]
-pub struct ConnectArgs {
+pub(crate) struct ConnectArgs {
     /// Server port (overrides a port in the target).
     #[arg(short, long, value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
@@ -351,7 +351,7 @@ pub struct ConnectArgs {
 
 /// `wirespeed latency`.
 #[derive(Debug, Args)]
-pub struct LatencyArgs {
+pub(crate) struct LatencyArgs {
     /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
@@ -398,7 +398,7 @@ pub struct LatencyArgs {
 
 /// `wirespeed cps`.
 #[derive(Debug, Args)]
-pub struct CpsArgs {
+pub(crate) struct CpsArgs {
     /// Target: HOST, HOST:PORT, or [IPV6]:PORT (a wirespeed server, or any listener with --external).
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
@@ -440,7 +440,7 @@ pub struct CpsArgs {
 
 /// ICMP socket choice.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum IcmpSocketArg {
+pub(crate) enum IcmpSocketArg {
     /// An unprivileged ping socket if this user's group may use one, else a raw socket.
     Auto,
     /// Only an unprivileged ping socket (net.ipv4.ping_group_range).
@@ -451,7 +451,7 @@ pub enum IcmpSocketArg {
 
 /// `wirespeed ping`.
 #[derive(Debug, Args)]
-pub struct PingArgs {
+pub(crate) struct PingArgs {
     /// Host to ping (for --udp: HOST[:PORT] of a wirespeed server). Not needed with --http.
     #[arg(value_name = "HOST", required_unless_present = "http")]
     pub target: Option<String>,
@@ -492,7 +492,7 @@ pub struct PingArgs {
 
 /// `wirespeed http`.
 #[derive(Debug, Args)]
-pub struct HttpArgs {
+pub(crate) struct HttpArgs {
     /// The URL to request: http://, https://, or with --unix-socket the path and Host to send.
     /// A user:password@ in it is sent as Basic credentials (as curl does) and shown as ***.
     #[arg(value_name = "URL", required_unless_present = "targets")]
@@ -587,7 +587,7 @@ pub struct HttpArgs {
 
 /// `wirespeed dns`: dnsperf's options, with its letters.
 #[derive(Debug, Args)]
-pub struct DnsArgs {
+pub(crate) struct DnsArgs {
     /// The server to load.
     #[arg(short = 's', long, default_value = "127.0.0.1", value_name = "HOST")]
     pub server: String,
@@ -670,7 +670,7 @@ pub struct DnsArgs {
 
 /// vegeta's targets formats.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TargetsFormatArg {
+pub(crate) enum TargetsFormatArg {
     /// "METHOD URL" lines, header lines, an optional @body line; a blank line between targets.
     Http,
     /// One JSON object per line: method, url, header, body (base64).
@@ -679,7 +679,7 @@ pub enum TargetsFormatArg {
 
 /// Trace probe protocols.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TraceProtoArg {
+pub(crate) enum TraceProtoArg {
     /// ICMP echo requests (like traceroute -I, and mtr).
     Icmp,
     /// UDP datagrams to high ports (traceroute's default).
@@ -690,7 +690,7 @@ pub enum TraceProtoArg {
 
 /// `wirespeed trace`.
 #[derive(Debug, Args)]
-pub struct TraceArgs {
+pub(crate) struct TraceArgs {
     /// Host to trace.
     #[arg(value_name = "HOST")]
     pub target: String,
@@ -737,7 +737,7 @@ pub struct TraceArgs {
 
 /// `wirespeed pps`.
 #[derive(Debug, Args)]
-pub struct PpsArgs {
+pub(crate) struct PpsArgs {
     /// Server to test against: HOST, HOST:PORT, or [IPV6]:PORT.
     #[arg(value_name = "HOST[:PORT]")]
     pub target: String,
@@ -772,7 +772,7 @@ pub struct PpsArgs {
 
 /// `wirespeed quick`.
 #[derive(Debug, Args)]
-pub struct QuickArgs {
+pub(crate) struct QuickArgs {
     /// How long each test runs.
     #[arg(short, long, default_value = "2", value_name = "DURATION")]
     pub time: String,

@@ -14,7 +14,7 @@ use wirespeed_store::Store;
 use crate::flags::{FormatArg, OutputArgs};
 
 /// The renderer format for a flag value.
-pub fn format_of(f: FormatArg) -> Format {
+pub(crate) fn format_of(f: FormatArg) -> Format {
     match f {
         FormatArg::Text => Format::Text,
         FormatArg::Json => Format::Json,
@@ -29,14 +29,14 @@ pub fn format_of(f: FormatArg) -> Format {
 }
 
 /// True when text output may be coloured: stdout is a terminal and `NO_COLOR` is unset.
-pub fn color() -> bool {
+pub(crate) fn color() -> bool {
     std::io::stdout().is_terminal() && std::env::var_os("NO_COLOR").is_none_or(|v| v.is_empty())
 }
 
 /// Renders events as they arrive until the channel closes (on stderr with `--format vegeta`,
 /// whose stdout carries the result lines). On a terminal, unless `--quiet`, a live panel sits
 /// on stderr below the output and is erased before the final report.
-pub fn spawn_printer(
+pub(crate) fn spawn_printer(
     args: &OutputArgs,
     mut events: UnboundedReceiver<Event>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
@@ -119,12 +119,12 @@ fn terminal_width() -> usize {
 }
 
 /// The database path from the flags or the default location.
-pub fn db_path(args: &OutputArgs) -> Result<PathBuf> {
+pub(crate) fn db_path(args: &OutputArgs) -> Result<PathBuf> {
     crate::saved::db_path(&args.db)
 }
 
 /// Writes to stdout; a reader that went away (`| head`) is not an error.
-pub fn write_stdout(bytes: &[u8]) -> Result<()> {
+pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
     match out.write_all(bytes).and_then(|()| out.flush()) {
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => Ok(()),
@@ -133,7 +133,7 @@ pub fn write_stdout(bytes: &[u8]) -> Result<()> {
 }
 
 /// Saves reports unless `--no-save`; returns the ids.
-pub fn save(args: &OutputArgs, reports: &[&Report]) -> Result<Vec<i64>> {
+pub(crate) fn save(args: &OutputArgs, reports: &[&Report]) -> Result<Vec<i64>> {
     if args.no_save || reports.is_empty() {
         return Ok(Vec::new());
     }

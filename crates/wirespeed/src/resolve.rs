@@ -39,7 +39,7 @@ use crate::flags::{
 };
 
 /// Default port of the wirespeed server (the same as iperf3's).
-pub const DEFAULT_PORT: u16 = 5201;
+pub(crate) const DEFAULT_PORT: u16 = 5201;
 
 fn duration(flag: &str, text: &str) -> Result<Duration> {
     parse_duration(text).with_context(|| format!("{flag} {text}"))
@@ -72,7 +72,7 @@ fn target_port(target: &str, port: &str) -> Result<u16> {
 }
 
 /// Splits `HOST`, `HOST:PORT`, `[V6]`, `[V6]:PORT` or a bare IPv6 address.
-pub fn split_target(target: &str) -> Result<(String, Option<u16>)> {
+pub(crate) fn split_target(target: &str) -> Result<(String, Option<u16>)> {
     if let Some(rest) = target.strip_prefix('[') {
         let (host, after) =
             rest.split_once(']').with_context(|| format!("'{target}': missing ']'"))?;
@@ -100,7 +100,7 @@ pub fn split_target(target: &str) -> Result<(String, Option<u16>)> {
 }
 
 /// A DSCP value from a number (0-63) or a name.
-pub fn parse_dscp(text: &str) -> Result<u8> {
+pub(crate) fn parse_dscp(text: &str) -> Result<u8> {
     let lower = text.to_ascii_lowercase();
     let value = match lower.as_str() {
         "ef" => 46,
@@ -130,7 +130,7 @@ pub fn parse_dscp(text: &str) -> Result<u8> {
 }
 
 /// `wirespeed bandwidth` flags → client options.
-pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
+pub(crate) fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     let endpoint = endpoint(&args.target, &args.connect, version)?;
     let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
     let mut spec = BandwidthSpec::new(args.target.clone(), protocol);
@@ -158,7 +158,7 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
         .map(|w| size("--window", w).map(|v| v.min(u64::from(u32::MAX)) as u32))
         .transpose()?;
     if let Some(cc) = &args.congestion {
-        wirespeed_engine::net::sys::congestion_available(cc).map_err(|e| {
+        wirespeed_engine::net::congestion_available(cc).map_err(|e| {
             let available =
                 std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")
                     .map(|a| format!(" (this host has: {})", a.trim()))
@@ -176,7 +176,7 @@ pub fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
 }
 
 /// A target and the connection flags → where the server is.
-pub fn endpoint(target: &str, args: &ConnectArgs, version: &str) -> Result<Endpoint> {
+pub(crate) fn endpoint(target: &str, args: &ConnectArgs, version: &str) -> Result<Endpoint> {
     let (host, target_port) = split_target(target)?;
     Ok(Endpoint {
         host,
@@ -196,7 +196,7 @@ pub fn endpoint(target: &str, args: &ConnectArgs, version: &str) -> Result<Endpo
 }
 
 /// `wirespeed pps` flags → a UDP bandwidth test with small datagrams, unlimited unless `--rate`.
-pub fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
+pub(crate) fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
     let endpoint = endpoint(&args.target, &args.connect, version)?;
     let mut spec = BandwidthSpec::new(args.target.clone(), Protocol::Udp);
     spec.length =
@@ -219,7 +219,7 @@ pub fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
 }
 
 /// `wirespeed latency` flags → client options.
-pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
+pub(crate) fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
     let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
     let mut spec = LatencySpec::new(args.target.clone(), protocol);
     spec.length =
@@ -241,7 +241,7 @@ pub fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
 }
 
 /// `wirespeed cps` flags → options. An external target has no default port to fall back on.
-pub fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
+pub(crate) fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
     let endpoint = endpoint(&args.target, &args.connect, version)?;
     if args.external && args.connect.port.is_none() && split_target(&args.target)?.1.is_none() {
         bail!("--external needs the listener's port: HOST:PORT or --port");
@@ -261,7 +261,7 @@ pub fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
 }
 
 /// `wirespeed ping` flags → options.
-pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
+pub(crate) fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
     let target = match (&args.target, &args.http) {
         (Some(t), _) => t.clone(),
         (None, Some(url)) => http_target(url).map_err(anyhow::Error::msg)?.host,
@@ -294,7 +294,7 @@ pub fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
 }
 
 /// `wirespeed trace` flags → options.
-pub fn trace(args: &TraceArgs, version: &str) -> Result<TraceOptions> {
+pub(crate) fn trace(args: &TraceArgs, version: &str) -> Result<TraceOptions> {
     let protocol = match args.protocol {
         TraceProtoArg::Icmp => TraceProtocol::Icmp,
         TraceProtoArg::Udp => TraceProtocol::Udp,
@@ -332,7 +332,7 @@ pub fn trace(args: &TraceArgs, version: &str) -> Result<TraceOptions> {
 const MAX_REQUEST_BODY: u64 = 64 << 20;
 
 /// `wirespeed http` flags → options.
-pub fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
+pub(crate) fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
     let mut headers = Vec::new();
     for h in &args.headers {
         let (k, v) =
@@ -489,7 +489,9 @@ fn qps(flag: &str, text: &str) -> Result<f64> {
 
 /// The queries of `wirespeed dns`: the datafile (`-` for standard input), or the built-in
 /// ones for the fixture's zone.
-pub fn dns_queries(args: &DnsArgs) -> Result<Vec<wirespeed_proto::dns::datafile::QueryLine>> {
+pub(crate) fn dns_queries(
+    args: &DnsArgs,
+) -> Result<Vec<wirespeed_proto::dns::datafile::QueryLine>> {
     let Some(path) = &args.datafile else {
         return Ok(wirespeed_engine::kinds::dns::queries::builtin_lines(1000));
     };
@@ -504,7 +506,7 @@ pub fn dns_queries(args: &DnsArgs) -> Result<Vec<wirespeed_proto::dns::datafile:
 }
 
 /// `wirespeed dns` flags → a DNS load test.
-pub fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
+pub(crate) fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
     let lines = dns_queries(args)?;
     let transport = match (args.tcp, args.dot) {
         (true, _) => DnsTransport::Tcp,
@@ -559,7 +561,7 @@ pub fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
 }
 
 /// `wirespeed server` flags → server configuration.
-pub fn server(args: &ServerArgs, version: &str) -> Result<ServerConfig> {
+pub(crate) fn server(args: &ServerArgs, version: &str) -> Result<ServerConfig> {
     if args.max_tests == 0 {
         bail!("--max-tests must be at least 1");
     }

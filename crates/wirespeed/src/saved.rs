@@ -15,10 +15,10 @@ use crate::flags::DbArgs;
 /// A run name that matches no saved run (exit code 9).
 #[derive(Debug, thiserror::Error)]
 #[error("no saved run {0} (see `wirespeed history`)")]
-pub struct NoSuchRun(pub String);
+pub(crate) struct NoSuchRun(pub String);
 
 /// The database path from `--db`, `WIRESPEED_DB` or the default location.
-pub fn db_path(db: &Option<PathBuf>) -> Result<PathBuf> {
+pub(crate) fn db_path(db: &Option<PathBuf>) -> Result<PathBuf> {
     match db {
         Some(p) => Ok(p.clone()),
         None => Store::default_path()
@@ -27,7 +27,7 @@ pub fn db_path(db: &Option<PathBuf>) -> Result<PathBuf> {
 }
 
 /// Opens the database for reading saved runs; a missing file is not created.
-pub fn open(args: &DbArgs) -> Result<Store> {
+pub(crate) fn open(args: &DbArgs) -> Result<Store> {
     let path = db_path(&args.db)?;
     if !path.exists() {
         bail!(NoSuchRun(format!("database {} (nothing has been saved yet)", path.display())));
@@ -36,7 +36,7 @@ pub fn open(args: &DbArgs) -> Result<Store> {
 }
 
 /// The id a run name stands for: a number, `last`, or `last~N`.
-pub fn resolve_id(store: &Store, name: &str) -> Result<i64> {
+pub(crate) fn resolve_id(store: &Store, name: &str) -> Result<i64> {
     let back = match name.strip_prefix("last") {
         Some("") => 0,
         Some(rest) => match rest.strip_prefix('~').and_then(|n| n.parse::<usize>().ok()) {
@@ -55,7 +55,7 @@ pub fn resolve_id(store: &Store, name: &str) -> Result<i64> {
 }
 
 /// Loads the named runs with their labels, in the order given.
-pub fn load(store: &Store, names: &[String]) -> Result<Vec<(Report, RunLabel)>> {
+pub(crate) fn load(store: &Store, names: &[String]) -> Result<Vec<(Report, RunLabel)>> {
     names
         .iter()
         .map(|name| {
@@ -68,12 +68,12 @@ pub fn load(store: &Store, names: &[String]) -> Result<Vec<(Report, RunLabel)>> 
 }
 
 /// Milliseconds since the epoch, now.
-pub fn now_ms() -> i64 {
+pub(crate) fn now_ms() -> i64 {
     SystemTime::now().duration_since(UNIX_EPOCH).map_or(0, |d| d.as_millis() as i64)
 }
 
 /// An age such as `30d` or `12h`, in milliseconds.
-pub fn age_ms(text: &str) -> Result<i64> {
+pub(crate) fn age_ms(text: &str) -> Result<i64> {
     let d = humantime::parse_duration(text).with_context(|| {
         format!("bad age {text:?}: use a number and a unit, like 12h, 7d or 30m")
     })?;
@@ -81,7 +81,7 @@ pub fn age_ms(text: &str) -> Result<i64> {
 }
 
 /// A moment given as an age before now (`2h`) or a UTC time (`2026-12-01`, `2026-12-01T10:00:00Z`).
-pub fn when_ms(text: &str) -> Result<i64> {
+pub(crate) fn when_ms(text: &str) -> Result<i64> {
     if let Ok(d) = humantime::parse_duration(text) {
         return Ok(now_ms().saturating_sub(d.as_millis().min(i64::MAX as u128) as i64));
     }
@@ -93,7 +93,7 @@ pub fn when_ms(text: &str) -> Result<i64> {
 
 /// What a chart file's name asks for.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum ChartFile {
+pub(crate) enum ChartFile {
     /// `.svg`
     Svg,
     /// `.png`
@@ -101,7 +101,7 @@ pub enum ChartFile {
 }
 
 /// The chart format of `path`, from its extension.
-pub fn chart_file(path: &Path) -> Result<ChartFile> {
+pub(crate) fn chart_file(path: &Path) -> Result<ChartFile> {
     match path.extension().and_then(|e| e.to_str()).map(str::to_ascii_lowercase).as_deref() {
         Some("svg") => Ok(ChartFile::Svg),
         Some("png") => Ok(ChartFile::Png),
@@ -110,7 +110,7 @@ pub fn chart_file(path: &Path) -> Result<ChartFile> {
 }
 
 /// Draws `charts` into `path`.
-pub fn write_chart(path: &Path, charts: &[Chart]) -> Result<()> {
+pub(crate) fn write_chart(path: &Path, charts: &[Chart]) -> Result<()> {
     let bytes = match chart_file(path)? {
         ChartFile::Svg => wirespeed_report::plot::svg(charts)?.into_bytes(),
         ChartFile::Png => wirespeed_report::plot::png(charts)?,

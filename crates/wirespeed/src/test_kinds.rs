@@ -41,7 +41,7 @@ wirespeed_model::named! {
 impl TestKind {
     /// The flag that sets how long a test of this kind runs (what `bench --smoke` shortens);
     /// `None` for a kind that ends by itself.
-    pub fn time_flag(self) -> Option<&'static str> {
+    pub(crate) fn time_flag(self) -> Option<&'static str> {
         match self {
             TestKind::Bandwidth | TestKind::Pps | TestKind::Latency | TestKind::Cps => Some("time"),
             TestKind::Http => Some("duration"),
@@ -53,18 +53,18 @@ impl TestKind {
 
     /// Whether a scenario's workload may be of this kind: a trace measures a path, not a
     /// system under load.
-    pub fn in_scenarios(self) -> bool {
+    pub(crate) fn in_scenarios(self) -> bool {
         self != TestKind::Trace
     }
 
     /// The kinds a scenario's workload may be.
-    pub fn workload_names() -> Vec<&'static str> {
+    pub(crate) fn workload_names() -> Vec<&'static str> {
         Self::ALL.iter().filter(|k| k.in_scenarios()).map(|k| k.name()).collect()
     }
 }
 
 /// What every test subcommand's flags answer.
-pub trait TestArgs {
+pub(crate) trait TestArgs {
     /// The output flags.
     fn output(&self) -> &OutputArgs;
 
@@ -80,7 +80,7 @@ pub trait TestArgs {
 impl Command {
     /// The test this subcommand runs, with its kind; `None` for the subcommands that run no
     /// single test.
-    pub fn test(&self) -> Option<(TestKind, &dyn TestArgs)> {
+    pub(crate) fn test(&self) -> Option<(TestKind, &dyn TestArgs)> {
         Some(match self {
             Command::Bandwidth(a) => (TestKind::Bandwidth, a.as_ref()),
             Command::Latency(a) => (TestKind::Latency, a.as_ref()),

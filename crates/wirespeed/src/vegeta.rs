@@ -29,7 +29,7 @@ struct Line<'a> {
 }
 
 /// The line for `r`, whose request is one of `requests`.
-pub fn line(r: &RequestResult, requests: &[Request]) -> String {
+pub(crate) fn line(r: &RequestResult, requests: &[Request]) -> String {
     let request = &requests[r.request.min(requests.len().saturating_sub(1))];
     let at = UNIX_EPOCH + Duration::from_nanos(r.start_unix_ns.max(0) as u64);
     // vegeta: an error for a failed request, or for a status outside 200–399.
@@ -72,7 +72,7 @@ fn status_text(code: u16) -> String {
 }
 
 /// Writes every record to stdout until the sending side is gone.
-pub fn write_all(rx: Receiver<RequestResult>, requests: Vec<Request>) -> io::Result<()> {
+pub(crate) fn write_all(rx: Receiver<RequestResult>, requests: Vec<Request>) -> io::Result<()> {
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
     for r in rx {
         writeln!(out, "{}", line(&r, &requests))?;

@@ -536,7 +536,7 @@ struct Socat(Child);
 impl Socat {
     fn echo(listen: &str) -> Option<Self> {
         if Command::new("socat").arg("-V").output().is_err() {
-            eprintln!("SKIPPED: socat is not installed (scripts/test.sh installs it)");
+            netns::skip::not_installed("socat", "socat");
             return None;
         }
         let child =
@@ -600,7 +600,7 @@ fn server_serves_the_http_fixture_when_asked() {
         .arg(format!("http://127.0.0.1:{http}/"))
         .output();
     let Ok(out) = out else {
-        eprintln!("SKIPPED: curl is not installed");
+        netns::skip::not_installed("curl", "curl");
         return;
     };
     assert_eq!(String::from_utf8_lossy(&out.stdout), "200 1024");

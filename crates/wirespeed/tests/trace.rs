@@ -113,10 +113,9 @@ fn without_raw_sockets_trace_says_what_it_needs() {
         .output()
         .unwrap();
     if out.status.code() == Some(127) || String::from_utf8_lossy(&out.stderr).contains("setpriv:") {
-        eprintln!(
-            "SKIPPED: setpriv cannot drop privileges here: {}",
-            String::from_utf8_lossy(&out.stderr)
-        );
+        let why = String::from_utf8_lossy(&out.stderr);
+        let what = format!("setpriv cannot drop privileges here: {}", why.trim());
+        netns::skip::missing(&what, "run as root with util-linux's setpriv");
         return;
     }
     assert_eq!(out.status.code(), Some(8), "{}", String::from_utf8_lossy(&out.stderr));

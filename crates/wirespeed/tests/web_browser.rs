@@ -50,8 +50,7 @@ fn a_full_test_in_chromium_is_saved_and_listed() {
         let shots = tempfile::tempdir().unwrap();
         let url = format!("http://{host}:{}/", w.port);
         let page = run_page(&url, shots.path());
-        println!("{family}: {page}");
-        assert_eq!(page["errors"], serde_json::json!([]), "{family}");
+        assert_eq!(page["errors"], serde_json::json!([]), "{family}: {page}");
         assert_eq!(page["state"], "done", "{family}: {}", page["status"]);
         let client = page["client"].as_str().unwrap();
         assert!(client.contains(label) && client.contains(family), "{client}");

@@ -14,7 +14,7 @@ use std::ptr::NonNull;
 const PAGE: usize = 4096;
 
 /// A zeroed heap buffer whose first byte is on a page boundary.
-pub struct PageBuf {
+pub(crate) struct PageBuf {
     ptr: NonNull<u8>,
     len: usize,
     layout: Layout,
@@ -25,7 +25,7 @@ unsafe impl Send for PageBuf {}
 
 impl PageBuf {
     /// A zeroed buffer of `len` bytes.
-    pub fn zeroed(len: usize) -> Self {
+    pub(crate) fn zeroed(len: usize) -> Self {
         // At least one byte is allocated: zero-sized allocations are not allowed.
         let layout = Layout::from_size_align(len.max(1), PAGE).expect("buffer size overflows");
         // SAFETY: the layout has a non-zero size.

@@ -11,7 +11,7 @@ use wirespeed_proto::codec::{decode_frame, encode_frame, DecodeError, MAX_FRAME_
 
 /// Why a control frame could not be read or written.
 #[derive(Debug, thiserror::Error)]
-pub enum FrameError {
+pub(crate) enum FrameError {
     /// The peer closed the connection.
     #[error("the peer closed the control connection")]
     Closed,
@@ -28,25 +28,20 @@ pub enum FrameError {
 
 /// A control connection with its read buffer.
 #[derive(Debug)]
-pub struct Framed {
+pub(crate) struct Framed {
     stream: TcpStream,
     buf: Vec<u8>,
 }
 
 impl Framed {
     /// Wraps a connected stream; `leftover` holds bytes already read past the preamble.
-    pub fn new(stream: TcpStream, leftover: Vec<u8>) -> Self {
+    pub(crate) fn new(stream: TcpStream, leftover: Vec<u8>) -> Self {
         let _ = stream.set_nodelay(true);
         Self { stream, buf: leftover }
     }
 
-    /// The underlying stream.
-    pub fn stream(&self) -> &TcpStream {
-        &self.stream
-    }
-
     /// Sends one message.
-    pub async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), FrameError> {
+    pub(crate) async fn send<T: Serialize>(&mut self, msg: &T) -> Result<(), FrameError> {
         let mut out = Vec::with_capacity(256);
         encode_frame(msg, &mut out).map_err(|e| FrameError::Invalid(e.to_string()))?;
         self.stream.write_all(&out).await?;
@@ -54,13 +49,13 @@ impl Framed {
     }
 
     /// Writes raw bytes (a preamble).
-    pub async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
+    pub(crate) async fn send_raw(&mut self, bytes: &[u8]) -> Result<(), FrameError> {
         self.stream.write_all(bytes).await?;
         Ok(())
     }
 
     /// Receives one message. Cancel-safe.
-    pub async fn recv<T: DeserializeOwned>(&mut self) -> Result<T, FrameError> {
+    pub(crate) async fn recv<T: DeserializeOwned>(&mut self) -> Result<T, FrameError> {
         loop {
             match decode_frame::<T>(&self.buf) {
                 Ok((msg, used)) => {
@@ -81,7 +76,7 @@ impl Framed {
     }
 
     /// Receives one message, failing after `limit`.
-    pub async fn recv_within<T: DeserializeOwned>(
+    pub(crate) async fn recv_within<T: DeserializeOwned>(
         &mut self,
         limit: Duration,
     ) -> Result<T, FrameError> {
@@ -89,7 +84,7 @@ impl Framed {
     }
 
     /// Half-closes and drops the connection.
-    pub async fn close(mut self) {
+    pub(crate) async fn close(mut self) {
         let _ = self.stream.shutdown().await;
     }
 }

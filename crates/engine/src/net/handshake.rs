@@ -65,7 +65,7 @@ pub(crate) struct Opened {
 
 impl Opened {
     /// The report's meta for this connection.
-    pub fn meta(&self) -> Meta {
+    pub(crate) fn meta(&self) -> Meta {
         Meta {
             local_addr: self.local_addr.map(|a| a.to_string()),
             server_version: Some(self.server_version.clone()),

@@ -10,7 +10,7 @@ use std::mem::size_of;
 use std::os::fd::RawFd;
 
 /// A batch of `count` datagram buffers of `size` bytes each.
-pub struct MsgBatch {
+pub(crate) struct MsgBatch {
     bufs: Box<[u8]>,
     size: usize,
     iovs: Box<[libc::iovec]>,
@@ -26,7 +26,7 @@ unsafe impl Send for MsgBatch {}
 
 impl MsgBatch {
     /// A batch of `count` buffers of `size` bytes; `named` keeps a peer address per message.
-    pub fn new(count: usize, size: usize, named: bool) -> Self {
+    pub(crate) fn new(count: usize, size: usize, named: bool) -> Self {
         let mut bufs = vec![0u8; count * size].into_boxed_slice();
         let mut iovs: Box<[libc::iovec]> = (0..count)
             .map(|i| libc::iovec {
@@ -54,7 +54,7 @@ impl MsgBatch {
 
     /// Keeps room for each received message's kernel timestamp (the socket must have
     /// `SO_TIMESTAMPNS` on); read it with [`Self::stamp_ns`].
-    pub fn stamped(mut self) -> Self {
+    pub(crate) fn stamped(mut self) -> Self {
         let mut controls: Box<[[u64; 8]]> = vec![[0u64; 8]; self.msgs.len()].into_boxed_slice();
         for (m, c) in self.msgs.iter_mut().zip(controls.iter_mut()) {
             m.msg_hdr.msg_control = c.as_mut_ptr().cast();
@@ -65,7 +65,7 @@ impl MsgBatch {
 
     /// When the kernel received message `i` of the last [`Self::recv`] (wall clock, ns since
     /// the epoch), if the batch is [`Self::stamped`] and the kernel stamped it.
-    pub fn stamp_ns(&self, i: usize) -> Option<i64> {
+    pub(crate) fn stamp_ns(&self, i: usize) -> Option<i64> {
         self.controls.as_ref()?;
         let hdr = &self.msgs[i].msg_hdr;
         // SAFETY: walking the control buffer the kernel filled, bounded by msg_controllen.
@@ -84,17 +84,17 @@ impl MsgBatch {
     }
 
     /// How many messages the batch holds.
-    pub fn capacity(&self) -> usize {
+    pub(crate) fn capacity(&self) -> usize {
         self.msgs.len()
     }
 
     /// Buffer `i`, whole, to fill before [`Self::send`].
-    pub fn buf_mut(&mut self, i: usize) -> &mut [u8] {
+    pub(crate) fn buf_mut(&mut self, i: usize) -> &mut [u8] {
         &mut self.bufs[i * self.size..(i + 1) * self.size]
     }
 
     /// What message `i` of the last [`Self::recv`] holds.
-    pub fn received(&self, i: usize) -> &[u8] {
+    pub(crate) fn received(&self, i: usize) -> &[u8] {
         let len = (self.msgs[i].msg_len as usize).min(self.size);
         &self.bufs[i * self.size..i * self.size + len]
     }
@@ -102,13 +102,18 @@ impl MsgBatch {
     /// Sends messages `0..lens.len()`, message `i` being the first `lens[i]` bytes of its
     /// buffer, to the connected peer (or, in a named batch, to each message's address).
     /// Returns how many the kernel took.
-    pub fn send(&mut self, fd: RawFd, lens: &[usize]) -> io::Result<usize> {
+    pub(crate) fn send(&mut self, fd: RawFd, lens: &[usize]) -> io::Result<usize> {
         self.send_from(fd, 0, lens)
     }
 
     /// Like [`Self::send`] for messages `first..lens.len()`: the rest of a batch the kernel
     /// took only part of.
-    pub fn send_from(&mut self, fd: RawFd, first: usize, lens: &[usize]) -> io::Result<usize> {
+    pub(crate) fn send_from(
+        &mut self,
+        fd: RawFd,
+        first: usize,
+        lens: &[usize],
+    ) -> io::Result<usize> {
         let n = lens.len().min(self.msgs.len());
         if first >= n {
             return Ok(0);
@@ -134,7 +139,7 @@ impl MsgBatch {
 
     /// Receives up to a batch of datagrams without waiting; returns how many arrived (an
     /// empty socket is `Ok(0)`).
-    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         for i in 0..self.msgs.len() {
             self.iovs[i].iov_len = self.size;
             if self.controls.is_some() {
@@ -163,7 +168,7 @@ impl MsgBatch {
     }
 
     /// True when messages `a` and `b` go to the same address (a named batch).
-    pub fn same_peer(&self, a: usize, b: usize) -> bool {
+    pub(crate) fn same_peer(&self, a: usize, b: usize) -> bool {
         let (na, nb) = (self.msgs[a].msg_hdr.msg_namelen, self.msgs[b].msg_hdr.msg_namelen);
         let bytes = |i: usize, n: libc::socklen_t| {
             // SAFETY: a sockaddr_storage is plain bytes, and n is at most its size.
@@ -179,7 +184,7 @@ impl MsgBatch {
 
     /// Sends messages `first..first + count`, all `segment` bytes long and to message
     /// `first`'s address, as one UDP GSO send packed in `pack`.
-    pub fn send_gso_run(
+    pub(crate) fn send_gso_run(
         &mut self,
         fd: RawFd,
         first: usize,
@@ -223,7 +228,7 @@ impl MsgBatch {
 
     /// Copies the peer address of message `from` of `other` (a received batch) into message
     /// `to` of this one, so an answer goes back where its query came from.
-    pub fn reply_to(&mut self, to: usize, other: &MsgBatch, from: usize) {
+    pub(crate) fn reply_to(&mut self, to: usize, other: &MsgBatch, from: usize) {
         self.names[to] = other.names[from];
         self.msgs[to].msg_hdr.msg_namelen = other.msgs[from].msg_hdr.msg_namelen;
     }

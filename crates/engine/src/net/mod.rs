@@ -3,10 +3,12 @@
 //! data streams' openers ([`streams`]), TLS ([`tls`]) and ICMP sockets ([`icmp`]).
 
 pub(crate) mod buffer;
-pub mod framed;
+pub(crate) mod framed;
 pub mod handshake;
 pub mod icmp;
-pub mod mmsg;
+pub(crate) mod mmsg;
 pub(crate) mod streams;
-pub mod sys;
+pub(crate) mod sys;
 pub mod tls;
+
+pub use sys::congestion_available;

@@ -27,7 +27,7 @@ fn cvt(r: libc::c_int) -> io::Result<libc::c_int> {
 }
 
 /// Sets an integer socket option.
-pub fn set_int(
+pub(crate) fn set_int(
     fd: RawFd,
     level: libc::c_int,
     name: libc::c_int,
@@ -46,8 +46,9 @@ pub fn set_int(
     .map(drop)
 }
 
-/// Reads an integer socket option.
-pub fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
+/// Reads an integer socket option (the tests read back what the set functions set).
+#[cfg(test)]
+fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
     let mut value: libc::c_int = 0;
     let mut len = size_of::<libc::c_int>() as libc::socklen_t;
     // SAFETY: value and len are live and sized for the option.
@@ -58,7 +59,7 @@ pub fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<l
 }
 
 /// Sets the congestion-control algorithm of a TCP socket.
-pub fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
+pub(crate) fn set_congestion(fd: RawFd, name: &str) -> io::Result<()> {
     // SAFETY: passes the bytes of a live str and their length.
     cvt(unsafe {
         libc::setsockopt(
@@ -80,8 +81,10 @@ pub fn congestion_available(name: &str) -> io::Result<()> {
     set_congestion(socket.as_raw_fd(), name)
 }
 
-/// Reads the congestion-control algorithm of a TCP socket.
-pub fn congestion(fd: RawFd) -> io::Result<String> {
+/// Reads the congestion-control algorithm of a TCP socket (the tests read back what
+/// `set_congestion` set).
+#[cfg(test)]
+fn congestion(fd: RawFd) -> io::Result<String> {
     let mut buf = [0u8; 32];
     let mut len = buf.len() as libc::socklen_t;
     // SAFETY: buf and len are live and len is buf's size.
@@ -100,7 +103,7 @@ pub fn congestion(fd: RawFd) -> io::Result<String> {
 
 /// Sets the socket's pacing ceiling in bytes per second (`SO_MAX_PACING_RATE`); TCP paces
 /// itself to it per packet since Linux 4.13.
-pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
+pub(crate) fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
     let rate: u64 = bytes_per_sec;
     // SAFETY: passes a pointer to a live u64 and its size (the kernel accepts u32 or u64).
     cvt(unsafe {
@@ -117,7 +120,7 @@ pub fn set_max_pacing_rate(fd: RawFd, bytes_per_sec: u64) -> io::Result<()> {
 
 /// Sets both socket buffers, using the `FORCE` variants (which ignore `rmem_max`/`wmem_max`)
 /// when running privileged, so the size asked for is the size obtained.
-pub fn set_buffers(fd: RawFd, bytes: u32) -> io::Result<()> {
+pub(crate) fn set_buffers(fd: RawFd, bytes: u32) -> io::Result<()> {
     let v = bytes.min(i32::MAX as u32) as libc::c_int;
     if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
         set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v)?;
@@ -132,7 +135,7 @@ pub fn set_buffers(fd: RawFd, bytes: u32) -> io::Result<()> {
 /// [`set_buffers`] does, and the advertised receive window with `TCP_WINDOW_CLAMP`. Shrinking
 /// `SO_RCVBUF` below a window already advertised makes the kernel drop data it invited: the
 /// sender then crawls through retransmits (1 Mbit/s where 200 were asked, with `-w 8K`).
-pub fn set_window_established(fd: RawFd, bytes: u32) -> io::Result<()> {
+pub(crate) fn set_window_established(fd: RawFd, bytes: u32) -> io::Result<()> {
     let v = bytes.min(i32::MAX as u32) as libc::c_int;
     if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
         set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v)?;
@@ -142,7 +145,7 @@ pub fn set_window_established(fd: RawFd, bytes: u32) -> io::Result<()> {
 
 /// Raises the receive buffer to at least `bytes` where permitted; errors are ignored because a
 /// smaller buffer only means more loss, which the test then reports.
-pub fn raise_rcvbuf(fd: RawFd, bytes: u32) {
+pub(crate) fn raise_rcvbuf(fd: RawFd, bytes: u32) {
     let v = bytes.min(i32::MAX as u32) as libc::c_int;
     if set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUFFORCE, v).is_err() {
         let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_RCVBUF, v);
@@ -150,7 +153,7 @@ pub fn raise_rcvbuf(fd: RawFd, bytes: u32) {
 }
 
 /// Raises the send buffer like [`raise_rcvbuf`].
-pub fn raise_sndbuf(fd: RawFd, bytes: u32) {
+pub(crate) fn raise_sndbuf(fd: RawFd, bytes: u32) {
     let v = bytes.min(i32::MAX as u32) as libc::c_int;
     if set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUFFORCE, v).is_err() {
         let _ = set_int(fd, libc::SOL_SOCKET, libc::SO_SNDBUF, v);
@@ -158,7 +161,7 @@ pub fn raise_sndbuf(fd: RawFd, bytes: u32) {
 }
 
 /// Marks outgoing packets with a DSCP value (IPv4 TOS or IPv6 traffic class).
-pub fn set_dscp(fd: RawFd, ipv6: bool, dscp: u8) -> io::Result<()> {
+pub(crate) fn set_dscp(fd: RawFd, ipv6: bool, dscp: u8) -> io::Result<()> {
     let tos = libc::c_int::from(dscp) << 2;
     if ipv6 {
         set_int(fd, libc::IPPROTO_IPV6, libc::IPV6_TCLASS, tos)?;
@@ -172,12 +175,12 @@ pub fn set_dscp(fd: RawFd, ipv6: bool, dscp: u8) -> io::Result<()> {
 
 /// Bytes of this connection's data the peer has acknowledged (`tcpi_bytes_acked`): what it
 /// has received, as against what was handed to the kernel.
-pub fn bytes_acked(fd: RawFd) -> Option<u64> {
+pub(crate) fn bytes_acked(fd: RawFd) -> Option<u64> {
     tcp_info(fd).map(|i| i.tcpi_bytes_acked)
 }
 
 /// Samples `TCP_INFO` of a sending socket.
-pub fn tcp_sample(fd: RawFd) -> Option<TcpSample> {
+pub(crate) fn tcp_sample(fd: RawFd) -> Option<TcpSample> {
     let info = tcp_info(fd)?;
     Some(TcpSample {
         retransmits: u64::from(info.tcpi_total_retrans),
@@ -202,7 +205,7 @@ fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {
 }
 
 /// CPU time used so far by the calling thread: (user, system) in nanoseconds.
-pub fn thread_cpu_ns() -> (u64, u64) {
+pub(crate) fn thread_cpu_ns() -> (u64, u64) {
     let mut usage = MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: usage is a valid out-pointer for getrusage.
     let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
@@ -217,7 +220,7 @@ pub fn thread_cpu_ns() -> (u64, u64) {
 
 /// Lets `nanosleep` wake the calling thread within a microsecond instead of the default 50 µs
 /// slack, so per-packet pacing can hit its schedule.
-pub fn tighten_timer_slack() {
+pub(crate) fn tighten_timer_slack() {
     // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer.
     unsafe {
         libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong);
@@ -226,7 +229,7 @@ pub fn tighten_timer_slack() {
 
 /// Wall-clock time in nanoseconds since the Unix epoch: the clock kernel receive timestamps
 /// (`SO_TIMESTAMPNS`) use, so a datagram's send and receive times share one clock.
-pub fn realtime_ns() -> i64 {
+pub(crate) fn realtime_ns() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_REALTIME, &mut ts) };
@@ -234,7 +237,7 @@ pub fn realtime_ns() -> i64 {
 }
 
 /// Nanoseconds of `CLOCK_MONOTONIC` (what iperf3 stamps its datagrams with).
-pub fn monotonic_ns() -> i64 {
+pub(crate) fn monotonic_ns() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };
     // SAFETY: ts is a valid out-pointer.
     unsafe { libc::clock_gettime(libc::CLOCK_MONOTONIC, &mut ts) };
@@ -242,17 +245,17 @@ pub fn monotonic_ns() -> i64 {
 }
 
 /// Turns on UDP receive coalescing (GRO); false if the kernel does not support it.
-pub fn enable_udp_gro(fd: RawFd) -> bool {
+pub(crate) fn enable_udp_gro(fd: RawFd) -> bool {
     set_int(fd, libc::SOL_UDP, UDP_GRO, 1).is_ok()
 }
 
 /// Asks the kernel to stamp each received datagram with its arrival time.
-pub fn enable_rx_timestamps(fd: RawFd) -> bool {
+pub(crate) fn enable_rx_timestamps(fd: RawFd) -> bool {
     set_int(fd, libc::SOL_SOCKET, libc::SO_TIMESTAMPNS, 1).is_ok()
 }
 
 /// Sends `buf` as datagrams of `segment` bytes each in one call (UDP GSO).
-pub fn send_gso(fd: RawFd, buf: &[u8], segment: u16) -> io::Result<usize> {
+pub(crate) fn send_gso(fd: RawFd, buf: &[u8], segment: u16) -> io::Result<usize> {
     let mut iov = libc::iovec { iov_base: buf.as_ptr() as *mut _, iov_len: buf.len() };
     // SAFETY: CMSG_SPACE is a pure size computation.
     let space = unsafe { libc::CMSG_SPACE(size_of::<u16>() as u32) } as usize;
@@ -282,7 +285,7 @@ pub fn send_gso(fd: RawFd, buf: &[u8], segment: u16) -> io::Result<usize> {
 
 /// Sends each of `bufs` as its own datagram, in as few calls as the kernel allows; returns
 /// how many were sent.
-pub fn send_many(fd: RawFd, bufs: &[&[u8]]) -> io::Result<usize> {
+pub(crate) fn send_many(fd: RawFd, bufs: &[&[u8]]) -> io::Result<usize> {
     let mut iovs: Vec<libc::iovec> = bufs
         .iter()
         .map(|b| libc::iovec { iov_base: b.as_ptr() as *mut _, iov_len: b.len() })
@@ -305,7 +308,7 @@ pub fn send_many(fd: RawFd, bufs: &[&[u8]]) -> io::Result<usize> {
 
 /// One received (possibly GRO-coalesced) datagram in a [`RecvBatch`].
 #[derive(Debug, Clone, Copy, Default)]
-pub struct Received {
+pub(crate) struct Received {
     /// Bytes received.
     pub len: usize,
     /// Size of each coalesced segment; equals `len` when not coalesced.
@@ -315,7 +318,7 @@ pub struct Received {
 }
 
 /// Buffers for receiving up to `N` datagrams with one `recvmmsg` call.
-pub struct RecvBatch {
+pub(crate) struct RecvBatch {
     bufs: Vec<PageBuf>,
     controls: Vec<[u64; 16]>,
     /// What each slot received in the last call.
@@ -324,7 +327,7 @@ pub struct RecvBatch {
 
 impl RecvBatch {
     /// Buffers for `count` datagrams of up to `size` bytes each.
-    pub fn new(count: usize, size: usize) -> Self {
+    pub(crate) fn new(count: usize, size: usize) -> Self {
         Self {
             bufs: (0..count).map(|_| PageBuf::zeroed(size)).collect(),
             controls: vec![[0; 16]; count],
@@ -333,13 +336,13 @@ impl RecvBatch {
     }
 
     /// The payload of slot `i` from the last call.
-    pub fn payload(&self, i: usize) -> &[u8] {
+    pub(crate) fn payload(&self, i: usize) -> &[u8] {
         &self.bufs[i][..self.got[i].len]
     }
 
     /// Receives into the batch, blocking until at least one datagram arrives (or the socket's
     /// receive timeout passes); returns how many slots were filled.
-    pub fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
+    pub(crate) fn recv(&mut self, fd: RawFd) -> io::Result<usize> {
         let n = self.bufs.len();
         let mut iovs: Vec<libc::iovec> = self
             .bufs
@@ -407,7 +410,7 @@ impl RecvBatch {
 /// the page cache hands `sendfile` pages in batches, while shmem (memfd, tmpfs) looks each page
 /// up alone, which made the zero-copy sender about a fifth slower on loopback. A memfd is the
 /// fallback where the temporary directory refuses `O_TMPFILE`.
-pub fn payload_file(data: &[u8]) -> io::Result<File> {
+pub(crate) fn payload_file(data: &[u8]) -> io::Result<File> {
     let file = std::fs::OpenOptions::new()
         .read(true)
         .write(true)
@@ -428,7 +431,7 @@ fn memfd() -> io::Result<File> {
 
 /// Sends up to `count` bytes of `file` from `offset` to socket `out` without copying them
 /// through user space.
-pub fn sendfile(out: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {
+pub(crate) fn sendfile(out: RawFd, file: &File, offset: u64, count: usize) -> io::Result<usize> {
     let mut off = offset as libc::off_t;
     // SAFETY: both descriptors are open; off is a valid in/out pointer.
     let r = unsafe { libc::sendfile(out, file.as_raw_fd(), &mut off, count) };
@@ -440,7 +443,7 @@ pub fn sendfile(out: RawFd, file: &File, offset: u64, count: usize) -> io::Resul
 }
 
 /// Fills `buf` with random bytes so compression on the path cannot inflate the result.
-pub fn fill_random(buf: &mut [u8]) {
+pub(crate) fn fill_random(buf: &mut [u8]) {
     // A failure here leaves zeros; the measurement is still valid on uncompressed paths.
     let _ = getrandom::fill(buf);
 }
@@ -451,6 +454,19 @@ mod tests {
     use std::net::UdpSocket;
     use std::os::fd::AsRawFd;
     use std::os::unix::fs::MetadataExt;
+
+    #[test]
+    fn socket_options_read_back_as_set() {
+        let socket =
+            socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
+        let fd = socket.as_raw_fd();
+        set_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY, 1).unwrap();
+        assert_eq!(get_int(fd, libc::IPPROTO_TCP, libc::TCP_NODELAY).unwrap(), 1);
+        // Linux always has reno; asking for it must take, and read back by name.
+        set_congestion(fd, "reno").unwrap();
+        assert_eq!(congestion(fd).unwrap(), "reno");
+        assert!(set_congestion(fd, "no-such-algorithm").is_err());
+    }
 
     #[test]
     fn gso_send_and_batched_receive_on_loopback() {
@@ -506,7 +522,7 @@ mod tests {
 }
 
 /// Waits until `fd` is readable or `wait` has passed; true when readable.
-pub fn wait_readable(fd: RawFd, wait: std::time::Duration) -> io::Result<bool> {
+pub(crate) fn wait_readable(fd: RawFd, wait: std::time::Duration) -> io::Result<bool> {
     let mut p = libc::pollfd { fd, events: libc::POLLIN, revents: 0 };
     // Round up, so a wait of 300 µs does not become a busy poll of 0 ms.
     let ms = wait.as_micros().div_ceil(1000).min(i32::MAX as u128) as libc::c_int;
@@ -527,7 +543,7 @@ pub fn wait_readable(fd: RawFd, wait: std::time::Duration) -> io::Result<bool> {
 
 /// One datagram and what came with it.
 #[derive(Debug, Clone, Copy)]
-pub struct Datagram {
+pub(crate) struct Datagram {
     /// Bytes received.
     pub len: usize,
     /// Who sent it.
@@ -540,7 +556,7 @@ pub struct Datagram {
 }
 
 /// Receives one datagram without blocking, with its sender and TTL.
-pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
+pub(crate) fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
     // SAFETY: zeroed sockaddr_storage and a control buffer are valid for recvmsg to fill;
     // every pointer given stays alive for the call, and the lengths are the buffers'.
     unsafe {
@@ -592,7 +608,7 @@ pub fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
 }
 
 /// A new epoll instance.
-pub fn epoll() -> io::Result<std::os::fd::OwnedFd> {
+pub(crate) fn epoll() -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: epoll_create1 returns a new descriptor or -1.
     let fd = cvt(unsafe { libc::epoll_create1(libc::EPOLL_CLOEXEC) })?;
     // SAFETY: a fresh descriptor that nothing else owns.
@@ -602,7 +618,7 @@ pub fn epoll() -> io::Result<std::os::fd::OwnedFd> {
 /// Waits on `epoll` for at most `timeout` with nanosecond resolution (`epoll_pwait2`, Linux
 /// 5.11), or in whole milliseconds rounded up where the kernel lacks it. Returns how many
 /// events were written to `ready`; an interrupted wait returns 0.
-pub fn epoll_wait(
+pub(crate) fn epoll_wait(
     epoll: RawFd,
     ready: &mut [libc::epoll_event],
     timeout: std::time::Duration,

@@ -11,12 +11,12 @@ pub(crate) struct Budget(Option<Arc<AtomicU64>>);
 
 impl Budget {
     /// A budget of `count`, or an unlimited one.
-    pub fn new(count: Option<u64>) -> Self {
+    pub(crate) fn new(count: Option<u64>) -> Self {
         Self(count.map(|n| Arc::new(AtomicU64::new(n))))
     }
 
     /// Takes one; false when none are left.
-    pub fn claim(&self) -> bool {
+    pub(crate) fn claim(&self) -> bool {
         match &self.0 {
             None => true,
             Some(b) => b.fetch_update(Relaxed, Relaxed, |left| left.checked_sub(1)).is_ok(),

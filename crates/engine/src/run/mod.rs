@@ -5,5 +5,5 @@
 pub(crate) mod blocking;
 pub(crate) mod budget;
 pub(crate) mod intervals;
-pub mod pacer;
+pub(crate) mod pacer;
 pub(crate) mod threads;

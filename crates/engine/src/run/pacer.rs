@@ -7,7 +7,7 @@
 
 /// An absolute send schedule for one stream.
 #[derive(Debug, Clone)]
-pub struct Pacer {
+pub(crate) struct Pacer {
     bits_per_sec: u64,
     start_ns: u64,
     /// Bytes the schedule has already allowed.
@@ -17,12 +17,12 @@ pub struct Pacer {
 
 impl Pacer {
     /// A schedule at `bits_per_sec` starting at `start_ns`; `bits_per_sec == 0` never waits.
-    pub fn new(bits_per_sec: u64, start_ns: u64) -> Self {
+    pub(crate) fn new(bits_per_sec: u64, start_ns: u64) -> Self {
         Self { bits_per_sec, start_ns, scheduled_bytes: 0, max_debt_ns: 50_000_000 }
     }
 
     /// True when the stream is rate-limited.
-    pub fn is_limited(&self) -> bool {
+    pub(crate) fn is_limited(&self) -> bool {
         self.bits_per_sec > 0
     }
 
@@ -35,7 +35,7 @@ impl Pacer {
 
     /// How long to wait at `now_ns` before sending `bytes` more; books them on the schedule.
     /// Returns 0 when the stream may send at once.
-    pub fn reserve(&mut self, bytes: u64, now_ns: u64) -> u64 {
+    pub(crate) fn reserve(&mut self, bytes: u64, now_ns: u64) -> u64 {
         if self.bits_per_sec == 0 {
             return 0;
         }
@@ -60,7 +60,7 @@ impl Pacer {
 /// 1 kbit/s would be sent at the start and count as 1000× the rate; a 2 MiB write at 10 Mbit/s
 /// would sit 1.6 s in the socket queue (TCP paces itself to the rate too), counted as sent
 /// long before it left. Pieces keep what was written close to what left.
-pub fn paced_piece(bits_per_sec: u64, len: usize) -> usize {
+pub(crate) fn paced_piece(bits_per_sec: u64, len: usize) -> usize {
     if bits_per_sec == 0 {
         return len;
     }
@@ -69,14 +69,14 @@ pub fn paced_piece(bits_per_sec: u64, len: usize) -> usize {
 }
 
 /// The span of the schedule one piece of a paced TCP write covers.
-pub const PIECE_NS: u64 = 20_000_000;
+pub(crate) const PIECE_NS: u64 = 20_000_000;
 /// The smallest piece: below this, headers would outweigh the data many times over.
-pub const MIN_PIECE: usize = 64;
+pub(crate) const MIN_PIECE: usize = 64;
 
 /// How many UDP datagrams to hand the kernel per call at `bits_per_sec` with `len`-byte
 /// datagrams: enough to amortise the call, few enough that one batch spans at most ~100 µs of
 /// the schedule, so paced traffic leaves as a smooth stream rather than bursts.
-pub fn udp_batch(bits_per_sec: u64, len: u32, max: usize) -> usize {
+pub(crate) fn udp_batch(bits_per_sec: u64, len: u32, max: usize) -> usize {
     if bits_per_sec == 0 {
         return max;
     }

@@ -18,12 +18,12 @@ pub(crate) struct StreamThreads {
 
 impl StreamThreads {
     /// True when every thread has ended.
-    pub fn finished(&self) -> bool {
+    pub(crate) fn finished(&self) -> bool {
         self.handles.iter().all(|t| t.is_finished())
     }
 
     /// Stops every thread and returns their CPU time (user, system) in nanoseconds.
-    pub fn stop(self) -> (u64, u64) {
+    pub(crate) fn stop(self) -> (u64, u64) {
         self.stop.store(true, Relaxed);
         for s in &self.sockets {
             let _ = s.shutdown(Shutdown::Both);

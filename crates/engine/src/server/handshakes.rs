@@ -11,14 +11,14 @@ use std::sync::{Arc, Mutex};
 use tokio_util::sync::CancellationToken;
 
 /// Connections mid-handshake at once, from all addresses.
-pub const MAX_PENDING: usize = 512;
+pub(crate) const MAX_PENDING: usize = 512;
 /// Connections mid-handshake at once from one address: well above the streams of the largest
 /// test (iperf3's `-P 128` opens 128 data connections at once, each speaking at once).
-pub const MAX_PENDING_PER_ADDRESS: usize = 256;
+pub(crate) const MAX_PENDING_PER_ADDRESS: usize = 256;
 
 /// The table of pending connections, oldest first.
 #[derive(Debug, Default)]
-pub struct Handshakes {
+pub(crate) struct Handshakes {
     table: Mutex<Table>,
 }
 
@@ -31,7 +31,7 @@ struct Table {
 
 /// A connection's place in the table; dropping it (the handshake ended) frees the place.
 #[derive(Debug)]
-pub struct Pending {
+pub(crate) struct Pending {
     handshakes: Arc<Handshakes>,
     arrival: u64,
     /// Cancelled when the connection is shed to make room.
@@ -41,7 +41,7 @@ pub struct Pending {
 impl Handshakes {
     /// Admits connection number `arrival` from `peer`; returns its place and the address of
     /// the connection shed to make room, if one was.
-    pub fn admit(self: &Arc<Self>, arrival: u64, peer: IpAddr) -> (Pending, Option<IpAddr>) {
+    pub(crate) fn admit(self: &Arc<Self>, arrival: u64, peer: IpAddr) -> (Pending, Option<IpAddr>) {
         let mut t = self.table.lock().unwrap_or_else(|p| p.into_inner());
         let shed = if t.per_address.get(&peer).copied().unwrap_or(0) >= MAX_PENDING_PER_ADDRESS {
             t.oldest(|ip| ip == peer)
@@ -62,13 +62,13 @@ impl Handshakes {
 
     /// How many connections are pending now.
     #[cfg(test)]
-    pub fn len(&self) -> usize {
+    pub(crate) fn len(&self) -> usize {
         self.table.lock().unwrap_or_else(|p| p.into_inner()).pending.len()
     }
 
     /// True when no connection is pending.
     #[cfg(test)]
-    pub fn is_empty(&self) -> bool {
+    pub(crate) fn is_empty(&self) -> bool {
         self.len() == 0
     }
 }

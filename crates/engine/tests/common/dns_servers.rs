@@ -13,12 +13,12 @@ use std::time::{Duration, Instant};
 use super::peer::Peer;
 
 /// Hosts in the test zone (host1 … hostN).
-pub const HOSTS: u32 = 100;
+pub(crate) const HOSTS: u32 = 100;
 
 /// The test zone: SOA, NS, www (A, AAAA), hostN (A), `mid` with a TXT record of about 800
 /// bytes (too large for a UDP answer without EDNS, 512 bytes, not for EDNS 1232) and `big`
 /// with one of about 2 KB (too large for 1232 as well, the most these servers send).
-pub fn zone_text() -> String {
+pub(crate) fn zone_text() -> String {
     let mut z = String::from(
         "$ORIGIN example.test.\n$TTL 3600\n@ IN SOA ns1.example.test. hostmaster.example.test. ( 1 7200 3600 1209600 3600 )\n@ IN NS ns1.example.test.\nns1 IN A 127.0.0.1\nwww IN A 192.0.2.10\nwww IN AAAA 2001:db8::10\n",
     );
@@ -39,7 +39,7 @@ pub fn zone_text() -> String {
 
 /// The query file: each host, www (A and AAAA), one name that does not exist (NXDOMAIN),
 /// one type a name lacks (NODATA: NOERROR, no answer) and the two large TXT records.
-pub fn query_lines() -> String {
+pub(crate) fn query_lines() -> String {
     let mut q = String::from(
         "; the checks count on this list\nwww.example.test A\nwww.example.test AAAA\n",
     );
@@ -53,18 +53,18 @@ pub fn query_lines() -> String {
 }
 
 /// Queries in [`query_lines`]: (total, NXDOMAIN).
-pub const QUERIES: (u64, u64) = (HOSTS as u64 + 6, 1);
+pub(crate) const QUERIES: (u64, u64) = (HOSTS as u64 + 6, 1);
 
 /// Which server.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Kind {
+pub(crate) enum Kind {
     Unbound,
     Nsd,
     Knot,
 }
 
 /// A running DNS server, stopped when dropped.
-pub struct DnsServer {
+pub(crate) struct DnsServer {
     pub addr: SocketAddr,
     /// Its DNS-over-TLS port, when started with a certificate (unbound only).
     pub tls_port: Option<u16>,
@@ -75,22 +75,22 @@ pub struct DnsServer {
 
 impl DnsServer {
     /// Starts `kind`, or returns `None` (after saying why) when it is not installed.
-    pub fn start(kind: Kind) -> Option<Self> {
+    pub(crate) fn start(kind: Kind) -> Option<Self> {
         Self::start_with(kind, None)
     }
 
     /// Starts `kind`; unbound also serves DNS over TLS with `tls` (certificate and key PEM).
-    pub fn start_with(
+    pub(crate) fn start_with(
         kind: Kind,
         tls: Option<(&std::path::Path, &std::path::Path)>,
     ) -> Option<Self> {
-        let binary = match kind {
-            Kind::Unbound => "/usr/sbin/unbound",
-            Kind::Nsd => "/usr/sbin/nsd",
-            Kind::Knot => "/usr/sbin/knotd",
+        let (binary, package) = match kind {
+            Kind::Unbound => ("/usr/sbin/unbound", "unbound"),
+            Kind::Nsd => ("/usr/sbin/nsd", "nsd"),
+            Kind::Knot => ("/usr/sbin/knotd", "knot"),
         };
         if !std::path::Path::new(binary).exists() {
-            super::peer::missing(binary);
+            super::skip::not_installed(binary, package);
             return None;
         }
         let port = free_port();
@@ -183,7 +183,7 @@ impl DnsServer {
     }
 
     /// The query file, written in the server's directory.
-    pub fn datafile(&self) -> PathBuf {
+    pub(crate) fn datafile(&self) -> PathBuf {
         let path = self.dir.join("queries.txt");
         std::fs::write(&path, query_lines()).unwrap();
         path
@@ -191,7 +191,7 @@ impl DnsServer {
 }
 
 /// A port free for both UDP and TCP on 127.0.0.1.
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     loop {
         let u = UdpSocket::bind("127.0.0.1:0").unwrap();
         let port = u.local_addr().unwrap().port();

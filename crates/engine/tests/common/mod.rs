@@ -2,9 +2,10 @@
 //! Debian's nginx as an external peer ([`nginx`]).
 #![allow(dead_code)]
 
-pub mod dns_servers;
-pub mod nginx;
-pub mod peer;
+pub(crate) mod dns_servers;
+pub(crate) mod nginx;
+pub(crate) mod peer;
+pub(crate) mod skip;
 
 use std::net::SocketAddr;
 use std::time::Duration;
@@ -21,7 +22,7 @@ use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
 
 /// A client endpoint for `addr`, with the defaults tests use.
-pub fn endpoint(addr: SocketAddr) -> Endpoint {
+pub(crate) fn endpoint(addr: SocketAddr) -> Endpoint {
     Endpoint {
         host: addr.ip().to_string(),
         port: addr.port(),
@@ -34,14 +35,14 @@ pub fn endpoint(addr: SocketAddr) -> Endpoint {
 }
 
 /// A running in-process server.
-pub struct TestServer {
+pub(crate) struct TestServer {
     pub addr: SocketAddr,
     pub stop: CancellationToken,
     pub task: JoinHandle<std::io::Result<()>>,
 }
 
 impl TestServer {
-    pub async fn start(bind: &str, config: ServerConfig) -> Self {
+    pub(crate) async fn start(bind: &str, config: ServerConfig) -> Self {
         let listeners = Listeners::bind(&[bind.parse().unwrap()]).unwrap();
         let addr = listeners.local_addrs()[0];
         let stop = CancellationToken::new();
@@ -49,11 +50,11 @@ impl TestServer {
         Self { addr, stop, task }
     }
 
-    pub async fn loopback() -> Self {
+    pub(crate) async fn loopback() -> Self {
         Self::start("127.0.0.1:0", ServerConfig::default()).await
     }
 
-    pub async fn shutdown(self) {
+    pub(crate) async fn shutdown(self) {
         self.stop.cancel();
         tokio::time::timeout(Duration::from_secs(20), self.task)
             .await
@@ -63,25 +64,25 @@ impl TestServer {
     }
 
     /// Client options for `spec` against this server.
-    pub fn opts(&self, spec: BandwidthSpec) -> ClientOptions {
+    pub(crate) fn opts(&self, spec: BandwidthSpec) -> ClientOptions {
         ClientOptions { spec, endpoint: self.endpoint() }
     }
 
     /// How a client reaches this server.
-    pub fn endpoint(&self) -> Endpoint {
+    pub(crate) fn endpoint(&self) -> Endpoint {
         endpoint(self.addr)
     }
 }
 
 /// A short spec: `secs` seconds (fractions allowed), 0.25 s intervals.
-pub fn spec(protocol: Protocol, secs: f64) -> BandwidthSpec {
+pub(crate) fn spec(protocol: Protocol, secs: f64) -> BandwidthSpec {
     let mut s = BandwidthSpec::new("test", protocol);
     s.duration_ns = (secs * 1e9) as u64;
     s.interval_ns = 250_000_000;
     s
 }
 
-pub async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
+pub(crate) async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let report = client::run(opts, tx, CancellationToken::new()).await?;
     let ReportBody::Bandwidth(b) = report.body else { panic!("not a bandwidth report") };
@@ -91,7 +92,7 @@ pub async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
 /// Bytes one TCP stream may have in flight when a test ends (the receiver never counts them):
 /// at most the sender's and the receiver's socket buffers, whose autotuning ceilings are the
 /// third fields of `tcp_wmem` and `tcp_rmem`.
-pub fn tcp_in_flight_per_stream() -> u64 {
+pub(crate) fn tcp_in_flight_per_stream() -> u64 {
     let max_of = |name: &str| -> u64 {
         std::fs::read_to_string(format!("/proc/sys/net/ipv4/{name}"))
             .ok()
@@ -103,7 +104,7 @@ pub fn tcp_in_flight_per_stream() -> u64 {
 
 /// The built-in HTTP fixture on a free 127.0.0.1 port, with its default settings; cancel the
 /// token to stop it.
-pub async fn http_fixture() -> (u16, CancellationToken) {
+pub(crate) async fn http_fixture() -> (u16, CancellationToken) {
     use wirespeed_engine::kinds::http::fixture::{self, FixtureConfig};
     let listeners = Listeners::bind_tcp(&[SocketAddr::from(([127, 0, 0, 1], 0))], 0).unwrap();
     let port = listeners[0].local_addr().unwrap().port();
@@ -114,7 +115,7 @@ pub async fn http_fixture() -> (u16, CancellationToken) {
 
 /// The built-in DNS fixture (UDP and TCP) on a free 127.0.0.1 port, serving the generated
 /// zone with 1000 hosts; cancel the token to stop it.
-pub async fn dns_fixture() -> (u16, CancellationToken) {
+pub(crate) async fn dns_fixture() -> (u16, CancellationToken) {
     use wirespeed_engine::kinds::dns::fixture::{self, DnsListeners};
     let listeners = DnsListeners::bind(&[SocketAddr::from(([127, 0, 0, 1], 0))], 1).unwrap();
     let port = listeners.local_addrs()[0].port();
@@ -125,7 +126,7 @@ pub async fn dns_fixture() -> (u16, CancellationToken) {
 }
 
 /// Options for a DNS test of `spec` sending `lines` (EDNS as the spec asks).
-pub fn dns_options(
+pub(crate) fn dns_options(
     spec: wirespeed_model::kinds::dns::DnsSpec,
     lines: &[wirespeed_proto::dns::datafile::QueryLine],
 ) -> wirespeed_engine::kinds::dns::client::DnsOptions {
@@ -145,7 +146,7 @@ pub fn dns_options(
 }
 
 /// Runs a DNS test to its end and returns its report.
-pub async fn run_dns(
+pub(crate) async fn run_dns(
     opts: wirespeed_engine::kinds::dns::client::DnsOptions,
 ) -> wirespeed_model::kinds::dns::DnsReport {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
@@ -157,6 +158,6 @@ pub async fn run_dns(
 }
 
 /// How many answers of `r` had the response code named `name`.
-pub fn rcode(r: &wirespeed_model::kinds::dns::DnsReport, name: &str) -> u64 {
+pub(crate) fn rcode(r: &wirespeed_model::kinds::dns::DnsReport, name: &str) -> u64 {
     r.summary.rcodes.iter().find(|c| c.name == name).map_or(0, |c| c.count)
 }

@@ -1,13 +1,17 @@
 //! Network namespaces a test makes and removes itself: hosts that only exist on this machine,
 //! so a test can have real routers between it and its target (for `trace`) or its own
 //! sysctls (for ping socket permissions) without touching the host's network. A test that
-//! cannot make namespaces (not root, or a kernel that refuses) is skipped with the reason.
+//! cannot make namespaces (not root, or a kernel that refuses) fails under CI and is skipped
+//! elsewhere ([`skip`]).
 #![allow(dead_code)]
+
+#[path = "skip.rs"]
+pub(crate) mod skip;
 
 use std::process::{Command, Output};
 
 /// A named network namespace with its loopback up, deleted when dropped.
-pub struct Netns {
+pub(crate) struct Netns {
     /// Its name for `ip netns`.
     pub name: String,
 }
@@ -18,14 +22,13 @@ fn ip(args: &[&str]) -> Output {
 
 impl Netns {
     /// Makes a namespace, or returns `None` after printing why it could not.
-    pub fn new(tag: &str) -> Option<Self> {
+    pub(crate) fn new(tag: &str) -> Option<Self> {
         let name = format!("ws-{tag}-{}", std::process::id());
         let out = ip(&["netns", "add", &name]);
         if !out.status.success() {
-            eprintln!(
-                "SKIPPED: cannot make a network namespace: {}",
-                String::from_utf8_lossy(&out.stderr).trim()
-            );
+            let why = String::from_utf8_lossy(&out.stderr);
+            let what = format!("cannot make a network namespace: {}", why.trim());
+            skip::missing(&what, "run as root (CAP_SYS_ADMIN and CAP_NET_ADMIN)");
             return None;
         }
         let ns = Self { name };
@@ -34,14 +37,14 @@ impl Netns {
     }
 
     /// A command that runs inside the namespace.
-    pub fn command(&self, program: &str) -> Command {
+    pub(crate) fn command(&self, program: &str) -> Command {
         let mut c = Command::new("ip");
         c.args(["netns", "exec", &self.name, program]);
         c
     }
 
     /// Runs a shell command inside the namespace and insists that it works.
-    pub fn run(&self, script: &str) {
+    pub(crate) fn run(&self, script: &str) {
         let out = self.command("sh").args(["-c", script]).output().expect("sh runs");
         assert!(
             out.status.success(),
@@ -62,14 +65,14 @@ impl Drop for Netns {
 /// link k on 10.77.k.0/24 and fd77:k::/64 (host k is .1/::1, host k+1 is .2/::2), every
 /// middle host forwarding, and routes so the first host reaches the last through all of
 /// them. The last host's address on the last link is the far end.
-pub struct Chain {
+pub(crate) struct Chain {
     /// The hosts, first to last.
     pub hosts: Vec<Netns>,
 }
 
 impl Chain {
     /// Makes a chain of `n` hosts (at least 2), or `None` when namespaces are refused.
-    pub fn new(tag: &str, n: usize) -> Option<Self> {
+    pub(crate) fn new(tag: &str, n: usize) -> Option<Self> {
         assert!(n >= 2);
         let mut hosts = Vec::new();
         for i in 0..n {
@@ -83,10 +86,9 @@ impl Chain {
                 &b.name,
             ]);
             if !out.status.success() {
-                eprintln!(
-                    "SKIPPED: cannot make a veth pair: {}",
-                    String::from_utf8_lossy(&out.stderr).trim()
-                );
+                let why = String::from_utf8_lossy(&out.stderr);
+                let what = format!("cannot make a veth pair: {}", why.trim());
+                skip::missing(&what, "run as root, on a kernel with veth");
                 return None;
             }
             a.run(&format!("ip addr add 10.77.{k}.1/24 dev {va} && ip -6 addr add fd77:{k}::1/64 dev {va} nodad && ip link set {va} up"));
@@ -111,23 +113,23 @@ impl Chain {
     }
 
     /// The far end's IPv4 address.
-    pub fn far_v4(&self) -> String {
+    pub(crate) fn far_v4(&self) -> String {
         format!("10.77.{}.2", self.hosts.len() - 2)
     }
 
     /// The far end's IPv6 address.
-    pub fn far_v6(&self) -> String {
+    pub(crate) fn far_v6(&self) -> String {
         canonical_v6(&format!("fd77:{}::2", self.hosts.len() - 2))
     }
 
     /// The address by which host `i` (1..n) answers probes from the first host: its address
     /// on the link towards the first host.
-    pub fn hop_v4(&self, i: usize) -> String {
+    pub(crate) fn hop_v4(&self, i: usize) -> String {
         format!("10.77.{}.2", i - 1)
     }
 
     /// The IPv6 twin of [`Self::hop_v4`].
-    pub fn hop_v6(&self, i: usize) -> String {
+    pub(crate) fn hop_v6(&self, i: usize) -> String {
         canonical_v6(&format!("fd77:{}::2", i - 1))
     }
 }

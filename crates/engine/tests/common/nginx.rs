@@ -13,7 +13,7 @@ use super::peer::Peer;
 use std::time::{Duration, Instant};
 
 /// A running nginx, stopped when dropped.
-pub struct Nginx {
+pub(crate) struct Nginx {
     /// Its IPv4 loopback address.
     pub addr: SocketAddr,
     /// Its unix socket (plain HTTP/1.1).
@@ -26,7 +26,7 @@ pub struct Nginx {
 
 /// A certificate and key (PEM files) for nginx's TLS listener, and optionally the CA whose
 /// client certificates it requires.
-pub struct TlsFiles {
+pub(crate) struct TlsFiles {
     pub cert: PathBuf,
     pub key: PathBuf,
     pub client_ca: Option<PathBuf>,
@@ -34,17 +34,17 @@ pub struct TlsFiles {
 
 impl Nginx {
     /// Starts nginx, or returns `None` (after saying why) when it is not installed.
-    pub fn start() -> Option<Self> {
+    pub(crate) fn start() -> Option<Self> {
         Self::start_with(None)
     }
 
     /// Starts nginx, with a TLS listener when `tls` is given.
-    pub fn start_with(tls: Option<&TlsFiles>) -> Option<Self> {
+    pub(crate) fn start_with(tls: Option<&TlsFiles>) -> Option<Self> {
         let binary = ["/usr/sbin/nginx", "/usr/bin/nginx"]
             .into_iter()
             .find(|p| std::path::Path::new(p).exists());
         let Some(binary) = binary else {
-            super::peer::missing("nginx");
+            super::skip::not_installed("nginx", "nginx");
             return None;
         };
         let port = free_port();
@@ -112,12 +112,12 @@ impl Nginx {
     }
 
     /// What nginx has logged, for a failing assertion's message.
-    pub fn error_log(&self) -> String {
+    pub(crate) fn error_log(&self) -> String {
         std::fs::read_to_string(self.dir.join("error.log")).unwrap_or_default()
     }
 
     /// Pauses (SIGSTOP) or resumes (SIGCONT) every nginx process: a server that stalls.
-    pub fn signal_all(&self, signal: &str) {
+    pub(crate) fn signal_all(&self, signal: &str) {
         let master = self.peer.id();
         let children = std::fs::read_to_string(format!("/proc/{master}/task/{master}/children"))
             .unwrap_or_default();
@@ -129,7 +129,7 @@ impl Nginx {
 }
 
 /// A TCP port nothing listens on right now (on both loopback addresses).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     loop {
         let l = TcpListener::bind("127.0.0.1:0").unwrap();
         let port = l.local_addr().unwrap().port();

@@ -8,7 +8,7 @@ use std::process::{Child, Command};
 use std::time::{Duration, Instant};
 
 /// A running peer; stopped (gracefully, then by force) when dropped.
-pub struct Peer {
+pub(crate) struct Peer {
     child: Child,
     dir: Option<PathBuf>,
 }
@@ -18,20 +18,20 @@ const STOP_GRACE: Duration = Duration::from_secs(5);
 
 impl Peer {
     /// Spawns `command` as the leader of a new process group.
-    pub fn spawn(command: &mut Command, what: &str) -> Self {
+    pub(crate) fn spawn(command: &mut Command, what: &str) -> Self {
         let child =
             command.process_group(0).spawn().unwrap_or_else(|e| panic!("{what} starts: {e}"));
         Self { child, dir: None }
     }
 
     /// Removes `dir` (the peer's configuration and state) once the peer has stopped.
-    pub fn owning(mut self, dir: PathBuf) -> Self {
+    pub(crate) fn owning(mut self, dir: PathBuf) -> Self {
         self.dir = Some(dir);
         self
     }
 
     /// The leader's process id (also the group's id).
-    pub fn id(&self) -> u32 {
+    pub(crate) fn id(&self) -> u32 {
         self.child.id()
     }
 
@@ -75,14 +75,4 @@ impl Drop for Peer {
             panic!("peer process group {} still has processes after it was stopped", self.id());
         }
     }
-}
-
-/// A peer `scripts/test.sh` installs is missing: under CI (`CI` set) that fails the test, since
-/// a test must never pass by skipping its peer; elsewhere the test is skipped, saying why.
-pub fn missing(what: &str) {
-    let reason = format!("{what} is not installed (scripts/test.sh installs it)");
-    if std::env::var_os("CI").is_some_and(|v| !v.is_empty()) {
-        panic!("{reason}");
-    }
-    eprintln!("SKIPPED: {reason}");
 }

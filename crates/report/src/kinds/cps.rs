@@ -18,7 +18,7 @@ use crate::text::Style;
 
 /// "TCP connections/s to any TCP listener, 4 connections in flight on 1 thread, FIN close,
 /// 10 s" and the like.
-pub fn describe(spec: &CpsSpec) -> String {
+pub(crate) fn describe(spec: &CpsSpec) -> String {
     let target = if spec.external { "any TCP listener" } else { "a wirespeed server" };
     let plural = |n: u16, what: &str| format!("{n} {what}{}", if n == 1 { "" } else { "s" });
     let connectors = format!(
@@ -35,7 +35,7 @@ pub fn describe(spec: &CpsSpec) -> String {
 }
 
 /// The interval table's header.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     format!(
         "{:<15}{:>10}{:>10}{:>10}{:>10}{:>10}  failed",
         "Interval", "conn/s", "min", "p50", "p99", "max"
@@ -43,7 +43,7 @@ pub fn header() -> String {
 }
 
 /// One interval line.
-pub fn row(iv: &CpsInterval) -> String {
+pub(crate) fn row(iv: &CpsInterval) -> String {
     let c = &iv.connect;
     let failed = iv.failures.total();
     let failed = if failed == 0 {
@@ -68,7 +68,7 @@ pub fn row(iv: &CpsInterval) -> String {
 }
 
 /// The summary block.
-pub fn summary(r: &CpsReport, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn summary(r: &CpsReport, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.summary;
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
     let server = s.server_accepted.map_or(String::new(), |n| format!(", server accepted {n}"));
@@ -86,7 +86,7 @@ pub fn summary(r: &CpsReport, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// CSV columns for cps runs.
-pub fn csv_columns() -> String {
+pub(crate) fn csv_columns() -> String {
     let causes: Vec<String> =
         ConnectFailure::ALL.iter().map(|c| format!("failed_{}", c.name())).collect();
     format!(
@@ -119,7 +119,7 @@ fn csv_row(
 }
 
 /// One CSV row per interval.
-pub fn csv_interval(iv: &CpsInterval) -> String {
+pub(crate) fn csv_interval(iv: &CpsInterval) -> String {
     csv_row(
         "interval",
         iv.index.to_string(),
@@ -132,7 +132,7 @@ pub fn csv_interval(iv: &CpsInterval) -> String {
 }
 
 /// The CSV summary row.
-pub fn csv_summary(r: &CpsReport) -> String {
+pub(crate) fn csv_summary(r: &CpsReport) -> String {
     let s = &r.summary;
     let start = r.spec.warmup_ns as f64 / 1e9;
     csv_row(

@@ -18,7 +18,7 @@ use crate::live::rated;
 use crate::text::Style;
 
 /// "127.0.0.1:53 over UDP: 1 client on 1 thread, …" and the like.
-pub fn describe(spec: &DnsSpec) -> String {
+pub(crate) fn describe(spec: &DnsSpec) -> String {
     let plural = |n: u64, one: &str, many: &str| format!("{n} {}", if n == 1 { one } else { many });
     let clients = match spec.transport {
         DnsTransport::Udp => plural(u64::from(spec.clients), "socket", "sockets"),
@@ -60,7 +60,7 @@ pub fn describe(spec: &DnsSpec) -> String {
 }
 
 /// The interval table's header.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     format!(
         "{:<15}{:>11}{:>10}{:>10}{:>8}{:>8}{:>10}{:>10}{:>10}",
         "Interval", "qps", "sent", "answered", "lost", "TC", "p50", "p99", "max"
@@ -68,7 +68,7 @@ pub fn header() -> String {
 }
 
 /// One interval line.
-pub fn row(iv: &DnsInterval) -> String {
+pub(crate) fn row(iv: &DnsInterval) -> String {
     let l = &iv.latency;
     format!(
         "{:<15}{:>11.0}{:>10}{:>10}{:>8}{:>8}{:>10}{:>10}{:>10}",
@@ -96,7 +96,7 @@ fn secs(ns: f64) -> String {
 }
 
 /// The summary block.
-pub fn summary(r: &DnsReport, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn summary(r: &DnsReport, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.summary;
     writeln!(out, "[Status] Testing complete ({})", s.end_reason)?;
     writeln!(out)?;
@@ -191,12 +191,12 @@ fn extras(s: &DnsSummary, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// CSV columns for DNS runs.
-pub fn csv_columns() -> String {
+pub(crate) fn csv_columns() -> String {
     format!("row,index,start_s,end_s,queries_per_second,sent,completed,lost,interrupted,truncated,stray,send_errors,unsent,request_bytes,response_bytes,{STATS_COLUMNS}")
 }
 
 /// One CSV row per interval.
-pub fn csv_interval(iv: &DnsInterval) -> String {
+pub(crate) fn csv_interval(iv: &DnsInterval) -> String {
     let none = String::new;
     let head = [
         "interval".to_string(),
@@ -219,7 +219,7 @@ pub fn csv_interval(iv: &DnsInterval) -> String {
 }
 
 /// The CSV summary row.
-pub fn csv_summary(r: &DnsReport) -> String {
+pub(crate) fn csv_summary(r: &DnsReport) -> String {
     let s = &r.summary;
     let head = [
         "summary".to_string(),

@@ -17,7 +17,7 @@ use crate::live::rated;
 use crate::text::Style;
 
 /// "GET http://h/: 10 connections on 1 thread, keep-alive, 10 s" and the like.
-pub fn describe(spec: &HttpSpec) -> String {
+pub(crate) fn describe(spec: &HttpSpec) -> String {
     let limit = match spec.count {
         Some(n) => format!("{n} requests"),
         None => format!("{} s", spec.duration_ns as f64 / 1e9),
@@ -57,7 +57,7 @@ pub fn describe(spec: &HttpSpec) -> String {
 }
 
 /// The interval table's header.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     format!(
         "{:<15}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
         "Interval", "req/s", "p50", "p90", "p99", "max", "errors"
@@ -65,7 +65,7 @@ pub fn header() -> String {
 }
 
 /// One interval line.
-pub fn row(iv: &HttpInterval) -> String {
+pub(crate) fn row(iv: &HttpInterval) -> String {
     let l = &iv.latency;
     let line = format!(
         "{:<15}{:>10.0}{:>10}{:>10}{:>10}{:>10}{:>9}",
@@ -85,7 +85,7 @@ pub fn row(iv: &HttpInterval) -> String {
 }
 
 /// What "latency" means in this run.
-pub fn latency_meaning(spec: &HttpSpec) -> &'static str {
+pub(crate) fn latency_meaning(spec: &HttpSpec) -> &'static str {
     if spec.is_open() {
         "scheduled send time to last response byte read, so waiting counts (coordinated omission corrected)"
     } else {
@@ -94,7 +94,7 @@ pub fn latency_meaning(spec: &HttpSpec) -> &'static str {
 }
 
 /// The summary block.
-pub fn summary(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn summary(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.summary;
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
     writeln!(
@@ -210,12 +210,12 @@ fn sweep(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// CSV columns for HTTP runs.
-pub fn csv_columns() -> String {
+pub(crate) fn csv_columns() -> String {
     format!("row,index,start_s,end_s,omitted,target_rate,requests_per_second,sent,late,responses,errors,succeeded,bytes_in,bytes_out,{STATS_COLUMNS}")
 }
 
 /// One CSV row per interval.
-pub fn csv_interval(iv: &HttpInterval) -> String {
+pub(crate) fn csv_interval(iv: &HttpInterval) -> String {
     let none = String::new;
     let head = interval_cells(iv.index, iv.start_ns, iv.end_ns, iv.omitted);
     let counts = [
@@ -233,7 +233,7 @@ pub fn csv_interval(iv: &HttpInterval) -> String {
 }
 
 /// The CSV summary row, after one row per step of a sweep.
-pub fn csv_summary(r: &HttpReport) -> String {
+pub(crate) fn csv_summary(r: &HttpReport) -> String {
     let mut rows: Vec<String> = r
         .steps
         .iter()

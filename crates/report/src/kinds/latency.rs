@@ -17,7 +17,7 @@ use crate::live::rated;
 use crate::text::Style;
 
 /// "TCP, 1 connection, 16-byte messages, 10 s" and the like.
-pub fn describe(spec: &LatencySpec) -> String {
+pub(crate) fn describe(spec: &LatencySpec) -> String {
     let proto = match spec.protocol {
         Protocol::Tcp => "TCP",
         Protocol::Udp => "UDP",
@@ -41,7 +41,7 @@ pub fn describe(spec: &LatencySpec) -> String {
 }
 
 /// The interval table's header.
-pub fn header() -> String {
+pub(crate) fn header() -> String {
     format!(
         "{:<15}{:>10}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
         "Interval", "msgs/s", "min", "p50", "p90", "p99", "max", "lost"
@@ -49,7 +49,7 @@ pub fn header() -> String {
 }
 
 /// One interval line.
-pub fn row(iv: &LatencyInterval) -> String {
+pub(crate) fn row(iv: &LatencyInterval) -> String {
     let r = &iv.rtt;
     let line = format!(
         "{:<15}{:>10.0}{:>10}{:>10}{:>10}{:>10}{:>10}{:>9}",
@@ -70,7 +70,7 @@ pub fn row(iv: &LatencyInterval) -> String {
 }
 
 /// The summary block.
-pub fn summary(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn summary(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.summary;
     let st: &LatencyStats = &s.rtt;
     writeln!(out, "- - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - - -")?;
@@ -87,19 +87,19 @@ pub fn summary(r: &LatencyReport, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// CSV columns for latency runs.
-pub const CSV_COLUMNS: &str =
+pub(crate) const CSV_COLUMNS: &str =
     "row,index,start_s,end_s,omitted,messages_per_second,sent,received,lost,\
 count,min_ns,mean_ns,p50_ns,p90_ns,p95_ns,p99_ns,p999_ns,p9999_ns,max_ns,stddev_ns";
 
 /// One CSV row per interval.
-pub fn csv_interval(iv: &LatencyInterval) -> String {
+pub(crate) fn csv_interval(iv: &LatencyInterval) -> String {
     let head = interval_cells(iv.index, iv.start_ns, iv.end_ns, iv.omitted);
     let rate = [format!("{:.1}", iv.messages_per_second), String::new(), String::new()];
     record(head.into_iter().chain(rate).chain([opt(iv.lost)]).chain(stats_cells(&iv.rtt)))
 }
 
 /// The CSV summary row.
-pub fn csv_summary(r: &LatencyReport) -> String {
+pub(crate) fn csv_summary(r: &LatencyReport) -> String {
     let s = &r.summary;
     let start = r.spec.warmup_ns as f64 / 1e9;
     let head = [

@@ -15,7 +15,7 @@ use super::{one_line, LiveSample, QuickLine, View};
 use crate::text::Style;
 
 /// "ICMP echo to 127.0.0.1, 56 data bytes, every 1 s, 5 probes" and the like.
-pub fn describe(spec: &PingSpec) -> String {
+pub(crate) fn describe(spec: &PingSpec) -> String {
     let what = match &spec.mode {
         PingMode::Icmp => format!("ICMP echo to {}, {} data bytes", spec.target, spec.size),
         PingMode::Tcp { port } => format!("TCP connect to {} port {port}", spec.target),
@@ -29,7 +29,7 @@ pub fn describe(spec: &PingSpec) -> String {
 }
 
 /// One probe's line; `peer` is the address probed.
-pub fn line(spec: &PingSpec, peer: &str, p: &PingProbe) -> String {
+pub(crate) fn line(spec: &PingSpec, peer: &str, p: &PingProbe) -> String {
     match &p.outcome {
         ProbeOutcome::Reply { rtt_ns, bytes, ttl, status } => {
             let time = nanos(*rtt_ns as f64);
@@ -56,7 +56,7 @@ pub fn line(spec: &PingSpec, peer: &str, p: &PingProbe) -> String {
 }
 
 /// The summary block, as `ping` ends.
-pub fn summary(r: &PingReport, out: &mut dyn Write) -> io::Result<()> {
+pub(crate) fn summary(r: &PingReport, out: &mut dyn Write) -> io::Result<()> {
     let s = &r.summary;
     writeln!(out, "--- {} ping statistics ---", r.spec.target)?;
     let errors = match s.errors {
@@ -88,14 +88,14 @@ pub fn summary(r: &PingReport, out: &mut dyn Write) -> io::Result<()> {
 }
 
 /// CSV columns for ping runs: probe rows fill the first group, the summary row the second.
-pub fn csv_columns() -> String {
+pub(crate) fn csv_columns() -> String {
     format!(
         "row,seq,sent_s,outcome,rtt_ns,bytes,ttl,status,reason,sent,received,errors,loss_ratio,{STATS_COLUMNS}"
     )
 }
 
 /// One CSV row per probe.
-pub fn csv_probe(p: &PingProbe) -> String {
+pub(crate) fn csv_probe(p: &PingProbe) -> String {
     let opt = |v: Option<String>| v.unwrap_or_default();
     let (outcome, rtt, bytes, ttl, status, reason) = match &p.outcome {
         ProbeOutcome::Reply { rtt_ns, bytes, ttl, status } => (
@@ -130,7 +130,7 @@ pub fn csv_probe(p: &PingProbe) -> String {
 }
 
 /// The CSV summary row.
-pub fn csv_summary(r: &PingReport) -> String {
+pub(crate) fn csv_summary(r: &PingReport) -> String {
     let s = &r.summary;
     let none = String::new;
     let head = [

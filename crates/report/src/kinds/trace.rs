@@ -15,7 +15,7 @@ use super::{one_line, LiveSample, QuickLine, View};
 use crate::text::Style;
 
 /// "trace to 192.0.2.7 with ICMP probes, at most 30 hops, 3 probes per hop" and the like.
-pub fn describe(spec: &TraceSpec) -> String {
+pub(crate) fn describe(spec: &TraceSpec) -> String {
     let probes = match spec.protocol {
         TraceProtocol::Icmp => "ICMP echo probes".to_string(),
         TraceProtocol::Udp => format!("UDP probes to ports {}+", spec.port),
@@ -30,7 +30,7 @@ pub fn describe(spec: &TraceSpec) -> String {
 }
 
 /// The table: a header and a line per hop.
-pub fn table(hops: &[HopStats]) -> Vec<String> {
+pub(crate) fn table(hops: &[HopStats]) -> Vec<String> {
     let mut lines = vec![format!(
         "{:>3}  {:<40}{:>7}{:>5}{:>10}{:>10}{:>10}{:>10}{:>10}",
         "Hop", "Address", "Loss", "Snt", "Last", "Avg", "Best", "Worst", "StDev"
@@ -60,7 +60,7 @@ pub fn table(hops: &[HopStats]) -> Vec<String> {
 }
 
 /// The line after the table.
-pub fn verdict(r: &TraceReport) -> String {
+pub(crate) fn verdict(r: &TraceReport) -> String {
     let s = &r.summary;
     let hops = hops_text(s.hops.len());
     if s.reached {
@@ -82,7 +82,7 @@ pub fn verdict(r: &TraceReport) -> String {
 }
 
 /// "1 hop", "3 hops".
-pub fn hops_text(n: usize) -> String {
+pub(crate) fn hops_text(n: usize) -> String {
     if n == 1 {
         "1 hop".to_string()
     } else {
@@ -91,12 +91,12 @@ pub fn hops_text(n: usize) -> String {
 }
 
 /// CSV columns for trace runs: one row per hop.
-pub fn csv_columns() -> String {
+pub(crate) fn csv_columns() -> String {
     format!("row,ttl,addresses,reached,note,sent,received,loss_ratio,last_ns,{STATS_COLUMNS}")
 }
 
 /// The CSV rows of a finished trace.
-pub fn csv_rows(r: &TraceReport) -> Vec<String> {
+pub(crate) fn csv_rows(r: &TraceReport) -> Vec<String> {
     r.summary
         .hops
         .iter()

@@ -12,7 +12,7 @@ use crate::flags::{CompareArgs, TableFormat};
 use crate::{output, saved};
 
 /// Compares the named runs with the first.
-pub fn run(args: CompareArgs) -> Result<u8> {
+pub(super) fn run(args: CompareArgs) -> Result<u8> {
     if !(0.0..100.0).contains(&args.noise) {
         bail!("--noise must be a percentage from 0 to 100, got {}", args.noise);
     }

@@ -11,7 +11,7 @@ use crate::flags::{HistoryArgs, TableFormat};
 use crate::saved;
 
 /// Lists the runs the filters match.
-pub fn run(args: HistoryArgs) -> Result<u8> {
+pub(super) fn run(args: HistoryArgs) -> Result<u8> {
     if args.format == TableFormat::Html {
         anyhow::bail!(
             "history has no html format; use `wirespeed export RUN... -f html` for a report"

@@ -8,7 +8,7 @@ use wirespeed_engine::kinds::http::results::ResultSink;
 use crate::flags::HttpArgs;
 use crate::{resolve, vegeta};
 
-pub async fn run_vegeta(args: HttpArgs) -> Result<u8> {
+pub(super) async fn run_vegeta(args: HttpArgs) -> Result<u8> {
     let mut opts = resolve::http(&args, env!("CARGO_PKG_VERSION"))?;
     let (sink, rx) = ResultSink::new();
     opts.results = Some(sink.clone());

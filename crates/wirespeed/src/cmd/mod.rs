@@ -24,7 +24,7 @@ use crate::output;
 use crate::test_kinds::TestArgs;
 
 /// Runs a subcommand to completion.
-pub fn run(command: Command) -> Result<u8> {
+pub(crate) fn run(command: Command) -> Result<u8> {
     // Subcommands on saved results need no network and no runtime.
     let command = match command {
         Command::History(args) => return history::run(args),
@@ -89,7 +89,7 @@ async fn run_test(test: &dyn TestArgs) -> Result<u8> {
 }
 
 /// A token cancelled by the first Ctrl-C or SIGTERM.
-pub fn interrupt_token() -> CancellationToken {
+pub(crate) fn interrupt_token() -> CancellationToken {
     let token = CancellationToken::new();
     let t = token.clone();
     tokio::spawn(async move {
@@ -114,7 +114,7 @@ pub fn interrupt_token() -> CancellationToken {
 
 /// Runs one client test: its events go to the chosen renderer as they happen, then the
 /// report is saved. Returns the exit code.
-pub async fn run_one<F, Fut>(output_args: &OutputArgs, test: F) -> Result<u8>
+pub(crate) async fn run_one<F, Fut>(output_args: &OutputArgs, test: F) -> Result<u8>
 where
     F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
     Fut: Future<Output = Result<Report, ClientError>>,
@@ -124,7 +124,7 @@ where
 
 /// [`run_one`], with `judge` giving the exit code of a run that finished: a ping nobody
 /// answered has a report, and still failed.
-pub async fn run_judged<F, Fut>(
+pub(crate) async fn run_judged<F, Fut>(
     output_args: &OutputArgs,
     test: F,
     judge: impl FnOnce(&Report) -> u8,

@@ -8,7 +8,7 @@ use crate::flags::{RetentionArgs, RmArgs};
 use crate::saved::{self, NoSuchRun};
 
 /// Deletes the named runs, or those `--keep`/`--older-than` leave out.
-pub fn rm(args: RmArgs) -> Result<u8> {
+pub(super) fn rm(args: RmArgs) -> Result<u8> {
     let store = saved::open(&args.db)?;
     let mut ids = Vec::new();
     let mut unknown = Vec::new();
@@ -38,7 +38,7 @@ pub fn rm(args: RmArgs) -> Result<u8> {
 }
 
 /// Shows the retention policy, or sets it (and applies it at once).
-pub fn retention(args: RetentionArgs) -> Result<u8> {
+pub(super) fn retention(args: RetentionArgs) -> Result<u8> {
     let path = saved::db_path(&args.db.db)?;
     let store = wirespeed_store::Store::open(&path)?;
     let setting = args.off || args.keep.is_some() || args.max_age.is_some();

@@ -235,7 +235,7 @@ fn web(port: u16, upload: bool, t: Timing) -> Result<Client, String> {
 
 const VERSION: &str = env!("CARGO_PKG_VERSION");
 
-pub async fn run(args: QuickArgs) -> Result<u8> {
+pub(super) async fn run(args: QuickArgs) -> Result<u8> {
     let time = parse_duration(&args.time).with_context(|| format!("--time {}", args.time))?;
     let fixtures = Fixtures::start()?;
     let cancel = super::interrupt_token();

@@ -13,7 +13,7 @@ use crate::exit;
 use crate::flags::ServerArgs;
 use crate::resolve;
 
-pub async fn run(args: ServerArgs) -> Result<u8> {
+pub(super) async fn run(args: ServerArgs) -> Result<u8> {
     let config = resolve::server(&args, env!("CARGO_PKG_VERSION"))?;
     let listeners = if args.bind.is_empty() {
         Listeners::bind_default(args.port)

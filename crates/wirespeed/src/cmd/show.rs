@@ -14,7 +14,7 @@ use crate::flags::{ExportArgs, ExportFormat, FormatArg, ShowArgs};
 use crate::{output, saved};
 
 /// Prints one saved run in the format asked for.
-pub fn show(args: ShowArgs) -> Result<u8> {
+pub(super) fn show(args: ShowArgs) -> Result<u8> {
     if args.format == FormatArg::Vegeta {
         anyhow::bail!(
             "--format vegeta needs every request's result, which a saved run does not keep"
@@ -49,7 +49,7 @@ pub fn show(args: ShowArgs) -> Result<u8> {
 }
 
 /// Writes saved runs out as one document.
-pub fn export(args: ExportArgs) -> Result<u8> {
+pub(super) fn export(args: ExportArgs) -> Result<u8> {
     let store = saved::open(&args.db)?;
     let runs = saved::load(&store, &args.runs)?;
     let refs: Vec<(&Report, RunLabel)> = runs.iter().map(|(r, l)| (r, l.clone())).collect();

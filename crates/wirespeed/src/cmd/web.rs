@@ -19,7 +19,7 @@ use crate::flags::{WebArgs, WebOptions};
 use crate::saved;
 
 /// The server's configuration from its flags (opening the GeoIP files and the store).
-pub fn config(o: &WebOptions) -> Result<WebConfig> {
+pub(super) fn config(o: &WebOptions) -> Result<WebConfig> {
     let size = |flag: &str, v: &str| {
         parse_bytes(v).with_context(|| format!("{flag} {v}: a size such as 64M or 100G"))
     };
@@ -58,14 +58,14 @@ pub fn config(o: &WebOptions) -> Result<WebConfig> {
 }
 
 /// Binds the web port: `bind` addresses, or every address.
-pub fn listen(bind: &[std::net::IpAddr], port: u16) -> Result<Vec<TcpListener>> {
+pub(super) fn listen(bind: &[std::net::IpAddr], port: u16) -> Result<Vec<TcpListener>> {
     let addrs: Vec<SocketAddr> = bind.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
     Listeners::bind_tcp(&addrs, port)
         .with_context(|| format!("cannot listen for the web speed test on port {port}"))
 }
 
 /// Starts serving; the task ends after `shutdown`.
-pub fn spawn(
+pub(super) fn spawn(
     listeners: Vec<TcpListener>,
     config: WebConfig,
     shutdown: CancellationToken,
@@ -80,7 +80,7 @@ pub fn spawn(
 }
 
 /// `wirespeed web`.
-pub async fn run(args: WebArgs) -> Result<u8> {
+pub(super) async fn run(args: WebArgs) -> Result<u8> {
     if args.hash_password {
         let mut line = String::new();
         std::io::stdin().lock().read_line(&mut line).context("reading the password")?;

@@ -9,7 +9,7 @@ use super::FormatArg;
 
 /// The results database, for subcommands that only read or tidy it.
 #[derive(Debug, Args)]
-pub struct DbArgs {
+pub(crate) struct DbArgs {
     /// Results database (default: the user's data directory, wirespeed/results.db).
     #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
     pub db: Option<PathBuf>,
@@ -17,7 +17,7 @@ pub struct DbArgs {
 
 /// Formats of a listing or a comparison.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum TableFormat {
+pub(crate) enum TableFormat {
     /// Aligned columns.
     Text,
     /// One JSON document.
@@ -33,7 +33,7 @@ pub enum TableFormat {
 
 /// Formats of `export`.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
-pub enum ExportFormat {
+pub(crate) enum ExportFormat {
     /// A JSON array of `{id, tag, report}`: every number the runs kept.
     Json,
     /// One row per run and figure (value, interval median, min, max), for spreadsheets.
@@ -47,7 +47,7 @@ pub enum ExportFormat {
 
 /// `wirespeed history`.
 #[derive(Debug, Args)]
-pub struct HistoryArgs {
+pub(crate) struct HistoryArgs {
     /// Only runs of this kind (pps runs are bandwidth runs).
     #[arg(short, long,
           value_parser = clap::builder::PossibleValuesParser::new(wirespeed_model::kinds::Kind::ALL.iter().map(|k| k.name())))]
@@ -77,7 +77,7 @@ pub struct HistoryArgs {
 
 /// `wirespeed show`.
 #[derive(Debug, Args)]
-pub struct ShowArgs {
+pub(crate) struct ShowArgs {
     /// The run: its id, `last`, or `last~N`.
     pub run: String,
     /// Output format, as for the test itself.
@@ -93,7 +93,7 @@ pub struct ShowArgs {
 
 /// `wirespeed export`.
 #[derive(Debug, Args)]
-pub struct ExportArgs {
+pub(crate) struct ExportArgs {
     /// The runs: ids, `last`, or `last~N`.
     #[arg(required = true, value_name = "RUN")]
     pub runs: Vec<String>,
@@ -111,7 +111,7 @@ pub struct ExportArgs {
 /// `wirespeed rm`.
 #[derive(Debug, Args)]
 #[command(group(clap::ArgGroup::new("what").required(true).multiple(true).args(["runs", "keep", "older_than"])))]
-pub struct RmArgs {
+pub(crate) struct RmArgs {
     /// The runs to delete: ids, `last`, or `last~N`.
     #[arg(value_name = "RUN")]
     pub runs: Vec<String>,
@@ -128,7 +128,7 @@ pub struct RmArgs {
 
 /// `wirespeed retention`.
 #[derive(Debug, Args)]
-pub struct RetentionArgs {
+pub(crate) struct RetentionArgs {
     /// Keep only the newest N runs (applied after every save; at least 1).
     #[arg(long, value_name = "N", conflicts_with = "off", value_parser = standing_keep)]
     pub keep: Option<u64>,
@@ -145,7 +145,7 @@ pub struct RetentionArgs {
 
 /// `wirespeed compare`.
 #[derive(Debug, Args)]
-pub struct CompareArgs {
+pub(crate) struct CompareArgs {
     /// The runs, baseline first: ids, `last`, or `last~N`.
     #[arg(required = true, num_args = 2.., value_name = "RUN")]
     pub runs: Vec<String>,

@@ -7,7 +7,7 @@ use clap::Args;
 /// What the web speed test serves and keeps.
 #[derive(Debug, Args)]
 #[command(next_help_heading = "Web speed test")]
-pub struct WebOptions {
+pub(crate) struct WebOptions {
     /// MaxMind-format GeoIP database(s) for visitors' ISP and country (repeatable): ipinfo's
     /// country_asn.mmdb, GeoLite2 ASN/Country/City, DB-IP. Nothing is looked up online.
     #[arg(long, value_name = "FILE.mmdb")]
@@ -55,7 +55,7 @@ pub struct WebOptions {
 
 /// `wirespeed web`.
 #[derive(Debug, Args)]
-pub struct WebArgs {
+pub(crate) struct WebArgs {
     /// TCP port for the page and the LibreSpeed API.
     #[arg(short, long, default_value_t = 8080)]
     pub port: u16,

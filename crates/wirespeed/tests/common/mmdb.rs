@@ -6,7 +6,7 @@
 use std::net::IpAddr;
 
 /// A value in the data section.
-pub enum Value {
+pub(crate) enum Value {
     Str(&'static str),
     U16(u16),
     U32(u32),
@@ -70,7 +70,7 @@ enum Record {
 }
 
 /// A database of `networks` (address, prefix length, record), of `database_type`.
-pub fn write(database_type: &'static str, networks: Vec<(IpAddr, u8, Value)>) -> Vec<u8> {
+pub(crate) fn write(database_type: &'static str, networks: Vec<(IpAddr, u8, Value)>) -> Vec<u8> {
     let mut nodes: Vec<[Record; 2]> = vec![[Record::Empty; 2]];
     let mut data = Vec::new();
     for (ip, prefix, value) in networks {

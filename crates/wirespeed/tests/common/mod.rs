@@ -5,10 +5,10 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Child, Command, Stdio};
 
-pub const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
+pub(crate) const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
 
 /// A running server process and its port; killed when dropped.
-pub struct Server(pub Child, pub u16);
+pub(crate) struct Server(pub Child, pub u16);
 
 impl Drop for Server {
     fn drop(&mut self) {
@@ -18,7 +18,7 @@ impl Drop for Server {
 }
 
 /// A port free for both TCP and UDP on loopback right now (the server binds both).
-pub fn free_port() -> u16 {
+pub(crate) fn free_port() -> u16 {
     loop {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let port = tcp.local_addr().unwrap().port();
@@ -30,7 +30,7 @@ pub fn free_port() -> u16 {
 
 /// Starts `command` and waits until a line of its standard error contains `ready`; the rest of
 /// its output is read away in the background.
-pub fn spawn_until(command: &mut Command, ready: &str) -> Child {
+pub(crate) fn spawn_until(command: &mut Command, ready: &str) -> Child {
     let mut child = command.stderr(Stdio::piped()).spawn().unwrap();
     let mut lines = BufReader::new(child.stderr.take().unwrap()).lines();
     loop {
@@ -45,7 +45,7 @@ pub fn spawn_until(command: &mut Command, ready: &str) -> Child {
 }
 
 /// Starts `wirespeed server` on loopback and waits for its "listening" line.
-pub fn server(extra: &[&str]) -> Server {
+pub(crate) fn server(extra: &[&str]) -> Server {
     let port = free_port();
     let child = spawn_until(
         Command::new(BIN).args(["server", "-B", "127.0.0.1", "-p", &port.to_string()]).args(extra),
@@ -55,11 +55,11 @@ pub fn server(extra: &[&str]) -> Server {
 }
 
 /// A stock `iperf3 -s` on a free loopback port; killed and reaped when dropped.
-pub struct StockIperf3(pub Child, pub u16);
+pub(crate) struct StockIperf3(pub Child, pub u16);
 
 impl StockIperf3 {
     /// Starts it; `scripts/test.sh` installs iperf3, so a missing one fails the test.
-    pub fn start() -> Self {
+    pub(crate) fn start() -> Self {
         let port = free_port();
         let child = Command::new("iperf3")
             .args(["-s", "-B", "127.0.0.1", "-p", &port.to_string()])
@@ -72,7 +72,7 @@ impl StockIperf3 {
 
     /// Runs `wirespeed bw TARGET --iperf3 ARGS…` against it, retrying while the server is not
     /// listening yet (exit 3, unreachable).
-    pub fn bw(&self, args: &[&str]) -> std::process::Output {
+    pub(crate) fn bw(&self, args: &[&str]) -> std::process::Output {
         let target = format!("127.0.0.1:{}", self.1);
         let run = || client(&[&["bw", &target, "--iperf3"][..], args].concat());
         let mut out = run();
@@ -95,15 +95,15 @@ impl Drop for StockIperf3 {
 }
 
 /// Runs the binary with `args`, colour off, and waits for it.
-pub fn client(args: &[&str]) -> std::process::Output {
+pub(crate) fn client(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
 }
 
 /// The kind of the newest run saved in `store`.
-pub fn newest_kind(store: &wirespeed_store::Store) -> String {
+pub(crate) fn newest_kind(store: &wirespeed_store::Store) -> String {
     let newest =
         store.list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() }).unwrap();
     store.get(newest[0].id).unwrap().unwrap().kind().to_string()
 }
-pub mod mmdb;
-pub mod web;
+pub(crate) mod mmdb;
+pub(crate) mod web;

@@ -9,7 +9,7 @@ use std::process::{Child, Command};
 use super::{free_port, spawn_until, BIN};
 
 /// A running web server, its port and its database; killed when dropped.
-pub struct Web {
+pub(crate) struct Web {
     pub child: Child,
     pub port: u16,
     pub dir: tempfile::TempDir,
@@ -24,19 +24,19 @@ impl Drop for Web {
 
 impl Web {
     /// The results database.
-    pub fn db(&self) -> std::path::PathBuf {
+    pub(crate) fn db(&self) -> std::path::PathBuf {
         self.dir.path().join("r.db")
     }
 
     /// Saved web results, newest first.
-    pub fn saved(&self) -> Vec<wirespeed_model::web::WebResult> {
+    pub(crate) fn saved(&self) -> Vec<wirespeed_model::web::WebResult> {
         let store = wirespeed_store::Store::open(&self.db()).unwrap();
         store.list_web(&wirespeed_store::WebFilter::default()).unwrap()
     }
 
     /// Sends `request` (a whole HTTP/1.1 request, `Connection: close` added by the caller or
     /// not) from `from` and reads the answer until the server closes.
-    pub fn send(&self, from: [u8; 4], request: &[u8]) -> Reply {
+    pub(crate) fn send(&self, from: [u8; 4], request: &[u8]) -> Reply {
         let socket =
             socket2::Socket::new(socket2::Domain::IPV4, socket2::Type::STREAM, None).unwrap();
         socket.bind(&SocketAddr::from((Ipv4Addr::from(from), 0)).into()).unwrap();
@@ -51,7 +51,7 @@ impl Web {
     }
 
     /// GET `path` from `from`.
-    pub fn get(&self, from: [u8; 4], path: &str) -> Reply {
+    pub(crate) fn get(&self, from: [u8; 4], path: &str) -> Reply {
         self.send(
             from,
             format!(
@@ -63,7 +63,7 @@ impl Web {
     }
 
     /// GET `path` from `from` with extra header lines.
-    pub fn get_with(&self, from: [u8; 4], path: &str, headers: &str) -> Reply {
+    pub(crate) fn get_with(&self, from: [u8; 4], path: &str, headers: &str) -> Reply {
         self.send(
             from,
             format!("GET {path} HTTP/1.1\r\nHost: x\r\nConnection: close\r\n{headers}\r\n")
@@ -72,7 +72,7 @@ impl Web {
     }
 
     /// POST `body` to `path` from `from` with extra header lines.
-    pub fn post(&self, from: [u8; 4], path: &str, headers: &str, body: &[u8]) -> Reply {
+    pub(crate) fn post(&self, from: [u8; 4], path: &str, headers: &str, body: &[u8]) -> Reply {
         let mut req = format!(
             "POST {path} HTTP/1.1\r\nHost: 127.0.0.1\r\nConnection: close\r\nContent-Length: {}\r\n{headers}\r\n",
             body.len()
@@ -85,7 +85,7 @@ impl Web {
 
 /// A response read whole.
 #[derive(Debug)]
-pub struct Reply {
+pub(crate) struct Reply {
     pub status: u16,
     pub head: String,
     pub body: Vec<u8>,
@@ -102,7 +102,7 @@ impl Reply {
     }
 
     /// The value of header `name` (any case).
-    pub fn header(&self, name: &str) -> Option<&str> {
+    pub(crate) fn header(&self, name: &str) -> Option<&str> {
         self.head.lines().skip(1).find_map(|l| {
             let (k, v) = l.split_once(':')?;
             k.eq_ignore_ascii_case(name).then(|| v.trim())
@@ -110,18 +110,18 @@ impl Reply {
     }
 
     /// The body as text.
-    pub fn text(&self) -> String {
+    pub(crate) fn text(&self) -> String {
         String::from_utf8_lossy(&self.body).to_string()
     }
 
     /// The body as JSON.
-    pub fn json(&self) -> serde_json::Value {
+    pub(crate) fn json(&self) -> serde_json::Value {
         serde_json::from_slice(&self.body).unwrap_or_else(|e| panic!("{e}: {}", self.text()))
     }
 }
 
 /// Starts `wirespeed web` on loopback with a fresh database and waits until it listens.
-pub fn web(extra: &[&str]) -> Web {
+pub(crate) fn web(extra: &[&str]) -> Web {
     let dir = tempfile::tempdir().unwrap();
     let port = free_port();
     let db = dir.path().join("r.db");

@@ -8,7 +8,7 @@ use wirespeed_model::kinds::bandwidth::{TcpSample, Totals};
 
 /// Shared counters of one stream end.
 #[derive(Debug, Default)]
-pub struct Counters {
+pub(crate) struct Counters {
     bytes: AtomicU64,
     packets: AtomicU64,
     lost: AtomicU64,
@@ -27,7 +27,7 @@ pub struct Counters {
 
 impl Counters {
     /// Publishes new totals (the worker's own counts).
-    pub fn publish(&self, t: &Totals) {
+    pub(crate) fn publish(&self, t: &Totals) {
         self.bytes.store(t.bytes, Relaxed);
         self.packets.store(t.packets, Relaxed);
         self.lost.store(t.lost, Relaxed);
@@ -37,7 +37,7 @@ impl Counters {
     }
 
     /// Adds `n` bytes (and `packets` datagrams) moved; for workers that only count.
-    pub fn add(&self, bytes: u64, packets: u64) {
+    pub(crate) fn add(&self, bytes: u64, packets: u64) {
         self.bytes.fetch_add(bytes, Relaxed);
         if packets > 0 {
             self.packets.fetch_add(packets, Relaxed);
@@ -45,24 +45,24 @@ impl Counters {
     }
 
     /// Records when this end last moved data.
-    pub fn touch(&self, since_begin_ns: u64) {
+    pub(crate) fn touch(&self, since_begin_ns: u64) {
         self.last_activity_ns.store(since_begin_ns, Relaxed);
     }
 
     /// Marks where this end's active span ends when it ends later than its last data: a paced
     /// sender's span runs until it was told to stop, a receiver's until the stream ended, so a
     /// slow stream is not measured over the time up to its last datagram alone.
-    pub fn end_at(&self, since_begin_ns: u64) {
+    pub(crate) fn end_at(&self, since_begin_ns: u64) {
         self.last_activity_ns.fetch_max(since_begin_ns, Relaxed);
     }
 
     /// When this end last moved data, nanoseconds since the test began.
-    pub fn last_activity_ns(&self) -> u64 {
+    pub(crate) fn last_activity_ns(&self) -> u64 {
         self.last_activity_ns.load(Relaxed)
     }
 
     /// Stores a TCP sample of the sending socket.
-    pub fn set_tcp(&self, s: TcpSample) {
+    pub(crate) fn set_tcp(&self, s: TcpSample) {
         self.retransmits.store(s.retransmits, Relaxed);
         self.cwnd.store(s.cwnd_bytes, Relaxed);
         self.rtt.store(s.rtt_ns, Relaxed);
@@ -71,7 +71,7 @@ impl Counters {
     }
 
     /// A snapshot of the totals.
-    pub fn snapshot(&self) -> Totals {
+    pub(crate) fn snapshot(&self) -> Totals {
         Totals {
             bytes: self.bytes.load(Relaxed),
             packets: self.packets.load(Relaxed),

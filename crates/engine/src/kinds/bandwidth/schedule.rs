@@ -55,7 +55,7 @@ pub(crate) struct Schedule {
 
 impl Schedule {
     /// Starts the clock now.
-    pub fn start(spec: &BandwidthSpec, side: &Side) -> Self {
+    pub(super) fn start(spec: &BandwidthSpec, side: &Side) -> Self {
         let begin = Instant::now();
         let interval = Duration::from_nanos(spec.interval_ns);
         let run_ns = if spec.bytes.is_none() { spec.total_ns() } else { u64::MAX / 4 };
@@ -70,7 +70,7 @@ impl Schedule {
     }
 
     /// True when the test ends after a time rather than a byte count.
-    pub fn timed(&self) -> bool {
+    pub(super) fn timed(&self) -> bool {
         self.spec.bytes.is_none()
     }
 
@@ -81,18 +81,22 @@ impl Schedule {
     }
 
     /// True while the warm-up's end must still come from [`Self::omit_at`].
-    pub fn awaiting_omit(&self) -> bool {
+    pub(super) fn awaiting_omit(&self) -> bool {
         self.at_omit.is_none() && !self.omit_on_tick()
     }
 
     /// The warm-up ended between ticks: keep the totals now.
-    pub fn omit_reached(&mut self, side: &Side) {
+    pub(super) fn omit_reached(&mut self, side: &Side) {
         self.at_omit = Some(side.snapshot());
     }
 
     /// An interval ended: snapshot, feed the collector, return the intervals now complete.
     /// A timed test takes no tick at its deadline; the tail is the collector's last interval.
-    pub fn on_tick(&mut self, side: &Side, collector: &mut Collector) -> Vec<BandwidthInterval> {
+    pub(super) fn on_tick(
+        &mut self,
+        side: &Side,
+        collector: &mut Collector,
+    ) -> Vec<BandwidthInterval> {
         let now = side.shared.now_ns();
         self.tick_count += 1;
         if self.timed() && now + 1_000_000 >= self.spec.total_ns() {
@@ -109,7 +113,7 @@ impl Schedule {
     }
 
     /// The warm-up's totals, or the totals now if the test ended before its warm-up did.
-    pub fn take_omit(&mut self, side: &Side) -> Vec<StreamTotals> {
+    pub(super) fn take_omit(&mut self, side: &Side) -> Vec<StreamTotals> {
         self.at_omit.take().unwrap_or_else(|| side.snapshot())
     }
 }

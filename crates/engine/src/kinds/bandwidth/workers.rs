@@ -45,7 +45,7 @@ const TCP_WAKE_BYTES: u32 = 128 * 1024;
 
 /// State shared between one side's control task and its data threads.
 #[derive(Debug)]
-pub struct Shared {
+pub(crate) struct Shared {
     /// When the test began on this side (`Begin` sent or received).
     pub begin: Instant,
     stop_send: AtomicBool,
@@ -72,7 +72,7 @@ impl Shared {
     }
 
     /// Nanoseconds since the test began on this side.
-    pub fn now_ns(&self) -> u64 {
+    pub(crate) fn now_ns(&self) -> u64 {
         self.begin.elapsed().as_nanos() as u64
     }
 
@@ -105,7 +105,7 @@ fn flow_index(flow: Flow) -> usize {
 
 /// Whether a stream end writes or reads.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum Role {
+pub(crate) enum Role {
     /// Writes data.
     Send,
     /// Reads data.
@@ -114,7 +114,7 @@ pub enum Role {
 
 /// How a data thread ended.
 #[derive(Debug, Clone)]
-pub struct WorkerDone {
+pub(crate) struct WorkerDone {
     /// Sender or receiver.
     pub role: Role,
     /// User-mode CPU nanoseconds the thread used.
@@ -127,7 +127,7 @@ pub struct WorkerDone {
 
 /// One stream end on this side.
 #[derive(Debug)]
-pub struct StreamEnd {
+pub(crate) struct StreamEnd {
     /// Its flow.
     pub flow: Flow,
     /// Stream number within the flow, from 1.
@@ -143,7 +143,7 @@ pub struct StreamEnd {
 
 /// All stream ends of one side of one test.
 #[derive(Debug)]
-pub struct Side {
+pub(crate) struct Side {
     /// Flags and budgets shared with the threads.
     pub shared: Arc<Shared>,
     /// The stream ends, in (flow, id) order.
@@ -156,7 +156,7 @@ pub struct Side {
 impl Side {
     /// Starts a worker thread per attached socket. `me` says which end this side is; `wire`
     /// how UDP datagrams carry their header.
-    pub fn start(
+    pub(crate) fn start(
         me: End,
         spec: &BandwidthSpec,
         wire: Wire,
@@ -202,7 +202,7 @@ impl Side {
     }
 
     /// Current totals of every stream end, refreshing TCP_INFO of sending sockets first.
-    pub fn snapshot(&self) -> Vec<StreamTotals> {
+    pub(crate) fn snapshot(&self) -> Vec<StreamTotals> {
         self.ends
             .iter()
             .map(|e| {
@@ -221,7 +221,7 @@ impl Side {
 
     /// All-zero totals for every stream end: the state before any data moved, which is the
     /// warm-up's end when there is no warm-up (a snapshot would already count some bytes).
-    pub fn zeros(&self) -> Vec<StreamTotals> {
+    pub(crate) fn zeros(&self) -> Vec<StreamTotals> {
         self.ends
             .iter()
             .map(|e| StreamTotals { flow: e.flow, id: e.id, totals: Default::default() })
@@ -229,19 +229,19 @@ impl Side {
     }
 
     /// Tells senders to stop; each then half-closes its TCP stream so the receiver sees EOF.
-    pub fn stop_sending(&self) {
+    pub(crate) fn stop_sending(&self) {
         self.shared.stop_started_ns.store(self.shared.now_ns(), Relaxed);
         self.shared.stop_send.store(true, Relaxed);
     }
 
     /// Tells UDP receivers to leave once the stream falls quiet.
-    pub fn drain(&self) {
+    pub(crate) fn drain(&self) {
         self.shared.drain_started_ns.store(self.shared.now_ns(), Relaxed);
         self.shared.drain.store(true, Relaxed);
     }
 
     /// Stops everything at once: flags every thread and shuts every socket down.
-    pub fn abort(&self) {
+    pub(crate) fn abort(&self) {
         self.shared.abort.store(true, Relaxed);
         self.shared.stop_send.store(true, Relaxed);
         for e in &self.ends {
@@ -250,13 +250,13 @@ impl Side {
     }
 
     /// True when every end with `role` has finished.
-    pub fn finished(&self, role: Role) -> bool {
+    pub(crate) fn finished(&self, role: Role) -> bool {
         let want = self.ends.iter().filter(|e| e.role == role).count();
         self.done.iter().filter(|d| d.role == role).count() >= want
     }
 
     /// Waits for the next worker to end; `None` once all have.
-    pub async fn next_done(&mut self) -> Option<WorkerDone> {
+    pub(crate) async fn next_done(&mut self) -> Option<WorkerDone> {
         if self.done.len() >= self.ends.len() {
             return None;
         }
@@ -266,7 +266,7 @@ impl Side {
     }
 
     /// Waits until every end with `role` has finished.
-    pub async fn wait_role(&mut self, role: Role) {
+    pub(crate) async fn wait_role(&mut self, role: Role) {
         while !self.finished(role) {
             if self.next_done().await.is_none() {
                 break;
@@ -275,13 +275,13 @@ impl Side {
     }
 
     /// Sum of CPU time the workers that ended used: (user, system) nanoseconds.
-    pub fn cpu_ns(&self) -> (u64, u64) {
+    pub(crate) fn cpu_ns(&self) -> (u64, u64) {
         self.done.iter().fold((0, 0), |(u, s), d| (u + d.cpu_user_ns, s + d.cpu_system_ns))
     }
 
     /// Per flow, nanoseconds from `from_ns` to the last activity of its receiving (or, for
     /// `role == Send`, sending) ends.
-    pub fn active_ns(&self, role: Role, from_ns: u64) -> Vec<(Flow, u64)> {
+    pub(crate) fn active_ns(&self, role: Role, from_ns: u64) -> Vec<(Flow, u64)> {
         let mut out: Vec<(Flow, u64)> = Vec::new();
         for e in self.ends.iter().filter(|e| e.role == role) {
             let ns = e.counters.last_activity_ns().saturating_sub(from_ns);
@@ -297,7 +297,7 @@ impl Side {
     /// begin: the end of the test's last interval, rather than when the control exchange that
     /// follows it finished.
     /// Now, when no end has moved anything.
-    pub fn ended_ns(&self) -> u64 {
+    pub(crate) fn ended_ns(&self) -> u64 {
         match self.ends.iter().map(|e| e.counters.last_activity_ns()).max() {
             Some(ns) if ns > 0 => ns,
             _ => self.shared.now_ns(),
@@ -305,7 +305,7 @@ impl Side {
     }
 
     /// The first error a worker reported, if any.
-    pub fn first_error(&self) -> Option<String> {
+    pub(crate) fn first_error(&self) -> Option<String> {
         self.done.iter().find_map(|d| d.error.clone())
     }
 }
@@ -632,7 +632,7 @@ fn is_transient_udp(e: &io::Error) -> bool {
 }
 
 /// A flow's name in messages.
-pub fn flow_name(flow: Flow) -> &'static str {
+pub(crate) fn flow_name(flow: Flow) -> &'static str {
     match flow {
         Flow::Upload => "upload",
         Flow::Download => "download",
@@ -648,13 +648,13 @@ fn role_name(role: Role) -> &'static str {
 
 /// Applies the spec's socket options to a TCP data socket before it connects. Returns notes for
 /// options the OS would not take.
-pub fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+pub(crate) fn tune_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
     tune_tcp_socket(sock, spec, ipv6, Opened::Connecting)
 }
 
 /// Applies the spec's socket options to a TCP data socket a server accepted, whose window was
 /// already advertised. Returns notes for options the OS would not take.
-pub fn tune_accepted_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+pub(crate) fn tune_accepted_tcp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
     tune_tcp_socket(sock, spec, ipv6, Opened::Accepted)
 }
 
@@ -697,7 +697,7 @@ fn tune_tcp_socket(sock: &Socket, spec: &BandwidthSpec, ipv6: bool, opened: Open
 }
 
 /// Applies the options every data socket takes (window, DSCP); all a UDP socket needs.
-pub fn tune_udp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
+pub(crate) fn tune_udp(sock: &Socket, spec: &BandwidthSpec, ipv6: bool) -> Vec<String> {
     tune_socket(sock, spec, ipv6, Opened::Connecting)
 }
 

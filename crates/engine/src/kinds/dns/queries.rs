@@ -90,7 +90,7 @@ pub(super) struct Cursor {
 
 impl Cursor {
     /// Worker `worker`'s share of `passes` runs through `len` queries.
-    pub fn new(worker: usize, workers: usize, len: usize, passes: Option<u64>) -> Self {
+    pub(super) fn new(worker: usize, workers: usize, len: usize, passes: Option<u64>) -> Self {
         let (w, n) = (worker as u64, workers.max(1) as u64);
         let left = passes.map(|p| {
             let total = p.saturating_mul(len as u64);
@@ -100,7 +100,7 @@ impl Cursor {
     }
 
     /// The next query's index, or `None` when this worker's share is sent.
-    pub fn next(&mut self) -> Option<u32> {
+    pub(super) fn next(&mut self) -> Option<u32> {
         if let Some(left) = &mut self.left {
             *left = left.checked_sub(1)?;
         }
@@ -110,12 +110,12 @@ impl Cursor {
     }
 
     /// True when nothing is left to send.
-    pub fn exhausted(&self) -> bool {
+    pub(super) fn exhausted(&self) -> bool {
         self.left == Some(0)
     }
 
     /// True when the share has an end (a number of passes).
-    pub fn bounded(&self) -> bool {
+    pub(super) fn bounded(&self) -> bool {
         self.left.is_some()
     }
 }

@@ -37,7 +37,7 @@ pub(super) struct WorkerShared {
 
 impl WorkerShared {
     /// Publishes for the last time and marks the worker done at `now_ns`.
-    pub fn finish(&self, local: &mut Local, counts: &Counts, now_ns: u64) {
+    pub(super) fn finish(&self, local: &mut Local, counts: &Counts, now_ns: u64) {
         local.publish(self, counts, now_ns, true);
         self.end_ns.store(now_ns, Relaxed);
         self.done.store(true, Relaxed);
@@ -54,7 +54,7 @@ pub(super) struct Control {
 }
 
 impl Control {
-    pub fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.stop.load(Relaxed) || self.interrupt.load(Relaxed)
     }
 }
@@ -85,12 +85,18 @@ pub(super) struct Local {
 }
 
 impl Local {
-    pub fn new() -> Self {
+    pub(super) fn new() -> Self {
         Self { pending: Vec::with_capacity(4096), setups: Vec::new(), last_publish_ns: 0 }
     }
 
     /// Publishes `counts` and the pending latencies when enough has gathered (or `force`).
-    pub fn publish(&mut self, shared: &WorkerShared, counts: &Counts, now_ns: u64, force: bool) {
+    pub(super) fn publish(
+        &mut self,
+        shared: &WorkerShared,
+        counts: &Counts,
+        now_ns: u64,
+        force: bool,
+    ) {
         let due = force
             || self.pending.len() >= 2048
             || !self.setups.is_empty()
@@ -126,7 +132,7 @@ pub(super) struct Pace {
 
 impl Pace {
     /// `rate` queries per second for this worker, the first due at `offset_ns`.
-    pub fn new(rate: f64, offset_ns: f64, open: bool) -> Self {
+    pub(super) fn new(rate: f64, offset_ns: f64, open: bool) -> Self {
         let period_ns = 1e9 / rate;
         // Two milliseconds' worth, and at least a batch: a burst the kernel takes in stride.
         let burst = ((rate * 0.002).ceil() as u64).max(32);
@@ -134,7 +140,7 @@ impl Pace {
     }
 
     /// How many queries are due at `now_ns`, and how many were skipped to get there.
-    pub fn due(&mut self, now_ns: u64) -> (u64, u64) {
+    pub(super) fn due(&mut self, now_ns: u64) -> (u64, u64) {
         let now = now_ns as f64;
         if now < self.next_ns {
             return (0, 0);
@@ -153,17 +159,17 @@ impl Pace {
     }
 
     /// Marks `n` queries sent (or given up on).
-    pub fn consume(&mut self, n: u64) {
+    pub(super) fn consume(&mut self, n: u64) {
         self.next_ns += n as f64 * self.period_ns;
     }
 
     /// True for the open loop's schedule.
-    pub fn is_open(&self) -> bool {
+    pub(super) fn is_open(&self) -> bool {
         self.open
     }
 
     /// When the next query falls due.
-    pub fn next_ns(&self) -> u64 {
+    pub(super) fn next_ns(&self) -> u64 {
         self.next_ns.max(0.0) as u64
     }
 }

@@ -89,7 +89,7 @@ enum Ended {
 
 impl StreamClient {
     /// Runs until this client's queries are sent and answered or lost, or the run stops.
-    pub async fn run(mut self) {
+    pub(super) async fn run(mut self) {
         let mut local = Local::new();
         let mut failures = 0u32;
         loop {

@@ -61,7 +61,7 @@ pub(super) struct Counts {
 
 impl Counts {
     /// Adds `other`'s counts.
-    pub fn add(&mut self, o: &Counts) {
+    pub(super) fn add(&mut self, o: &Counts) {
         self.sent += o.sent;
         self.completed += o.completed;
         self.lost += o.lost;
@@ -99,7 +99,7 @@ impl Counts {
     }
 
     /// Counts an answer with `rcode` that took `latency_ns`.
-    pub fn complete(&mut self, rcode: u16, latency_ns: u64, bytes: usize) {
+    pub(super) fn complete(&mut self, rcode: u16, latency_ns: u64, bytes: usize) {
         self.completed += 1;
         self.response_bytes += bytes as u64;
         match self.rcodes.get_mut(usize::from(rcode)) {
@@ -139,13 +139,13 @@ impl Tracker {
     /// A tracker of every 16-bit ID whose queries time out after `timeout_ns`; `seed`
     /// shuffles the IDs (a predictable sequence is what spoofing attacks guess, and servers
     /// may treat it oddly).
-    pub fn new(timeout_ns: u64, seed: u64) -> Self {
+    pub(super) fn new(timeout_ns: u64, seed: u64) -> Self {
         Self::with_ids(timeout_ns, seed, IDS)
     }
 
     /// A tracker of the first `ids` IDs only (a power of two, at most 65 536): a TCP
     /// connection with a small window needs no 1.5 MB table, and thousands of them would.
-    pub fn with_ids(timeout_ns: u64, seed: u64, ids: usize) -> Self {
+    pub(super) fn with_ids(timeout_ns: u64, seed: u64, ids: usize) -> Self {
         let ids = ids.clamp(1, IDS);
         let mut ids: Vec<u16> = (0..ids).map(|i| i as u16).collect();
         let mut x = seed | 1;
@@ -167,22 +167,22 @@ impl Tracker {
     }
 
     /// Queries waiting for an answer.
-    pub fn in_flight(&self) -> u32 {
+    pub(super) fn in_flight(&self) -> u32 {
         self.in_flight
     }
 
     /// An ID for the next query, if one is free.
-    pub fn take_id(&mut self) -> Option<u16> {
+    pub(super) fn take_id(&mut self) -> Option<u16> {
         self.free.pop_front()
     }
 
     /// Gives back an ID whose query could not be sent.
-    pub fn give_back(&mut self, id: u16) {
+    pub(super) fn give_back(&mut self, id: u16) {
         self.free.push_front(id);
     }
 
     /// Records that query `query` left on `socket` with `id` at `now_ns`.
-    pub fn sent(&mut self, id: u16, query: u32, socket: u16, now_ns: u64, bytes: usize) {
+    pub(super) fn sent(&mut self, id: u16, query: u32, socket: u16, now_ns: u64, bytes: usize) {
         let s = &mut self.slots[usize::from(id)];
         s.generation = s.generation.wrapping_add(1);
         *s =
@@ -194,7 +194,13 @@ impl Tracker {
     }
 
     /// Counts one answer that arrived on `socket` at `now_ns`.
-    pub fn answer(&mut self, msg: &[u8], socket: u16, now_ns: u64, queries: &QuerySet) -> Answered {
+    pub(super) fn answer(
+        &mut self,
+        msg: &[u8],
+        socket: u16,
+        now_ns: u64,
+        queries: &QuerySet,
+    ) -> Answered {
         let Ok(h) = Header::read_answer(msg) else {
             self.counts.stray.malformed += 1;
             return Answered::Stray;
@@ -249,7 +255,7 @@ impl Tracker {
     }
 
     /// Counts every query whose deadline has passed at `now_ns` as lost.
-    pub fn expire(&mut self, now_ns: u64) {
+    pub(super) fn expire(&mut self, now_ns: u64) {
         while let Some(&(id, generation, deadline)) = self.deadlines.front() {
             let slot = &mut self.slots[usize::from(id)];
             let waiting = slot.generation == generation && slot.fate == Fate::InFlight;
@@ -268,7 +274,7 @@ impl Tracker {
 
     /// Counts every query in flight as lost at once (its connection closed: no answer can
     /// come), or as interrupted.
-    pub fn abandon(&mut self, interrupted: bool) {
+    pub(super) fn abandon(&mut self, interrupted: bool) {
         while let Some((id, generation, _)) = self.deadlines.pop_front() {
             let slot = &mut self.slots[usize::from(id)];
             if slot.generation == generation && slot.fate == Fate::InFlight {
@@ -285,7 +291,7 @@ impl Tracker {
     }
 
     /// When the oldest query in flight times out.
-    pub fn next_deadline(&self) -> Option<u64> {
+    pub(super) fn next_deadline(&self) -> Option<u64> {
         self.deadlines
             .iter()
             .find(|(id, generation, _)| {

@@ -49,7 +49,7 @@ pub(super) struct UdpWorker {
 impl UdpWorker {
     /// Runs until this worker's queries are sent and answered or timed out, or the run is
     /// stopped; publishes its counts for the last time and marks itself done.
-    pub fn run(mut self) -> io::Result<()> {
+    pub(super) fn run(mut self) -> io::Result<()> {
         let mut local = Local::new();
         let result = self.turns(&mut local);
         let now = since(self.part.begin);

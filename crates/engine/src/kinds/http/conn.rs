@@ -166,7 +166,7 @@ pub(super) struct Mode {
 impl Conn {
     /// A connection whose connect has been started at `now` for a request scheduled at
     /// `scheduled`; `connected` when the connect finished at once (unix sockets).
-    pub fn new(io: Transport, connected: bool, request: usize, scheduled: Instant) -> Self {
+    pub(super) fn new(io: Transport, connected: bool, request: usize, scheduled: Instant) -> Self {
         let now = Instant::now();
         Self {
             io,
@@ -190,7 +190,13 @@ impl Conn {
     }
 
     /// Puts the next request on this kept-alive connection.
-    pub fn start(&mut self, request: usize, scheduled: Instant, mode: Mode, tally: &mut Tally) {
+    pub(super) fn start(
+        &mut self,
+        request: usize,
+        scheduled: Instant,
+        mode: Mode,
+        tally: &mut Tally,
+    ) {
         self.request = request;
         self.scheduled = scheduled;
         self.redirect = None;
@@ -231,13 +237,13 @@ impl Conn {
     }
 
     /// The head of the response just completed (for its `Location`).
-    pub fn head_bytes(&self) -> &[u8] {
+    pub(super) fn head_bytes(&self) -> &[u8] {
         let len = self.head.map_or(0, |h| h.len).min(self.head_buf.len());
         &self.head_buf[..len]
     }
 
     /// Sends the redirect `bytes` on this connection as part of the same request.
-    pub fn follow(&mut self, bytes: Vec<u8>, url: HttpUrl, head: bool, mode: Mode) {
+    pub(super) fn follow(&mut self, bytes: Vec<u8>, url: HttpUrl, head: bool, mode: Mode) {
         self.redirect = Some((bytes, url, head));
         self.hops += 1;
         self.phase = Phase::Sending { written: 0 };
@@ -246,7 +252,7 @@ impl Conn {
     }
 
     /// The URL of the request in flight.
-    pub fn url<'a>(&'a self, set: &'a RequestSet) -> &'a HttpUrl {
+    pub(super) fn url<'a>(&'a self, set: &'a RequestSet) -> &'a HttpUrl {
         match &self.redirect {
             Some((_, url, _)) => url,
             None => &set.requests[self.request].url,
@@ -254,7 +260,7 @@ impl Conn {
     }
 
     /// Moves the connection along as far as the socket allows.
-    pub fn step(
+    pub(super) fn step(
         &mut self,
         set: &RequestSet,
         mode: Mode,
@@ -418,18 +424,18 @@ impl Conn {
 
     /// True while the connection needs to hear that it can write: connecting, handshaking,
     /// a request not yet all written, or TLS bytes still queued.
-    pub fn wants_writable(&self) -> bool {
+    pub(super) fn wants_writable(&self) -> bool {
         matches!(self.phase, Phase::Connecting | Phase::Handshaking | Phase::Sending { .. })
             || self.io.tls.as_ref().is_some_and(|t| t.wants_write())
     }
 
     /// The status of the response just completed.
-    pub fn head_status(&self) -> Option<u16> {
+    pub(super) fn head_status(&self) -> Option<u16> {
         self.head.map(|h| h.status)
     }
 
     /// Where a completed 3xx response sends the request next, if it is to be followed.
-    pub fn location(&self) -> Option<&str> {
+    pub(super) fn location(&self) -> Option<&str> {
         http1::header(self.head_bytes(), "location")
     }
 }

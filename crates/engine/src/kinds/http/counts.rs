@@ -31,7 +31,7 @@ pub(super) enum Cause {
 pub(super) const CAUSES: usize = 11;
 
 impl Cause {
-    pub const ALL: [Cause; CAUSES] = [
+    pub(super) const ALL: [Cause; CAUSES] = [
         Cause::Refused,
         Cause::ConnectTimeout,
         Cause::Unreachable,
@@ -45,7 +45,7 @@ impl Cause {
         Cause::Other,
     ];
 
-    pub fn name(self) -> &'static str {
+    pub(super) fn name(self) -> &'static str {
         match self {
             Cause::Refused => "connection refused",
             Cause::ConnectTimeout => "connect timeout",
@@ -62,7 +62,7 @@ impl Cause {
     }
 
     /// The cause of a socket error; `connecting` tells a connect timeout from a slow answer.
-    pub fn of(e: &std::io::Error, connecting: bool) -> Cause {
+    pub(super) fn of(e: &std::io::Error, connecting: bool) -> Cause {
         match e.raw_os_error() {
             Some(libc::ECONNREFUSED | libc::ENOENT) => Cause::Refused,
             Some(libc::ETIMEDOUT) if connecting => Cause::ConnectTimeout,
@@ -94,16 +94,16 @@ pub(super) struct Totals {
 }
 
 impl Totals {
-    pub fn error_total(&self) -> u64 {
+    pub(super) fn error_total(&self) -> u64 {
         self.errors.iter().sum()
     }
 
-    pub fn fail(&mut self, cause: Cause) {
+    pub(super) fn fail(&mut self, cause: Cause) {
         self.errors[cause.index()] += 1;
     }
 
     /// What was counted since `earlier`.
-    pub fn minus(&self, earlier: &Totals) -> Totals {
+    pub(super) fn minus(&self, earlier: &Totals) -> Totals {
         let mut d = Totals {
             responses: self.responses - earlier.responses,
             succeeded: self.succeeded - earlier.succeeded,
@@ -127,7 +127,7 @@ impl Totals {
         d
     }
 
-    pub fn add(&mut self, other: &Totals) {
+    pub(super) fn add(&mut self, other: &Totals) {
         self.responses += other.responses;
         self.succeeded += other.succeeded;
         self.sent += other.sent;
@@ -147,7 +147,7 @@ impl Totals {
     }
 
     /// Errors by cause name, leaving out causes that never happened.
-    pub fn errors_by_name(&self) -> BTreeMap<String, u64> {
+    pub(super) fn errors_by_name(&self) -> BTreeMap<String, u64> {
         Cause::ALL
             .iter()
             .zip(self.errors)
@@ -168,7 +168,7 @@ pub(super) struct Histograms {
 }
 
 impl Histograms {
-    pub fn add(&mut self, other: &Histograms) {
+    pub(super) fn add(&mut self, other: &Histograms) {
         self.total.add(&other.total);
         self.connect.add(&other.connect);
         self.tls.add(&other.tls);
@@ -185,17 +185,17 @@ pub(super) struct Tally {
 
 impl Tally {
     /// A tally that publishes to `shared`.
-    pub fn new(shared: std::sync::Arc<ShardCounts>) -> Self {
+    pub(super) fn new(shared: std::sync::Arc<ShardCounts>) -> Self {
         Self { totals: Totals::default(), shared }
     }
 
     /// Records latencies.
-    pub fn record(&self, f: impl FnOnce(&mut Histograms)) {
+    pub(super) fn record(&self, f: impl FnOnce(&mut Histograms)) {
         self.shared.histograms(f);
     }
 
     /// Moves the totals to the shared counts, leaving them empty.
-    pub fn publish(&mut self) {
+    pub(super) fn publish(&mut self) {
         if let Ok(mut t) = self.shared.totals.lock() {
             t.add(&self.totals);
         }
@@ -213,21 +213,21 @@ pub(super) struct ShardCounts {
 
 impl ShardCounts {
     /// Counts into the shared totals directly (the HTTP/2 tasks, which share a connection).
-    pub fn count(&self, f: impl FnOnce(&mut Totals)) {
+    pub(super) fn count(&self, f: impl FnOnce(&mut Totals)) {
         if let Ok(mut t) = self.totals.lock() {
             f(&mut t);
         }
     }
 
     /// Records into the shared histograms directly.
-    pub fn histograms(&self, f: impl FnOnce(&mut Histograms)) {
+    pub(super) fn histograms(&self, f: impl FnOnce(&mut Histograms)) {
         if let Ok(mut h) = self.histograms.lock() {
             f(&mut h);
         }
     }
 
     /// Counts a failed request.
-    pub fn fail(&self, cause: Cause, detail: Option<String>) {
+    pub(super) fn fail(&self, cause: Cause, detail: Option<String>) {
         self.count(|t| {
             t.fail(cause);
             if t.tls_error.is_none() {
@@ -238,7 +238,7 @@ impl ShardCounts {
 
     /// Takes the histograms recorded since the last call, leaving fresh ones (whose
     /// counters the kernel zeroes lazily).
-    pub fn take_histograms(&self) -> Histograms {
+    pub(super) fn take_histograms(&self) -> Histograms {
         match self.histograms.lock() {
             Ok(mut h) => std::mem::take(&mut *h),
             Err(_) => Histograms::default(),

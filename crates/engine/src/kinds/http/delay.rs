@@ -19,7 +19,7 @@ pub(super) struct DelayTimer(mpsc::Sender<(Instant, u64, oneshot::Sender<()>)>);
 
 impl DelayTimer {
     /// Starts the timer thread; it ends when every handle is dropped.
-    pub fn start() -> Self {
+    pub(super) fn start() -> Self {
         let (tx, rx) = mpsc::channel::<(Instant, u64, oneshot::Sender<()>)>();
         let _ = std::thread::Builder::new().name("ws-http-delay".into()).spawn(move || {
             crate::net::sys::tighten_timer_slack();
@@ -62,7 +62,7 @@ impl DelayTimer {
     }
 
     /// Waits until `deadline`.
-    pub async fn until(&self, deadline: Instant, id: u64) {
+    pub(super) async fn until(&self, deadline: Instant, id: u64) {
         let (tx, rx) = oneshot::channel();
         if self.0.send((deadline, id, tx)).is_err() {
             tokio::time::sleep_until(deadline.into()).await;

@@ -49,7 +49,13 @@ pub(super) struct Schedule {
 impl Schedule {
     /// The schedule of thread `thread` of `threads` sharing `rate` requests/s in a step of
     /// `spec` that began at `begin`.
-    pub fn new(spec: &HttpSpec, begin: Instant, rate: f64, thread: u16, threads: u16) -> Self {
+    pub(super) fn new(
+        spec: &HttpSpec,
+        begin: Instant,
+        rate: f64,
+        thread: u16,
+        threads: u16,
+    ) -> Self {
         Self {
             begin,
             offset_ns: f64::from(thread) * 1e9 / rate,
@@ -59,7 +65,7 @@ impl Schedule {
     }
 
     /// When request `k` falls due; `None` past the end of a timed step.
-    pub fn due(&self, k: u64) -> Option<Instant> {
+    pub(super) fn due(&self, k: u64) -> Option<Instant> {
         let due =
             self.begin + Duration::from_nanos((self.offset_ns + k as f64 * self.period_ns) as u64);
         (self.until.is_none_or(|u| due < u)).then_some(due)
@@ -119,7 +125,7 @@ pub(super) struct Shard {
 
 impl Shard {
     /// Runs until stopped or, with a count, until every request has ended.
-    pub fn run(&self) -> io::Result<()> {
+    pub(super) fn run(&self) -> io::Result<()> {
         if self.schedule.is_some() {
             sys::tighten_timer_slack();
             self.run_open()
@@ -129,7 +135,7 @@ impl Shard {
     }
 
     /// Moves what this thread counted since the last call to where the sampler reads it.
-    pub fn publish(&self) {
+    pub(super) fn publish(&self) {
         self.tally.borrow_mut().publish();
     }
 

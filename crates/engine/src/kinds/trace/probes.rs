@@ -72,7 +72,7 @@ fn set_ttl(socket: &Socket, v6: bool, ttl: u8) -> io::Result<()> {
 }
 
 impl Prober {
-    pub fn new(
+    pub(super) fn new(
         protocol: TraceProtocol,
         to: IpAddr,
         port: u16,
@@ -95,7 +95,12 @@ impl Prober {
     }
 
     /// Sends probe number `n` (from 0) with `ttl`.
-    pub fn send(&mut self, icmp: &IcmpSocket, ttl: u8, n: u64) -> io::Result<(Key, Pending)> {
+    pub(super) fn send(
+        &mut self,
+        icmp: &IcmpSocket,
+        ttl: u8,
+        n: u64,
+    ) -> io::Result<(Key, Pending)> {
         let v6 = self.to.is_ipv6();
         let sent = Instant::now();
         let sent_wall_ns = crate::net::sys::realtime_ns();
@@ -137,7 +142,7 @@ impl Prober {
     }
 
     /// The probe an ICMP message answers, if it answers one of ours.
-    pub fn heard(&self, icmp: &IcmpSocket, m: &Incoming) -> Option<Heard> {
+    pub(super) fn heard(&self, icmp: &IcmpSocket, m: &Incoming) -> Option<Heard> {
         let from = m.from?;
         let received_ns = m.received_ns;
         let v6 = self.to.is_ipv6();
@@ -198,7 +203,7 @@ impl Prober {
     /// Waits up to `wait` for the ICMP socket to have something or a TCP probe's handshake
     /// to end; returns the TCP probes that ended with the destination's answer (SYN-ACK or
     /// RST), and whether the ICMP socket is readable.
-    pub fn wait<'a>(
+    pub(super) fn wait<'a>(
         &self,
         icmp: &IcmpSocket,
         pending: impl Iterator<Item = (&'a Key, &'a Pending)>,

@@ -28,7 +28,7 @@ use crate::Renderer;
 
 /// The renderer; it writes nothing until the run ends.
 #[derive(Debug, Default)]
-pub struct Iperf3Json;
+pub(crate) struct Iperf3Json;
 
 impl Renderer for Iperf3Json {
     fn on_event(&mut self, event: &Event, out: &mut dyn Write) -> io::Result<()> {
@@ -47,7 +47,7 @@ impl Renderer for Iperf3Json {
 }
 
 /// The whole `-J` document.
-pub fn document(b: &BandwidthReport, meta: &Meta) -> Value {
+pub(crate) fn document(b: &BandwidthReport, meta: &Meta) -> Value {
     json!({
         "start": start(&b.spec, meta),
         "intervals": b.intervals.iter().map(|iv| interval(&b.spec, iv)).collect::<Vec<_>>(),

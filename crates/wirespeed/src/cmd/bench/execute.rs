@@ -33,7 +33,7 @@ use super::workload;
 
 /// How one run ended.
 #[derive(Debug)]
-pub enum Outcome {
+pub(super) enum Outcome {
     /// It ran; its report and samples.
     Done(Box<Report>, Vec<Sample>),
     /// A program it needs is not installed.
@@ -148,7 +148,7 @@ fn dir_name(id: &str) -> String {
 
 /// Runs every run of `loaded` in order, keeping each one's files under `out`; stops early when
 /// `cancel` fires. Calls `done` after each run.
-pub async fn run_all(
+pub(super) async fn run_all(
     loaded: &Loaded,
     scenario_dir: &Path,
     out: &Path,

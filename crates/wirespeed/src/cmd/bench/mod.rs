@@ -19,7 +19,7 @@ use crate::test_kinds::TestKind;
 
 /// `wirespeed bench` without a runtime: the schema, and a scenario listed or dry-run; `None`
 /// when the scenario is to be run.
-pub fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
+pub(super) fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
     if !(args.schema || args.list || args.dry_run) {
         return Ok(None);
     }
@@ -48,7 +48,7 @@ fn smoke_length(kind: &str) -> Option<(&'static str, toml::Value)> {
 
 /// Runs every run of the scenario; one line per run as it ends (and per failed check), each
 /// finished run saved at once, then a count.
-pub async fn run(args: BenchArgs) -> Result<u8> {
+pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let loaded = load(&args)?;
     let path = args.scenario.as_ref().context("a scenario file is needed")?;
     // `{scenario.dir}`: files kept beside the scenario, whatever directory it is run from.

@@ -14,7 +14,7 @@ use wirespeed_runner::matrix::scalar_text;
 use crate::test_kinds::TestKind;
 
 /// The words of the command line for `kind` aimed at `entry` with `options`.
-pub fn command_line(
+pub(super) fn command_line(
     kind: &str,
     entry: &str,
     options: &BTreeMap<String, toml::Value>,
@@ -69,7 +69,7 @@ pub fn command_line(
 }
 
 /// Runs the test `words` describe (from [`command_line`]) in-process and returns its report.
-pub async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
+pub(super) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
     // The same command line a person would type, with its per-test format choices.
     let cli = crate::flags::parse_from(words)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
