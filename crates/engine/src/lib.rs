@@ -7,7 +7,7 @@
 //! - [`server`]: the multi-client `wirespeed server`: listeners, first-byte routing, admission
 //!   and limits, and the control conversation every kind with a server half shares.
 //! - [`net`]: sockets, the control connection's framing and handshake, data streams, TLS, ICMP.
-//! - [`run`]: what drives a running test: the interval clock, the pacer, worker threads.
+//! - `run`: what drives a running test: the interval clock, the pacer, worker threads.
 
 #[cfg(not(target_os = "linux"))]
 compile_error!("wirespeed's data path uses Linux system calls (GSO/GRO, recvmmsg, TCP_INFO); other systems are not supported yet");

@@ -1,4 +1,4 @@
-//! Comparing runs: each run's [`metrics`] set against the first run's, as a ratio of per-interval
+//! Comparing runs: each run's `metrics` set against the first run's, as a ratio of per-interval
 //! medians with a bootstrap confidence interval, and a verdict that counts a change only when it
 //! is both significant (the interval excludes 1) and beyond a noise threshold, as criterion
 //! does. Randomness is a seeded generator passed in, so a comparison is reproducible.

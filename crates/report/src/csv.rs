@@ -1,5 +1,5 @@
 //! CSV: a header, a row per interval (or probe) as the run goes, then the summary rows; the
-//! columns are each kind's ([`crate::kinds`]). The helpers here quote and spell cells alike
+//! columns are each kind's (`crate::kinds`). The helpers here quote and spell cells alike
 //! for every kind.
 
 use std::io::{self, Write};

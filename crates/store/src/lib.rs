@@ -1,6 +1,6 @@
 //! The results store: the only crate with SQL. Every run's [`Report`] is saved whole, as JSON,
 //! next to the columns that history queries filter and list on (kind, target, time, tag and the
-//! headline figure). The schema is versioned with SQLite's `user_version` ([`migrate`]); the
+//! headline figure). The schema is versioned with SQLite's `user_version` (`migrate`); the
 //! database runs in WAL mode, so a process killed mid-save loses only that save.
 //!
 //! Opening never writes to a file it does not recognise: a corrupt file, another program's

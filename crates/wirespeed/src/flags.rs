@@ -1,5 +1,7 @@
 //! The command line, and nothing else: clap definitions with the help text people read.
 //! Turning these raw values into specs happens in `resolve.rs`.
+// These doc comments are `--help` text, where `[IPV6]:PORT` is literal, not a link.
+#![allow(rustdoc::broken_intra_doc_links)]
 
 use std::path::PathBuf;
 

@@ -1,6 +1,6 @@
-//! Sockets and wire plumbing every kind shares: system calls ([`sys`], [`mmsg`]), the control
-//! connection's framing ([`framed`]) and the client's side of its handshake ([`handshake`]),
-//! data streams' openers ([`streams`]), TLS ([`tls`]) and ICMP sockets ([`icmp`]).
+//! Sockets and wire plumbing every kind shares: system calls (`sys`, `mmsg`), the control
+//! connection's framing (`framed`) and the client's side of its handshake ([`handshake`]),
+//! data streams' openers (`streams`), TLS ([`tls`]) and ICMP sockets ([`icmp`]).
 
 pub(crate) mod buffer;
 pub(crate) mod framed;

@@ -1,11 +1,11 @@
 //! `wirespeed server`: one TCP and one UDP listener per bound address, all on one port. Each
-//! TCP connection announces what it is in its first bytes ([`route`]); UDP datagrams on the
+//! TCP connection announces what it is in its first bytes (`route`); UDP datagrams on the
 //! listener are stream hellos, or a protocol a kind claims. Tests are isolated sessions, any
 //! number at once up to `--max-tests`; a shutdown signal reaches every session, which tells
 //! its client before stopping.
 //!
-//! The generic server knows no kind by name: kinds find the kit they share in [`admit`] and
-//! [`ctx`] and hang what only they need on [`ctx::ServerHook`]; [`dispatch`] is the one place
+//! The generic server knows no kind by name: kinds find the kit they share in `admit` and
+//! `ctx` and hang what only they need on `ctx::ServerHook`; `dispatch` is the one place
 //! that lists them, so the modules form a DAG (`mod` → `dispatch` → kinds → `admit`/`ctx`).
 
 pub(crate) mod admit;

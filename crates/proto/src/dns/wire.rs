@@ -34,7 +34,7 @@ pub struct Edns {
     pub dnssec_ok: bool,
 }
 
-/// A query encoded once, with ID 0; [`Query::with_id`] writes the ID in place.
+/// A query encoded once, with ID 0; `Query::with_id` writes the ID in place.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct Query {
     /// The whole message.

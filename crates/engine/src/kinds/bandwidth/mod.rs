@@ -4,7 +4,7 @@
 //! - `server`: the server half of one test (reached through [`crate::server`]).
 //! - `iperf3_server`: the server half for a stock iperf3 client, on the same port.
 //! - [`iperf3_client`]: the client half against a stock `iperf3 -s`.
-//! - [`workers`]: the data threads of both halves.
+//! - `workers`: the data threads of both halves.
 //! - [`collect`]: pairs both ends' counters into intervals and the summary.
 //! - `schedule`: the client's interval ticks, warm-up end and deadline.
 

@@ -1,7 +1,7 @@
 //! `wirespeed http`'s orchestration: resolve the target once (timed: the breakdown's DNS
 //! part), build the requests, then run each step — the closed model, one rate, or each rate
-//! of a sweep — on `-t` threads of [`super::shard`] (HTTP/1.1, plain or TLS, TCP or a unix
-//! socket) or on [`super::h2`] (HTTP/2), sampling an interval at a time. Reports each
+//! of a sweep — on `-t` threads of `super::shard` (HTTP/1.1, plain or TLS, TCP or a unix
+//! socket) or on `super::h2` (HTTP/2), sampling an interval at a time. Reports each
 //! interval as it ends and the whole run at the end.
 
 use std::io;

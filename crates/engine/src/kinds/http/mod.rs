@@ -5,7 +5,8 @@
 //! - `shard`, `conn`: HTTP/1.1 load threads (closed and open models, TLS, unix sockets).
 //! - `h2`: HTTP/2 load (prior knowledge, or ALPN over TLS), on hyper.
 //! - `counts`: what the threads count; [`requests`]: the requests they send; [`results`]: one
-//!   record per request (`--format vegeta`); [`tls`]: TLS settings.
+//!   record per request (`--format vegeta`); `step`: a step's workers while they run (TLS
+//!   settings are shared: [`crate::net::tls`]).
 //! - [`fixture`]: the server; [`serve`]: serving HTTP on hyper, for it and the web speed test;
 //!   [`delivered`]: what a connection's peer has acknowledged, for the web test's download.
 

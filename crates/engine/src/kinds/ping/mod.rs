@@ -2,8 +2,8 @@
 //!
 //! - [`client`]: the probe loops (datagram probes in flight together, connection probes one
 //!   after another) and the report.
-//! - [`icmp`]: the ICMP socket (ping socket or raw), shared with `trace`.
-//! - [`probes`]: the TCP connect and HTTP first-byte probes.
+//! - [`probes`]: the TCP connect and HTTP first-byte probes. ICMP sockets (ping socket or
+//!   raw) are shared with `trace`: [`crate::net::icmp`].
 
 pub mod client;
 pub mod probes;
