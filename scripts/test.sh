@@ -77,10 +77,23 @@ fi
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 
+# The toolchain of the declared rust-version, for the build at it below.
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+rustup toolchain list 2>/dev/null | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+
+# A test whose peer or privilege is missing fails here instead of skipping.
+export WIRESPEED_REQUIRE_PEERS=1
+
 echo "== cargo fmt --check"
 cargo fmt --all -- --check
 echo "== cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
+echo "== cargo doc"
+RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+echo "== build at rust-version $msrv"
+CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --all-targets --locked --quiet
+echo "== fuzz targets compile"
+cargo check --manifest-path fuzz/Cargo.toml --bins --locked --quiet
 echo "== tests"
 # The crates have no doc tests (nextest would not run them).
 cargo nextest run --workspace --locked --no-fail-fast

@@ -14,7 +14,7 @@ use crate::report::{Meta, Report, ReportBody};
 use crate::spec::TestSpec;
 
 /// One thing that happened during a run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "event", content = "data", rename_all = "snake_case")]
 #[allow(clippy::large_enum_variant)] // events are few (one per interval); boxing buys nothing
 pub enum Event {

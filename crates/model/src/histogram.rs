@@ -92,7 +92,7 @@ impl RttHistogram {
 }
 
 /// One histogram bucket.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistogramBucket {
     /// The largest round trip (ns) this bucket stands for.
     pub value_ns: u64,
@@ -101,7 +101,7 @@ pub struct HistogramBucket {
 }
 
 /// Summary statistics of a set of round trips, all in nanoseconds.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyStats {
     /// Round trips measured.
     pub count: u64,

@@ -12,7 +12,7 @@ use crate::metrics::{Metric, RunSeries};
 use crate::spec::TestSpec;
 
 /// A finished run of any kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Report {
     /// The kind-specific part: `kind`, `spec`, `intervals`, `summary`.
     #[serde(flatten)]
@@ -22,7 +22,7 @@ pub struct Report {
 }
 
 /// One variant per test kind, tagged by `kind` in JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 #[allow(clippy::large_enum_variant)] // one report per run; boxing buys nothing
 pub enum ReportBody {
@@ -71,6 +71,12 @@ impl ReportBody {
 }
 
 impl Report {
+    /// The JSON Schema of a report as `--format json` writes it and the store keeps it,
+    /// generated from these types (published as `docs/report.schema.json`).
+    pub fn schema() -> serde_json::Value {
+        serde_json::to_value(schemars::schema_for!(Report)).unwrap_or_default()
+    }
+
     /// The test kind.
     pub fn kind(&self) -> Kind {
         self.body.as_kind().spec().kind()
@@ -103,7 +109,7 @@ impl Report {
 }
 
 /// Facts about a run that are not measurements.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Meta {
     /// wirespeed version that produced the report.
     pub version: String,

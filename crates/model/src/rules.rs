@@ -4,7 +4,9 @@
 use serde::{Deserialize, Serialize};
 
 /// Transport of a test's data streams (bandwidth and latency).
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Protocol {
     /// A byte stream per data connection.

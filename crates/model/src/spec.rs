@@ -7,7 +7,7 @@ use crate::kinds::bandwidth::BandwidthSpec;
 use crate::kinds::{Kind, KindSpec};
 
 /// One variant per test kind.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "kind", rename_all = "snake_case")]
 pub enum TestSpec {
     /// TCP or UDP throughput between a client and a wirespeed server.

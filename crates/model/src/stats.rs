@@ -38,7 +38,7 @@ impl Mean {
 }
 
 /// Minimum, maximum and mean of a gauge sampled once per interval (e.g. TCP RTT).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct GaugeStats {
     /// Smallest sample.
     pub min: u64,

@@ -9,7 +9,7 @@ use std::net::IpAddr;
 use serde::{Deserialize, Serialize};
 
 /// Where a result came from.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum WebSource {
     /// wirespeed's own page.
@@ -38,7 +38,7 @@ impl WebSource {
 }
 
 /// One speed test from a browser or a LibreSpeed client.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WebResult {
     /// Random, unguessable id (32 hex digits).
     pub id: String,

@@ -216,3 +216,52 @@ pub(crate) mod fixtures {
         flow.sender()
     }
 }
+
+#[cfg(test)]
+mod schema_tests {
+    use wirespeed_model::kinds::bandwidth::Direction;
+    use wirespeed_model::rules::Protocol;
+    use wirespeed_model::Report;
+
+    use crate::kinds::{cps, dns, http, latency, ping, trace};
+
+    /// One report of every kind (bandwidth both ways and over both transports), as the
+    /// renderers' tests build them.
+    fn every_kind() -> Vec<Report> {
+        vec![
+            crate::fixtures::report(Protocol::Tcp, Direction::Bidir),
+            crate::fixtures::report(Protocol::Udp, Direction::Upload),
+            latency::tests::report(),
+            cps::tests::report(),
+            ping::tests::report(),
+            trace::tests::report(),
+            http::tests::report(),
+            dns::tests::report(),
+        ]
+    }
+
+    #[test]
+    fn every_kinds_json_report_validates_against_the_published_schema() {
+        let schema: serde_json::Value =
+            serde_json::from_str(include_str!("../../../docs/report.schema.json")).unwrap();
+        let validator = jsonschema::validator_for(&schema).unwrap();
+        let reports = every_kind();
+        let kinds: std::collections::BTreeSet<_> =
+            reports.iter().map(|r| r.kind().name()).collect();
+        assert_eq!(kinds.len(), wirespeed_model::kinds::Kind::ALL.len(), "a kind has no report");
+        for report in reports {
+            let mut json = Vec::new();
+            crate::render_report(&report, crate::Format::Json, false, &mut json).unwrap();
+            let value: serde_json::Value = serde_json::from_slice(&json).unwrap();
+            let errors: Vec<String> = validator
+                .iter_errors(&value)
+                .map(|e| format!("{}: {e}", e.instance_path))
+                .collect();
+            assert!(errors.is_empty(), "{} report: {errors:#?}", report.kind());
+        }
+        // A report that breaks the schema is caught: the check can fail.
+        let mut broken = serde_json::to_value(latency::tests::report()).unwrap();
+        broken["summary"]["sent"] = serde_json::json!("many");
+        assert!(!validator.is_valid(&broken));
+    }
+}

@@ -19,7 +19,7 @@ pub const MAX_CONNECTORS: u16 = 1024;
 pub const MAX_CPS_THREADS: u16 = 64;
 
 /// What a connections-per-second test is asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct CpsSpec {
     /// The host (and port) as the user wrote it.
@@ -99,7 +99,7 @@ impl CpsSpec {
 }
 
 /// Why one connection attempt failed.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum ConnectFailure {
     /// The host answered with a reset: nothing listens on the port (ECONNREFUSED).
@@ -141,7 +141,9 @@ impl ConnectFailure {
 }
 
 /// Failed attempts by cause.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct FailureCounts {
     /// Connection refused.
     pub refused: u64,
@@ -219,7 +221,7 @@ impl FailureCounts {
 }
 
 /// One reporting interval of a cps test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpsInterval {
     /// Position, from 0.
     pub index: u32,
@@ -242,7 +244,7 @@ pub struct CpsInterval {
 }
 
 /// The whole measured part of a cps test (after the warm-up).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpsSummary {
     /// Measured time, nanoseconds.
     pub duration_ns: u64,
@@ -265,7 +267,7 @@ pub struct CpsSummary {
 }
 
 /// A cps run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpsReport {
     /// What was asked.
     pub spec: CpsSpec,

@@ -24,7 +24,9 @@ pub const MAX_OUTSTANDING_PER_THREAD: u32 = 65_536;
 pub const MAX_DNS_RATE: f64 = 100_000_000.0;
 
 /// How queries travel.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum DnsTransport {
     /// One datagram per query (dnsperf's default).
@@ -56,7 +58,7 @@ impl DnsTransport {
 }
 
 /// What a DNS load test is asked to do. Defaults follow dnsperf where dnsperf has one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct DnsSpec {
     /// The server as the user wrote it.
@@ -198,7 +200,7 @@ impl DnsSpec {
 }
 
 /// One reporting interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DnsInterval {
     /// Position, from 0.
     pub index: u32,
@@ -221,7 +223,7 @@ pub struct DnsInterval {
 }
 
 /// How often one response code came back.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct RcodeCount {
     /// The full (extended) code.
     pub code: u16,
@@ -232,7 +234,9 @@ pub struct RcodeCount {
 }
 
 /// Answers that were not counted as completed, by why.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct StrayAnswers {
     /// The ID of a query in flight, but another question: not its answer (the query stays
     /// in flight).
@@ -255,7 +259,7 @@ impl StrayAnswers {
 }
 
 /// Exact latency moments, as dnsperf computes them (sums, not the histogram).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct ExactLatency {
     /// Mean, nanoseconds.
     pub mean_ns: f64,
@@ -268,7 +272,7 @@ pub struct ExactLatency {
 }
 
 /// TCP and DoT connections.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DnsConnections {
     /// Connections tried.
     pub attempts: u64,
@@ -279,7 +283,7 @@ pub struct DnsConnections {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DnsSummary {
     /// dnsperf's run time: from the first query to the end of the last query's wait (the
     /// later of its answer and its timeout), nanoseconds.
@@ -327,7 +331,7 @@ pub struct DnsSummary {
 }
 
 /// A DNS load run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DnsReport {
     /// What was asked.
     pub spec: DnsSpec,

@@ -20,7 +20,7 @@ pub const MAX_HTTP_CONNECTIONS: u16 = 10_000;
 pub const MAX_HTTP_THREADS: u16 = 64;
 
 /// What an HTTP load test is asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct HttpSpec {
     /// The URL as the user wrote it.
@@ -75,7 +75,7 @@ pub struct HttpSpec {
 }
 
 /// A targets file the requests were read from.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TargetsFile {
     /// Its path, as given.
@@ -194,7 +194,7 @@ impl HttpSpec {
 }
 
 /// One reporting interval.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpInterval {
     /// Position, from 0.
     pub index: u32,
@@ -221,7 +221,7 @@ pub struct HttpInterval {
 }
 
 /// Where the time of a request went, each part measured on its own.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpBreakdown {
     /// Resolving the host name, once before the run, nanoseconds.
     pub dns_ns: u64,
@@ -237,7 +237,7 @@ pub struct HttpBreakdown {
 }
 
 /// The whole measured part of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpSummary {
     /// Measured time, nanoseconds.
     pub duration_ns: u64,
@@ -282,7 +282,7 @@ pub struct HttpSummary {
 }
 
 /// One step of a rate sweep.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpStep {
     /// The rate asked for, requests per second.
     pub rate: f64,
@@ -294,7 +294,7 @@ pub struct HttpStep {
 }
 
 /// An HTTP load run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpReport {
     /// What was asked.
     pub spec: HttpSpec,

@@ -18,7 +18,7 @@ pub const MAX_LATENCY_LENGTH: u32 = 65_507;
 pub const DEFAULT_LATENCY_LENGTH: u32 = 16;
 
 /// What a latency test is asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct LatencySpec {
     /// The host (and port) as the user wrote it.
@@ -115,7 +115,7 @@ impl LatencySpec {
 }
 
 /// One reporting interval of a latency test.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyInterval {
     /// Position, from 0.
     pub index: u32,
@@ -135,7 +135,7 @@ pub struct LatencyInterval {
 }
 
 /// The whole measured part of a latency test (after the warm-up).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencySummary {
     /// Measured time, nanoseconds.
     pub duration_ns: u64,
@@ -155,7 +155,7 @@ pub struct LatencySummary {
 }
 
 /// A latency run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LatencyReport {
     /// What was asked.
     pub spec: LatencySpec,

@@ -16,7 +16,7 @@ pub const MAX_PING_SIZE: u32 = 65_000;
 pub const MAX_LISTED_PROBES: usize = 100_000;
 
 /// What a probe is.
-#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "mode", rename_all = "snake_case")]
 pub enum PingMode {
     /// ICMP (or ICMPv6) echo request and reply.
@@ -51,7 +51,7 @@ impl PingMode {
 }
 
 /// What a ping is asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct PingSpec {
     /// The host as the user wrote it.
@@ -115,7 +115,7 @@ impl PingSpec {
 }
 
 /// How one probe ended.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(tag = "outcome", rename_all = "snake_case")]
 pub enum ProbeOutcome {
     /// An answer came back.
@@ -143,7 +143,7 @@ pub enum ProbeOutcome {
 }
 
 /// One probe's line.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PingProbe {
     /// Sequence number, from 1.
     pub seq: u64,
@@ -155,7 +155,7 @@ pub struct PingProbe {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PingSummary {
     /// The address probed.
     pub address: String,
@@ -176,7 +176,7 @@ pub struct PingSummary {
 }
 
 /// A ping run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PingReport {
     /// What was asked.
     pub spec: PingSpec,

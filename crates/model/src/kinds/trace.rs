@@ -15,7 +15,9 @@ pub const DEFAULT_UDP_PORT: u16 = 33434;
 pub const DEFAULT_TCP_PORT: u16 = 80;
 
 /// What each probe is.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum TraceProtocol {
     /// ICMP echo requests; the destination answers with an echo reply.
@@ -28,7 +30,7 @@ pub enum TraceProtocol {
 }
 
 /// What a trace is asked to do.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct TraceSpec {
     /// The host as the user wrote it.
@@ -102,7 +104,7 @@ impl TraceSpec {
 }
 
 /// What was learned about one hop (one TTL).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HopStats {
     /// The TTL.
     pub ttl: u8,
@@ -127,7 +129,7 @@ pub struct HopStats {
 }
 
 /// The hops as they stand after one round (cumulative).
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceRound {
     /// Rounds finished so far.
     pub rounds: u32,
@@ -136,7 +138,7 @@ pub struct TraceRound {
 }
 
 /// The whole trace.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceSummary {
     /// The address traced to.
     pub address: String,
@@ -151,7 +153,7 @@ pub struct TraceSummary {
 }
 
 /// A trace run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct TraceReport {
     /// What was asked.
     pub spec: TraceSpec,

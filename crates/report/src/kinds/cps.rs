@@ -214,14 +214,14 @@ impl View for CpsView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use wirespeed_model::histogram::RttHistogram;
     use wirespeed_model::kinds::cps::{CpsInterval, CpsReport, CpsSpec, CpsSummary, FailureCounts};
     use wirespeed_model::{Meta, Report, ReportBody};
 
     use crate::Format;
 
-    fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let mut spec = CpsSpec::new("127.0.0.1:80");
         spec.external = true;
         spec.parallel = 8;

@@ -311,7 +311,7 @@ impl View for DnsView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use wirespeed_model::histogram::LatencyStats;
     use wirespeed_model::kinds::dns::*;
     use wirespeed_model::report::{Meta, Report, ReportBody};
@@ -319,7 +319,7 @@ mod tests {
     use crate::fixtures::{assert_even_rows, render};
     use crate::Format;
 
-    fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let mut spec = DnsSpec::new("127.0.0.1", 5300);
         spec.queries = 1005;
         spec.duration_ns = Some(2_000_000_000);

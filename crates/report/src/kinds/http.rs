@@ -356,7 +356,7 @@ impl View for HttpView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use std::collections::BTreeMap;
 
     use wirespeed_model::histogram::RttHistogram;
@@ -406,7 +406,7 @@ mod tests {
     }
 
     /// An open-model sweep over two rates, an interval each.
-    fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let mut spec = HttpSpec::new("http://192.0.2.7:8080/index.html");
         spec.rates = vec![100.0, 200.0];
         spec.duration_ns = 1_000_000_000;

@@ -186,7 +186,7 @@ impl View for LatencyView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use wirespeed_model::histogram::RttHistogram;
     use wirespeed_model::kinds::latency::{
         LatencyInterval, LatencyReport, LatencySpec, LatencySummary,
@@ -197,7 +197,7 @@ mod tests {
     use crate::Format;
 
     /// A UDP run of two intervals after a warm-up one, with loss, round trips 20–90 µs.
-    fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let mut spec = LatencySpec::new("192.0.2.7", Protocol::Udp);
         spec.duration_ns = 2_000_000_000;
         spec.warmup_ns = 1_000_000_000;

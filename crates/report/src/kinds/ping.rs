@@ -233,14 +233,14 @@ impl View for PingView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use wirespeed_model::histogram::RttHistogram;
     use wirespeed_model::kinds::ping::*;
     use wirespeed_model::{Meta, Report, ReportBody};
 
     use crate::Format;
 
-    fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let mut spec = PingSpec::new("192.0.2.7", PingMode::Icmp);
         spec.count = Some(3);
         let reply =

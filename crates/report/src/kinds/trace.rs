@@ -213,7 +213,7 @@ impl View for TraceView {
 }
 
 #[cfg(test)]
-mod tests {
+pub(crate) mod tests {
     use wirespeed_model::histogram::RttHistogram;
     use wirespeed_model::kinds::trace::*;
     use wirespeed_model::{Event, Meta, Report, ReportBody};
@@ -238,7 +238,7 @@ mod tests {
         }
     }
 
-    fn report() -> Report {
+    pub(crate) fn report() -> Report {
         let spec = TraceSpec::new("192.0.2.9", TraceProtocol::Udp);
         let mut last = hop(3, &["192.0.2.9"], 3, 900);
         last.reached = true;

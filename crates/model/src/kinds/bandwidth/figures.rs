@@ -9,7 +9,7 @@ use crate::stats::{per_second, ratio, Mean};
 use crate::units::bits_per_second;
 
 /// Running counters of one stream end. Monotonic except for the gauges (`jitter_ns`, `tcp`).
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Totals {
     /// Payload bytes written (sender) or read (receiver).
     pub bytes: u64,
@@ -28,7 +28,9 @@ pub struct Totals {
 }
 
 /// What `TCP_INFO` says about a sending socket at one moment.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
 pub struct TcpSample {
     /// Segments retransmitted since the connection opened (`tcpi_total_retrans`).
     pub retransmits: u64,
@@ -41,7 +43,7 @@ pub struct TcpSample {
 }
 
 /// What one side counted on a stream over a span of time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct SideDelta {
     /// Bytes moved in the span.
     pub bytes: u64,
@@ -80,7 +82,7 @@ impl Totals {
 }
 
 /// The figures of one stream or one flow over one span: the sender's and the receiver's view.
-#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct Figures {
     /// Bytes the sender wrote.
     pub sent_bytes: u64,

@@ -11,7 +11,7 @@ use crate::rules::Protocol;
 use crate::stats::GaugeStats;
 
 /// A bandwidth run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BandwidthReport {
     /// What was asked.
     pub spec: BandwidthSpec,
@@ -22,7 +22,7 @@ pub struct BandwidthReport {
 }
 
 /// One reporting interval of a bandwidth run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BandwidthInterval {
     /// Position, from 0.
     pub index: u32,
@@ -60,7 +60,7 @@ impl BandwidthInterval {
 }
 
 /// A flow's total and its streams over one span.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowFigures {
     /// Which way the data moved.
     pub flow: Flow,
@@ -72,7 +72,7 @@ pub struct FlowFigures {
 }
 
 /// One stream's figures over one span.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct StreamFigures {
     /// Stream number within its flow, from 1.
     pub id: u16,
@@ -82,7 +82,7 @@ pub struct StreamFigures {
 }
 
 /// The whole measured part of a bandwidth run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct BandwidthSummary {
     /// The first flow (upload, or download with `-R`), flattened so `summary.received_bps` works.
     #[serde(flatten)]
@@ -105,7 +105,7 @@ impl BandwidthSummary {
 }
 
 /// A flow's totals over the measured part of the run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct FlowSummary {
     /// Which way the data moved.
     pub flow: Flow,
@@ -127,7 +127,7 @@ pub struct FlowSummary {
 }
 
 /// Processor time used by one end, as a share of the test's wall time.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct CpuUsage {
     /// User-mode CPU seconds / wall seconds (can exceed 1 with several streams).
     pub user_ratio: f64,

@@ -7,7 +7,9 @@ use serde::{Deserialize, Serialize};
 use crate::rules::{Protocol, SpecError, MAX_PARALLEL};
 
 /// Which way data moves. The client always opens every connection, whatever the direction.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default)]
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, Default, schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Direction {
     /// Client sends, server receives (iperf3's default).
@@ -32,7 +34,19 @@ impl Direction {
 }
 
 /// The flow of one set of streams: from client to server or back.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Hash, Serialize, Deserialize, PartialOrd, Ord)]
+#[derive(
+    Debug,
+    Clone,
+    Copy,
+    PartialEq,
+    Eq,
+    Hash,
+    Serialize,
+    Deserialize,
+    PartialOrd,
+    Ord,
+    schemars::JsonSchema,
+)]
 #[serde(rename_all = "snake_case")]
 pub enum Flow {
     /// Client to server.
@@ -69,7 +83,7 @@ impl Flow {
 }
 
 /// One end of a test.
-#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize)]
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(rename_all = "snake_case")]
 pub enum End {
     /// The side that ran `wirespeed bandwidth`.
@@ -79,7 +93,7 @@ pub enum End {
 }
 
 /// Everything that defines a bandwidth test. Defaults follow iperf3 where iperf3 has one.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct BandwidthSpec {
     /// The host (and port) as the user wrote it; informational on the server side.
