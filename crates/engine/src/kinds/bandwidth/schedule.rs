@@ -77,7 +77,7 @@ impl Schedule {
     /// When the warm-up ends on an interval boundary, that tick's snapshot is the warm-up's
     /// end, so the summary equals the sum of the measured intervals exactly.
     fn omit_on_tick(&self) -> bool {
-        self.spec.omit_ns % self.spec.interval_ns == 0
+        self.spec.omit_ns.is_multiple_of(self.spec.interval_ns)
     }
 
     /// True while the warm-up's end must still come from [`Self::omit_at`].

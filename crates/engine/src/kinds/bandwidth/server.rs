@@ -169,7 +169,7 @@ async fn run_test(
     tokio::pin!(omit_at);
     let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
     // As on the client: a warm-up ending on a tick uses that tick's snapshot.
-    let omit_on_tick = spec.omit_ns % spec.interval_ns == 0;
+    let omit_on_tick = spec.omit_ns.is_multiple_of(spec.interval_ns);
     let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
         (None, _) => Duration::from_nanos(spec.total_ns()) + STOP_GRACE,
         (Some(_), false) => ctx.config.max_duration,

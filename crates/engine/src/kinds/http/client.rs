@@ -252,7 +252,7 @@ fn unanswered(
 
 /// A span for a message: `1 s`, `250 ms`, `3 ms`.
 fn humantime_ns(ns: u64) -> String {
-    if ns >= 1_000_000_000 && ns % 1_000_000_000 == 0 {
+    if ns >= 1_000_000_000 && ns.is_multiple_of(1_000_000_000) {
         format!("{} s", ns / 1_000_000_000)
     } else if ns >= 1_000_000 {
         format!("{} ms", ns / 1_000_000)

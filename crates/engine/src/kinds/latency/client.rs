@@ -402,7 +402,9 @@ impl Job {
                 // Busy polling: nothing yet; look at the clock and the stop flag now and then.
                 Err(e) if self.spec.busy_poll && e.kind() == io::ErrorKind::WouldBlock => {
                     spins = spins.wrapping_add(1);
-                    if spins % 256 == 0 && (self.stop.load(Relaxed) || Instant::now() >= deadline) {
+                    if spins.is_multiple_of(256)
+                        && (self.stop.load(Relaxed) || Instant::now() >= deadline)
+                    {
                         return Ok(false);
                     }
                 }
