@@ -11,6 +11,8 @@ use wirespeed_model::kinds::dns::MAX_DNS_CLIENTS;
 use wirespeed_model::kinds::http::MAX_HTTP_CONNECTIONS;
 use wirespeed_model::rules::MAX_PARALLEL;
 
+use crate::test_kinds::TestKind;
+
 mod saved;
 mod web;
 pub(crate) use saved::*;
@@ -194,20 +196,22 @@ pub(crate) enum FormatArg {
 }
 
 impl FormatArg {
-    /// Whether `command` can render this format: iperf3's -J schema has bandwidth runs only,
-    /// and vegeta's lines are per HTTP request.
-    fn renders(self, command: &str) -> bool {
+    /// Whether a run of `kind` (`None`: `quick`'s runs of every kind) can be rendered in this
+    /// format: iperf3's -J schema has bandwidth runs only, and vegeta's lines are per HTTP
+    /// request.
+    fn renders(self, kind: Option<TestKind>) -> bool {
         match self {
-            FormatArg::Iperf3Json => matches!(command, "bandwidth" | "pps"),
-            FormatArg::Vegeta => command == "http",
-            _ => true,
+            FormatArg::Iperf3Json => matches!(kind, Some(TestKind::Bandwidth | TestKind::Pps)),
+            FormatArg::Vegeta => kind == Some(TestKind::Http),
+            FormatArg::Text
+            | FormatArg::Json
+            | FormatArg::JsonStream
+            | FormatArg::Csv
+            | FormatArg::Md
+            | FormatArg::Html => true,
         }
     }
 }
-
-/// The test commands that take `--format`.
-const FORMATTED: [&str; 9] =
-    ["bandwidth", "latency", "cps", "pps", "ping", "trace", "http", "dns", "quick"];
 
 /// The command line, with each test's `--format` offering (in `--help` and when parsing) only
 /// the formats that test can render.
@@ -215,10 +219,12 @@ pub(crate) fn command() -> clap::Command {
     use clap::builder::{PossibleValuesParser, TypedValueParser};
     use clap::CommandFactory;
     let mut cli = Cli::command();
-    for name in FORMATTED {
+    // Every test subcommand takes `--format`, and `quick`.
+    let formatted = TestKind::ALL.iter().map(|&k| (k.name(), Some(k))).chain([("quick", None)]);
+    for (name, kind) in formatted {
         let formats: Vec<_> = FormatArg::value_variants()
             .iter()
-            .filter(|f| f.renders(name))
+            .filter(|f| f.renders(kind))
             .filter_map(ValueEnum::to_possible_value)
             .collect();
         let parser = PossibleValuesParser::new(formats)
