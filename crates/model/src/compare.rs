@@ -5,7 +5,7 @@
 
 use std::collections::BTreeMap;
 
-use crate::kinds::Kind;
+use crate::kind::Kind;
 use crate::metrics::{Better, Metric};
 use crate::report::Report;
 

@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod event;
 pub mod histogram;
+pub mod kind;
 pub mod kinds;
 pub mod metrics;
 pub mod report;

@@ -1,9 +1,9 @@
 //! The vocabulary of the figures a run is judged by, named once for every consumer: the
 //! history's headline column, `compare`'s ratios, the key-figure tables of Markdown and HTML,
 //! and the charts. Each kind says which figures it has
-//! ([`KindReport::metrics`](crate::kinds::KindReport::metrics), with per-interval samples: the
+//! ([`KindReport::metrics`](crate::kind::KindReport::metrics), with per-interval samples: the
 //! spread `compare` turns into a confidence interval) and which time series a chart draws
-//! ([`KindReport::series`](crate::kinds::KindReport::series)); the helpers here build them the
+//! ([`KindReport::series`](crate::kind::KindReport::series)); the helpers here build them the
 //! same way for every kind.
 
 use crate::histogram::{HistogramBucket, LatencyStats};

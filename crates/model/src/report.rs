@@ -6,8 +6,8 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::HistogramBucket;
+use crate::kind::{Kind, KindReport};
 use crate::kinds::bandwidth::BandwidthReport;
-use crate::kinds::{Kind, KindReport};
 use crate::metrics::{Metric, RunSeries};
 use crate::spec::TestSpec;
 

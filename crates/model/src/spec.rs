@@ -3,8 +3,8 @@
 
 use serde::{Deserialize, Serialize};
 
+use crate::kind::{Kind, KindSpec};
 use crate::kinds::bandwidth::BandwidthSpec;
-use crate::kinds::{Kind, KindSpec};
 
 /// One variant per test kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]

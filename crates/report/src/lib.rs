@@ -248,7 +248,7 @@ mod schema_tests {
         let reports = every_kind();
         let kinds: std::collections::BTreeSet<_> =
             reports.iter().map(|r| r.kind().name()).collect();
-        assert_eq!(kinds.len(), wirespeed_model::kinds::Kind::ALL.len(), "a kind has no report");
+        assert_eq!(kinds.len(), wirespeed_model::kind::Kind::ALL.len(), "a kind has no report");
         for report in reports {
             let mut json = Vec::new();
             crate::render_report(&report, crate::Format::Json, false, &mut json).unwrap();

@@ -112,7 +112,7 @@ mod tests {
                 );
             }
         }
-        assert_eq!(folders, wirespeed_model::kinds::Kind::ALL.len(), "one folder per kind");
+        assert_eq!(folders, wirespeed_model::kind::Kind::ALL.len(), "one folder per kind");
         // The shared machinery names no kind; in the server only the dispatcher does.
         for dir in ["net", "run", "server"] {
             for file in sources(&root.join(dir)) {

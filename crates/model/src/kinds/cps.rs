@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
-use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{
     latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
     Percentiles, RunSeries, Unit,

@@ -1,10 +1,10 @@
 //! One module per test kind: its spec, interval and report types, and what it answers through
-//! [`KindSpec`] and [`KindReport`]. Generic code (the report's key figures, the charts, the
-//! live panel's title) asks those traits and never matches on the kind.
+//! [`KindSpec`](crate::kind::KindSpec) and [`KindReport`](crate::kind::KindReport).
 //!
-//! A new kind registers here ([`Kind`] and its `mod`), in [`TestSpec`](crate::spec::TestSpec),
-//! in [`ReportBody`](crate::report::ReportBody) and in [`Event`](crate::event::Event); each of
-//! those has one exhaustive `match` of one-line arms, so a kind left out fails to compile.
+//! A new kind registers here (its `mod`), in [`Kind`](crate::kind::Kind), in
+//! [`TestSpec`](crate::spec::TestSpec), in [`ReportBody`](crate::report::ReportBody) and in
+//! [`Event::replay`](crate::event::Event::replay); each has one exhaustive `match` of one-line
+//! arms, so a kind left out fails to compile.
 
 pub mod bandwidth;
 pub mod cps;
@@ -13,98 +13,3 @@ pub mod http;
 pub mod latency;
 pub mod ping;
 pub mod trace;
-
-use crate::histogram::HistogramBucket;
-use crate::metrics::{Metric, RunSeries};
-
-/// A closed enum whose every variant has a name, with the list of all of them. The list is
-/// built from the same words as the enum, so it cannot miss a variant: what the registries of
-/// kinds use instead of string lists.
-#[macro_export]
-macro_rules! named {
-    ($(#[$doc:meta])* $vis:vis enum $name:ident { $($(#[$vdoc:meta])* $variant:ident = $text:literal,)* }) => {
-        $(#[$doc])*
-        #[derive(Debug, Clone, Copy, PartialEq, Eq, Hash)]
-        $vis enum $name { $($(#[$vdoc])* $variant,)* }
-
-        impl $name {
-            /// Every variant, in declaration order.
-            pub const ALL: &'static [$name] = &[$($name::$variant,)*];
-
-            /// The name, as JSON and the command line spell it.
-            pub fn name(self) -> &'static str {
-                match self { $($name::$variant => $text,)* }
-            }
-
-            /// The variant whose [`Self::name`] is `text`.
-            pub fn from_name(text: &str) -> Option<Self> {
-                Self::ALL.iter().copied().find(|v| v.name() == text)
-            }
-        }
-
-        impl std::fmt::Display for $name {
-            fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-                f.write_str(self.name())
-            }
-        }
-    };
-}
-
-crate::named! {
-    /// Every test kind, as a report's `kind` names it (`pps` runs are bandwidth reports).
-    pub enum Kind {
-        /// TCP or UDP throughput ([`bandwidth`]).
-        Bandwidth = "bandwidth",
-        /// Request/response round trips ([`latency`]).
-        Latency = "latency",
-        /// New TCP connections per second ([`cps`]).
-        Cps = "cps",
-        /// Reachability and round trips, one probe at a time ([`ping`]).
-        Ping = "ping",
-        /// The path to a host, hop by hop ([`trace`]).
-        Trace = "trace",
-        /// HTTP load ([`http`]).
-        Http = "http",
-        /// DNS load ([`dns`]).
-        Dns = "dns",
-    }
-}
-
-/// What any kind's spec answers.
-pub trait KindSpec {
-    /// The kind.
-    fn kind(&self) -> Kind;
-    /// What is measured, as the user named it (host, URL or server).
-    fn target(&self) -> &str;
-    /// How long the test is planned to run, warm-up included, when it ends by time: what a
-    /// progress bar fills against. `None` when it ends by count or at an interruption.
-    fn planned_ns(&self) -> Option<u64>;
-}
-
-/// What any kind's finished report answers.
-pub trait KindReport {
-    /// The spec the run was asked.
-    fn spec(&self) -> &dyn KindSpec;
-    /// The comparable figures of the run, headline first: the history's headline column,
-    /// `compare`'s ratios, the key-figure tables and the charts all take them from here.
-    fn metrics(&self) -> Vec<Metric>;
-    /// The time series a chart draws (warm-up included, so a chart shows it).
-    fn series(&self) -> RunSeries;
-    /// The run's latency histogram, where the kind keeps one.
-    fn histogram(&self) -> Option<&[HistogramBucket]> {
-        None
-    }
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn every_kind_has_a_distinct_name_that_reads_back() {
-        for &kind in Kind::ALL {
-            assert_eq!(Kind::from_name(kind.name()), Some(kind));
-        }
-        assert_eq!(Kind::from_name("pps"), None);
-    }
-}

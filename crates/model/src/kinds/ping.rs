@@ -6,7 +6,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
-use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{metric, non_empty, secs, Better, Metric, RunSeries, Series, Unit};
 use crate::rules::SpecError;
 

@@ -5,7 +5,7 @@
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{LatencyStats, MAX_RTT_NS};
-use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{metric, Better, Metric, RunSeries, Unit};
 use crate::rules::SpecError;
 

@@ -50,7 +50,7 @@ pub(crate) enum ExportFormat {
 pub(crate) struct HistoryArgs {
     /// Only runs of this kind (pps runs are bandwidth runs).
     #[arg(short, long,
-          value_parser = clap::builder::PossibleValuesParser::new(wirespeed_model::kinds::Kind::ALL.iter().map(|k| k.name())))]
+          value_parser = clap::builder::PossibleValuesParser::new(wirespeed_model::kind::Kind::ALL.iter().map(|k| k.name())))]
     pub kind: Option<String>,
     /// Only runs whose target contains this text (any case).
     #[arg(long)]

@@ -5,7 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::figures::Figures;
 use super::spec::{BandwidthSpec, End, Flow};
-use crate::kinds::{Kind, KindReport, KindSpec};
+use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{metric, rate_line, Better, Metric, RunSeries, Unit};
 use crate::rules::Protocol;
 use crate::stats::GaugeStats;
