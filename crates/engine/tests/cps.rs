@@ -141,13 +141,35 @@ async fn the_server_refuses_a_second_cps_test_from_the_same_address() {
     let server = TestServer::loopback().await;
     let mut long = CpsSpec::new("test");
     long.duration_ns = 1_500_000_000;
-    let first = tokio::spawn(run(long, server.addr));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let opts = CpsOptions { spec: long, endpoint: endpoint(server.addr) };
+    let first = tokio::spawn(client::run(opts, tx, CancellationToken::new()));
+    common::until_started(&mut events).await;
     let err = run(counted(10, 1), server.addr).await.unwrap_err();
     assert!(err.to_string().contains("already running"), "{err}");
     let r = first.await.unwrap().expect("the first test finishes");
+    let ReportBody::Cps(r) = r.body else { panic!("not a cps report") };
     assert!(r.summary.connected > 0);
     server.shutdown().await;
+}
+
+/// Waits (bounded) until the host's TIME_WAIT table has room for `needed` more.
+async fn until_time_wait_room(needed: u64) {
+    let max: u64 = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_max_tw_buckets")
+        .ok()
+        .and_then(|s| s.trim().parse().ok())
+        .unwrap_or(u64::MAX);
+    let in_use = || -> u64 {
+        let stat = std::fs::read_to_string("/proc/net/sockstat").unwrap_or_default();
+        let tcp = stat.lines().find(|l| l.starts_with("TCP:")).unwrap_or("");
+        let mut words = tcp.split_whitespace();
+        words.find(|w| *w == "tw").and_then(|_| words.next()?.parse().ok()).unwrap_or(0)
+    };
+    let deadline = std::time::Instant::now() + Duration::from_secs(90);
+    while in_use().saturating_add(needed) > max {
+        assert!(std::time::Instant::now() < deadline, "the TIME_WAIT table stayed full");
+        tokio::time::sleep(Duration::from_millis(500)).await;
+    }
 }
 
 /// TIME_WAIT sockets on this host's IPv4 loopback by which end of `port` holds them:
@@ -175,6 +197,10 @@ fn time_waits(port: u16) -> (usize, usize) {
 /// server the server now closes first and the TIME_WAIT is its own.
 #[tokio::test(flavor = "multi_thread")]
 async fn the_server_closes_first_and_keeps_the_time_wait() {
+    // A full TIME_WAIT table (tcp_max_tw_buckets) makes the kernel drop new TIME_WAITs, and
+    // the count below would read 0 for a reason that is not ours: wait for room first (the
+    // other tests of the suite open many connections; TIME_WAIT lasts 60 s).
+    until_time_wait_room(2000).await;
     let server = TestServer::loopback().await;
     let r = run(counted(2000, 4), server.addr).await.expect("cps test");
     assert_eq!((r.summary.connected, r.summary.server_accepted), (2000, Some(2000)));

@@ -5,8 +5,9 @@
 
 mod common;
 
+use std::io::BufRead;
 use std::net::SocketAddr;
-use std::process::Command;
+use std::process::{Command, Stdio};
 use std::time::Duration;
 
 use common::{tcp_in_flight_per_stream, TestServer};
@@ -254,12 +255,24 @@ async fn refusals_reach_the_client() {
     // More clients than --max-tests: the extra one is denied while the first runs.
     let cfg = ServerConfig { max_tests: 1, ..Default::default() };
     let server = TestServer::start("127.0.0.1:0", cfg).await;
-    let first = tokio::spawn(stock_client(server.addr, "-t 2"));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    // The first runs until the second was refused: it holds the only place from the moment
+    // it reports an interval.
+    let mut first = Command::new("iperf3");
+    first.args(["-c", "127.0.0.1", "-p", &server.addr.port().to_string(), "-t", "2"]);
+    let mut first = first.arg("--forceflush").stdout(Stdio::piped()).spawn().unwrap();
+    let mut lines = std::io::BufReader::new(first.stdout.take().unwrap()).lines();
+    let running = tokio::task::spawn_blocking(move || {
+        let seen = lines.by_ref().map_while(Result::ok).any(|l| l.contains(" sec "));
+        (seen, lines)
+    });
+    let (seen, lines) = running.await.unwrap();
+    assert!(seen, "the first client reported no interval");
     let (_, json, _) = stock_client(server.addr, "-t 1").await;
     assert!(refusal(&json).contains("busy"), "{json}");
-    let (ok, json, err) = first.await.unwrap();
-    assert!(ok, "{json} {err}");
+    let rest = tokio::task::spawn_blocking(move || lines.map_while(Result::ok).count());
+    rest.await.unwrap();
+    let status = tokio::task::spawn_blocking(move || first.wait()).await.unwrap().unwrap();
+    assert!(status.success(), "the first client failed");
     server.shutdown().await;
 }
 

@@ -238,8 +238,10 @@ async fn a_busy_or_absent_server_is_a_clear_error() {
     // A stock server refuses a second client while one runs.
     let server = StockServer::start();
     let addr = server.addr;
-    let first = tokio::spawn(run(addr, spec(Protocol::Tcp, 2)));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let first_opts = opts(addr, spec(Protocol::Tcp, 2));
+    let first = tokio::spawn(iperf3_client::run(first_opts, tx, CancellationToken::new()));
+    common::until_started(&mut events).await;
     let err = run(addr, spec(Protocol::Tcp, 1)).await.unwrap_err();
     assert!(
         matches!(err, ClientError::Refused { .. }) && err.to_string().contains("busy"),

@@ -8,6 +8,7 @@ use std::time::Duration;
 use common::{run, spec, TestServer};
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
+use wirespeed_engine::kinds::bandwidth::client as bandwidth;
 use wirespeed_engine::kinds::cps::client::{self as cps, CpsOptions};
 use wirespeed_engine::kinds::http::client::{self as http, HttpOptions};
 use wirespeed_engine::kinds::latency::client::{self as latency, LatencyOptions};
@@ -60,8 +61,10 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
     let cancel = CancellationToken::new();
     let mut long = opts;
     long.spec.count = None;
-    let running = tokio::spawn(cps::run(long, tx, cancel.clone()));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (long_tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    drop(tx);
+    let running = tokio::spawn(cps::run(long, long_tx, cancel.clone()));
+    common::until_started(&mut events).await;
     cancel.cancel();
     running.await.unwrap().unwrap();
     for _ in 0..5 {
@@ -81,8 +84,18 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
         let status = waiter.join().unwrap().unwrap();
         assert!(status.success(), "iperf3 {args}");
     }
-    let mut killed = stock_iperf3(server.addr, "-t 5 -P 2").spawn().unwrap();
-    tokio::time::sleep(Duration::from_millis(700)).await;
+    // Killed once it reports its first interval, so it dies mid-test.
+    let mut cmd = stock_iperf3(server.addr, "-t 5 -P 2 --forceflush");
+    let mut killed = cmd.stdout(std::process::Stdio::piped()).spawn().unwrap();
+    let stdout = killed.stdout.take().unwrap();
+    let reader = std::thread::spawn(move || {
+        use std::io::BufRead;
+        std::io::BufReader::new(stdout).lines().map_while(Result::ok).any(|l| l.contains(" sec "))
+    });
+    while !reader.is_finished() {
+        tokio::time::sleep(Duration::from_millis(20)).await;
+    }
+    assert!(reader.join().unwrap(), "iperf3 reported no interval");
     killed.kill().unwrap();
     killed.wait().unwrap();
     // An iperf3 cookie and then silence, and a truncated parameter frame.
@@ -93,8 +106,10 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
     drop(t);
     drop(c);
     // A client that vanishes mid-test.
-    let abandoned = tokio::spawn(run(server.opts(spec(Protocol::Tcp, 5.0))));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
+    let opts = server.opts(spec(Protocol::Tcp, 5.0));
+    let abandoned = tokio::spawn(bandwidth::run(opts, tx, CancellationToken::new()));
+    common::until_started(&mut events).await;
     abandoned.abort();
     let _ = abandoned.await;
     // Give the server a moment to notice the closed connections, then look. The wait outlasts
@@ -135,9 +150,9 @@ async fn dns_runs(port: u16) {
     long.duration_ns = Some(30_000_000_000);
     let opts = common::dns_options(long, &lines);
     let cancel = CancellationToken::new();
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
     let running = tokio::spawn(wirespeed_engine::kinds::dns::client::run(opts, tx, cancel.clone()));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    common::until_started(&mut events).await;
     cancel.cancel();
     running.await.unwrap().unwrap();
 }
@@ -151,6 +166,11 @@ async fn http_runs(port: u16) {
         let opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
         http::run(opts, tx, cancel).await
     };
+    let start_http = |spec: HttpSpec, cancel: CancellationToken| {
+        let (tx, events) = tokio::sync::mpsc::unbounded_channel();
+        let opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
+        (tokio::spawn(http::run(opts, tx, cancel)), events)
+    };
     for (h2, rates) in [(false, vec![]), (false, vec![500.0]), (true, vec![]), (true, vec![500.0])]
     {
         let mut spec = HttpSpec::new(url.clone());
@@ -162,8 +182,8 @@ async fn http_runs(port: u16) {
     let cancel = CancellationToken::new();
     let mut long = HttpSpec::new(url);
     long.rates = vec![1000.0];
-    let running = tokio::spawn(run_http(long, cancel.clone()));
-    tokio::time::sleep(Duration::from_millis(300)).await;
+    let (running, mut events) = start_http(long, cancel.clone());
+    common::until_started(&mut events).await;
     cancel.cancel();
     running.await.unwrap().unwrap();
 }

@@ -77,13 +77,17 @@ fn exit_codes_say_what_went_wrong() {
 fn server_killed_mid_test_gives_exit_5() {
     let mut s = server(&[]);
     let target = format!("127.0.0.1:{}", s.1);
-    let child = Command::new(BIN)
-        .args(["bw", &target, "-t", "10", "--no-save"])
-        .stdout(Stdio::null())
+    let mut child = Command::new(BIN)
+        .args(["bw", &target, "-t", "10", "--no-save", "--format", "json-stream"])
+        .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(700));
+    // The test is running once its start event is out (the server accepted it).
+    let mut events = std::io::BufReader::new(child.stdout.take().unwrap());
+    let mut first = String::new();
+    std::io::BufRead::read_line(&mut events, &mut first).unwrap();
+    assert!(first.contains("\"start\""), "{first}");
     // SIGTERM: the server shuts down cleanly and tells its client.
     send_sigterm(s.0.id());
     let out = child.wait_with_output().unwrap();
@@ -541,8 +545,36 @@ impl Socat {
         }
         let child =
             Command::new("socat").args([listen, "PIPE"]).stderr(Stdio::null()).spawn().unwrap();
-        std::thread::sleep(std::time::Duration::from_millis(300));
-        Some(Self(child))
+        let echo = Self(child);
+        echo.wait_bound(listen);
+        Some(echo)
+    }
+
+    /// Waits until socat's socket is bound (listening, for TCP), as `/proc/net` shows it: a
+    /// readiness wait, bounded, instead of a sleep.
+    fn wait_bound(&self, listen: &str) {
+        let (kind, rest) = listen.split_once(':').unwrap();
+        let port: u16 = rest.split(',').next().unwrap().parse().unwrap();
+        let (table, state) = match kind {
+            "TCP-LISTEN" => ("/proc/net/tcp", Some("0A")),
+            "TCP6-LISTEN" => ("/proc/net/tcp6", Some("0A")),
+            _ if kind.starts_with("UDP6") => ("/proc/net/udp6", None),
+            _ => ("/proc/net/udp", None),
+        };
+        let bound = || {
+            let text = std::fs::read_to_string(table).unwrap_or_default();
+            text.lines().skip(1).any(|line| {
+                let f: Vec<&str> = line.split_whitespace().collect();
+                let local_port = f.get(1).and_then(|a| a.rsplit(':').next());
+                local_port.and_then(|p| u16::from_str_radix(p, 16).ok()) == Some(port)
+                    && state.is_none_or(|s| f.get(3) == Some(&s))
+            })
+        };
+        let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+        while !bound() {
+            assert!(std::time::Instant::now() < deadline, "socat never bound {listen}");
+            std::thread::sleep(std::time::Duration::from_millis(5));
+        }
     }
 }
 

@@ -19,6 +19,7 @@ use wirespeed_engine::ClientError;
 use wirespeed_model::kinds::bandwidth::BandwidthReport;
 use wirespeed_model::kinds::bandwidth::BandwidthSpec;
 use wirespeed_model::rules::Protocol;
+use wirespeed_model::Event;
 use wirespeed_model::ReportBody;
 
 /// A client endpoint for `addr`, with the defaults tests use.
@@ -80,6 +81,14 @@ pub(crate) fn spec(protocol: Protocol, secs: f64) -> BandwidthSpec {
     s.duration_ns = (secs * 1e9) as u64;
     s.interval_ns = 250_000_000;
     s
+}
+
+/// Waits for a running test's first event, its `Start`: sent once the server accepted the test
+/// and its streams are open, so the test is under way from then on. A readiness wait instead
+/// of a sleep; bounded, so a test that never starts fails here.
+pub(crate) async fn until_started(events: &mut tokio::sync::mpsc::UnboundedReceiver<Event>) {
+    let first = tokio::time::timeout(Duration::from_secs(60), events.recv()).await;
+    assert!(matches!(first, Ok(Some(Event::Start { .. }))), "the test did not start: {first:?}");
 }
 
 pub(crate) async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {

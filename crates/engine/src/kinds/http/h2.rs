@@ -317,7 +317,7 @@ where
 
 /// True when `e` says the server never processed the request, so it may be sent again.
 fn never_processed(e: &hyper::Error) -> bool {
-    if e.is_canceled() {
+    if e.is_canceled() || dispatch_gone(e) {
         return true;
     }
     let mut source = std::error::Error::source(e);
@@ -331,9 +331,19 @@ fn never_processed(e: &hyper::Error) -> bool {
     false
 }
 
+/// hyper's "dispatch task is gone": the connection's task ended while the request waited in
+/// its queue, before a stream carried it (a connection a GOAWAY closed, under load). hyper
+/// has no accessor for this kind of error, only its text; the request never reached the
+/// server, and it is the connection that closed, not the response that was invalid.
+fn dispatch_gone(e: &hyper::Error) -> bool {
+    e.is_user() && e.to_string().contains("dispatch task is gone")
+}
+
 fn cause_of(e: &hyper::Error) -> Cause {
     if e.is_timeout() {
         Cause::Timeout
+    } else if dispatch_gone(e) {
+        Cause::Closed
     } else if e.is_parse() || e.is_user() {
         Cause::Invalid
     } else if e.is_closed() || e.is_incomplete_message() {
