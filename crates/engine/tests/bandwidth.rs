@@ -79,9 +79,12 @@ async fn udp_paced_rate_and_packet_accounting() {
     let sent = t.sent_packets.unwrap();
     assert_eq!(t.sent_bytes, sent * 1200);
     assert_eq!(sent, t.received_packets.unwrap() + t.lost_packets.unwrap());
-    // Pacing: the schedule allows exactly rate × time; allow for start-up and a busy machine.
-    let ratio = t.sent_bps / 50e6;
-    assert!((0.9..=1.02).contains(&ratio), "paced at {:.3} of the target", ratio);
+    // Pacing can only hold a stream back: the schedule allows rate × time plus the 50 ms of
+    // debt it forgives, and never more, however busy the machine. How close a stream gets to
+    // its rate is a benchmark's question (scripts/bench/bandwidth.sh, `udp-1G-rate`).
+    let secs = r.summary.primary.duration_ns as f64 / 1e9;
+    let allowed = 50e6 / 8.0 * (secs + 0.05) + 64.0 * 1200.0;
+    assert!(sent > 0 && (t.sent_bytes as f64) <= allowed, "{} bytes in {secs} s", t.sent_bytes);
     assert!(t.jitter_ns.is_some() && t.loss_ratio.is_some());
     server.shutdown().await;
 }
