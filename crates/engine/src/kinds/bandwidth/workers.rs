@@ -396,7 +396,7 @@ impl Job {
         let mut buf = PageBuf::zeroed(len);
         sys::fill_random(&mut buf);
         let file = if self.spec.zerocopy { Some(sys::payload_file(&buf)?) } else { None };
-        let mut pacer = Pacer::new(self.spec.bitrate_bps, self.shared.now_ns());
+        let mut pacer = Pacer::bytes(self.spec.bitrate_bps, self.shared.now_ns());
         if pacer.is_limited() {
             sys::tighten_timer_slack();
         }
@@ -489,7 +489,7 @@ impl Job {
         let batch = udp_batch(self.spec.bitrate_bps, self.spec.length, max_batch);
         let mut buf = PageBuf::zeroed(batch * len);
         sys::fill_random(&mut buf);
-        let mut pacer = Pacer::new(self.spec.bitrate_bps, self.shared.now_ns());
+        let mut pacer = Pacer::bytes(self.spec.bitrate_bps, self.shared.now_ns());
         if pacer.is_limited() {
             sys::tighten_timer_slack();
         }

@@ -26,7 +26,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::dns::wire::rcode_name;
 
 use super::queries::{Cursor, QuerySet};
-use super::shared::{since, Control, Pace, Part, WorkerShared};
+use super::shared::{since, Control, Part, WorkerShared};
 use super::stream::{Source, StreamClient};
 use super::tracker::{Counts, Tracker, IDS};
 use super::udp::UdpWorker;
@@ -34,6 +34,7 @@ use crate::error::ClientError;
 use crate::net::handshake::{self, Family};
 use crate::net::sys;
 use crate::net::tls::{self, TlsOptions};
+use crate::run::pacer::{CatchUp, Pacer};
 
 /// Everything a DNS load test needs.
 #[derive(Debug, Clone)]
@@ -199,7 +200,7 @@ fn start(
     // wait on the sampler's, and `-T` sets its threads.
     let needs_runtime = spec.transport != DnsTransport::Udp || spec.tc_retry;
     let mut stream_clients = Vec::new();
-    let new_part = |(window, pace): (u32, Option<Pace>), tracker: Tracker| Part {
+    let new_part = |(window, pace): (u32, Option<Pacer>), tracker: Tracker| Part {
         queries: opts.queries.clone(),
         window,
         pace,
@@ -312,15 +313,22 @@ fn start(
 
 /// Worker `i` of `parts`' window (its share of `-q`, at least one; the whole ID space in the
 /// open loop) and schedule (its share of `--rate` or `-Q`, its first query `i` slots in).
-fn part_of(spec: &DnsSpec, parts: u64, i: u64) -> (u32, Option<Pace>) {
+fn part_of(spec: &DnsSpec, parts: u64, i: u64) -> (u32, Option<Pacer>) {
     let open = spec.rate.is_some();
     let window = if open {
         IDS as u32
     } else {
         share(u64::from(spec.max_outstanding), parts, i).max(1) as u32
     };
-    let pace =
-        spec.rate.or(spec.max_qps).map(|r| Pace::new(r / parts as f64, i as f64 * 1e9 / r, open));
+    // The open loop (`--rate`): a worker that falls more than a burst (2 ms, at least 32)
+    // behind skips the missed queries and counts them unsent, so it never catches up in a
+    // flood; `-Q`'s ceiling forgets what it missed.
+    let pace = spec.rate.or(spec.max_qps).map(|r| {
+        let rate = r / parts as f64;
+        let burst = ((rate * 0.002).ceil() as u64).max(32);
+        let offset_ns = (i as f64 * 1e9 / r) as u64;
+        Pacer::new(rate, offset_ns, CatchUp::Skip { burst, counted: open })
+    });
     (window, pace)
 }
 

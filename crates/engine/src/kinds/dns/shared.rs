@@ -10,6 +10,7 @@ use std::time::Instant;
 use wirespeed_model::histogram::RttHistogram;
 
 use super::tracker::Counts;
+use crate::run::pacer::Pacer;
 
 /// Publish at least this often while answers come in.
 pub(super) const PUBLISH_NS: u64 = 5_000_000;
@@ -66,7 +67,7 @@ pub(super) struct Part {
     /// Most queries in flight (the closed loop's `-q` share; the ID space in the open loop).
     pub window: u32,
     /// Its share of `--rate` or `-Q`.
-    pub pace: Option<Pace>,
+    pub pace: Option<Pacer>,
     /// Its IDs in flight and its counts.
     pub tracker: super::tracker::Tracker,
     /// Where it publishes.
@@ -119,82 +120,7 @@ impl Local {
     }
 }
 
-/// A schedule of one query every `period_ns`: the open loop's (`--rate`; a worker that falls
-/// more than a burst behind skips the missed queries and counts them unsent, so it never
-/// catches up in a flood) or `-Q`'s ceiling (the closed loop forgets what it missed).
-#[derive(Debug, Clone)]
-pub(super) struct Pace {
-    period_ns: f64,
-    next_ns: f64,
-    burst: u64,
-    open: bool,
-}
-
-impl Pace {
-    /// `rate` queries per second for this worker, the first due at `offset_ns`.
-    pub(super) fn new(rate: f64, offset_ns: f64, open: bool) -> Self {
-        let period_ns = 1e9 / rate;
-        // Two milliseconds' worth, and at least a batch: a burst the kernel takes in stride.
-        let burst = ((rate * 0.002).ceil() as u64).max(32);
-        Self { period_ns, next_ns: offset_ns, burst, open }
-    }
-
-    /// How many queries are due at `now_ns`, and how many were skipped to get there.
-    pub(super) fn due(&mut self, now_ns: u64) -> (u64, u64) {
-        let now = now_ns as f64;
-        if now < self.next_ns {
-            return (0, 0);
-        }
-        let mut behind = ((now - self.next_ns) / self.period_ns).floor() as u64 + 1;
-        let mut skipped = 0;
-        if behind > self.burst {
-            let missed = behind - self.burst;
-            self.next_ns += missed as f64 * self.period_ns;
-            behind = self.burst;
-            if self.open {
-                skipped = missed;
-            }
-        }
-        (behind, skipped)
-    }
-
-    /// Marks `n` queries sent (or given up on).
-    pub(super) fn consume(&mut self, n: u64) {
-        self.next_ns += n as f64 * self.period_ns;
-    }
-
-    /// True for the open loop's schedule.
-    pub(super) fn is_open(&self) -> bool {
-        self.open
-    }
-
-    /// When the next query falls due.
-    pub(super) fn next_ns(&self) -> u64 {
-        self.next_ns.max(0.0) as u64
-    }
-}
-
 /// Nanoseconds since `begin` on the monotonic clock.
 pub(super) fn since(begin: Instant) -> u64 {
     begin.elapsed().as_nanos() as u64
-}
-
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn pacing_is_even_and_the_open_loop_skips_what_it_missed() {
-        let mut p = Pace::new(1000.0, 0.0, true); // one per ms, burst 32
-        assert_eq!(p.due(0), (1, 0));
-        p.consume(1);
-        assert_eq!(p.due(500_000), (0, 0));
-        assert_eq!(p.due(3_000_000).0, 3);
-        p.consume(3);
-        assert_eq!(p.next_ns(), 4_000_000);
-        // A 100 ms stall: 97 due, 32 sent, 65 skipped.
-        assert_eq!(p.due(100_000_000), (32, 65));
-        let mut closed = Pace::new(1000.0, 0.0, false);
-        assert_eq!(closed.due(100_000_000), (32, 0));
-    }
 }

@@ -23,6 +23,7 @@ use wirespeed_proto::dns::wire::set_id;
 use super::queries::Cursor;
 use super::shared::{since, Local, Part};
 use super::tracker::{Answered, Tracker};
+use crate::run::pacer::Due;
 
 /// Longest wait between looks at the run's flags.
 const HEARTBEAT: Duration = Duration::from_millis(10);
@@ -189,7 +190,8 @@ impl StreamClient {
             }
             let mut wait = HEARTBEAT;
             if let Some(p) = &self.part.pace {
-                wait = wait.min(Duration::from_nanos(p.next_ns().saturating_sub(now)));
+                let next = p.next_due_ns().unwrap_or(u64::MAX);
+                wait = wait.min(Duration::from_nanos(next.saturating_sub(now)));
             }
             if let Some(d) = self.part.tracker.next_deadline() {
                 wait = wait.min(Duration::from_nanos(d.saturating_sub(now)));
@@ -225,7 +227,7 @@ impl StreamClient {
         let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
         let want = match &mut self.part.pace {
             Some(p) => {
-                let (due, skipped) = p.due(now);
+                let Due { count: due, skipped } = p.due(now);
                 self.part.tracker.counts.unsent += skipped;
                 due.min(room)
             }
@@ -247,7 +249,7 @@ impl StreamClient {
             queued += 1;
         }
         if let Some(p) = &mut self.part.pace {
-            p.consume(queued);
+            p.book(queued);
         }
     }
 

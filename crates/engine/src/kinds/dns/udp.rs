@@ -19,6 +19,7 @@ use super::shared::{since, Local, Part};
 use super::tracker::Answered;
 use crate::net::mmsg::MsgBatch;
 use crate::net::sys;
+use crate::run::pacer::Due;
 
 /// Datagrams per system call.
 const BATCH: usize = 32;
@@ -103,7 +104,9 @@ impl UdpWorker {
             let room = self.part.window.saturating_sub(self.part.tracker.in_flight());
             let wait = if sending && room >= self.min_send() {
                 match &self.part.pace {
-                    Some(p) => Duration::from_nanos(p.next_ns().saturating_sub(now)),
+                    Some(p) => Duration::from_nanos(
+                        p.next_due_ns().unwrap_or(u64::MAX).saturating_sub(now),
+                    ),
                     None => Duration::ZERO,
                 }
             } else {
@@ -211,7 +214,7 @@ impl UdpWorker {
         let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
         let mut want = match &mut self.part.pace {
             Some(p) => {
-                let (due, skipped) = p.due(now);
+                let Due { count: due, skipped } = p.due(now);
                 if skipped > 0 {
                     self.part.tracker.counts.unsent += skipped;
                     // Skipped queries still use up the file, as if sent and dropped.
@@ -221,11 +224,11 @@ impl UdpWorker {
                         }
                     }
                 }
-                if p.is_open() && due > room {
+                if p.skips_counted() && due > room {
                     // No ID free: the open loop cannot wait, so these are not sent.
                     let short = due - room;
                     self.part.tracker.counts.unsent += short;
-                    p.consume(short);
+                    p.book(short);
                     for _ in 0..short {
                         if self.cursor.next().is_none() {
                             break;
@@ -259,7 +262,7 @@ impl UdpWorker {
             }
             let sent = self.send_plan(fds[socket], socket as u16, out, plan, lens);
             if let Some(p) = &mut self.part.pace {
-                p.consume(plan.len() as u64);
+                p.book(plan.len() as u64);
             }
             want = want.saturating_sub(plan.len() as u64);
             if sent < plan.len() {

@@ -189,7 +189,7 @@ async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
 /// Open model: a request falls due on `schedule` and goes out on the next connection. A pacing thread says when: tokio's timers tick in whole milliseconds and fire
 /// up to one late, and since latency counts from the schedule, that lateness would be added to
 /// every request (and each counted late). The thread sleeps with a tight timer slack instead.
-async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, schedule: Schedule) {
+async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, mut schedule: Schedule) {
     let connections: Vec<Arc<Connection>> =
         counts.iter().map(|_| Arc::new(Connection::default())).collect();
     let mut inflight = tokio::task::JoinSet::new();
@@ -197,8 +197,9 @@ async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, schedule: Schedule) 
     let stop = ctx.stop.clone();
     let pacer = std::thread::Builder::new().name("ws-h2-pace".into()).spawn(move || {
         crate::net::sys::tighten_timer_slack();
-        for k in 0u64.. {
-            let Some(due) = schedule.due(k) else { return };
+        loop {
+            let Some(due) = schedule.next_due() else { return };
+            schedule.book();
             // In steps of at most 50 ms, so a stop is seen.
             loop {
                 let now = Instant::now();

@@ -26,6 +26,7 @@ use super::results::ResultSink;
 use super::step::Running;
 use crate::net::sys;
 use crate::run::budget::{fill_slots, share, Budget};
+use crate::run::pacer::{CatchUp, Pacer};
 use crate::run::threads::StreamThreads;
 
 /// Where connections go.
@@ -35,20 +36,19 @@ pub(super) struct Peer {
     pub tls: Option<(Arc<ClientConfig>, ServerName<'static>)>,
 }
 
-/// When an open-model thread's requests fall due: request `k` at
-/// `begin + offset + k × period` (threads interleave their offsets), before `until` when the
-/// step is timed: R requests/s for D s is R × D requests, not one more at the very end.
-#[derive(Debug, Clone, Copy)]
+/// The open model's request schedule of one sender, on the step's clock: the one [`Pacer`],
+/// every request keeping its due time however late it goes out (latency counts from it), and
+/// nothing due at or after a timed step's end: R requests/s for D s is R × D requests, not one
+/// more at the very end.
+#[derive(Debug, Clone)]
 pub(super) struct Schedule {
-    pub begin: Instant,
-    pub offset_ns: f64,
-    pub period_ns: f64,
-    pub until: Option<Instant>,
+    begin: Instant,
+    pacer: Pacer,
 }
 
 impl Schedule {
     /// The schedule of thread `thread` of `threads` sharing `rate` requests/s in a step of
-    /// `spec` that began at `begin`.
+    /// `spec` that began at `begin`: each thread at its share, staggered by one request.
     pub(super) fn new(
         spec: &HttpSpec,
         begin: Instant,
@@ -56,19 +56,22 @@ impl Schedule {
         thread: u16,
         threads: u16,
     ) -> Self {
-        Self {
-            begin,
-            offset_ns: f64::from(thread) * 1e9 / rate,
-            period_ns: f64::from(threads) * 1e9 / rate,
-            until: spec.count.is_none().then(|| begin + Duration::from_nanos(spec.total_ns())),
+        let offset_ns = (f64::from(thread) * 1e9 / rate) as u64;
+        let mut pacer = Pacer::new(rate / f64::from(threads), offset_ns, CatchUp::Keep);
+        if spec.count.is_none() {
+            pacer = pacer.ending_at(spec.total_ns());
         }
+        Self { begin, pacer }
     }
 
-    /// When request `k` falls due; `None` past the end of a timed step.
-    pub(super) fn due(&self, k: u64) -> Option<Instant> {
-        let due =
-            self.begin + Duration::from_nanos((self.offset_ns + k as f64 * self.period_ns) as u64);
-        (self.until.is_none_or(|u| due < u)).then_some(due)
+    /// When the next request falls due; `None` past the end of a timed step.
+    pub(super) fn next_due(&self) -> Option<Instant> {
+        self.pacer.next_due_ns().map(|ns| self.begin + Duration::from_nanos(ns))
+    }
+
+    /// Books the next request: it went out, or was given up on.
+    pub(super) fn book(&mut self) {
+        self.pacer.book(1);
     }
 }
 
@@ -198,7 +201,7 @@ impl Shard {
     }
 
     fn run_open(&self) -> io::Result<()> {
-        let Some(schedule) = self.schedule else { return Ok(()) };
+        let Some(mut schedule) = self.schedule.clone() else { return Ok(()) };
         let epoll = sys::epoll()?;
         self.epoll.set(epoll.as_raw_fd());
         let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
@@ -207,14 +210,14 @@ impl Shard {
         let mut pending: VecDeque<Instant> = VecDeque::new();
         let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots.clamp(1, 1024)];
         let mut scratch = vec![0u8; 64 * 1024];
-        let (mut k, mut exhausted) = (0u64, false);
+        let mut exhausted = false;
         let mut last_sweep = Instant::now();
         while !self.stop.load(Relaxed) {
             let now = Instant::now();
             while !exhausted {
-                let Some(due) = schedule.due(k).filter(|d| *d <= now) else {
+                let Some(due) = schedule.next_due().filter(|d| *d <= now) else {
                     // Not due yet, or past the step's end (then nothing more falls due).
-                    exhausted = schedule.due(k).is_none();
+                    exhausted = schedule.next_due().is_none();
                     break;
                 };
                 if !self.budget.claim() {
@@ -222,7 +225,7 @@ impl Shard {
                     break;
                 }
                 pending.push_back(due);
-                k += 1;
+                schedule.book();
             }
             // A request that could not get a connection within the timeout is given up.
             while let Some(due) =
@@ -254,8 +257,10 @@ impl Shard {
                 break;
             }
             // Sleep until the next request is due, or 10 ms for the sweep.
-            let next =
-                schedule.due(k).filter(|_| !exhausted).unwrap_or(now + Duration::from_millis(10));
+            let next = schedule
+                .next_due()
+                .filter(|_| !exhausted)
+                .unwrap_or(now + Duration::from_millis(10));
             let wait =
                 next.saturating_duration_since(Instant::now()).min(Duration::from_millis(10));
             let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?;

@@ -34,6 +34,7 @@ use crate::net::streams::{open_tcp, open_udp};
 use crate::net::sys;
 use crate::run::budget::Budget;
 use crate::run::intervals::{self, Sampler};
+use crate::run::pacer::{CatchUp, Pacer};
 use crate::run::threads::StreamThreads;
 
 /// How long to wait for the server's results after `Stop`.
@@ -281,19 +282,19 @@ impl Job {
         } else {
             Duration::from_millis(100)
         }))?;
-        let period = self.spec.rate.map(|r| Duration::from_secs_f64(1.0 / r));
-        if period.is_some() {
+        // The open model: message k is due at k / rate from the start, whenever it goes out.
+        let mut schedule = self.spec.rate.map(|r| Pacer::new(r, 0, CatchUp::Keep));
+        if schedule.is_some() {
             // A late wake-up is measured as latency in the open model; keep it small.
             sys::tighten_timer_slack();
         }
-        let mut k: u64 = 0;
         let mut seq: u64 = 0;
         while !self.stop.load(Relaxed) && self.claim() {
             // Open model: the send time is the schedule's, whether or not we are late.
-            let sent_at = match period {
+            let sent_at = match &mut schedule {
                 Some(p) => {
-                    let due = self.begin + p.mul_f64(k as f64);
-                    k += 1;
+                    let due = self.begin + Duration::from_nanos(p.next_due_ns().unwrap_or(0));
+                    p.book(1);
                     let now = Instant::now();
                     if due > now {
                         std::thread::sleep(due - now);
