@@ -165,6 +165,23 @@ pub(crate) fn percentile_lines<'a>(
     vec![line("p50", |s| s.p50_ns), line("p90", |s| s.p90_ns), line("p99", |s| s.p99_ns)]
 }
 
+/// What a chart of a load kind draws: its rate per interval (`label`, counting `events`)
+/// and the latency percentiles of the same intervals, from `(end_ns, rate, stats)` points.
+pub(crate) fn load_series<'a>(
+    label: &str,
+    events: Events,
+    points: impl Iterator<Item = (u64, f64, &'a LatencyStats)> + Clone,
+) -> RunSeries {
+    RunSeries {
+        rate: vec![rate_line(
+            label,
+            Unit::PerSecond(events),
+            points.clone().map(|(t, r, _)| (t, r)),
+        )],
+        latency: percentile_lines(points.map(|(t, _, s)| (t, s))),
+    }
+}
+
 /// A line of rates over `(end_ns, value)` points.
 pub(crate) fn rate_line(
     label: impl Into<String>,

@@ -8,8 +8,8 @@ use serde::{Deserialize, Serialize};
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{
-    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
-    Percentiles, RunSeries, Unit,
+    latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
+    RunSeries, Unit,
 };
 use crate::rules::{check_run, SpecError};
 
@@ -321,14 +321,9 @@ impl KindReport for CpsReport {
     }
 
     fn series(&self) -> RunSeries {
-        RunSeries {
-            rate: vec![rate_line(
-                "connections/s",
-                Unit::PerSecond(Events::Connections),
-                self.intervals.iter().map(|i| (i.end_ns, i.connections_per_second)),
-            )],
-            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.connect))),
-        }
+        let points =
+            self.intervals.iter().map(|i| (i.end_ns, i.connections_per_second, &i.connect));
+        load_series("connections/s", Events::Connections, points)
     }
 
     fn histogram(&self) -> Option<&[HistogramBucket]> {

@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
 use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{
-    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
-    Percentiles, RunSeries, Unit,
+    latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
+    RunSeries, Unit,
 };
 use crate::rules::SpecError;
 
@@ -386,14 +386,8 @@ impl KindReport for DnsReport {
     }
 
     fn series(&self) -> RunSeries {
-        RunSeries {
-            rate: vec![rate_line(
-                "queries/s",
-                Unit::PerSecond(Events::Queries),
-                self.intervals.iter().map(|i| (i.end_ns, i.queries_per_second)),
-            )],
-            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.latency))),
-        }
+        let points = self.intervals.iter().map(|i| (i.end_ns, i.queries_per_second, &i.latency));
+        load_series("queries/s", Events::Queries, points)
     }
 
     fn histogram(&self) -> Option<&[HistogramBucket]> {

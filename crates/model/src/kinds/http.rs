@@ -9,8 +9,8 @@ use serde::{Deserialize, Serialize};
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{
-    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
-    Percentiles, RunSeries, Unit,
+    latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
+    RunSeries, Unit,
 };
 use crate::rules::{check_run, SpecError};
 
@@ -358,14 +358,8 @@ impl KindReport for HttpReport {
     }
 
     fn series(&self) -> RunSeries {
-        RunSeries {
-            rate: vec![rate_line(
-                "requests/s",
-                Unit::PerSecond(Events::Requests),
-                self.intervals.iter().map(|i| (i.end_ns, i.requests_per_second)),
-            )],
-            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.latency))),
-        }
+        let points = self.intervals.iter().map(|i| (i.end_ns, i.requests_per_second, &i.latency));
+        load_series("requests/s", Events::Requests, points)
     }
 
     fn histogram(&self) -> Option<&[HistogramBucket]> {

@@ -7,8 +7,8 @@ use serde::{Deserialize, Serialize};
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{
-    latency_metrics, metric, non_empty, percentile_lines, rate_line, Better, Events, Metric,
-    Percentiles, RunSeries, Unit,
+    latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
+    RunSeries, Unit,
 };
 use crate::rules::{check_run, Protocol, SpecError, MAX_PARALLEL};
 
@@ -204,14 +204,8 @@ impl KindReport for LatencyReport {
     }
 
     fn series(&self) -> RunSeries {
-        RunSeries {
-            rate: vec![rate_line(
-                "messages/s",
-                Unit::PerSecond(Events::Messages),
-                self.intervals.iter().map(|i| (i.end_ns, i.messages_per_second)),
-            )],
-            latency: percentile_lines(self.intervals.iter().map(|i| (i.end_ns, &i.rtt))),
-        }
+        let points = self.intervals.iter().map(|i| (i.end_ns, i.messages_per_second, &i.rtt));
+        load_series("messages/s", Events::Messages, points)
     }
 
     fn histogram(&self) -> Option<&[HistogramBucket]> {
