@@ -96,8 +96,12 @@ impl Chain {
         }
         for (i, h) in hosts.iter().enumerate() {
             h.run("sysctl -qw net.ipv4.ip_forward=1 net.ipv6.conf.all.forwarding=1");
-            // Routers must answer quickly: no ICMP rate limit within the test.
+            // Routers must answer every probe: no per-destination ICMP rate limit, and room in
+            // the host-wide one (1000/s with a burst of 50, whose credit the kernel randomises
+            // since 6.x, so it dropped an ICMPv6 answer now and then within a test).
             h.run("sysctl -qw net.ipv4.icmp_ratelimit=0 net.ipv6.icmp.ratelimit=0");
+            // (Older kernels keep it host-wide, not per namespace: then it stays as it is.)
+            h.run("sysctl -qw net.ipv4.icmp_msgs_per_sec=1000000 net.ipv4.icmp_msgs_burst=1000000 || true");
             // Default routes: towards the far end from the first hosts, back from the others.
             if i + 1 < n {
                 h.run(&format!("ip route add 10.77.0.0/16 via 10.77.{i}.2 metric 100 && ip -6 route add fd77::/16 via fd77:{i}::2 metric 100"));
