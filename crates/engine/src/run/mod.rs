@@ -5,5 +5,6 @@
 pub(crate) mod blocking;
 pub(crate) mod budget;
 pub(crate) mod intervals;
+pub(crate) mod meta;
 pub(crate) mod pacer;
 pub(crate) mod threads;

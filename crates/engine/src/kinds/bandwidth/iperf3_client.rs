@@ -31,7 +31,7 @@ use super::iperf3_results::{local_results, stream_count, totals_of};
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Role, Side};
 use crate::error::ClientError;
-use crate::net::handshake::{self, connect_control, resolve};
+use crate::net::handshake::{connect_control, resolve};
 use crate::net::sys;
 use crate::server::ctx::Attached;
 
@@ -93,7 +93,7 @@ pub async fn run(
         local_addr: local_addr.map(|a| a.to_string()),
         server_version: Some("iperf3".into()),
         notes,
-        ..handshake::run_meta(&ep.version, start_wall, Some(server_addr))
+        ..crate::run::meta::run_meta(&ep.version, start_wall, Some(server_addr))
     };
     meta.notes.push(
         "iperf3 server: intervals show this end's counts only; the summary has both ends".into(),

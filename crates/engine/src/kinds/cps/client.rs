@@ -58,7 +58,7 @@ pub async fn run(
     let start_wall = SystemTime::now();
     let (target, mut meta, control, spec) = if opts.spec.external {
         let addrs = handshake::resolve(&ep.host, ep.port, ep.family).await?;
-        let meta = handshake::run_meta(&ep.version, start_wall, Some(addrs[0]));
+        let meta = crate::run::meta::run_meta(&ep.version, start_wall, Some(addrs[0]));
         (addrs[0], meta, None, opts.spec.clone())
     } else {
         let opened = handshake::open(ep, TestSpec::Cps(opts.spec.clone())).await?;

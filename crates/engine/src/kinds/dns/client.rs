@@ -62,7 +62,7 @@ pub async fn run(
     let spec = opts.spec.clone();
     let start_wall = SystemTime::now();
     let addr = handshake::resolve(&spec.server, spec.port, opts.family).await?[0];
-    let mut meta = handshake::run_meta(&opts.version, start_wall, Some(addr));
+    let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, Some(addr));
     let _ = events
         .send(Event::Start { spec: TestSpec::Dns(Box::new(spec.clone())), meta: meta.clone() });
     let control = Arc::new(Control::default());

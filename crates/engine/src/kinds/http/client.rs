@@ -103,7 +103,7 @@ pub async fn run(
     };
     let peer = Arc::new(Peer { addr, tls });
     let set = Arc::new(RequestSet::new(opts.requests.clone(), spec.keepalive, &opts.version));
-    let mut meta = handshake::run_meta(&opts.version, start_wall, remote);
+    let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, remote);
     if let Some(path) = &spec.unix_socket {
         meta.remote_addr = Some(format!("unix:{path}"));
     }

@@ -113,7 +113,7 @@ async fn connect_external(opts: &LatencyOptions) -> Result<(Meta, Vec<Socket>), 
     let ep = &opts.endpoint;
     let start_wall = SystemTime::now();
     let target = handshake::resolve(&ep.host, ep.port, ep.family).await?[0];
-    let meta = handshake::run_meta(&ep.version, start_wall, Some(target));
+    let meta = crate::run::meta::run_meta(&ep.version, start_wall, Some(target));
     let (spec, bind, limit) = (opts.spec.clone(), ep.bind, ep.connect_timeout);
     let sockets = tokio::task::spawn_blocking(move || {
         (0..spec.parallel)

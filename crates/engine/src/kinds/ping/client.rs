@@ -100,7 +100,7 @@ pub async fn run(
             (server.to_string(), Prober::Udp { socket })
         }
     };
-    let mut meta = handshake::run_meta(&ep.version, start_wall, None);
+    let mut meta = crate::run::meta::run_meta(&ep.version, start_wall, None);
     meta.remote_addr = Some(address.clone());
     let _ = events.send(Event::Start { spec: TestSpec::Ping(spec.clone()), meta: meta.clone() });
     let looped = {

@@ -61,7 +61,7 @@ pub async fn run(
         icmp.bind(b).map_err(&local)?;
     }
     let prober = Prober::new(spec.protocol, to, spec.port, ep.bind).map_err(local)?;
-    let mut meta = handshake::run_meta(&ep.version, start_wall, None);
+    let mut meta = crate::run::meta::run_meta(&ep.version, start_wall, None);
     meta.remote_addr = Some(to.to_string());
     let _ = events.send(Event::Start { spec: TestSpec::Trace(spec.clone()), meta: meta.clone() });
     let traced = {
