@@ -13,6 +13,9 @@ use std::time::{Duration, Instant};
 /// How long a stopped group has between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
+/// How long a stop waits, after its SIGKILL, for the group's last members to be gone.
+const GROUP_EXIT_WAIT: Duration = Duration::from_secs(2);
+
 /// A running process of a system.
 #[derive(Debug)]
 pub struct Started {
@@ -108,9 +111,15 @@ impl Started {
                 }
             }
         };
-        // Whatever the leader left behind in its group goes too.
+        // Whatever the leader left behind in its group goes too. A SIGKILL is delivered
+        // asynchronously, so wait (bounded) until the group is empty: a caller that checks
+        // for survivors right after a stop must not see a process still on its way out.
         // SAFETY: as above.
         unsafe { libc::kill(group, libc::SIGKILL) };
+        let deadline = Instant::now() + GROUP_EXIT_WAIT;
+        while group_alive(self.pid) && Instant::now() < deadline {
+            std::thread::sleep(Duration::from_millis(5));
+        }
         status
     }
 }
