@@ -25,6 +25,7 @@ use crate::error::ClientError;
 use crate::net::framed::Framed;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 use crate::net::streams::{open_tcp, open_udp};
+use crate::run::intervals::Tick;
 use crate::server::ctx::Attached;
 
 /// How long to wait for the server's results after `Stop`.
@@ -115,10 +116,11 @@ async fn drive(
             break;
         }
         tokio::select! {
-            _ = &mut schedule.deadline => break,
             _ = cancel.cancelled() => { interrupted = true; break; }
-            _ = schedule.ticks.tick() => emit(schedule.on_tick(&side, &mut collector)),
-            _ = &mut schedule.omit_at, if schedule.awaiting_omit() => schedule.omit_reached(&side),
+            tick = schedule.next() => match tick {
+                Tick::Deadline => break,
+                tick => emit(schedule.on(tick, &side, &mut collector)),
+            },
             msg = recv_server(ctl, state, None) => match msg? {
                 ServerMessage::Tick { index, streams } => {
                     remote_sent_download = streams.iter().filter(|s| s.flow == Flow::Download).map(|s| s.totals.bytes).sum();

@@ -33,6 +33,7 @@ use super::workers::{self, Role, Side};
 use crate::error::ClientError;
 use crate::net::handshake::{connect_control, resolve};
 use crate::net::sys;
+use crate::run::intervals::Tick;
 use crate::server::ctx::Attached;
 
 /// How long each handshake step may take.
@@ -280,11 +281,12 @@ async fn drive(
     };
     loop {
         tokio::select! {
-            _ = &mut schedule.deadline => break,
             _ = cancel.cancelled() => { interrupted = true; break; }
             _ = poll.tick(), if !timed => if budget_spent(&side) { break },
-            _ = schedule.ticks.tick() => emit(schedule.on_tick(&side, &mut collector)),
-            _ = &mut schedule.omit_at, if schedule.awaiting_omit() => schedule.omit_reached(&side),
+            tick = schedule.next() => match tick {
+                Tick::Deadline => break,
+                tick => emit(schedule.on(tick, &side, &mut collector)),
+            },
             s = read_state(ctl, Duration::from_secs(86_400 * 365)) => {
                 return Err(match s {
                     Ok(other) => ClientError::Protocol(format!("the iperf3 server sent {other:?} during the test")),

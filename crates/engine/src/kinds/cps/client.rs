@@ -31,7 +31,7 @@ use crate::net::framed::Framed;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 use crate::net::sys;
 use crate::run::budget::{fill_slots, share, Budget};
-use crate::run::intervals::{self, Sampler};
+use crate::run::intervals::{self, Clock, Ending, Sampler, Timers};
 use crate::run::threads::StreamThreads;
 
 /// How long to wait for the server's count after `Stop`.
@@ -79,7 +79,6 @@ pub async fn run(
     let _ = events.send(Event::Start { spec: TestSpec::Cps(spec.clone()), meta: meta.clone() });
     let mut sampler = CpsSampler {
         counts: &counts,
-        spec: &spec,
         events: &events,
         total: RttHistogram::default(),
         intervals: Vec::new(),
@@ -87,12 +86,15 @@ pub async fn run(
         measured: (0, 0, FailureCounts::default()),
     };
     let timed = spec.count.is_none().then(|| spec.total_ns());
-    let interrupted = intervals::drive(&mut sampler, begin, spec.interval_ns, timed, &cancel).await;
+    let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
+    let mut timers = Timers::start(clock, begin, false);
+    let interrupted = intervals::drive(&mut sampler, &mut timers, &cancel).await;
     // The last interval ends now; attempts still under way are abandoned, not counted, and
     // the threads are joined before the last sample so nothing finishes unseen.
     let end = begin.elapsed().as_nanos() as u64;
     let _ = tokio::task::spawn_blocking(move || threads.stop()).await;
-    sampler.close(end, end);
+    let last = timers.clock().last(end);
+    sampler.close(last.end_ns, last.omitted);
     let (intervals, mut summary) = sampler.finish();
     if let Some((mut ctl, mut state)) = control {
         summary.server_accepted = Some(server_count(&mut ctl, &mut state).await?);
@@ -443,7 +445,6 @@ fn classify(e: &io::Error) -> ConnectFailure {
 /// Turns the connectors' counts into intervals and, after the warm-up, the summary.
 struct CpsSampler<'a> {
     counts: &'a [Arc<ConnectorCounts>],
-    spec: &'a CpsSpec,
     events: &'a UnboundedSender<Event>,
     total: RttHistogram,
     intervals: Vec<CpsInterval>,
@@ -452,10 +453,9 @@ struct CpsSampler<'a> {
 }
 
 impl Sampler for CpsSampler<'_> {
-    fn close(&mut self, end_ns: u64, nominal_ns: u64) {
+    fn close(&mut self, end_ns: u64, omitted: bool) {
         let (h, connected, failures) = self.take();
         let (start_ns, c0, f0) = self.last;
-        let omitted = nominal_ns <= self.spec.warmup_ns;
         let span = end_ns.saturating_sub(start_ns).max(1);
         let new_connected = connected - c0;
         let new_failures = failures.since(&f0);

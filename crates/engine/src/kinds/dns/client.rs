@@ -26,7 +26,7 @@ use wirespeed_model::Event;
 use wirespeed_proto::dns::wire::rcode_name;
 
 use super::queries::{Cursor, QuerySet};
-use super::shared::{since, Control, Part, WorkerShared};
+use super::shared::{Control, Part, WorkerShared};
 use super::stream::{Source, StreamClient};
 use super::tracker::{Counts, Tracker, IDS};
 use super::udp::UdpWorker;
@@ -34,6 +34,7 @@ use crate::error::ClientError;
 use crate::net::handshake::{self, Family};
 use crate::net::sys;
 use crate::net::tls::{self, TlsOptions};
+use crate::run::intervals::{Clock, Ending, Tick, Timers};
 use crate::run::pacer::{CatchUp, Pacer};
 
 /// Everything a DNS load test needs.
@@ -78,23 +79,22 @@ pub async fn run(
         intervals: Vec::new(),
         events: &events,
     };
-    let interval = Duration::from_nanos(spec.interval_ns);
-    let start_at = tokio::time::Instant::from_std(begin);
-    let mut ticks = tokio::time::interval_at(start_at + interval, interval);
+    // The deadline stops new queries; the run ends when the last answers are in or timed out.
+    let clock = Clock::new(spec.interval_ns, spec.duration_ns, 0, Ending::Drain);
+    let mut timers = Timers::start(clock, begin, false);
     let mut poll = tokio::time::interval(Duration::from_millis(5));
-    let limit = spec.duration_ns.map(|d| start_at + Duration::from_nanos(d));
-    let deadline =
-        tokio::time::sleep_until(limit.unwrap_or(start_at + Duration::from_secs(1 << 40)));
-    tokio::pin!(deadline);
     let mut reason = "end of file";
     loop {
         tokio::select! {
             biased;
-            _ = ticks.tick() => sampler.close(since(begin)),
-            _ = &mut deadline, if !control.stop.load(Relaxed) => {
-                control.stop.store(true, Relaxed);
-                reason = "time limit";
-            }
+            tick = timers.next() => match tick {
+                Tick::Boundary(b) => sampler.close(b.end_ns),
+                Tick::Deadline if !control.stop.load(Relaxed) => {
+                    control.stop.store(true, Relaxed);
+                    reason = "time limit";
+                }
+                Tick::Deadline | Tick::WarmUpEnded => {}
+            },
             _ = cancel.cancelled(), if !control.interrupt.load(Relaxed) => {
                 control.interrupt.store(true, Relaxed);
                 reason = "interruption";
@@ -108,7 +108,7 @@ pub async fn run(
     }
     join(threads).await;
     let end_ns = sampler.end_ns().max(1);
-    sampler.close_last(end_ns, spec.interval_ns);
+    sampler.close_last(end_ns, timers.clock());
     let mut totals = sampler.counts();
     let retry = sampler.retry_counts();
     if let Some(r) = &retry {
@@ -389,11 +389,10 @@ impl DnsSampler<'_> {
         self.workers.iter().chain(self.retry).map(|w| w.end_ns.load(Relaxed)).max().unwrap_or(0)
     }
 
-    /// Closes the run's last interval: a sliver (under a tenth of an interval, the wait for
-    /// the last answers) joins the interval before it, instead of showing a rate computed over
-    /// a few microseconds.
-    fn close_last(&mut self, end_ns: u64, interval_ns: u64) {
-        let short = end_ns.saturating_sub(self.last.0) < interval_ns / 10;
+    /// Closes the run's last interval; a sliver (the wait for the last answers) joins the
+    /// interval before it, by the clock's rule.
+    fn close_last(&mut self, end_ns: u64, clock: &Clock) {
+        let short = clock.tail_joins_previous(self.last.0, end_ns);
         match self.intervals.pop() {
             Some(prev) if short => {
                 // Reopen the previous interval and close it again at the end.

@@ -27,7 +27,7 @@ use super::shard::Peer;
 use crate::error::ClientError;
 use crate::net::handshake::{self, Family};
 use crate::net::tls::{self, TlsOptions};
-use crate::run::intervals::{self, Sampler};
+use crate::run::intervals::{self, Clock, Ending, Sampler, Timers};
 
 /// Everything an HTTP load test needs.
 #[derive(Debug, Clone)]
@@ -125,7 +125,6 @@ pub async fn run(
         .map_err(ClientError::local("starting threads"))?;
         let mut sampler = HttpSampler {
             counts: &run.counts,
-            spec: &spec,
             events: &events,
             offset_ns: run.begin.duration_since(run_begin).as_nanos() as u64,
             total: Histograms::default(),
@@ -134,12 +133,14 @@ pub async fn run(
             measured: (0, Totals::default()),
         };
         let timed = spec.count.is_none().then(|| spec.total_ns());
-        interrupted =
-            intervals::drive(&mut sampler, run.begin, spec.interval_ns, timed, &cancel).await;
+        let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
+        let mut timers = Timers::start(clock, run.begin, false);
+        interrupted = intervals::drive(&mut sampler, &mut timers, &cancel).await;
         let end = run.begin.elapsed().as_nanos() as u64;
         let stopper = run.stopper;
         let _ = tokio::task::spawn_blocking(move || stopper.stop()).await;
-        sampler.close(end, end);
+        let last = timers.clock().last(end);
+        sampler.close(last.end_ns, last.omitted);
         let start_ns = sampler.offset_ns + spec.warmup_ns;
         let (hist, totals, ns) = (sampler.total, sampler.measured.1, sampler.measured.0);
         steps.push((rate, start_ns, hist, totals, ns));
@@ -301,7 +302,6 @@ fn summarize(
 /// Turns one step's thread counts into intervals and, after the warm-up, its totals.
 struct HttpSampler<'a> {
     counts: &'a [Arc<ShardCounts>],
-    spec: &'a HttpSpec,
     events: &'a UnboundedSender<Event>,
     /// Where this step began, from the run's start (a sweep's intervals follow on).
     offset_ns: u64,
@@ -312,7 +312,7 @@ struct HttpSampler<'a> {
 }
 
 impl Sampler for HttpSampler<'_> {
-    fn close(&mut self, end_ns: u64, nominal_ns: u64) {
+    fn close(&mut self, end_ns: u64, omitted: bool) {
         let mut h = Histograms::default();
         let mut now = Totals::default();
         for c in self.counts {
@@ -323,7 +323,6 @@ impl Sampler for HttpSampler<'_> {
         }
         let (start_ns, before) = (self.last.0, &self.last.1);
         let d = now.minus(before);
-        let omitted = nominal_ns <= self.spec.warmup_ns;
         let span = end_ns.saturating_sub(start_ns).max(1);
         if !omitted {
             self.total.add(&h);

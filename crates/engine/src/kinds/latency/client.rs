@@ -33,7 +33,7 @@ use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHA
 use crate::net::streams::{open_tcp, open_udp};
 use crate::net::sys;
 use crate::run::budget::Budget;
-use crate::run::intervals::{self, Sampler};
+use crate::run::intervals::{self, Clock, Ending, Sampler, Timers};
 use crate::run::pacer::{CatchUp, Pacer};
 use crate::run::threads::StreamThreads;
 
@@ -443,10 +443,9 @@ struct RttSampler<'a> {
 }
 
 impl Sampler for RttSampler<'_> {
-    fn close(&mut self, end_ns: u64, nominal_ns: u64) {
+    fn close(&mut self, end_ns: u64, omitted: bool) {
         let (h, sent, received, lost) = self.workers.take();
         let (start_ns, s0, r0, l0) = self.last;
-        let omitted = nominal_ns <= self.spec.warmup_ns;
         let span = end_ns.saturating_sub(start_ns).max(1);
         if !omitted {
             self.total.add(&h);
@@ -504,14 +503,16 @@ async fn drive(
         measured: (0, 0, 0, 0),
     };
     let timed = spec.count.is_none().then(|| spec.total_ns());
-    let interrupted =
-        intervals::drive(&mut sampler, workers.begin, spec.interval_ns, timed, cancel).await;
+    let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
+    let mut timers = Timers::start(clock, workers.begin, false);
+    let interrupted = intervals::drive(&mut sampler, &mut timers, cancel).await;
     if let Some(e) = workers.first_error() {
         return Err(ClientError::Stream(e));
     }
     workers.threads.stop.store(true, Relaxed);
     let end = workers.begin.elapsed().as_nanos() as u64;
-    sampler.close(end, end);
+    let last = timers.clock().last(end);
+    sampler.close(last.end_ns, last.omitted);
     let (intervals, summary) = sampler.finish();
     Ok((intervals, summary, interrupted))
 }
