@@ -3,12 +3,14 @@
 //! templates ([`template`]) and checks ([`check`]) parsed, and expanded into the runs it asks
 //! for ([`matrix`]); a system's processes started and stopped as process groups ([`process`],
 //! command lines split by [`words`]), probed until ready ([`ready`]) and sampled ([`sample`]).
-//! `wirespeed bench` runs the cells, since a workload is a wirespeed test run in-process.
+//! [`execute`] runs the cells, given how a workload runs (a wirespeed test, in-process).
 
 pub mod check;
+pub mod execute;
 pub mod load;
 pub mod matrix;
 pub mod process;
+pub mod quick;
 pub mod ready;
 pub mod sample;
 pub mod scenario;

@@ -1,16 +1,17 @@
 //! `wirespeed bench SCENARIO.toml`: side-by-side studies from a scenario file: read and
 //! checked, its matrix shown (`--list`, and with every command line, `--dry-run`), or run
-//! ([`execute`]) with a line per run as it finishes, each finished run saved to the store at
+//! (`wirespeed_runner::execute`) with a line per run as it finishes, each finished run saved to the store at
 //! once, its checks judged (a failure gives exit 11), each run's files kept under `--out`,
 //! `--resume` skipping the runs that finished before, and a summary per workload and system
 //! (median over repeats, spread, % of the baseline, peak memory) printed and written as
 //! Markdown, CSV, JSON, an SVG of bar charts and an HTML page with the same charts.
 
-mod execute;
 mod workload;
 
 use anyhow::{Context, Result};
 use wirespeed_runner::check::Rule;
+use wirespeed_runner::execute::{self, Outcome, Places};
+use wirespeed_runner::matrix::{Plan, Run};
 use wirespeed_runner::template;
 
 use crate::exit;
@@ -55,27 +56,7 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let scenario_dir = std::path::absolute(path)?
         .parent()
         .map_or_else(|| std::path::PathBuf::from("/"), std::path::Path::to_path_buf);
-    let out = args.out.clone().unwrap_or_else(|| {
-        std::path::PathBuf::from("bench-results").join(&loaded.scenario.scenario.name)
-    });
-    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
-    // Processes run in their run's directory: every path handed to them must be absolute.
-    let out = std::path::absolute(&out)?;
-    // One runner per directory: two would overwrite each other's runs, and --resume would keep
-    // a run the other is still writing. Held until this function returns.
-    let lock = std::fs::File::create(out.join(".lock"))
-        .with_context(|| format!("creating {}", out.join(".lock").display()))?;
-    // SAFETY: flock(2) on a descriptor `lock` owns; it touches no memory. The lock goes with
-    // the descriptor.
-    let held = unsafe {
-        libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB)
-    };
-    if held != 0 {
-        anyhow::bail!(
-            "{} is in use by another `wirespeed bench` (its .lock is held); choose another --out",
-            out.display()
-        );
-    }
+    let (out, _lock) = results_dir(&args, &loaded)?;
     let store = if args.no_save {
         None
     } else {
@@ -96,56 +77,16 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let (mut failed_checks, mut unsaved) = (0usize, 0usize);
     let cancel = super::interrupt_token();
     let scenario_name = loaded.scenario.scenario.name.clone();
+    let places = Places { scenario_dir: &scenario_dir, out: &out, resume: args.resume };
     let results = execute::run_all(
         &loaded,
-        &scenario_dir,
-        &out,
-        args.resume,
+        &places,
+        &workload::InProcess,
         cancel.clone(),
         |plan, run, outcome| {
             let id = plan.run_id(run);
-            let mut text = match outcome {
-                execute::Outcome::Done(report, samples) => {
-                    let head = report.headline();
-                    let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
-                        .into_iter()
-                        .map(|(role, rss, hwm, cpu)| {
-                            format!(
-                                "{role} {:.1} MiB, {:.2} s CPU",
-                                hwm.max(rss) as f64 / (1 << 20) as f64,
-                                cpu as f64 / 1e9
-                            )
-                        })
-                        .collect();
-                    let memory = if memory.is_empty() {
-                        String::new()
-                    } else {
-                        format!("  [{}]", memory.join("; "))
-                    };
-                    let retried =
-                        report.meta.notes.iter().filter(|n| n.starts_with("bench: try ")).count();
-                    let retried = match retried {
-                        0 => String::new(),
-                        n => {
-                            format!("  (after {n} failed {})", if n == 1 { "try" } else { "tries" })
-                        }
-                    };
-                    format!(
-                        "done     {id}  {}{memory}{retried}\n",
-                        wirespeed_report::units::figure(head.value, head.unit)
-                    )
-                }
-                execute::Outcome::Kept(report, _) => {
-                    let head = report.headline();
-                    format!(
-                        "kept     {id}  {}  (finished before)\n",
-                        wirespeed_report::units::figure(head.value, head.unit)
-                    )
-                }
-                execute::Outcome::Skipped(why) => format!("skipped  {id}  ({why})\n"),
-                execute::Outcome::Failed(why) => format!("FAILED   {id}  {why}\n"),
-            };
-            if let execute::Outcome::Done(report, _) = outcome {
+            let mut text = outcome_line(&id, outcome);
+            if let Outcome::Done(report, _) = outcome {
                 // Saved as soon as it finished: a run that breaks later loses nothing before it.
                 if let Some(store) = &store {
                     if let Err(e) = store.save(report, Some(&format!("{scenario_name} {id}"))) {
@@ -154,63 +95,26 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
                     }
                 }
             }
-            if let execute::Outcome::Done(report, _) | execute::Outcome::Kept(report, _) = outcome {
-                let workload =
-                    &loaded.scenario.workload[plan.workloads[run.workload].workload].name;
-                for (only, expr, rule) in &rules {
-                    if only.as_ref().is_some_and(|w| w != workload) {
-                        continue;
-                    }
-                    match wirespeed_runner::check::figure(report, &rule.figure) {
-                        Some(v) if rule.holds(v) => {}
-                        Some(v) => {
-                            failed_checks += 1;
-                            text.push_str(&format!(
-                                "check    {id}  {expr}: failed ({} is {v})\n",
-                                rule.figure
-                            ));
-                        }
-                        None => {
-                            failed_checks += 1;
-                            text.push_str(&format!(
-                                "check    {id}  {expr}: this run has no {} (it has {})\n",
-                                rule.figure,
-                                wirespeed_runner::check::figure_names(report).join(", ")
-                            ));
-                        }
-                    }
-                }
+            if let Outcome::Done(report, _) | Outcome::Kept(report, _) = outcome {
+                let failures = judge(&loaded, plan, run, &rules, report);
+                failed_checks += failures.len();
+                text.extend(failures);
             }
             let _ = crate::output::write_stdout(text.as_bytes());
         },
     )
     .await?;
-    let count = |f: fn(&execute::Outcome) -> bool| results.iter().filter(|(_, o)| f(o)).count();
-    let failed = count(|o| matches!(o, execute::Outcome::Failed(_)));
+    let count = |f: fn(&Outcome) -> bool| results.iter().filter(|(_, o)| f(o)).count();
+    let failed = count(|o| matches!(o, Outcome::Failed(_)));
     let summary = format!(
         "{} runs: {} done, {} kept, {} skipped, {failed} failed; {failed_checks} checks failed; files in {}\n",
         results.len(),
-        count(|o| matches!(o, execute::Outcome::Done(..))),
-        count(|o| matches!(o, execute::Outcome::Kept(..))),
-        count(|o| matches!(o, execute::Outcome::Skipped(_))),
+        count(|o| matches!(o, Outcome::Done(..))),
+        count(|o| matches!(o, Outcome::Kept(..))),
+        count(|o| matches!(o, Outcome::Skipped(_))),
         out.display()
     );
-    let cells = summarize(&loaded, &results);
-    let baseline = loaded.scenario.report.baseline.as_deref();
-    let markdown = wirespeed_report::bench::markdown(&scenario_name, baseline, &cells);
-    for (file, text) in [
-        ("summary.md", markdown.clone()),
-        ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
-        ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
-        ("summary.html", wirespeed_report::bench::html(&scenario_name, baseline, &cells)),
-    ] {
-        let path = out.join(file);
-        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
-    }
-    let charts = wirespeed_report::bench::charts(&cells);
-    if !charts.is_empty() {
-        crate::saved::write_chart(&out.join("summary.svg"), &charts)?;
-    }
+    let markdown = write_summaries(&out, &loaded, &results)?;
     crate::output::write_stdout(format!("\n{markdown}\n{summary}").as_bytes())?;
     Ok(if cancel.is_cancelled() {
         exit::INTERRUPTED
@@ -225,19 +129,143 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     })
 }
 
+/// The results directory, absolute (processes run in their run's directory, so every path
+/// handed to them must be), created, and locked for this runner: two would overwrite each
+/// other's runs, and `--resume` would keep a run the other is still writing. The lock goes
+/// with the returned file.
+fn results_dir(
+    args: &BenchArgs,
+    loaded: &wirespeed_runner::Loaded,
+) -> Result<(std::path::PathBuf, std::fs::File)> {
+    let out = args.out.clone().unwrap_or_else(|| {
+        std::path::PathBuf::from("bench-results").join(&loaded.scenario.scenario.name)
+    });
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let out = std::path::absolute(&out)?;
+    let lock = std::fs::File::create(out.join(".lock"))
+        .with_context(|| format!("creating {}", out.join(".lock").display()))?;
+    // SAFETY: flock(2) on a descriptor `lock` owns; it touches no memory.
+    let held = unsafe {
+        libc::flock(std::os::fd::AsRawFd::as_raw_fd(&lock), libc::LOCK_EX | libc::LOCK_NB)
+    };
+    if held != 0 {
+        anyhow::bail!(
+            "{} is in use by another `wirespeed bench` (its .lock is held); choose another --out",
+            out.display()
+        );
+    }
+    Ok((out, lock))
+}
+
+/// The line printed when a run ends: its headline figure, memory and retries, or why not.
+fn outcome_line(id: &str, outcome: &Outcome) -> String {
+    match outcome {
+        Outcome::Done(report, samples) => {
+            let head = report.headline();
+            let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
+                .into_iter()
+                .map(|(role, rss, hwm, cpu)| {
+                    format!(
+                        "{role} {:.1} MiB, {:.2} s CPU",
+                        hwm.max(rss) as f64 / (1 << 20) as f64,
+                        cpu as f64 / 1e9
+                    )
+                })
+                .collect();
+            let memory = if memory.is_empty() {
+                String::new()
+            } else {
+                format!("  [{}]", memory.join("; "))
+            };
+            let retried = report.meta.notes.iter().filter(|n| n.starts_with("bench: try ")).count();
+            let retried = match retried {
+                0 => String::new(),
+                n => format!("  (after {n} failed {})", if n == 1 { "try" } else { "tries" }),
+            };
+            format!(
+                "done     {id}  {}{memory}{retried}\n",
+                wirespeed_report::units::figure(head.value, head.unit)
+            )
+        }
+        Outcome::Kept(report, _) => {
+            let head = report.headline();
+            format!(
+                "kept     {id}  {}  (finished before)\n",
+                wirespeed_report::units::figure(head.value, head.unit)
+            )
+        }
+        Outcome::Skipped(why) => format!("skipped  {id}  ({why})\n"),
+        Outcome::Failed(why) => format!("FAILED   {id}  {why}\n"),
+    }
+}
+
+/// The scenario's checks that apply to this run's workload, judged on its report: a line for
+/// each that failed.
+fn judge(
+    loaded: &wirespeed_runner::Loaded,
+    plan: &Plan,
+    run: &Run,
+    rules: &[(Option<String>, String, Rule)],
+    report: &wirespeed_model::Report,
+) -> Vec<String> {
+    let id = plan.run_id(run);
+    let workload = &loaded.scenario.workload[plan.workloads[run.workload].workload].name;
+    let applies = |only: &Option<String>| only.as_ref().is_none_or(|w| w == workload);
+    rules
+        .iter()
+        .filter(|(only, _, _)| applies(only))
+        .filter_map(|(_, expr, rule)| match wirespeed_runner::check::figure(report, &rule.figure) {
+            Some(v) if rule.holds(v) => None,
+            Some(v) => Some(format!("check    {id}  {expr}: failed ({} is {v})\n", rule.figure)),
+            None => Some(format!(
+                "check    {id}  {expr}: this run has no {} (it has {})\n",
+                rule.figure,
+                wirespeed_runner::check::figure_names(report).join(", ")
+            )),
+        })
+        .collect()
+}
+
+/// Writes the summary per workload and system as Markdown, CSV, JSON, HTML and an SVG of
+/// charts under `out`; the Markdown, to print.
+fn write_summaries(
+    out: &std::path::Path,
+    loaded: &wirespeed_runner::Loaded,
+    results: &[(Run, Outcome)],
+) -> Result<String> {
+    let name = &loaded.scenario.scenario.name;
+    let cells = summarize(loaded, results);
+    let baseline = loaded.scenario.report.baseline.as_deref();
+    let markdown = wirespeed_report::bench::markdown(name, baseline, &cells);
+    for (file, text) in [
+        ("summary.md", markdown.clone()),
+        ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
+        ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
+        ("summary.html", wirespeed_report::bench::html(name, baseline, &cells)),
+    ] {
+        let path = out.join(file);
+        std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;
+    }
+    let charts = wirespeed_report::bench::charts(&cells);
+    if !charts.is_empty() {
+        crate::saved::write_chart(&out.join("summary.svg"), &charts)?;
+    }
+    Ok(markdown)
+}
+
 /// One [`BenchCell`](wirespeed_report::bench::BenchCell) per workload and system: the
 /// headline figure and latency percentiles of every finished (or kept) run, the skipped and
 /// failed counts, each role's median peak RSS, and its RSS over the first run.
 fn summarize(
     loaded: &wirespeed_runner::Loaded,
-    results: &[(wirespeed_runner::matrix::Run, execute::Outcome)],
+    results: &[(Run, Outcome)],
 ) -> Vec<wirespeed_report::bench::BenchCell> {
     use wirespeed_runner::check::figure;
     let plan = &loaded.plan;
     let mut cells = Vec::new();
     for (wi, w) in plan.workloads.iter().enumerate() {
         for (si, sys) in plan.systems.iter().enumerate() {
-            let runs: Vec<&execute::Outcome> = results
+            let runs: Vec<&Outcome> = results
                 .iter()
                 .filter(|(r, _)| r.workload == wi && r.system == si)
                 .map(|(_, o)| o)
@@ -245,7 +273,7 @@ fn summarize(
             let finished: Vec<(&wirespeed_model::Report, &[wirespeed_runner::sample::Sample])> =
                 runs.iter()
                     .filter_map(|o| match o {
-                        execute::Outcome::Done(r, s) | execute::Outcome::Kept(r, s) => {
+                        Outcome::Done(r, s) | Outcome::Kept(r, s) => {
                             Some((r.as_ref(), s.as_slice()))
                         }
                         _ => None,
@@ -292,8 +320,8 @@ fn summarize(
                 p50_ns: latency("p50"),
                 p99_ns: latency("p99"),
                 planned: loaded.scenario.run.repeat as usize,
-                skipped: runs.iter().filter(|o| matches!(o, execute::Outcome::Skipped(_))).count(),
-                failed: runs.iter().filter(|o| matches!(o, execute::Outcome::Failed(_))).count(),
+                skipped: runs.iter().filter(|o| matches!(o, Outcome::Skipped(_))).count(),
+                failed: runs.iter().filter(|o| matches!(o, Outcome::Failed(_))).count(),
                 memory: medians(peaks),
                 cpu: medians(cpu),
                 timeline,

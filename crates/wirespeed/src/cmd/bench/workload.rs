@@ -9,9 +9,28 @@ use anyhow::{bail, Context, Result};
 use tokio::sync::mpsc::unbounded_channel;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::Report;
+use wirespeed_runner::execute::Workloads;
 use wirespeed_runner::matrix::scalar_text;
 
 use crate::test_kinds::TestKind;
+
+/// A workload as `wirespeed bench` runs it: the command line it stands for, run in-process.
+pub(super) struct InProcess;
+
+impl Workloads for InProcess {
+    fn command_line(
+        &self,
+        kind: &str,
+        entry: &str,
+        options: &BTreeMap<String, toml::Value>,
+    ) -> Result<Vec<String>> {
+        command_line(kind, entry, options)
+    }
+
+    async fn run(&self, words: &[String], cancel: CancellationToken) -> Result<Report> {
+        run(words, cancel).await
+    }
+}
 
 /// The words of the command line for `kind` aimed at `entry` with `options`.
 pub(super) fn command_line(
@@ -69,7 +88,7 @@ pub(super) fn command_line(
 }
 
 /// Runs the test `words` describe (from [`command_line`]) in-process and returns its report.
-pub(super) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
+async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
     // The same command line a person would type, with its per-test format choices.
     let cli = crate::flags::parse_from(words)
         .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;

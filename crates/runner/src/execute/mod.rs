@@ -1,0 +1,292 @@
+//! Running a scenario's cells: the fixtures start in-process on loopback, then each run, in the
+//! plan's order, starts its system's processes ([`system`]: ports allocated, config files
+//! written, each probed until ready), samples them while its workload runs in-process, and
+//! stops them as process groups whatever happened (after `run.warmup` of the same load, thrown
+//! away, and followed by `run.cooldown`). A system whose programs are missing is skipped; one
+//! that never gets ready, or exits while loaded, fails its run and the others go on. Each
+//! run's report, samples and logs are kept in its own directory; with `resume`, a run whose
+//! report is already there is not run again.
+//!
+//! What a workload is (a wirespeed command line run in-process) is the caller's, through
+//! [`Workloads`], so all of this runs in tests without spawning the binary.
+
+mod fixtures;
+mod system;
+
+use std::collections::BTreeMap;
+use std::future::Future;
+use std::path::Path;
+use std::time::Duration;
+
+use anyhow::{Context, Result};
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::units::parse_duration;
+use wirespeed_model::Report;
+
+use self::fixtures::Fixtures;
+use self::system::Bindings;
+use crate::matrix::{Plan, Run};
+use crate::process::{Started, STOP_GRACE};
+use crate::sample::{Sample, Sampler, Wanted};
+use crate::Loaded;
+
+/// How a workload cell becomes a test and runs.
+pub trait Workloads {
+    /// The words of the command line for a test of `kind` aimed at `entry` with `options`.
+    fn command_line(
+        &self,
+        kind: &str,
+        entry: &str,
+        options: &BTreeMap<String, toml::Value>,
+    ) -> Result<Vec<String>>;
+
+    /// Runs the test `words` describe (from [`Self::command_line`]) until it ends or
+    /// `cancel` fires; its report.
+    fn run(
+        &self,
+        words: &[String],
+        cancel: CancellationToken,
+    ) -> impl Future<Output = Result<Report>>;
+}
+
+/// How one run ended.
+#[derive(Debug)]
+pub enum Outcome {
+    /// It ran; its report and samples.
+    Done(Box<Report>, Vec<Sample>),
+    /// A program it needs is not installed.
+    Skipped(String),
+    /// Its system did not start, crashed, or its workload failed.
+    Failed(String),
+    /// It finished in an earlier invocation (`resume`); its report and samples (when kept).
+    Kept(Box<Report>, Vec<Sample>),
+}
+
+/// Where a run's files go and what it may use: the scenario's directory for
+/// `{scenario.dir}`, the results directory, and whether earlier results are kept.
+pub struct Places<'a> {
+    /// The directory of the scenario file.
+    pub scenario_dir: &'a Path,
+    /// The results directory (absolute: processes run in their run's directory).
+    pub out: &'a Path,
+    /// Keep runs whose report is already there.
+    pub resume: bool,
+}
+
+/// A run id as a directory name.
+pub(crate) fn dir_name(id: &str) -> String {
+    id.chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.=,".contains(c) { c } else { '_' })
+        .collect()
+}
+
+/// Runs every run of `loaded` in order, keeping each one's files under `places.out`; stops
+/// early when `cancel` fires. Calls `done` after each run.
+pub async fn run_all(
+    loaded: &Loaded,
+    places: &Places<'_>,
+    workloads: &impl Workloads,
+    cancel: CancellationToken,
+    mut done: impl FnMut(&Plan, &Run, &Outcome),
+) -> Result<Vec<(Run, Outcome)>> {
+    let fixtures = Fixtures::start(&loaded.scenario, places.out).await?;
+    let mut results = Vec::new();
+    for run in &loaded.plan.runs {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let dir = places.out.join("runs").join(dir_name(&loaded.plan.run_id(run)));
+        std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+        let outcome = match places.resume.then(|| kept(&dir)).flatten() {
+            Some(kept) => kept,
+            None => {
+                let one = One { loaded, run, fixtures: &fixtures, places, dir: &dir, workloads };
+                attempts(loaded.scenario.run.retries, &cancel, || one.run(cancel.clone())).await
+            }
+        };
+        done(&loaded.plan, run, &outcome);
+        results.push((run.clone(), outcome));
+    }
+    fixtures.stop().await;
+    Ok(results)
+}
+
+/// A run finished by an earlier invocation: its report and samples, if its report is there.
+fn kept(dir: &Path) -> Option<Outcome> {
+    let text = std::fs::read_to_string(dir.join("report.json")).ok()?;
+    let report = serde_json::from_str::<Report>(&text).ok()?;
+    let samples = std::fs::read_to_string(dir.join("samples.json"))
+        .ok()
+        .and_then(|text| serde_json::from_str(&text).ok())
+        .unwrap_or_default();
+    Some(Outcome::Kept(Box::new(report), samples))
+}
+
+/// Runs `attempt` until it does not fail, at most `1 + retries` times. A run that succeeded
+/// after failing carries each earlier failure in its report's notes, so a retried figure is
+/// never mistaken for a first-time one; one that failed every time says how often it tried.
+async fn attempts<F: Future<Output = Outcome>>(
+    retries: u32,
+    cancel: &CancellationToken,
+    mut attempt: impl FnMut() -> F,
+) -> Outcome {
+    let mut failures = Vec::new();
+    loop {
+        match attempt().await {
+            Outcome::Failed(why) if failures.len() < retries as usize && !cancel.is_cancelled() => {
+                failures.push(why)
+            }
+            Outcome::Failed(why) if !failures.is_empty() => {
+                return Outcome::Failed(format!("{why} (on each of {} tries)", failures.len() + 1))
+            }
+            Outcome::Done(mut report, samples) => {
+                let tries = failures.len() + 1;
+                for (k, why) in failures.iter().enumerate() {
+                    report.meta.notes.push(format!(
+                        "bench: try {} of {tries} failed and the system was started again: {why}",
+                        k + 1
+                    ));
+                }
+                return Outcome::Done(report, samples);
+            }
+            other => return other,
+        }
+    }
+}
+
+/// One run of one cell.
+struct One<'a, W> {
+    loaded: &'a Loaded,
+    run: &'a Run,
+    fixtures: &'a Fixtures,
+    places: &'a Places<'a>,
+    dir: &'a Path,
+    workloads: &'a W,
+}
+
+impl<W: Workloads> One<'_, W> {
+    /// Start to finish; never leaves a process behind.
+    async fn run(&self, cancel: CancellationToken) -> Outcome {
+        let s = &self.loaded.scenario;
+        let cell = &self.loaded.plan.systems[self.run.system];
+        let system = &s.system[cell.system];
+        let b = match Bindings::allocate(
+            system,
+            &cell.vars,
+            self.fixtures,
+            self.places.scenario_dir,
+            self.dir,
+        ) {
+            Ok(b) => b,
+            Err(e) => return Outcome::Failed(e),
+        };
+        if let Some(why) = system::missing_program(system, &b) {
+            return Outcome::Skipped(why);
+        }
+        let started =
+            system::write_files(system, &b).and_then(|()| system::start_processes(system, &b));
+        let mut started = match started {
+            Ok(started) => started,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let roles = started.iter().map(|p| (p.role.clone(), p.pid)).collect();
+        let interval = parse_duration(&s.sample.interval).unwrap_or(Duration::from_secs(1));
+        // `metrics = []` turns sampling off.
+        let sampler = (!s.sample.metrics.is_empty())
+            .then(|| Sampler::start(roles, interval, Wanted::of(&s.sample.metrics)));
+        let report = match self.command_line(&b) {
+            Ok(line) => self.load(&line, &cancel).await,
+            Err(e) => Err(e),
+        };
+        let samples = sampler.map(Sampler::finish).unwrap_or_default();
+        let crashed = stop(&mut started);
+        let _ = std::fs::write(
+            self.dir.join("samples.json"),
+            serde_json::to_string_pretty(&samples).unwrap_or_default(),
+        );
+        // Cool-down before the next run (Ctrl-C cuts it short).
+        if let Some(pause) = s.run.cooldown.as_deref().and_then(|t| parse_duration(t).ok()) {
+            tokio::select! {
+                _ = tokio::time::sleep(pause) => {}
+                _ = cancel.cancelled() => {}
+            }
+        }
+        match report {
+            _ if !crashed.is_empty() => Outcome::Failed(crashed.join("\n")),
+            Ok(r) => {
+                let _ = std::fs::write(
+                    self.dir.join("report.json"),
+                    serde_json::to_string_pretty(&r).unwrap_or_default(),
+                );
+                Outcome::Done(Box::new(r), samples)
+            }
+            Err(e) => Outcome::Failed(e),
+        }
+    }
+
+    /// The workload's command line, its entry and option values rendered.
+    fn command_line(&self, b: &Bindings<'_>) -> Result<Vec<String>, String> {
+        let s = &self.loaded.scenario;
+        let cell = &self.loaded.plan.systems[self.run.system];
+        let wcell = &self.loaded.plan.workloads[self.run.workload];
+        let w = &s.workload[wcell.workload];
+        let entry = s.system[cell.system]
+            .entry
+            .for_target(w.target.as_deref())
+            .ok_or_else(|| format!("no entry for target {:?}", w.target))
+            .and_then(|e| b.render(e))?;
+        // Option values are templates too (`datafile = "{scenario.dir}/queries.txt"`).
+        let options = wcell
+            .options
+            .iter()
+            .map(|(k, v)| match v {
+                toml::Value::String(t) => Ok((k.clone(), toml::Value::String(b.render(t)?))),
+                v => Ok((k.clone(), v.clone())),
+            })
+            .collect::<Result<BTreeMap<_, _>, String>>()?;
+        self.workloads.command_line(&w.kind, &entry, &options).map_err(|e| format!("{e:#}"))
+    }
+
+    /// The warm-up (the same load, cut off after `run.warmup`, its result thrown away), then
+    /// the measured load.
+    async fn load(&self, line: &[String], cancel: &CancellationToken) -> Result<Report, String> {
+        let warmup =
+            self.loaded.scenario.run.warmup.as_deref().and_then(|t| parse_duration(t).ok());
+        if let Some(warmup) = warmup {
+            let stop = cancel.child_token();
+            let timer = {
+                let stop = stop.clone();
+                tokio::spawn(async move {
+                    tokio::time::sleep(warmup).await;
+                    stop.cancel();
+                })
+            };
+            let _ = self.workloads.run(line, stop).await;
+            timer.abort();
+        }
+        self.workloads.run(line, cancel.clone()).await.map_err(|e| format!("{e:#}"))
+    }
+}
+
+/// Stops the processes, last started first; what each that had died under load said (a
+/// process that died fails the run, whatever the workload saw).
+fn stop(started: &mut [Started]) -> Vec<String> {
+    let crashed = started
+        .iter_mut()
+        .filter_map(|p| {
+            p.exited().map(|st| {
+                format!(
+                    "{} exited ({st}) during the run; its log ends:\n{}",
+                    p.role,
+                    p.log_tail(10)
+                )
+            })
+        })
+        .collect();
+    tokio::task::block_in_place(|| {
+        for p in started.iter_mut().rev() {
+            p.stop(STOP_GRACE);
+        }
+    });
+    crashed
+}

@@ -1,0 +1,137 @@
+//! A system's side of one run: the ports its templates name (allocated free on loopback), its
+//! config files (rendered and written into the run's directory), and its processes (started in
+//! order, each probed until ready before the next).
+
+use std::collections::{BTreeMap, BTreeSet};
+use std::net::SocketAddr;
+use std::path::{Path, PathBuf};
+
+use super::dir_name;
+use super::fixtures::Fixtures;
+use crate::process::{self, Started};
+use crate::ready::{self, Probe};
+use crate::scenario::System;
+use crate::template::{self, FixturePart, Placeholder};
+use crate::words;
+
+/// Everything a template of one run can name.
+pub(crate) struct Bindings<'a> {
+    ports: BTreeMap<String, u16>,
+    files: BTreeMap<String, PathBuf>,
+    fixtures: &'a Fixtures,
+    vars: &'a BTreeMap<String, String>,
+    scenario_dir: &'a Path,
+    dir: &'a Path,
+}
+
+impl<'a> Bindings<'a> {
+    /// A free port for every `{port.NAME}` the system's templates use, and a file in `dir`
+    /// for each of its `file.NAME`s.
+    pub(crate) fn allocate(
+        system: &System,
+        vars: &'a BTreeMap<String, String>,
+        fixtures: &'a Fixtures,
+        scenario_dir: &'a Path,
+        dir: &'a Path,
+    ) -> Result<Self, String> {
+        let names: BTreeSet<&str> = system
+            .templates()
+            .into_iter()
+            .flat_map(|t| template::placeholders(t))
+            .filter_map(|n| match Placeholder::of(n) {
+                Some(Placeholder::Port(p)) => Some(p),
+                _ => None,
+            })
+            .collect();
+        let ports = names
+            .into_iter()
+            .map(|name| Ok((name.to_string(), free_port()?)))
+            .collect::<Result<_, String>>()?;
+        let files = system
+            .file
+            .keys()
+            .map(|k| (k.clone(), dir.join(format!("{}.conf", dir_name(k)))))
+            .collect();
+        Ok(Self { ports, files, fixtures, vars, scenario_dir, dir })
+    }
+
+    /// The value of placeholder `name`, if this run has one.
+    fn lookup(&self, name: &str) -> Option<String> {
+        let fixture = |f: &str| self.fixtures.addrs.get(f);
+        match Placeholder::of(name)? {
+            Placeholder::Port(p) => self.ports.get(p).map(u16::to_string),
+            Placeholder::File(f) => self.files.get(f).map(|p| p.display().to_string()),
+            Placeholder::Fixture(f, FixturePart::Addr) => fixture(f).map(SocketAddr::to_string),
+            Placeholder::Fixture(f, FixturePart::Port) => fixture(f).map(|a| a.port().to_string()),
+            Placeholder::Fixture(f, FixturePart::Host) => fixture(f).map(|a| a.ip().to_string()),
+            Placeholder::Fixture(f, FixturePart::Zone) => {
+                self.fixtures.zones.get(f).map(|p| p.display().to_string())
+            }
+            Placeholder::ScenarioDir => Some(self.scenario_dir.display().to_string()),
+            Placeholder::RunDir => Some(self.dir.display().to_string()),
+            Placeholder::Var(v) => self.vars.get(v).cloned(),
+        }
+    }
+
+    /// `text` with every placeholder filled in, or the one that has no value.
+    pub(crate) fn render(&self, text: &str) -> Result<String, String> {
+        template::render(text, |n| self.lookup(n)).map_err(|n| format!("{{{n}}} has no value"))
+    }
+}
+
+/// The first program the system needs that is not installed, said as a skip's reason.
+pub(crate) fn missing_program(system: &System, b: &Bindings<'_>) -> Option<String> {
+    system.requires.iter().find_map(|program| {
+        let program = b.render(program).unwrap_or_else(|_| program.clone());
+        process::which(&program).is_none().then(|| format!("{program} is not installed"))
+    })
+}
+
+/// Renders and writes the system's config files.
+pub(crate) fn write_files(system: &System, b: &Bindings<'_>) -> Result<(), String> {
+    for (name, content) in &system.file {
+        b.render(content)
+            .and_then(|c| std::fs::write(&b.files[name], c).map_err(|e| e.to_string()))
+            .map_err(|e| format!("file.{name}: {e}"))?;
+    }
+    Ok(())
+}
+
+/// Starts the system's processes in order, each ready before the next; on a failure the ones
+/// already started are stopped as they are dropped.
+pub(crate) fn start_processes(system: &System, b: &Bindings<'_>) -> Result<Vec<Started>, String> {
+    let mut started = Vec::new();
+    for p in &system.process {
+        let launched = (|| {
+            let mut env = system.env.clone();
+            env.extend(p.env.clone());
+            let env = env
+                .into_iter()
+                .map(|(k, v)| Ok((k, b.render(&v)?)))
+                .collect::<Result<BTreeMap<_, _>, String>>()?;
+            let argv = words::split(&b.render(&p.cmd)?)?;
+            let mut proc =
+                process::spawn(&p.role, &argv, &env, b.dir).map_err(|e| e.to_string())?;
+            if let Some(r) = &p.ready {
+                let (probe, timeout) = Probe::from_ready(r, |t| b.render(t))?;
+                tokio::task::block_in_place(|| ready::wait(&mut proc, &probe, timeout))
+                    .map_err(|e| e.to_string())?;
+            }
+            Ok::<_, String>(proc)
+        })();
+        started.push(launched.map_err(|e| format!("{}: {e}", p.role))?);
+    }
+    Ok(started)
+}
+
+/// A TCP port free on loopback now, whose UDP port is free too.
+fn free_port() -> Result<u16, String> {
+    for _ in 0..100 {
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
+        let port = tcp.local_addr().map_err(|e| e.to_string())?.port();
+        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            return Ok(port);
+        }
+    }
+    Err("no free port on loopback".into())
+}
