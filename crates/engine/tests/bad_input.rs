@@ -5,7 +5,7 @@ mod common;
 
 use std::time::Duration;
 
-use common::{run, spec, TestServer};
+use common::{run, spec, start_test, TestServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirespeed_engine::server::ServerConfig;
@@ -129,8 +129,7 @@ async fn allow_list_and_limits_refuse_with_reasons() {
 async fn more_clients_than_max_tests_are_told_busy() {
     let config = ServerConfig { max_tests: 1, ..Default::default() };
     let server = TestServer::start("127.0.0.1:0", config).await;
-    let first = tokio::spawn(run(server.opts(spec(Protocol::Tcp, 1.5))));
-    tokio::time::sleep(Duration::from_millis(400)).await;
+    let first = start_test(server.opts(spec(Protocol::Tcp, 1.5))).await;
     let err = run(server.opts(spec(Protocol::Tcp, 0.3))).await.unwrap_err();
     assert!(matches!(err, ClientError::Refused { code: RefuseCode::Busy, .. }), "{err}");
     first.await.unwrap().unwrap();
@@ -155,8 +154,7 @@ async fn refused_port_and_unresolvable_name() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn server_shutdown_mid_test_tells_the_client() {
     let server = TestServer::loopback().await;
-    let test = tokio::spawn(run(server.opts(spec(Protocol::Tcp, 10.0))));
-    tokio::time::sleep(Duration::from_millis(500)).await;
+    let test = start_test(server.opts(spec(Protocol::Tcp, 10.0))).await;
     server.shutdown().await;
     let err = tokio::time::timeout(Duration::from_secs(10), test)
         .await

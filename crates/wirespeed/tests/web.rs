@@ -235,8 +235,16 @@ fn floods_are_limited_per_visitor_and_others_are_still_served() {
     let held = std::net::TcpStream::connect(("127.0.0.1", streams.port)).unwrap();
     use std::io::Write;
     (&held).write_all(b"GET /garbage?ckSize=64 HTTP/1.1\r\nHost: x\r\n\r\n").unwrap();
-    std::thread::sleep(std::time::Duration::from_millis(300));
-    let second = streams.get(ME, "/garbage?ckSize=1");
+    // Readiness: once the server has taken the held download, a second one is refused; until
+    // then it may be served (a 1 MB answer, done at once).
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(10);
+    let second = loop {
+        let second = streams.get(ME, "/garbage?ckSize=1");
+        if second.status != 200 || std::time::Instant::now() > deadline {
+            break second;
+        }
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    };
     assert_eq!(second.status, 429, "{}", second.text());
     assert!(second.text().contains("transfers at once"));
     assert_eq!(streams.get([127, 0, 0, 2], "/garbage?ckSize=1").status, 200, "another visitor");

@@ -91,6 +91,20 @@ pub(crate) async fn until_started(events: &mut tokio::sync::mpsc::UnboundedRecei
     assert!(matches!(first, Ok(Some(Event::Start { .. }))), "the test did not start: {first:?}");
 }
 
+/// Starts a test in the background and returns once it is under way (see [`until_started`]).
+pub(crate) async fn start_test(
+    opts: ClientOptions,
+) -> tokio::task::JoinHandle<Result<BandwidthReport, ClientError>> {
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
+    let test = tokio::spawn(async move {
+        let report = client::run(opts, tx, CancellationToken::new()).await?;
+        let ReportBody::Bandwidth(b) = report.body else { panic!("not a bandwidth report") };
+        Ok(b)
+    });
+    until_started(&mut rx).await;
+    test
+}
+
 pub(crate) async fn run(opts: ClientOptions) -> Result<BandwidthReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
     let report = client::run(opts, tx, CancellationToken::new()).await?;
