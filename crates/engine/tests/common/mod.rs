@@ -94,7 +94,7 @@ pub(crate) async fn until_started(events: &mut tokio::sync::mpsc::UnboundedRecei
 /// Starts a test in the background and returns once it is under way (see [`until_started`]).
 pub(crate) async fn start_test(
     opts: ClientOptions,
-) -> tokio::task::JoinHandle<Result<BandwidthReport, ClientError>> {
+) -> JoinHandle<Result<BandwidthReport, ClientError>> {
     let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let test = tokio::spawn(async move {
         let report = client::run(opts, tx, CancellationToken::new()).await?;
