@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::Rule;
 use crate::matrix::{self, Plan};
-use crate::scenario::{Entry, FixtureKind, Scenario};
+use crate::scenario::{Entry, FixtureKind, Scenario, System, Workload};
 use crate::template::{self, FixturePart, Placeholder};
 use wirespeed_model::metrics::FASTEST;
 
@@ -105,50 +105,7 @@ fn check(s: &Scenario, kinds: &[&str]) -> Result<(), (String, String)> {
     unique("fixture", s.fixture.iter().map(|f| &f.name).collect())?;
     unique("workload", s.workload.iter().map(|w| &w.name).collect())?;
     for system in &s.system {
-        let named = |m: String| (system.name.clone(), format!("system {:?}: {m}", system.name));
-        let mut roles = BTreeSet::new();
-        for p in &system.process {
-            if !roles.insert(&p.role) {
-                return Err(named(format!("two processes have the role {:?}", p.role)));
-            }
-            if let Some(after) = &p.after {
-                if !roles.contains(after) || after == &p.role {
-                    return Err(named(format!(
-                        "{:?} starts after {after:?}, which is not an earlier process",
-                        p.role
-                    )));
-                }
-            }
-            if let Some(r) = &p.ready {
-                let probes = [&r.tcp, &r.udp, &r.http, &r.dns, &r.log]
-                    .iter()
-                    .filter(|p| p.is_some())
-                    .count();
-                if probes != 1 {
-                    return Err(named(format!(
-                        "{:?}: ready needs exactly one of tcp, udp, http, dns or log (not a fixed sleep)",
-                        p.role
-                    )));
-                }
-            }
-            if p.cmd.split_whitespace().next().is_none() {
-                return Err(named(format!("{:?}: empty cmd", p.role)));
-            }
-        }
-        for w in &s.workload {
-            match (&system.entry, &w.target) {
-                (Entry::Named(map), Some(t)) if !map.contains_key(t) => {
-                    return Err(named(format!("no entry for workload {:?}'s target {t:?}", w.name)))
-                }
-                (Entry::Named(_), None) => {
-                    return Err(named(format!(
-                        "entry has names, so workload {:?} needs a target",
-                        w.name
-                    )))
-                }
-                _ => {}
-            }
-        }
+        check_system(system, &s.workload)?;
     }
     for w in &s.workload {
         if !kinds.contains(&w.kind.as_str()) {
@@ -169,6 +126,54 @@ fn check(s: &Scenario, kinds: &[&str]) -> Result<(), (String, String)> {
             if !s.workload.iter().any(|x| &x.name == w) {
                 return Err((w.clone(), format!("check {:?}: there is no workload {w:?}", c.expr)));
             }
+        }
+    }
+    Ok(())
+}
+
+/// A system's own checks: unique roles, `after` naming an earlier process, one readiness
+/// probe each, a command, and an entry for every workload's target.
+fn check_system(system: &System, workloads: &[Workload]) -> Result<(), (String, String)> {
+    let named = |m: String| (system.name.clone(), format!("system {:?}: {m}", system.name));
+    let mut roles = BTreeSet::new();
+    for p in &system.process {
+        if !roles.insert(&p.role) {
+            return Err(named(format!("two processes have the role {:?}", p.role)));
+        }
+        if let Some(after) = &p.after {
+            if !roles.contains(after) || after == &p.role {
+                return Err(named(format!(
+                    "{:?} starts after {after:?}, which is not an earlier process",
+                    p.role
+                )));
+            }
+        }
+        if let Some(r) = &p.ready {
+            let probes =
+                [&r.tcp, &r.udp, &r.http, &r.dns, &r.log].iter().filter(|p| p.is_some()).count();
+            if probes != 1 {
+                return Err(named(format!(
+                    "{:?}: ready needs exactly one of tcp, udp, http, dns or log (not a fixed sleep)",
+                    p.role
+                )));
+            }
+        }
+        if p.cmd.split_whitespace().next().is_none() {
+            return Err(named(format!("{:?}: empty cmd", p.role)));
+        }
+    }
+    for w in workloads {
+        match (&system.entry, &w.target) {
+            (Entry::Named(map), Some(t)) if !map.contains_key(t) => {
+                return Err(named(format!("no entry for workload {:?}'s target {t:?}", w.name)))
+            }
+            (Entry::Named(_), None) => {
+                return Err(named(format!(
+                    "entry has names, so workload {:?} needs a target",
+                    w.name
+                )))
+            }
+            _ => {}
         }
     }
     Ok(())

@@ -36,42 +36,71 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
     if h.flags & FLAG_QR != 0 {
         return false;
     }
+    if let Some(asked) = admit(query, &h, out) {
+        answer(query, &asked, zone, udp, out);
+    }
+    true
+}
+
+/// A question the zone is asked: where it ends in the query, and what its OPT said.
+struct Asked {
+    id: u16,
+    /// The reply's flags so far: QR, and the query's opcode and RD.
+    base: u16,
+    question_end: usize,
+    /// The OPT record's (size, extended rcode, version, flags), if any.
+    opt: Option<(u16, u8, u8, u16)>,
+    dnssec_ok: bool,
+}
+
+/// Checks the query's form (one plain question, opcode QUERY, at most one OPT, EDNS version
+/// 0); writes the error answer to a query that fails, or returns the question to answer.
+fn admit(query: &[u8], h: &Header, out: &mut Vec<u8>) -> Option<Asked> {
     // The reply keeps the ID, the opcode and RD; everything else is ours to set.
     let base = FLAG_QR | (h.flags & (0x7800 | FLAG_RD));
-    let question_end = match wire::question_end(query, &h) {
+    let question_end = match wire::question_end(query, h) {
         Ok(end) if h.qdcount == 1 && plain_name(query) => end,
         _ => {
             header(out, h.id, base | FORMERR, 0);
-            return true;
+            return None;
         }
     };
     let question = &query[HEADER_LEN..question_end];
     if h.opcode() != 0 {
         header(out, h.id, base | NOTIMP, 1);
         out.extend_from_slice(question);
-        return true;
+        return None;
     }
     // RFC 6891 §6.1.1: more than one OPT record is a format error.
-    if h.arcount > 1 && wire::count_opt(query, &h).map_or(true, |n| n > 1) {
+    if h.arcount > 1 && wire::count_opt(query, h).map_or(true, |n| n > 1) {
         header(out, h.id, base | FORMERR, 1);
         out.extend_from_slice(question);
-        return true;
+        return None;
     }
-    let opt = wire::find_opt(query, &h).ok().flatten();
+    let opt = wire::find_opt(query, h).ok().flatten();
     // RFC 3225: the DO bit is copied into the answer's OPT.
     let dnssec_ok = opt.is_some_and(|(.., flags)| flags & EDNS_DO != 0);
-    let limit = match opt {
-        Some((size, ..)) => usize::from(size).max(PLAIN_UDP_LIMIT),
-        None => PLAIN_UDP_LIMIT,
-    };
-    let opt_len = if opt.is_some() { 11 } else { 0 };
     if opt.is_some_and(|(_, _, version, _)| version != 0) {
         // BADVERS (16): extended RCODE 1 over header RCODE 0.
         header(out, h.id, base, 1);
         out.extend_from_slice(question);
         push_opt(out, 1, dnssec_ok);
-        return true;
+        return None;
     }
+    Some(Asked { id: h.id, base, question_end, opt, dnssec_ok })
+}
+
+/// Answers an admitted question from `zone`: REFUSED outside it and for transfers; else its
+/// records (a wildcard's, or a CNAME), or NODATA/NXDOMAIN with the SOA; truncated (TC) when
+/// a UDP answer would pass the asker's size.
+fn answer(query: &[u8], q: &Asked, zone: &Zone, udp: bool, out: &mut Vec<u8>) {
+    let (base, has_opt) = (q.base, q.opt.is_some());
+    let limit = match q.opt {
+        Some((size, ..)) => usize::from(size).max(PLAIN_UDP_LIMIT),
+        None => PLAIN_UDP_LIMIT,
+    };
+    let opt_len = if has_opt { 11 } else { 0 };
+    let question = &query[HEADER_LEN..q.question_end];
     let name_len = question.len() - 4;
     let mut lower = [0u8; wire::MAX_NAME_LEN + 1];
     let name = &mut lower[..name_len];
@@ -80,23 +109,17 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
     let name = &*name;
     let qtype = u16::from_be_bytes([question[name_len], question[name_len + 1]]);
     let qclass = u16::from_be_bytes([question[name_len + 2], question[name_len + 3]]);
-    if !super::zone::ends_with_name(name, &zone.origin)
-        || (qclass != CLASS_IN && qclass != TYPE_ANY)
-    {
-        header(out, h.id, base | REFUSED, 1);
+    let outside = !super::zone::ends_with_name(name, &zone.origin)
+        || (qclass != CLASS_IN && qclass != TYPE_ANY);
+    // Transfers are refused, as a server that allows none does; NODATA would claim the zone
+    // has no such thing.
+    if outside || qtype == TYPE_AXFR || qtype == TYPE_IXFR {
+        header(out, q.id, base | REFUSED, 1);
         out.extend_from_slice(question);
-        finish_opt(out, opt.is_some(), dnssec_ok);
-        return true;
+        finish_opt(out, has_opt, q.dnssec_ok);
+        return;
     }
-    if qtype == TYPE_AXFR || qtype == TYPE_IXFR {
-        // Refused, as a server that allows no transfers does; NODATA would claim the zone
-        // has no such thing.
-        header(out, h.id, base | REFUSED, 1);
-        out.extend_from_slice(question);
-        finish_opt(out, opt.is_some(), dnssec_ok);
-        return true;
-    }
-    header(out, h.id, base | FLAG_AA, 1);
+    header(out, q.id, base | FLAG_AA, 1);
     out.extend_from_slice(question);
     let exists = zone.names.contains(name);
     // RFC 4592: a name that does not exist takes the records of the wildcard (`*`) below its
@@ -135,16 +158,14 @@ pub fn respond(query: &[u8], zone: &Zone, udp: bool, out: &mut Vec<u8>) -> bool 
         }
     }
     if udp && out.len() + opt_len > limit {
-        out.truncate(question_end);
+        out.truncate(q.question_end);
         set_word(out, 2, base | FLAG_AA | FLAG_TC | rcode);
-        finish_opt(out, opt.is_some(), dnssec_ok);
-        return true;
+    } else {
+        set_word(out, 2, base | FLAG_AA | rcode);
+        set_word(out, 6, answers);
+        set_word(out, 8, authority);
     }
-    set_word(out, 2, base | FLAG_AA | rcode);
-    set_word(out, 6, answers);
-    set_word(out, 8, authority);
-    finish_opt(out, opt.is_some(), dnssec_ok);
-    true
+    finish_opt(out, has_opt, q.dnssec_ok);
 }
 
 /// True when the question's name is plain labels (a query has no reason to compress it).

@@ -15,7 +15,9 @@ use wirespeed_model::rules::Protocol;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
-use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage, ServerResults};
+use wirespeed_proto::control::{
+    ClientMessage, ClientState, ServerMessage, ServerResults, StreamTotals,
+};
 use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
@@ -136,6 +138,24 @@ async fn drive(
         }
     }
     let at_omit = schedule.take_omit(&side);
+    let (results, local) =
+        stop(ctl, state, &mut side, spec, &mut collector, events, at_omit).await?;
+    let (intervals, summary) = finish_and_emit(collector, &local, &results, events);
+    Ok((intervals, summary, interrupted))
+}
+
+/// Tells the server to stop and waits for its results (its last ticks still feed the
+/// collector), then for this end's streams to finish; the server's results and this end's.
+async fn stop(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    side: &mut Side,
+    spec: &BandwidthSpec,
+    collector: &mut Collector,
+    events: &UnboundedSender<Event>,
+    at_omit: Vec<StreamTotals>,
+) -> Result<(ServerResults, LocalEnd), ClientError> {
+    let emit = |ivs: Vec<_>| emit_intervals(events, ivs);
     ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
     side.stop_sending();
     let results = tokio::time::timeout(RESULTS_TIMEOUT, async {
@@ -179,8 +199,7 @@ async fn drive(
         active_ns,
         cpu_ns: side.cpu_ns(),
     };
-    let (intervals, summary) = finish_and_emit(collector, &local, &results, events);
-    Ok((intervals, summary, interrupted))
+    Ok((results, local))
 }
 
 /// A data stream failed: if the server said why (it aborted the test, or closed the control

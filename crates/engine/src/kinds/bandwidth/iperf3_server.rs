@@ -15,15 +15,16 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::rules::Protocol;
-use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::codec::DecodeError;
+use wirespeed_proto::control::StreamTotals;
 use wirespeed_proto::datagram::Wire;
 use wirespeed_proto::iperf3::wire::{self, encode_json, encode_server_error, errno};
 use wirespeed_proto::iperf3::{stream_slot, Cookie, Params, Results, State, COOKIE_LEN};
 
 use super::iperf3_results::local_results;
-use super::server::apply_limits;
+use super::server::{apply_limits, UploadCap};
 use super::workers::{self, Side};
+use crate::run::intervals::{Clock, Ending, Tick, Timers};
 use crate::server::ctx::Attached;
 use crate::server::ctx::{canonical, Conversation, Ctx, Routing, ServerHook};
 use crate::server::listeners::connect_udp_stream;
@@ -340,7 +341,6 @@ async fn read_state(ctl: &mut TcpStream) -> Result<State, Ended> {
     }
 }
 
-#[allow(clippy::too_many_arguments)]
 async fn run_test(
     ctl: &mut TcpStream,
     ctx: &Arc<Ctx>,
@@ -355,50 +355,8 @@ async fn run_test(
     })?;
     send_state(ctl, State::TestStart).await?;
     send_state(ctl, State::TestRunning).await?;
-    let begin = tokio::time::Instant::now();
-    let omit_at = tokio::time::sleep_until(begin + Duration::from_nanos(spec.omit_ns));
-    tokio::pin!(omit_at);
     let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
-    let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
-        (None, _) => Duration::from_nanos(spec.total_ns()) + END_GRACE,
-        (Some(_), false) => ctx.config.max_duration,
-        (Some(_), true) => Duration::from_secs(86_400 * 365),
-    };
-    let deadline = tokio::time::sleep_until(begin + limit);
-    tokio::pin!(deadline);
-    let interval = Duration::from_nanos(spec.interval_ns);
-    let mut ticks = tokio::time::interval_at(begin + interval, interval);
-    let cap = ctx.config.max_bitrate_bps;
-    let (mut last_upload, mut over_cap) = (0u64, 0u32);
-    let outcome: Result<(), Ended> = loop {
-        tokio::select! {
-            s = read_state(ctl) => match s {
-                Ok(State::TestEnd) => break Ok(()),
-                Ok(State::ClientTerminate) => break Err(ended(Answer::Nothing, "the client was interrupted")),
-                Ok(other) => break Err(ended(Answer::Error(errno::MESSAGE), format!("unexpected {other:?} during the test"))),
-                Err(e) => break Err(e),
-            },
-            _ = &mut omit_at, if at_omit.is_none() => at_omit = Some(side.snapshot()),
-            _ = ticks.tick(), if cap > 0 => {
-                let up: u64 = side.snapshot().iter().filter(|s| s.flow == Flow::Upload).map(|s| s.totals.bytes).sum();
-                let rate = bits_per_second(up - last_upload, spec.interval_ns);
-                last_upload = up;
-                over_cap = if rate > cap as f64 * 1.5 { over_cap + 1 } else { 0 };
-                if over_cap >= 2 {
-                    break Err(ended(Answer::Error(errno::TOTAL_RATE), format!("the client sent {rate:.0} bit/s, above the limit of {cap} bit/s")));
-                }
-            }
-            Some(done) = side.next_done() => {
-                // A receiver whose peer went away ends with an error; a sender that spent its
-                // -n budget ends cleanly and the client decides when the test is over.
-                if let Some(err) = done.error {
-                    break Err(ended(Answer::Error(errno::NO_MSG), err));
-                }
-            }
-            _ = &mut deadline => break Err(ended(Answer::Error(errno::TEST_EXPIRED), format!("no TEST_END within {} s", limit.as_secs()))),
-            _ = ctx.shutdown.cancelled() => break Err(ended(Answer::Terminate, "the server is shutting down")),
-        }
-    };
+    let outcome = run_until_end(ctl, ctx, spec, &mut side, &mut at_omit).await;
     // iperf3 ends a test by closing the data connections: what is still in flight is lost, as
     // with iperf3's own server.
     let at_omit = at_omit.unwrap_or_else(|| side.zeros());
@@ -411,7 +369,80 @@ async fn run_test(
     // were missing from its total, and a loaded client received more than we said we sent).
     let at_end = side.snapshot();
     outcome?;
+    let (user, system) = side.cpu_ns();
+    let mut ours = local_results(spec, End::Server, &at_omit, &at_end, (user, system), wall_ns);
+    if params.get_server_output {
+        ours.server_output_text = Some(server_text(spec, &ours));
+    }
+    exchange_results(ctl, ctx, &ours, peer, spec).await
+}
 
+/// The test's run, until the client's TEST_END: the warm-up's totals taken when it ends (on
+/// the shared interval clock), `--max-bitrate` enforced at each boundary, the server's time
+/// limit and shutdown watched.
+async fn run_until_end(
+    ctl: &mut TcpStream,
+    ctx: &Arc<Ctx>,
+    spec: &BandwidthSpec,
+    side: &mut Side,
+    at_omit: &mut Option<Vec<StreamTotals>>,
+) -> Result<(), Ended> {
+    let clock = Clock::new(spec.interval_ns, None, spec.omit_ns, Ending::Stop);
+    let mut timers = Timers::start(clock, std::time::Instant::now(), true);
+    let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
+        (None, _) => Duration::from_nanos(spec.total_ns()) + END_GRACE,
+        (Some(_), false) => ctx.config.max_duration,
+        (Some(_), true) => Duration::from_secs(86_400 * 365),
+    };
+    let deadline = tokio::time::sleep(limit);
+    tokio::pin!(deadline);
+    let mut cap = UploadCap::new(ctx.config.max_bitrate_bps);
+    loop {
+        tokio::select! {
+            s = read_state(ctl) => return match s {
+                Ok(State::TestEnd) => Ok(()),
+                Ok(State::ClientTerminate) => Err(ended(Answer::Nothing, "the client was interrupted")),
+                Ok(other) => Err(ended(Answer::Error(errno::MESSAGE), format!("unexpected {other:?} during the test"))),
+                Err(e) => Err(e),
+            },
+            tick = timers.next() => match tick {
+                Tick::Boundary(b) => {
+                    if b.ends_warm_up {
+                        at_omit.get_or_insert_with(|| side.snapshot());
+                    }
+                    if cap.cap > 0 {
+                        if let Some(rate) = cap.exceeded(&side.snapshot(), spec.interval_ns) {
+                            return Err(ended(Answer::Error(errno::TOTAL_RATE), format!("the client sent {rate:.0} bit/s, above the limit of {} bit/s", cap.cap)));
+                        }
+                    }
+                }
+                Tick::WarmUpEnded => {
+                    at_omit.get_or_insert_with(|| side.snapshot());
+                }
+                Tick::Deadline => {}
+            },
+            Some(done) = side.next_done() => {
+                // A receiver whose peer went away ends with an error; a sender that spent its
+                // -n budget ends cleanly and the client decides when the test is over.
+                if let Some(err) = done.error {
+                    return Err(ended(Answer::Error(errno::NO_MSG), err));
+                }
+            }
+            _ = &mut deadline => return Err(ended(Answer::Error(errno::TEST_EXPIRED), format!("no TEST_END within {} s", limit.as_secs()))),
+            _ = ctx.shutdown.cancelled() => return Err(ended(Answer::Terminate, "the server is shutting down")),
+        }
+    }
+}
+
+/// iperf3's results exchange: the client's results in, ours out, then the display state;
+/// waits for the client's IPERF_DONE or close.
+async fn exchange_results(
+    ctl: &mut TcpStream,
+    ctx: &Arc<Ctx>,
+    ours: &Results,
+    peer: SocketAddr,
+    spec: &BandwidthSpec,
+) -> Result<(), Ended> {
     send_state(ctl, State::ExchangeResults).await?;
     let theirs = read_json(
         ctl,
@@ -423,16 +454,11 @@ async fn run_test(
     .await?;
     let theirs = Results::from_json(&theirs)
         .map_err(|e| ended(Answer::Error(errno::RECV_RESULTS), e.to_string()))?;
-    let (user, system) = side.cpu_ns();
-    let mut ours = local_results(spec, End::Server, &at_omit, &at_end, (user, system), wall_ns);
-    if params.get_server_output {
-        ours.server_output_text = Some(server_text(spec, &ours));
-    }
     ctl.write_all(&encode_json(&ours.to_json()))
         .await
         .map_err(|e| ended(Answer::Nothing, format!("sending results: {e}")))?;
     send_state(ctl, State::DisplayResults).await?;
-    log_outcome(peer, spec, &ours, &theirs);
+    log_outcome(peer, spec, ours, &theirs);
     // The client answers IPERF_DONE and closes; either is the end.
     let mut b = [0u8; 1];
     let _ = tokio::time::timeout(ctx.config.idle_timeout, ctl.read(&mut b)).await;

@@ -14,13 +14,14 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::units::bits_per_second;
 use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{
-    ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState,
+    ClientMessage, RefuseCode, ServerMessage, ServerResults, ServerState, StreamTotals,
 };
 use wirespeed_proto::datagram::Wire;
 
 use super::workers::{self, Role, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
+use crate::run::intervals::{Clock, Ending, Tick, Timers};
 use crate::server::admit::{abort, recv_checked, refuse, Ended, Registration};
 use crate::server::ctx::Attached;
 use crate::server::ctx::Ctx;
@@ -161,52 +162,68 @@ async fn run_test(
     let mut side = Side::start(End::Server, &spec, Wire::Wirespeed, sockets)
         .map_err(|e| abort(format!("could not start streams: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
-    let begin = tokio::time::Instant::now();
-    let interval = Duration::from_nanos(spec.interval_ns);
-    let mut ticks = tokio::time::interval_at(begin + interval, interval);
-    let omit = Duration::from_nanos(spec.omit_ns);
-    let omit_at = tokio::time::sleep_until(begin + omit);
-    tokio::pin!(omit_at);
+    let at_omit = tick_until_stop(ctl, state, ctx, &spec, &mut side).await?;
+    let results = finish(&mut side, &spec, at_omit).await?;
+    let moved: u64 = results.at_end.iter().map(|s| s.totals.bytes).sum();
+    let seconds = results.wall_ns as f64 / 1e9;
+    // Release the streams and the test slot before answering, so a client that starts its
+    // next test as soon as it has these results finds the slot free.
+    drop(side);
+    drop(permit);
+    ctl.send(&ServerMessage::Results(Box::new(results))).await?;
+    tracing::info!(%peer, bytes = moved, seconds, "test finished");
+    Ok(())
+}
+
+/// Sends the client a tick of every stream's totals at each interval boundary until it says
+/// stop; enforces `--max-bitrate` on uploads and the server's time limit. The totals when the
+/// warm-up ended.
+async fn tick_until_stop(
+    ctl: &mut Framed,
+    state: &mut ServerState,
+    ctx: &Arc<Ctx>,
+    spec: &BandwidthSpec,
+    side: &mut Side,
+) -> Result<Vec<StreamTotals>, Ended> {
+    // The client decides when the test ends: this clock has no deadline of its own, only
+    // the server's limit below. As on the client, a warm-up ending on a tick uses that tick's
+    // snapshot, and one between ticks the totals at its exact time.
+    let clock = Clock::new(spec.interval_ns, None, spec.omit_ns, Ending::Stop);
+    let mut timers = Timers::start(clock, std::time::Instant::now(), true);
     let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
-    // As on the client: a warm-up ending on a tick uses that tick's snapshot.
-    let omit_on_tick = spec.omit_ns.is_multiple_of(spec.interval_ns);
     let limit = match (spec.bytes, ctx.config.max_duration.is_zero()) {
         (None, _) => Duration::from_nanos(spec.total_ns()) + STOP_GRACE,
         (Some(_), false) => ctx.config.max_duration,
         (Some(_), true) => Duration::from_secs(86_400 * 365),
     };
-    let deadline = tokio::time::sleep_until(begin + limit);
+    let deadline = tokio::time::sleep(limit);
     tokio::pin!(deadline);
-    let cap = ctx.config.max_bitrate_bps;
-    let mut last_upload_bytes = 0u64;
-    let mut over_cap = 0u32;
+    let mut cap = UploadCap::new(ctx.config.max_bitrate_bps);
     let mut index = 0u32;
     loop {
         tokio::select! {
             msg = recv_checked(ctl, state, None) => {
                 let msg = msg?;
                 debug_assert!(matches!(msg, ClientMessage::Stop));
-                break;
+                return Ok(at_omit.unwrap_or_else(|| side.snapshot()));
             }
-            _ = ticks.tick() => {
-                let streams = side.snapshot();
-                if omit_on_tick && at_omit.is_none() && u64::from(index + 1) * spec.interval_ns == spec.omit_ns {
-                    at_omit = Some(streams.clone());
-                }
-                if cap > 0 {
-                    // Enforce the cap on what clients send us; our own sends are paced to it.
-                    let up: u64 = streams.iter().filter(|s| s.flow == Flow::Upload).map(|s| s.totals.bytes).sum();
-                    let rate = bits_per_second(up - last_upload_bytes, spec.interval_ns);
-                    last_upload_bytes = up;
-                    over_cap = if rate > cap as f64 * 1.5 { over_cap + 1 } else { 0 };
-                    if over_cap >= 2 {
-                        return Err(abort(format!("the client sent {rate:.0} bit/s, above this server's limit of {cap} bit/s")));
+            tick = timers.next() => match tick {
+                Tick::Boundary(b) => {
+                    let streams = side.snapshot();
+                    if b.ends_warm_up && at_omit.is_none() {
+                        at_omit = Some(streams.clone());
                     }
+                    if let Some(rate) = cap.exceeded(&streams, spec.interval_ns) {
+                        return Err(abort(format!("the client sent {rate:.0} bit/s, above this server's limit of {} bit/s", cap.cap)));
+                    }
+                    ctl.send(&ServerMessage::Tick { index, streams }).await?;
+                    index += 1;
                 }
-                ctl.send(&ServerMessage::Tick { index, streams }).await?;
-                index += 1;
-            }
-            _ = &mut omit_at, if at_omit.is_none() && !omit_on_tick => at_omit = Some(side.snapshot()),
+                Tick::WarmUpEnded => {
+                    at_omit.get_or_insert_with(|| side.snapshot());
+                }
+                Tick::Deadline => {}
+            },
             Some(done) = side.next_done() => {
                 if let Some(err) = done.error {
                     return Err(abort(err));
@@ -216,7 +233,42 @@ async fn run_test(
             _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
         }
     }
-    let at_omit = at_omit.unwrap_or_else(|| side.snapshot());
+}
+
+/// `--max-bitrate` on what clients send us (our own sends are paced to it): two intervals
+/// in a row above one and a half times the cap end the test.
+pub(super) struct UploadCap {
+    /// The cap in bit/s; 0 for none.
+    pub(super) cap: u64,
+    last_bytes: u64,
+    over: u32,
+}
+
+impl UploadCap {
+    pub(super) fn new(cap: u64) -> Self {
+        Self { cap, last_bytes: 0, over: 0 }
+    }
+
+    /// Takes an interval's totals; the upload rate when it ends the test.
+    pub(super) fn exceeded(&mut self, streams: &[StreamTotals], interval_ns: u64) -> Option<f64> {
+        if self.cap == 0 {
+            return None;
+        }
+        let up: u64 =
+            streams.iter().filter(|s| s.flow == Flow::Upload).map(|s| s.totals.bytes).sum();
+        let rate = bits_per_second(up - self.last_bytes, interval_ns);
+        self.last_bytes = up;
+        self.over = if rate > self.cap as f64 * 1.5 { self.over + 1 } else { 0 };
+        (self.over >= 2).then_some(rate)
+    }
+}
+
+/// Stops sending, lets the streams finish, and gathers this end's results.
+async fn finish(
+    side: &mut Side,
+    spec: &BandwidthSpec,
+    at_omit: Vec<StreamTotals>,
+) -> Result<ServerResults, Ended> {
     side.stop_sending();
     let finished = tokio::time::timeout(FINISH_TIMEOUT, async {
         side.wait_role(Role::Send).await;
@@ -235,8 +287,7 @@ async fn run_test(
     let mut active_ns = side.active_ns(Role::Recv, spec.omit_ns);
     active_ns.extend(side.active_ns(Role::Send, spec.omit_ns));
     let (cpu_user_ns, cpu_system_ns) = side.cpu_ns();
-    let moved: u64 = at_end.iter().map(|s| s.totals.bytes).sum();
-    let results = ServerResults {
+    Ok(ServerResults {
         at_omit,
         at_end,
         active_ns,
@@ -244,14 +295,7 @@ async fn run_test(
         cpu_system_ns,
         wall_ns,
         accepted: None,
-    };
-    // Release the streams and the test slot before answering, so a client that starts its
-    // next test as soon as it has these results finds the slot free.
-    drop(side);
-    drop(permit);
-    ctl.send(&ServerMessage::Results(Box::new(results))).await?;
-    tracing::info!(%peer, bytes = moved, seconds = wall_ns as f64 / 1e9, "test finished");
-    Ok(())
+    })
 }
 
 #[cfg(test)]

@@ -184,6 +184,8 @@ fn share(total: u64, parts: u64, i: u64) -> u64 {
     total / parts + u64::from(i < total % parts)
 }
 
+/// Starts the run's workers: UDP threads or stream clients (TCP, DoT), and the TC retry
+/// client when asked.
 fn start(
     opts: &DnsOptions,
     addr: SocketAddr,
@@ -191,28 +193,15 @@ fn start(
     begin: Instant,
 ) -> Result<Started, ClientError> {
     let spec = &opts.spec;
-    let passes = spec.effective_passes();
-    let len = opts.queries.len();
-    let seed = seed();
+    let parts = Parts { opts, control, begin, seed: seed() };
     let mut started = Started { workers: Vec::new(), retry: None, threads: Vec::new() };
-    let mut retry_tx = None;
-    // The stream clients (and the TC retry client) run on their own runtime, so they never
-    // wait on the sampler's, and `-T` sets its threads.
-    let needs_runtime = spec.transport != DnsTransport::Udp || spec.tc_retry;
     let mut stream_clients = Vec::new();
-    let new_part = |(window, pace): (u32, Option<Pacer>), tracker: Tracker| Part {
-        queries: opts.queries.clone(),
-        window,
-        pace,
-        tracker,
-        shared: Arc::new(WorkerShared::default()),
-        control: control.clone(),
-        begin,
-    };
+    let mut retry_tx = None;
     if spec.tc_retry {
         let (tx, rx) = mpsc::channel(IDS);
         retry_tx = Some(tx);
-        let part = new_part((IDS as u32, None), Tracker::new(spec.timeout_ns, seed ^ 0x5eed));
+        let part =
+            parts.new((IDS as u32, None), Tracker::new(spec.timeout_ns, parts.seed ^ 0x5eed));
         started.retry = Some(part.shared.clone());
         stream_clients.push(StreamClient {
             addr,
@@ -223,92 +212,146 @@ fn start(
         });
     }
     match spec.transport {
-        DnsTransport::Udp => {
-            let threads = u64::from(spec.threads);
-            let mut socket_at = 0u64;
-            for i in 0..threads {
-                let sockets = share(u64::from(spec.clients), threads, i);
-                let socks = (0..sockets)
-                    .map(|_| udp_socket(addr))
-                    .collect::<io::Result<Vec<_>>>()
-                    .map_err(ClientError::local("opening UDP sockets"))?;
-                socket_at += sockets;
-                let tracker = Tracker::new(spec.timeout_ns, seed.wrapping_add(i));
-                let part = new_part(part_of(spec, threads, i), tracker);
-                started.workers.push(part.shared.clone());
-                let worker = UdpWorker {
-                    sockets: socks,
-                    cursor: Cursor::new(i as usize, threads as usize, len, passes),
-                    part,
-                    retry: retry_tx.clone(),
-                    gso: true,
-                    gso_buf: Vec::with_capacity(64 * 1024),
-                };
-                let handle = std::thread::Builder::new()
-                    .name(format!("ws-dns-{}", i + 1))
-                    .spawn(move || {
-                        if let Err(e) = worker.run() {
-                            tracing::warn!("DNS worker failed: {e}");
-                        }
-                    })
-                    .map_err(ClientError::local("starting threads"))?;
-                started.threads.push(handle);
-            }
-            debug_assert_eq!(socket_at, u64::from(spec.clients));
-        }
+        DnsTransport::Udp => start_udp(&parts, addr, retry_tx.as_ref(), &mut started)?,
         DnsTransport::Tcp | DnsTransport::Dot => {
-            let tls = if spec.transport == DnsTransport::Dot {
-                let config =
-                    tls::client_config(&opts.tls, &[b"dot"]).map_err(ClientError::local("TLS"))?;
-                let name = tls::server_name(&opts.tls, spec.sni.as_deref().unwrap_or(&spec.server))
-                    .map_err(ClientError::local("TLS"))?;
-                Some((config, name))
-            } else {
-                None
-            };
-            let clients = u64::from(spec.clients);
-            for i in 0..clients {
-                let (window, pace) = part_of(spec, clients, i);
-                // Eight IDs per place in the window, so a freed ID still waits a while.
-                let ids = (window as usize * 8).next_power_of_two().max(1024);
-                let tracker = Tracker::with_ids(spec.timeout_ns, seed.wrapping_add(i), ids);
-                let part = new_part((window, pace), tracker);
-                started.workers.push(part.shared.clone());
-                stream_clients.push(StreamClient {
-                    addr,
-                    tls: tls.clone(),
-                    connect_timeout: opts.connect_timeout,
-                    source: Source::File(Cursor::new(i as usize, clients as usize, len, passes)),
-                    part,
-                });
-            }
+            stream_clients.extend(stream_clients_of(&parts, addr, &mut started)?)
         }
     }
     // The UDP workers hold the retry channel's senders; when they end, it closes.
     drop(retry_tx);
-    if needs_runtime {
-        let threads = usize::from(spec.threads).max(1);
-        let runtime = tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(threads)
-            .thread_name("ws-dns-stream")
-            .enable_all()
-            .build()
-            .map_err(ClientError::local("starting the DNS stream runtime"))?;
+    // The stream clients (and the TC retry client) run on their own runtime, so they never
+    // wait on the sampler's, and `-T` sets its threads.
+    if !stream_clients.is_empty() {
+        started.threads.push(start_stream_runtime(stream_clients, spec.threads)?);
+    }
+    Ok(started)
+}
+
+/// What every worker's part is made from.
+struct Parts<'a> {
+    opts: &'a DnsOptions,
+    control: &'a Arc<Control>,
+    begin: Instant,
+    /// The run's seed for the ID shuffles.
+    seed: u64,
+}
+
+impl Parts<'_> {
+    /// A worker's part: its window and schedule, its tracker, and what it publishes.
+    fn new(&self, (window, pace): (u32, Option<Pacer>), tracker: Tracker) -> Part {
+        Part {
+            queries: self.opts.queries.clone(),
+            window,
+            pace,
+            tracker,
+            shared: Arc::new(WorkerShared::default()),
+            control: self.control.clone(),
+            begin: self.begin,
+        }
+    }
+}
+
+/// Starts `-T` UDP worker threads, the `-c` sockets shared out among them.
+fn start_udp(
+    parts: &Parts<'_>,
+    addr: SocketAddr,
+    retry: Option<&mpsc::Sender<u32>>,
+    started: &mut Started,
+) -> Result<(), ClientError> {
+    let spec = &parts.opts.spec;
+    let (len, passes) = (parts.opts.queries.len(), spec.effective_passes());
+    let threads = u64::from(spec.threads);
+    let mut socket_at = 0u64;
+    for i in 0..threads {
+        let sockets = share(u64::from(spec.clients), threads, i);
+        let socks = (0..sockets)
+            .map(|_| udp_socket(addr))
+            .collect::<io::Result<Vec<_>>>()
+            .map_err(ClientError::local("opening UDP sockets"))?;
+        socket_at += sockets;
+        let tracker = Tracker::new(spec.timeout_ns, parts.seed.wrapping_add(i));
+        let part = parts.new(part_of(spec, threads, i), tracker);
+        started.workers.push(part.shared.clone());
+        let worker = UdpWorker {
+            sockets: socks,
+            cursor: Cursor::new(i as usize, threads as usize, len, passes),
+            part,
+            retry: retry.cloned(),
+            gso: true,
+            gso_buf: Vec::with_capacity(64 * 1024),
+        };
         let handle = std::thread::Builder::new()
-            .name("ws-dns-streams".into())
+            .name(format!("ws-dns-{}", i + 1))
             .spawn(move || {
-                runtime.block_on(async move {
-                    let tasks: Vec<_> =
-                        stream_clients.into_iter().map(|c| tokio::spawn(c.run())).collect();
-                    for t in tasks {
-                        let _ = t.await;
-                    }
-                });
+                if let Err(e) = worker.run() {
+                    tracing::warn!("DNS worker failed: {e}");
+                }
             })
             .map_err(ClientError::local("starting threads"))?;
         started.threads.push(handle);
     }
-    Ok(started)
+    debug_assert_eq!(socket_at, u64::from(spec.clients));
+    Ok(())
+}
+
+/// One stream client (TCP or DoT) per `-c`, each with its share of the window and schedule.
+fn stream_clients_of(
+    parts: &Parts<'_>,
+    addr: SocketAddr,
+    started: &mut Started,
+) -> Result<Vec<StreamClient>, ClientError> {
+    let (opts, spec) = (parts.opts, &parts.opts.spec);
+    let (len, passes) = (opts.queries.len(), spec.effective_passes());
+    let tls = if spec.transport == DnsTransport::Dot {
+        let config = tls::client_config(&opts.tls, &[b"dot"]).map_err(ClientError::local("TLS"))?;
+        let name = tls::server_name(&opts.tls, spec.sni.as_deref().unwrap_or(&spec.server))
+            .map_err(ClientError::local("TLS"))?;
+        Some((config, name))
+    } else {
+        None
+    };
+    let clients = u64::from(spec.clients);
+    let mut out = Vec::new();
+    for i in 0..clients {
+        let (window, pace) = part_of(spec, clients, i);
+        // Eight IDs per place in the window, so a freed ID still waits a while.
+        let ids = (window as usize * 8).next_power_of_two().max(1024);
+        let tracker = Tracker::with_ids(spec.timeout_ns, parts.seed.wrapping_add(i), ids);
+        let part = parts.new((window, pace), tracker);
+        started.workers.push(part.shared.clone());
+        out.push(StreamClient {
+            addr,
+            tls: tls.clone(),
+            connect_timeout: opts.connect_timeout,
+            source: Source::File(Cursor::new(i as usize, clients as usize, len, passes)),
+            part,
+        });
+    }
+    Ok(out)
+}
+
+/// Runs the stream clients on a runtime of `threads` threads in a thread of their own.
+fn start_stream_runtime(
+    clients: Vec<StreamClient>,
+    threads: u16,
+) -> Result<std::thread::JoinHandle<()>, ClientError> {
+    let runtime = tokio::runtime::Builder::new_multi_thread()
+        .worker_threads(usize::from(threads).max(1))
+        .thread_name("ws-dns-stream")
+        .enable_all()
+        .build()
+        .map_err(ClientError::local("starting the DNS stream runtime"))?;
+    std::thread::Builder::new()
+        .name("ws-dns-streams".into())
+        .spawn(move || {
+            runtime.block_on(async move {
+                let tasks: Vec<_> = clients.into_iter().map(|c| tokio::spawn(c.run())).collect();
+                for t in tasks {
+                    let _ = t.await;
+                }
+            });
+        })
+        .map_err(ClientError::local("starting threads"))
 }
 
 /// Worker `i` of `parts`' window (its share of `-q`, at least one; the whole ID space in the

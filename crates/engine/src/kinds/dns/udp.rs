@@ -64,17 +64,7 @@ impl UdpWorker {
     }
 
     fn turns(&mut self, local: &mut Local) -> io::Result<()> {
-        let epoll = sys::epoll()?;
-        for (i, s) in self.sockets.iter().enumerate() {
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: i as u64 };
-            // SAFETY: both descriptors are open; ev is a valid event for the call.
-            let r = unsafe {
-                libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev)
-            };
-            if r < 0 {
-                return Err(io::Error::last_os_error());
-            }
-        }
+        let epoll = self.watch()?;
         let fds: Vec<RawFd> = self.sockets.iter().map(|s| s.as_raw_fd()).collect();
         // Kernel receive times: the latency then ends when the answer arrived, not when this
         // thread got round to reading it (it may be sleeping while the window refills).
@@ -100,84 +90,22 @@ impl UdpWorker {
             if !sending && self.part.tracker.in_flight() == 0 {
                 return Ok(());
             }
-            let now = since(self.part.begin);
-            let room = self.part.window.saturating_sub(self.part.tracker.in_flight());
-            let wait = if sending && room >= self.min_send() {
-                match &self.part.pace {
-                    Some(p) => Duration::from_nanos(
-                        p.next_due_ns().unwrap_or(u64::MAX).saturating_sub(now),
-                    ),
-                    None => Duration::ZERO,
-                }
-            } else {
-                HEARTBEAT
-            };
-            let wait = match self.part.tracker.next_deadline() {
-                Some(d) => wait.min(Duration::from_nanos(d.saturating_sub(now))),
-                None => wait,
-            }
-            .min(HEARTBEAT);
+            let wait = self.wait(sending, since(self.part.begin));
             // A window that is filling up again is not woken for every answer: the thread
             // sleeps about as long as the answers it waits for take to come, then reads them
             // all at once (their kernel receive times keep the latency exact). Each wake-up
             // saved is one the server's sending CPU does not pay for either.
-            let need = self.min_send().saturating_sub(room);
-            let n = if sending
-                && need > 0
-                && stamped
-                && self.part.pace.is_none()
-                && self.part.window >= 8
-                && latency_ewma > 0.0
-            {
-                let per_answer = latency_ewma / f64::from(self.part.tracker.in_flight().max(1));
-                let nap = Duration::from_nanos((per_answer * f64::from(need)) as u64);
-                if nap >= MIN_NAP {
-                    std::thread::sleep(nap.min(Duration::from_millis(1)).min(wait));
+            let nap = if sending && stamped { self.nap(latency_ewma) } else { None };
+            let n = match nap {
+                Some(nap) => {
+                    std::thread::sleep(nap.min(wait));
                     sys::epoll_wait(epoll.as_raw_fd(), &mut ready, Duration::ZERO)?
-                } else {
-                    sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?
                 }
-            } else {
-                sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?
+                None => sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?,
             };
             for ev in &ready[..n] {
                 let socket = ev.u64 as usize;
-                loop {
-                    let got = match inbox.recv(fds[socket]) {
-                        Ok(got) => got,
-                        // An ICMP error for an earlier query (port unreachable): the query
-                        // it belonged to times out; the socket goes on.
-                        Err(e) if is_icmp_error(&e) => continue,
-                        Err(e) => return Err(e),
-                    };
-                    let (now, offset) = clock_offset(self.part.begin);
-                    for i in 0..got {
-                        let at = inbox
-                            .stamp_ns(i)
-                            .map_or(now, |t| ((t - offset).max(0) as u64).min(now));
-                        let msg = inbox.received(i);
-                        let answered =
-                            self.part.tracker.answer(msg, socket as u16, at, &self.part.queries);
-                        if let Answered::Completed { query, latency_ns, truncated } = answered {
-                            local.pending.push(latency_ns);
-                            latency_ewma = if latency_ewma == 0.0 {
-                                latency_ns as f64
-                            } else {
-                                latency_ewma + (latency_ns as f64 - latency_ewma) / 16.0
-                            };
-                            if truncated {
-                                if let Some(retry) = &self.retry {
-                                    if retry.try_send(query).is_ok() {
-                                        self.part.tracker.counts.tc_retried += 1;
-                                    }
-                                }
-                            }
-                        }
-                    }
-                    if got < inbox.capacity() {
-                        break;
-                    }
-                }
+                self.read_answers(socket, fds[socket], &mut inbox, local, &mut latency_ewma)?;
             }
             let now = since(self.part.begin);
             self.part.tracker.expire(now);
@@ -186,6 +114,103 @@ impl UdpWorker {
                 self.send_due(now, &fds, &mut out, &mut next_socket, &mut plan, &mut lens);
             }
             local.publish(&self.part.shared, &self.part.tracker.counts, now, false);
+        }
+    }
+
+    /// An epoll instance watching every socket for answers.
+    fn watch(&self) -> io::Result<std::os::fd::OwnedFd> {
+        let epoll = sys::epoll()?;
+        for (i, s) in self.sockets.iter().enumerate() {
+            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: i as u64 };
+            // SAFETY: both descriptors are open; ev is a valid event for the call.
+            let r = unsafe {
+                libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev)
+            };
+            if r < 0 {
+                return Err(io::Error::last_os_error());
+            }
+        }
+        Ok(epoll)
+    }
+
+    /// How long this turn may wait for answers: not at all when queries may go now, until
+    /// the next is due on a schedule, at most until the next timeout, and never more than
+    /// the heartbeat.
+    fn wait(&self, sending: bool, now: u64) -> Duration {
+        let room = self.part.window.saturating_sub(self.part.tracker.in_flight());
+        let wait = if sending && room >= self.min_send() {
+            match &self.part.pace {
+                Some(p) => {
+                    Duration::from_nanos(p.next_due_ns().unwrap_or(u64::MAX).saturating_sub(now))
+                }
+                None => Duration::ZERO,
+            }
+        } else {
+            HEARTBEAT
+        };
+        match self.part.tracker.next_deadline() {
+            Some(d) => wait.min(Duration::from_nanos(d.saturating_sub(now))),
+            None => wait,
+        }
+        .min(HEARTBEAT)
+    }
+
+    /// In the closed loop, with a window of 8 or more short of room for a send, the nap
+    /// until about enough answers are in (at most 1 ms); none when it would be too short to
+    /// be worth it (or latency is not known yet).
+    fn nap(&self, latency_ewma: f64) -> Option<Duration> {
+        let room = self.part.window.saturating_sub(self.part.tracker.in_flight());
+        let need = self.min_send().saturating_sub(room);
+        if need == 0 || self.part.pace.is_some() || self.part.window < 8 || latency_ewma <= 0.0 {
+            return None;
+        }
+        let per_answer = latency_ewma / f64::from(self.part.tracker.in_flight().max(1));
+        let nap = Duration::from_nanos((per_answer * f64::from(need)) as u64);
+        (nap >= MIN_NAP).then(|| nap.min(Duration::from_millis(1)))
+    }
+
+    /// Reads every answer waiting on one socket, completing its queries; a truncated answer
+    /// goes to the TC retry client when there is one.
+    fn read_answers(
+        &mut self,
+        socket: usize,
+        fd: RawFd,
+        inbox: &mut MsgBatch,
+        local: &mut Local,
+        latency_ewma: &mut f64,
+    ) -> io::Result<()> {
+        loop {
+            let got = match inbox.recv(fd) {
+                Ok(got) => got,
+                // An ICMP error for an earlier query (port unreachable): the query it belonged
+                // to times out; the socket goes on.
+                Err(e) if is_icmp_error(&e) => continue,
+                Err(e) => return Err(e),
+            };
+            let (now, offset) = clock_offset(self.part.begin);
+            for i in 0..got {
+                let at = inbox.stamp_ns(i).map_or(now, |t| ((t - offset).max(0) as u64).min(now));
+                let msg = inbox.received(i);
+                let answered = self.part.tracker.answer(msg, socket as u16, at, &self.part.queries);
+                if let Answered::Completed { query, latency_ns, truncated } = answered {
+                    local.pending.push(latency_ns);
+                    *latency_ewma = if *latency_ewma == 0.0 {
+                        latency_ns as f64
+                    } else {
+                        *latency_ewma + (latency_ns as f64 - *latency_ewma) / 16.0
+                    };
+                    if truncated {
+                        if let Some(retry) = &self.retry {
+                            if retry.try_send(query).is_ok() {
+                                self.part.tracker.counts.tc_retried += 1;
+                            }
+                        }
+                    }
+                }
+            }
+            if got < inbox.capacity() {
+                return Ok(());
+            }
         }
     }
 

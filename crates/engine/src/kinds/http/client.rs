@@ -81,28 +81,9 @@ pub async fn run(
         context: "the URL".into(),
         cause: io::Error::new(io::ErrorKind::InvalidInput, m),
     })?;
-    let resolving = Instant::now();
-    let (addr, remote) = match &spec.unix_socket {
-        Some(path) => {
-            let addr = SockAddr::unix(path).map_err(ClientError::local("the unix socket path"))?;
-            (addr, None)
-        }
-        None => {
-            let a = handshake::resolve(&url.host, url.port, opts.family).await?[0];
-            (SockAddr::from(a), Some(a))
-        }
-    };
-    let dns_ns = if spec.unix_socket.is_some() { 0 } else { resolving.elapsed().as_nanos() as u64 };
-    let tls = if url.secure {
-        let alpn: &[&[u8]] = if spec.http2 { &[b"h2"] } else { &[b"http/1.1"] };
-        let config = tls::client_config(&opts.tls, alpn).map_err(ClientError::local("TLS"))?;
-        let name = tls::server_name(&opts.tls, &url.host).map_err(ClientError::local("TLS"))?;
-        Some((config, name))
-    } else {
-        None
-    };
-    let peer = Arc::new(Peer { addr, tls });
+    let (peer, remote, dns_ns) = reach(&opts, &url).await?;
     let set = Arc::new(RequestSet::new(opts.requests.clone(), spec.keepalive, &opts.version));
+    let target = Target { peer: Arc::new(peer), url, set };
     let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, remote);
     if let Some(path) = &spec.unix_socket {
         meta.remote_addr = Some(format!("unix:{path}"));
@@ -117,33 +98,10 @@ pub async fn run(
     let mut steps = Vec::new();
     let mut interrupted = false;
     for rate in rates {
-        let run = if spec.http2 {
-            super::h2::start(&spec, &peer, &url, &set, rate, opts.results.clone())
-        } else {
-            super::shard::start(&spec, &peer, &set, rate, opts.results.clone())
-        }
-        .map_err(ClientError::local("starting threads"))?;
-        let mut sampler = HttpSampler {
-            counts: &run.counts,
-            events: &events,
-            offset_ns: run.begin.duration_since(run_begin).as_nanos() as u64,
-            total: Histograms::default(),
-            intervals: &mut intervals,
-            last: (0, Totals::default()),
-            measured: (0, Totals::default()),
-        };
-        let timed = spec.count.is_none().then(|| spec.total_ns());
-        let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
-        let mut timers = Timers::start(clock, run.begin, false);
-        interrupted = intervals::drive(&mut sampler, &mut timers, &cancel).await;
-        let end = run.begin.elapsed().as_nanos() as u64;
-        let stopper = run.stopper;
-        let _ = tokio::task::spawn_blocking(move || stopper.stop()).await;
-        let last = timers.clock().last(end);
-        sampler.close(last.end_ns, last.omitted);
-        let start_ns = sampler.offset_ns + spec.warmup_ns;
-        let (hist, totals, ns) = (sampler.total, sampler.measured.1, sampler.measured.0);
-        steps.push((rate, start_ns, hist, totals, ns));
+        let step = run_step(&opts, &target, rate, run_begin, &mut intervals, &events, &cancel);
+        let (figures, stopped) = step.await?;
+        steps.push(figures);
+        interrupted = stopped;
         if interrupted {
             break;
         }
@@ -187,6 +145,90 @@ pub async fn run(
         Report { body: ReportBody::Http(HttpReport { spec, intervals, summary, steps }), meta };
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
+}
+
+/// What every step aims at: the peer, the URL and the requests.
+struct Target {
+    peer: Arc<Peer>,
+    url: HttpUrl,
+    set: Arc<RequestSet>,
+}
+
+/// One step's figures: its rate (open model), where its measurement began (from the run's
+/// start), its histograms and totals after the warm-up, and how long that was.
+type StepFigures = (Option<f64>, u64, Histograms, Totals, u64);
+
+/// How to reach the server: its address (resolved once, timed: the breakdown's DNS figure)
+/// or unix socket, with TLS when the URL asks for it; the remote address, and the
+/// resolution's nanoseconds.
+async fn reach(
+    opts: &HttpOptions,
+    url: &HttpUrl,
+) -> Result<(Peer, Option<std::net::SocketAddr>, u64), ClientError> {
+    let spec = &opts.spec;
+    let resolving = Instant::now();
+    let (addr, remote) = match &spec.unix_socket {
+        Some(path) => {
+            let addr = SockAddr::unix(path).map_err(ClientError::local("the unix socket path"))?;
+            (addr, None)
+        }
+        None => {
+            let a = handshake::resolve(&url.host, url.port, opts.family).await?[0];
+            (SockAddr::from(a), Some(a))
+        }
+    };
+    let dns_ns = if spec.unix_socket.is_some() { 0 } else { resolving.elapsed().as_nanos() as u64 };
+    let tls = if url.secure {
+        let alpn: &[&[u8]] = if spec.http2 { &[b"h2"] } else { &[b"http/1.1"] };
+        let config = tls::client_config(&opts.tls, alpn).map_err(ClientError::local("TLS"))?;
+        let name = tls::server_name(&opts.tls, &url.host).map_err(ClientError::local("TLS"))?;
+        Some((config, name))
+    } else {
+        None
+    };
+    Ok((Peer { addr, tls }, remote, dns_ns))
+}
+
+/// Runs one step (the whole test, or one rate of a sweep): starts its load, samples its
+/// intervals on the shared clock until it ends, stops the load and closes the last interval.
+/// Its figures, and whether the user interrupted it.
+async fn run_step(
+    opts: &HttpOptions,
+    target: &Target,
+    rate: Option<f64>,
+    run_begin: Instant,
+    intervals: &mut Vec<HttpInterval>,
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+) -> Result<(StepFigures, bool), ClientError> {
+    let spec = &opts.spec;
+    let (peer, set, results) = (&target.peer, &target.set, opts.results.clone());
+    let run = if spec.http2 {
+        super::h2::start(spec, peer, &target.url, set, rate, results)
+    } else {
+        super::shard::start(spec, peer, set, rate, results)
+    }
+    .map_err(ClientError::local("starting threads"))?;
+    let mut sampler = HttpSampler {
+        counts: &run.counts,
+        events,
+        offset_ns: run.begin.duration_since(run_begin).as_nanos() as u64,
+        total: Histograms::default(),
+        intervals,
+        last: (0, Totals::default()),
+        measured: (0, Totals::default()),
+    };
+    let timed = spec.count.is_none().then(|| spec.total_ns());
+    let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
+    let mut timers = Timers::start(clock, run.begin, false);
+    let interrupted = intervals::drive(&mut sampler, &mut timers, cancel).await;
+    let end = run.begin.elapsed().as_nanos() as u64;
+    let stopper = run.stopper;
+    let _ = tokio::task::spawn_blocking(move || stopper.stop()).await;
+    let last = timers.clock().last(end);
+    sampler.close(last.end_ns, last.omitted);
+    let start_ns = sampler.offset_ns + spec.warmup_ns;
+    Ok(((rate, start_ns, sampler.total, sampler.measured.1, sampler.measured.0), interrupted))
 }
 
 /// The error for a run in which no request got a response.

@@ -268,98 +268,124 @@ impl Conn {
         scratch: &mut [u8],
     ) -> Step {
         loop {
-            match self.phase {
-                Phase::Connecting => match self.io.socket.take_error() {
-                    Ok(None) => {
-                        // Writable means connected; otherwise the next event tells.
-                        if self.io.socket.peer_addr().is_err() {
-                            return Step::Wait;
-                        }
-                        let took = self.opened.elapsed().as_nanos() as u64;
-                        tally.record(|h| h.connect.record(took));
-                        self.phase = Phase::Handshaking;
-                    }
-                    Ok(Some(e)) | Err(e) => return Step::Failed(Cause::of(&e, true), None),
-                },
-                Phase::Handshaking => match self.io.handshake() {
-                    Ok(false) => return Step::Wait,
-                    Ok(true) => {
-                        if self.io.tls.is_some() {
-                            tally.record(|h| h.tls.record(self.opened.elapsed().as_nanos() as u64));
-                        }
-                        self.begin_send(mode, tally);
-                    }
-                    Err(e) => return Step::Failed(Cause::Tls, Some(e.to_string())),
-                },
-                Phase::Sending { written } => {
-                    let wire = match &self.redirect {
-                        Some((bytes, _, _)) => &bytes[..],
-                        None => set.wire(self.request),
-                    };
-                    let len = wire.len();
-                    match self.io.write(&wire[written..]) {
-                        Ok(n) if written + n == len => {
-                            tally.totals.bytes_out += n as u64;
-                            self.phase = Phase::Receiving;
-                            // The last response was read to its end and nothing may follow it,
-                            // so the socket is empty: the answer's arrival is a new edge. Not
-                            // reading now saves a read that would only say EAGAIN.
-                            return Step::Wait;
-                        }
-                        Ok(n) => {
-                            tally.totals.bytes_out += n as u64;
-                            self.phase = Phase::Sending { written: written + n };
-                        }
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => {}
-                        Err(e) => return Step::Failed(Cause::of(&e, false), None),
-                    }
-                }
-                Phase::Receiving | Phase::Idle => {
-                    let idle = self.phase == Phase::Idle;
-                    // TLS bytes of the request that the socket could not take at once.
-                    if let Err(e) = self.io.flush_tls() {
-                        return Step::Failed(Cause::of(&e, false), None);
-                    }
-                    let n = match self.io.read(scratch) {
-                        Ok(0) if idle => return Step::PeerClosed,
-                        Ok(0) => {
-                            return match self.head {
-                                Some(head) if head.framing == Framing::UntilClose => {
-                                    Step::Done { head, bytes_in: self.bytes_in }
-                                }
-                                _ => Step::Failed(Cause::Closed, None),
-                            }
-                        }
-                        Ok(n) => n,
-                        Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Step::Wait,
-                        Err(e) if e.kind() == io::ErrorKind::Interrupted => continue,
-                        Err(e) if idle => return Step::Failed(Cause::of(&e, false), None),
-                        Err(e) if e.kind() == io::ErrorKind::InvalidData => {
-                            return Step::Failed(Cause::Tls, Some(e.to_string()))
-                        }
-                        Err(e) => return Step::Failed(Cause::of(&e, false), None),
-                    };
-                    if idle {
-                        // Bytes nobody asked for: the connection cannot be trusted.
-                        return Step::Failed(Cause::Invalid, None);
-                    }
-                    if self.first_byte.is_none() {
-                        let now = Instant::now();
-                        self.first_byte = Some(now);
-                        tally.record(|h| {
-                            h.first_byte.record((now - self.sent_at).as_nanos() as u64)
-                        });
-                    }
-                    self.bytes_in += n as u64;
-                    let head_request = self.is_head(set);
-                    match self.take(&scratch[..n], head_request) {
-                        Ok(Some(head)) => return Step::Done { head, bytes_in: self.bytes_in },
-                        Ok(None) => {}
-                        Err(cause) => return Step::Failed(cause, None),
-                    }
-                }
+            // Each phase goes as far as it can: `None` means it moved on to the next phase.
+            let stopped = match self.phase {
+                Phase::Connecting => self.connecting(tally),
+                Phase::Handshaking => self.handshaking(mode, tally),
+                Phase::Sending { written } => self.sending(set, written, tally),
+                Phase::Receiving | Phase::Idle => self.receiving(set, tally, scratch),
+            };
+            if let Some(step) = stopped {
+                return step;
             }
+        }
+    }
+
+    /// Connecting: writable means connected, and the connect time is recorded.
+    fn connecting(&mut self, tally: &mut Tally) -> Option<Step> {
+        match self.io.socket.take_error() {
+            Ok(None) => {
+                // Writable means connected; otherwise the next event tells.
+                if self.io.socket.peer_addr().is_err() {
+                    return Some(Step::Wait);
+                }
+                let took = self.opened.elapsed().as_nanos() as u64;
+                tally.record(|h| h.connect.record(took));
+                self.phase = Phase::Handshaking;
+                None
+            }
+            Ok(Some(e)) | Err(e) => Some(Step::Failed(Cause::of(&e, true), None)),
+        }
+    }
+
+    /// The TLS handshake (none for plain HTTP), then the first request.
+    fn handshaking(&mut self, mode: Mode, tally: &mut Tally) -> Option<Step> {
+        match self.io.handshake() {
+            Ok(false) => Some(Step::Wait),
+            Ok(true) => {
+                if self.io.tls.is_some() {
+                    tally.record(|h| h.tls.record(self.opened.elapsed().as_nanos() as u64));
+                }
+                self.begin_send(mode, tally);
+                None
+            }
+            Err(e) => Some(Step::Failed(Cause::Tls, Some(e.to_string()))),
+        }
+    }
+
+    /// Writes the request from byte `written` on.
+    fn sending(&mut self, set: &RequestSet, written: usize, tally: &mut Tally) -> Option<Step> {
+        let wire = match &self.redirect {
+            Some((bytes, _, _)) => &bytes[..],
+            None => set.wire(self.request),
+        };
+        let len = wire.len();
+        match self.io.write(&wire[written..]) {
+            Ok(n) if written + n == len => {
+                tally.totals.bytes_out += n as u64;
+                self.phase = Phase::Receiving;
+                // The last response was read to its end and nothing may follow it, so the
+                // socket is empty: the answer's arrival is a new edge. Not reading now saves a
+                // read that would only say EAGAIN.
+                Some(Step::Wait)
+            }
+            Ok(n) => {
+                tally.totals.bytes_out += n as u64;
+                self.phase = Phase::Sending { written: written + n };
+                None
+            }
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => Some(Step::Wait),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => None,
+            Err(e) => Some(Step::Failed(Cause::of(&e, false), None)),
+        }
+    }
+
+    /// Reads the response (or, idle between requests, watches for the server closing).
+    fn receiving(
+        &mut self,
+        set: &RequestSet,
+        tally: &mut Tally,
+        scratch: &mut [u8],
+    ) -> Option<Step> {
+        let idle = self.phase == Phase::Idle;
+        // TLS bytes of the request that the socket could not take at once.
+        if let Err(e) = self.io.flush_tls() {
+            return Some(Step::Failed(Cause::of(&e, false), None));
+        }
+        let n = match self.io.read(scratch) {
+            Ok(0) if idle => return Some(Step::PeerClosed),
+            Ok(0) => {
+                return Some(match self.head {
+                    Some(head) if head.framing == Framing::UntilClose => {
+                        Step::Done { head, bytes_in: self.bytes_in }
+                    }
+                    _ => Step::Failed(Cause::Closed, None),
+                })
+            }
+            Ok(n) => n,
+            Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(Step::Wait),
+            Err(e) if e.kind() == io::ErrorKind::Interrupted => return None,
+            Err(e) if idle => return Some(Step::Failed(Cause::of(&e, false), None)),
+            Err(e) if e.kind() == io::ErrorKind::InvalidData => {
+                return Some(Step::Failed(Cause::Tls, Some(e.to_string())))
+            }
+            Err(e) => return Some(Step::Failed(Cause::of(&e, false), None)),
+        };
+        if idle {
+            // Bytes nobody asked for: the connection cannot be trusted.
+            return Some(Step::Failed(Cause::Invalid, None));
+        }
+        if self.first_byte.is_none() {
+            let now = Instant::now();
+            self.first_byte = Some(now);
+            tally.record(|h| h.first_byte.record((now - self.sent_at).as_nanos() as u64));
+        }
+        self.bytes_in += n as u64;
+        let head_request = self.is_head(set);
+        match self.take(&scratch[..n], head_request) {
+            Ok(Some(head)) => Some(Step::Done { head, bytes_in: self.bytes_in }),
+            Ok(None) => None,
+            Err(cause) => Some(Step::Failed(cause, None)),
         }
     }
 

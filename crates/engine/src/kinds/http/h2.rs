@@ -20,7 +20,7 @@ use wirespeed_proto::http_url::HttpUrl;
 
 use super::conn::LATE_NS;
 use super::counts::{Cause, ShardCounts};
-use super::requests::RequestSet;
+use super::requests::{Request, RequestSet};
 use super::results::ResultSink;
 use super::shard::{Peer, Schedule};
 use super::step::{Running, Stopper};
@@ -379,21 +379,8 @@ async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, ope
     let On { connection, mut generation, mut sender } = on;
     let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
     let r = &ctx.set.requests[i];
-    let build = || {
-        let mut builder = hyper::Request::builder()
-            .method(r.method.as_str())
-            .uri(format!("{}{}", ctx.origin, r.url.path))
-            .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
-        for (k, v) in &r.headers {
-            builder = builder.header(k.as_str(), v.as_str());
-        }
-        let given = r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-        if let Some(credentials) = r.url.basic_auth.as_deref().filter(|_| !given) {
-            builder = builder.header("authorization", credentials);
-        }
-        builder.body(Full::new(Bytes::from(r.body.clone())))
-    };
-    let Ok(req) = build() else {
+    let make = || build(&ctx.origin, r);
+    let Ok(req) = make() else {
         c.fail(Cause::Other, None);
         return true;
     };
@@ -432,7 +419,7 @@ async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, ope
             }
             let req = match first.take() {
                 Some(req) => req,
-                None => build().map_err(|_| Some(Cause::Other))?,
+                None => make().map_err(|_| Some(Cause::Other))?,
             };
             match sender.send_request(req).await {
                 Ok(response) => break (response, sent),
@@ -449,20 +436,55 @@ async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, ope
             }
         };
         c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
-        let status = response.status().as_u16();
-        let mut body = response.into_body();
-        let mut bytes_in = 0u64;
-        while let Some(frame) = body.frame().await {
-            let frame = frame.map_err(|e| Some(cause_of(&e)))?;
-            if let Some(data) = frame.data_ref() {
-                bytes_in += data.len() as u64;
-            }
-        }
-        Ok((status, bytes_in))
+        read_body(response).await
     };
     let outcome = tokio::time::timeout(ctx.timeout, work).await;
+    settle(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
+}
+
+/// Request `r` of the set, for `origin`.
+fn build(origin: &str, r: &Request) -> hyper::http::Result<hyper::Request<Full<Bytes>>> {
+    let mut builder = hyper::Request::builder()
+        .method(r.method.as_str())
+        .uri(format!("{origin}{}", r.url.path))
+        .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
+    for (k, v) in &r.headers {
+        builder = builder.header(k.as_str(), v.as_str());
+    }
+    let given = r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+    if let Some(credentials) = r.url.basic_auth.as_deref().filter(|_| !given) {
+        builder = builder.header("authorization", credentials);
+    }
+    builder.body(Full::new(Bytes::from(r.body.clone())))
+}
+
+/// Reads a response's whole body: its status and the body's bytes.
+async fn read_body(
+    response: hyper::Response<hyper::body::Incoming>,
+) -> Result<(u16, u64), Option<Cause>> {
+    let status = response.status().as_u16();
+    let mut body = response.into_body();
+    let mut bytes_in = 0u64;
+    while let Some(frame) = body.frame().await {
+        let frame = frame.map_err(|e| Some(cause_of(&e)))?;
+        if let Some(data) = frame.data_ref() {
+            bytes_in += data.len() as u64;
+        }
+    }
+    Ok((status, bytes_in))
+}
+
+/// What a request's outcome (request `i`, of `out` body bytes) counts for, written to the
+/// results sink when there is one; false when the connection is no longer usable.
+fn settle(
+    ctx: &Ctx,
+    c: &ShardCounts,
+    (i, out): (usize, u64),
+    scheduled: Instant,
+    outcome: Result<Result<(u16, u64), Option<Cause>>, tokio::time::error::Elapsed>,
+    sender: &Sender,
+) -> bool {
     if let Some(sink) = &ctx.results {
-        let out = r.body.len() as u64;
         match &outcome {
             Ok(Ok((status, bytes_in))) => sink.emit(i, scheduled, *status, (out, *bytes_in), None),
             Ok(Err(Some(cause))) => sink.emit(i, scheduled, 0, (out, 0), Some(cause.name())),
