@@ -201,7 +201,7 @@ fn start(
         let (tx, rx) = mpsc::channel(IDS);
         retry_tx = Some(tx);
         let part =
-            parts.new((IDS as u32, None), Tracker::new(spec.timeout_ns, parts.seed ^ 0x5eed));
+            parts.part((IDS as u32, None), Tracker::new(spec.timeout_ns, parts.seed ^ 0x5eed));
         started.retry = Some(part.shared.clone());
         stream_clients.push(StreamClient {
             addr,
@@ -238,7 +238,7 @@ struct Parts<'a> {
 
 impl Parts<'_> {
     /// A worker's part: its window and schedule, its tracker, and what it publishes.
-    fn new(&self, (window, pace): (u32, Option<Pacer>), tracker: Tracker) -> Part {
+    fn part(&self, (window, pace): (u32, Option<Pacer>), tracker: Tracker) -> Part {
         Part {
             queries: self.opts.queries.clone(),
             window,
@@ -270,7 +270,7 @@ fn start_udp(
             .map_err(ClientError::local("opening UDP sockets"))?;
         socket_at += sockets;
         let tracker = Tracker::new(spec.timeout_ns, parts.seed.wrapping_add(i));
-        let part = parts.new(part_of(spec, threads, i), tracker);
+        let part = parts.part(part_of(spec, threads, i), tracker);
         started.workers.push(part.shared.clone());
         let worker = UdpWorker {
             sockets: socks,
@@ -317,7 +317,7 @@ fn stream_clients_of(
         // Eight IDs per place in the window, so a freed ID still waits a while.
         let ids = (window as usize * 8).next_power_of_two().max(1024);
         let tracker = Tracker::with_ids(spec.timeout_ns, parts.seed.wrapping_add(i), ids);
-        let part = parts.new((window, pace), tracker);
+        let part = parts.part((window, pace), tracker);
         started.workers.push(part.shared.clone());
         out.push(StreamClient {
             addr,
