@@ -185,7 +185,8 @@ async fn bare_iperf3_cookies_take_no_test_slot() {
             s.write_all(&cookie).await.unwrap();
             squatters.push(s);
         }
-        tokio::time::sleep(Duration::from_millis(100)).await;
+        // Every cookie taken in: a slot, if one were taken, is taken by now.
+        common::sockets::until_read_everything(server.addr.port(), squatters.len()).await;
         let mut opts = server.opts(spec(Protocol::Tcp, 0.3));
         opts.endpoint.token = token.map(String::from);
         let r = run(opts).await;
@@ -205,7 +206,8 @@ async fn idle_connections_do_not_lock_clients_out() {
     for _ in 0..600 {
         idle.push(TcpStream::connect(server.addr).await.unwrap());
     }
-    tokio::time::sleep(Duration::from_millis(100)).await;
+    // Every one accepted (the server then holds or sheds them), none left in the backlog.
+    common::sockets::until_read_everything(server.addr.port(), 0).await;
     let r = run(server.opts(spec(Protocol::Tcp, 0.3))).await;
     assert!(r.is_ok(), "{:?}", r.err());
     // The shed ones were closed by the server; at most its 512 places are still held.

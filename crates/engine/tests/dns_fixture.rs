@@ -10,7 +10,7 @@ use common::{dns_options, rcode, run_dns};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::dns::queries::builtin_lines;
 use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport};
-use wirespeed_model::ReportBody;
+use wirespeed_model::{Event, ReportBody};
 use wirespeed_proto::dns::datafile;
 
 #[tokio::test]
@@ -99,13 +99,18 @@ async fn an_interruption_counts_what_was_in_flight() {
     let (port, stop) = common::dns_fixture().await;
     let mut spec = DnsSpec::new("127.0.0.1", port);
     spec.duration_ns = Some(30_000_000_000);
+    spec.interval_ns = 100_000_000;
     let opts = dns_options(spec, &builtin_lines(1000));
-    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let (tx, mut rx) = tokio::sync::mpsc::unbounded_channel();
     let cancel = CancellationToken::new();
     let c = cancel.clone();
+    // Interrupted once queries are flowing: at its first interval.
     tokio::spawn(async move {
-        tokio::time::sleep(Duration::from_millis(300)).await;
-        c.cancel();
+        while let Some(event) = rx.recv().await {
+            if matches!(event, Event::DnsInterval(_)) {
+                c.cancel();
+            }
+        }
     });
     let report = wirespeed_engine::kinds::dns::client::run(opts, tx, cancel).await.unwrap();
     let ReportBody::Dns(r) = report.body else { panic!() };

@@ -100,7 +100,8 @@ async fn shutdown_lets_a_request_in_flight_finish() {
     }
     let f = start().await;
     let slow = tokio::spawn(curl(vec![format!("http://127.0.0.1:{}/?delay=500ms", f.port)]));
-    tokio::time::sleep(Duration::from_millis(150)).await;
+    // In flight: the fixture has accepted the connection and read the request.
+    common::sockets::until_read_everything(f.port, 1).await;
     f.stop.cancel();
     assert_eq!(slow.await.unwrap().unwrap().0, 200);
     tokio::time::timeout(Duration::from_secs(5), f.task).await.expect("stops").unwrap().unwrap();

@@ -6,6 +6,7 @@ pub(crate) mod dns_servers;
 pub(crate) mod nginx;
 pub(crate) mod peer;
 pub(crate) mod skip;
+pub(crate) mod sockets;
 
 use std::net::SocketAddr;
 use std::time::Duration;

@@ -301,7 +301,21 @@ async fn drive(
         }
     }
     let at_omit = schedule.take_omit(&side);
-    // As iperf3's client: stop sending, take the counts, then tell the server.
+    let (local, theirs) = end_test(ctl, spec, &mut side, at_omit).await?;
+    let server = server_results(spec, &theirs, &local.at_omit);
+    let (intervals, summary) = finish_and_emit(collector, &local, &server, events);
+    Ok((intervals, summary, interrupted))
+}
+
+/// Ends the test as iperf3's client does: stop sending, take the counts, tell the server
+/// (after what was just sent has had time to arrive), exchange results, then let the
+/// receivers count what was still in flight. This end's figures and the server's results.
+async fn end_test(
+    ctl: &mut TcpStream,
+    spec: &BandwidthSpec,
+    side: &mut Side,
+    at_omit: Vec<StreamTotals>,
+) -> Result<(LocalEnd, Results), ClientError> {
     side.stop_sending();
     let _ = tokio::time::timeout(Duration::from_secs(5), side.wait_role(Role::Send)).await;
     let at_stop = side.snapshot();
@@ -317,7 +331,7 @@ async fn drive(
     send(ctl, &[State::TestEnd.byte()]).await?;
     let theirs = tokio::time::timeout(
         RESULTS_TIMEOUT,
-        exchange_results(ctl, spec, &at_omit, &at_stop, &side, stop_ns),
+        exchange_results(ctl, spec, &at_omit, &at_stop, side, stop_ns),
     )
     .await
     .map_err(|_| {
@@ -338,9 +352,7 @@ async fn drive(
     })
     .await;
     let local = LocalEnd { at_omit, at_end, end_ns, active_ns, cpu_ns: side.cpu_ns() };
-    let server = server_results(spec, &theirs, &local.at_omit);
-    let (intervals, summary) = finish_and_emit(collector, &local, &server, events);
-    Ok((intervals, summary, interrupted))
+    Ok((local, theirs))
 }
 
 /// EXCHANGE_RESULTS: our results go first, the server's come back, then DISPLAY_RESULTS and

@@ -1,0 +1,47 @@
+//! What the kernel says about a server's sockets (`/proc/net/tcp` and `tcp6`): readiness
+//! waits that need no hook in the server under test.
+
+use std::time::{Duration, Instant};
+
+/// (state, receive queue) of every TCP socket whose local port is `port`. For a listening
+/// socket the receive queue is its accept queue.
+fn sockets_on(port: u16) -> Vec<(u8, u64)> {
+    let mut out = Vec::new();
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(text) = std::fs::read_to_string(file) else { continue };
+        for line in text.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(state), Some(queues)) = (f.get(1), f.get(3), f.get(4)) else {
+                continue;
+            };
+            let local_port = local.rsplit_once(':').and_then(|(_, p)| u16::from_str_radix(p, 16).ok());
+            let rx = queues.split_once(':').and_then(|(_, rx)| u64::from_str_radix(rx, 16).ok());
+            if let (Some(p), Ok(st), Some(rx)) = (local_port, u8::from_str_radix(state, 16), rx) {
+                if p == port {
+                    out.push((st, rx));
+                }
+            }
+        }
+    }
+    out
+}
+
+const ESTABLISHED: u8 = 0x01;
+const LISTEN: u8 = 0x0a;
+
+/// Waits until the server listening on `port` has accepted every connection made to it (its
+/// accept queue is empty), holds at least `connections` of them, and has read every byte they
+/// sent. Bounded: a server that never does fails the test here.
+pub(crate) async fn until_read_everything(port: u16, connections: usize) {
+    let deadline = Instant::now() + Duration::from_secs(10);
+    loop {
+        let socks = sockets_on(port);
+        let accepted = socks.iter().filter(|(st, _)| *st == ESTABLISHED).count();
+        let settled = socks.iter().all(|(st, rx)| (*st != LISTEN && *st != ESTABLISHED) || *rx == 0);
+        if settled && accepted >= connections {
+            return;
+        }
+        assert!(Instant::now() < deadline, "port {port}: not everything read: {socks:?}");
+        tokio::time::sleep(Duration::from_millis(5)).await;
+    }
+}
