@@ -4,8 +4,6 @@
 
 mod common;
 
-use std::time::Duration;
-
 use common::{dns_options, rcode, run_dns};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::dns::queries::builtin_lines;
