@@ -1,5 +1,5 @@
 //! Running a scenario's cells: the fixtures start in-process on loopback, then each run, in the
-//! plan's order, starts its system's processes ([`system`]: ports allocated, config files
+//! plan's order, starts its system's processes (`system.rs`: ports allocated, config files
 //! written, each probed until ready), samples them while its workload runs in-process, and
 //! stops them as process groups whatever happened (after `run.warmup` of the same load, thrown
 //! away, and followed by `run.cooldown`). A system whose programs are missing is skipped; one
