@@ -74,6 +74,14 @@ if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then
   echo "== installing playwright-core"
   (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
 fi
+# The Go programs the studies measure (gost, frp, vegeta, CoreDNS, dnsproxy), built from the
+# Go module proxy at pinned versions into one directory (only what is missing), then on PATH.
+if ! command -v go >/dev/null 2>&1; then
+  echo "scripts/test.sh: go is needed to build the studies' programs (scripts/peers.sh)" >&2
+  exit 1
+fi
+peers_bin=$(scripts/peers.sh | tail -1)
+export PATH="$peers_bin:$PATH"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 

@@ -13,6 +13,8 @@ need() {
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }
 
 cargo build --release -q
+# The Go programs scripts/peers.sh builds (gost, frp, vegeta, CoreDNS, dnsproxy).
+export PATH="${WIRESPEED_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/wirespeed/peers}/bin:$PATH"
 WS=target/release/wirespeed
 tmp=$(mktemp -d)
 PIDS=()

@@ -26,8 +26,8 @@ pub enum Probe {
     Http(String),
     /// An answer to a DNS query for the root's NS records.
     Dns(SocketAddr),
-    /// A line of the process's log containing this text.
-    Log(String),
+    /// The process's log containing each of these texts.
+    Log(Vec<String>),
 }
 
 /// `PORT` or `HOST:PORT` (loopback when the host is left out).
@@ -53,7 +53,9 @@ impl Probe {
                 Self::Http(url)
             }
             (None, None, None, Some(d), None) => Self::Dns(address(&render(d)?)?),
-            (None, None, None, None, Some(l)) => Self::Log(render(l)?),
+            (None, None, None, None, Some(l)) => {
+                Self::Log(l.texts().into_iter().map(&render).collect::<Result<_, _>>()?)
+            }
             _ => return Err("ready needs exactly one of tcp, udp, http, dns or log".into()),
         };
         let timeout = match &ready.timeout {
@@ -71,7 +73,7 @@ impl Probe {
             Self::Udp(a) => udp_answered(*a, b"wirespeed ready?"),
             Self::Http(url) => http_answered(url),
             Self::Dns(a) => dns_answered(*a),
-            Self::Log(text) => log.contains(text.as_str()),
+            Self::Log(texts) => texts.iter().all(|t| log.contains(t.as_str())),
         }
     }
 }
@@ -203,6 +205,22 @@ pub fn wait(p: &mut Started, probe: &Probe, timeout: Duration) -> Result<Duratio
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::scenario::LogText;
+
+    #[test]
+    fn a_log_probe_of_several_texts_waits_for_each() {
+        let ready: Ready = toml::from_str(
+            r#"log = ["[tcp] start proxy success", "[{proxy}] start proxy success"]"#,
+        )
+        .unwrap();
+        assert!(matches!(&ready.log, Some(LogText::All(texts)) if texts.len() == 2));
+        let (probe, _) = Probe::from_ready(&ready, |t| Ok(t.replace("{proxy}", "udp"))).unwrap();
+        let tcp_only = "x [tcp] start proxy success\n";
+        assert!(!probe.ok(tcp_only), "one of two is not ready");
+        assert!(probe.ok(&format!("{tcp_only}y [udp] start proxy success\n")));
+        let one: Ready = toml::from_str(r#"log = "listening""#).unwrap();
+        assert!(Probe::from_ready(&one, |t| Ok(t.into())).unwrap().0.ok("now listening\n"));
+    }
 
     #[test]
     fn http_probe_targets_are_read_by_the_url_crate() {

@@ -216,12 +216,40 @@ pub struct Ready {
     /// A DNS query to this port (or address) is answered.
     #[serde(default)]
     pub dns: Option<String>,
-    /// The process prints a line matching this text.
+    /// The process prints a line containing this text, or one containing each of these
+    /// texts (a tunnel client that starts several proxies is ready when it has said so of
+    /// every one).
     #[serde(default)]
-    pub log: Option<String>,
+    pub log: Option<LogText>,
     /// How long to wait (default 10s).
     #[serde(default)]
     pub timeout: Option<String>,
+}
+
+/// What a `log` probe waits for: a text, or several that must each appear.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum LogText {
+    /// One text.
+    One(String),
+    /// Every one of these texts, on lines of their own or not.
+    All(Vec<String>),
+}
+
+impl LogText {
+    /// The texts, one or more.
+    pub fn texts(&self) -> Vec<&str> {
+        match self {
+            Self::One(t) => vec![t.as_str()],
+            Self::All(ts) => ts.iter().map(String::as_str).collect(),
+        }
+    }
+}
+
+impl From<&str> for LogText {
+    fn from(text: &str) -> Self {
+        Self::One(text.to_string())
+    }
 }
 
 /// One process of a system.
@@ -279,10 +307,14 @@ impl System {
         self.process
             .iter()
             .flat_map(|p| {
-                let probes = p
-                    .ready
-                    .iter()
-                    .flat_map(|r| [&r.tcp, &r.udp, &r.http, &r.dns, &r.log].into_iter().flatten());
+                let probes = p.ready.iter().flat_map(|r| {
+                    let logs: Vec<&String> = match &r.log {
+                        Some(LogText::One(t)) => vec![t],
+                        Some(LogText::All(ts)) => ts.iter().collect(),
+                        None => Vec::new(),
+                    };
+                    [&r.tcp, &r.udp, &r.http, &r.dns].into_iter().flatten().chain(logs)
+                });
                 std::iter::once(&p.cmd).chain(probes).chain(p.env.values())
             })
             .chain(self.file.values())

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# Builds the Go programs the studies measure (gost, frp, vegeta, CoreDNS, AdGuard's dnsproxy)
+# from the Go module proxy, at pinned versions, into one directory that scripts/test.sh and the
+# benchmarks put on PATH. Only what is missing (or pinned at another version) is built; a
+# program that fails to build is reported with Go's own error and the others go on.
+#
+#   scripts/peers.sh            # build what is missing; prints the directory (alone on stdout)
+#   WIRESPEED_PEERS=DIR scripts/peers.sh
+#
+# Each program is built in a module of its own under $WIRESPEED_PEERS/src (`go get` of its
+# packages at the pinned version, then `go build`), not with `go install PKG@VERSION`: the
+# proxy here serves exact versions but not version lists, and `go install` asks for the list
+# to look up deprecations. versions.txt records each program's version and build time.
+set -euo pipefail
+
+peers=${WIRESPEED_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/wirespeed/peers}
+bin="$peers/bin"
+mkdir -p "$bin" "$peers/src"
+export GOFLAGS=-buildvcs=false
+
+# name  module  version  package=binary ...
+# gost v2's tags have no /v2 module path, so only its commits are modules: this is v2.12.0
+# plus two fixes (2024-12-31). frp 0.38.0 is the version rathole's benchmark measured; its
+# binaries carry the version in their names, the newest frp's do not.
+PEERS=(
+  "gost github.com/ginuerzh/gost v0.0.0-20241231130840-1d516e35e654 cmd/gost=gost"
+  "frp-0.38 github.com/fatedier/frp v0.38.0 cmd/frps=frps-0.38.0 cmd/frpc=frpc-0.38.0"
+  "frp github.com/fatedier/frp v0.71.0 cmd/frps=frps cmd/frpc=frpc"
+  "vegeta github.com/tsenart/vegeta/v12 v12.13.0 .=vegeta"
+  "coredns github.com/coredns/coredns v1.15.0 .=coredns"
+  "dnsproxy github.com/AdguardTeam/dnsproxy v0.82.0 .=dnsproxy"
+)
+# Not here: the module proxy answers "403 Forbidden ... This module version is not available"
+# for ethr (github.com/microsoft/ethr at v1.0.0 and at its last commit's pseudo-version),
+# AdGuard Home (github.com/AdguardTeam/AdGuardHome@v0.107.57) and gost v3
+# (github.com/go-gost/gost/v3@v3.0.0); dnsproxy is AdGuard's DNS engine in its place.
+
+# Run after `go get`, in the program's module, when a program needs more than its module holds.
+# frp 0.6x embeds its web dashboard from web/*/dist, which its Makefile builds with npm and its
+# module does not carry: the module is built from a copy with a one-line page in its place
+# (the dashboard is no part of any study; frps and frpc are otherwise frp's own).
+prepare_frp() {
+  local dir
+  dir=$(go list -m -f '{{.Dir}}' github.com/fatedier/frp)
+  cp -r "$dir" ./frp-src
+  chmod -R u+w ./frp-src
+  for part in frps frpc; do
+    mkdir -p "frp-src/web/$part/dist"
+    echo '<!doctype html><title>frp</title><p>The dashboard was not built.' \
+      >"frp-src/web/$part/dist/index.html"
+  done
+  go mod edit -replace github.com/fatedier/frp=./frp-src
+}
+
+if ! command -v go >/dev/null; then
+  echo "peers.sh: go is needed (apt-get install golang-go, or the Go toolchain)" >&2
+  exit 1
+fi
+
+failed=()
+for entry in "${PEERS[@]}"; do
+  read -r name module version targets <<<"$entry"
+  stamp="$bin/.$name.version"
+  wanted="$module@$version"
+  all_there=1
+  for t in $targets; do [ -x "$bin/${t#*=}" ] || all_there=0; done
+  if [ "$all_there" = 1 ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
+    continue
+  fi
+  echo "== building $name ($wanted)" >&2
+  src="$peers/src/$name"
+  rm -rf "$src" && mkdir -p "$src"
+  start=$(date +%s)
+  log="$peers/$name.log"
+  if (
+    cd "$src"
+    go mod init "wirespeed.peers/$name" >/dev/null 2>&1
+    pkgs=()
+    for t in $targets; do
+      pkg=${t%%=*}
+      [ "$pkg" = . ] && pkgs+=("$module@$version") || pkgs+=("$module/$pkg@$version")
+    done
+    go get "${pkgs[@]}"
+    prepare="prepare_${name//[-.]/_}"
+    if declare -F "$prepare" >/dev/null; then "$prepare"; fi
+    for t in $targets; do
+      pkg=${t%%=*} out=${t#*=}
+      [ "$pkg" = . ] && path=$module || path=$module/$pkg
+      go build -trimpath -o "$bin/$out" "$path"
+    done
+  ) >"$log" 2>&1; then
+    echo "$wanted" >"$stamp"
+    secs=$(( $(date +%s) - start ))
+    grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true
+    echo "$name $wanted built in ${secs}s on $(date -u +%F) with $(go env GOVERSION)" >>"$peers/versions.tmp"
+    mv "$peers/versions.tmp" "$peers/versions.txt"
+    echo "   built in ${secs}s" >&2
+  else
+    echo "peers.sh: $name ($wanted) did not build; the end of its log ($log):" >&2
+    tail -5 "$log" >&2
+    failed+=("$name")
+  fi
+done
+if [ ${#failed[@]} -gt 0 ]; then
+  echo "peers.sh: not built: ${failed[*]}" >&2
+fi
+echo "$bin"
