@@ -136,7 +136,7 @@ fn examples_rathole_http() {
 #[test]
 fn examples_dns_servers() {
     let (cells, dir) = smoke("dns-servers.toml");
-    assert_eq!(cells.len(), 5 * 3, "five servers at 1, 8 and 64 clients");
+    assert_eq!(cells.len(), 7 * 3, "seven servers at 1, 8 and 64 clients");
     // Each client count has a fastest server at 100 %.
     let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
     for clients in ["1", "8", "64"] {
