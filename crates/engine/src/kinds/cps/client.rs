@@ -255,9 +255,10 @@ impl Connector {
     fn record(&self, attempt: Attempt) {
         match attempt {
             Attempt::Connected(took) => {
-                if let Ok(mut h) = self.counts.histogram.lock() {
-                    h.record(took.as_nanos() as u64);
-                }
+                // Counted under the histogram's lock, so a sample taken at a boundary is in
+                // the same interval as its count.
+                let mut h = self.counts.histogram.lock().unwrap_or_else(|e| e.into_inner());
+                h.record(took.as_nanos() as u64);
                 self.counts.connected.fetch_add(1, Relaxed);
             }
             Attempt::Failed(cause, e) => {
@@ -493,11 +494,12 @@ impl CpsSampler<'_> {
         let mut connected = 0;
         let mut failures = FailureCounts::default();
         for c in self.counts {
-            if let Ok(mut mine) = c.histogram.lock() {
-                h.add(&mine);
-                mine.clear();
-            }
+            // The count is read under the lock it is kept under (see `Connector::record`).
+            let mut mine = c.histogram.lock().unwrap_or_else(|e| e.into_inner());
+            h.add(&mine);
+            mine.clear();
             connected += c.connected.load(Relaxed);
+            drop(mine);
             for (cause, n) in ConnectFailure::ALL.iter().zip(&c.failures) {
                 *failures.slot(*cause) += n.load(Relaxed);
             }

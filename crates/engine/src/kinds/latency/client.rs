@@ -236,12 +236,13 @@ impl Workers {
         let mut h = RttHistogram::default();
         let (mut sent, mut received, mut lost) = (0, 0, 0);
         for c in &self.counts {
-            if let Ok(mut mine) = c.histogram.lock() {
-                h.add(&mine);
-                mine.clear();
-            }
-            sent += c.sent.load(Relaxed);
+            // `received` is read under the lock it is counted under (see the worker).
+            let mut mine = c.histogram.lock().unwrap_or_else(|e| e.into_inner());
+            h.add(&mine);
+            mine.clear();
             received += c.received.load(Relaxed);
+            drop(mine);
+            sent += c.sent.load(Relaxed);
             lost += c.lost.load(Relaxed);
         }
         (h, sent, received, lost)
@@ -326,10 +327,13 @@ impl Job {
                 continue;
             }
             let rtt = sent_at.elapsed().as_nanos() as u64;
-            if let Ok(mut h) = self.counts.histogram.lock() {
-                h.record(rtt);
-            }
+            // Counted under the histogram's lock, so a sample taken at a boundary (or by the
+            // last close, which does not wait for the threads) is in the same interval as its
+            // count and the summary's count is the sum of the measured intervals'.
+            let mut h = self.counts.histogram.lock().unwrap_or_else(|e| e.into_inner());
+            h.record(rtt);
             self.counts.received.fetch_add(1, Relaxed);
+            drop(h);
         }
         Ok(())
     }
