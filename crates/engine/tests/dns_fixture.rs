@@ -89,6 +89,10 @@ async fn the_time_limit_and_the_open_loop() {
     let s = &r.summary;
     assert!((1000..=1100).contains(&(s.sent + s.unsent)), "{s:?}");
     assert_eq!(s.completed, s.sent);
+    // The rate was asked for; the server's answer is its latency, which leads.
+    use wirespeed_model::kind::KindReport;
+    let names: Vec<&str> = r.metrics().iter().map(|m| m.key).collect();
+    assert_eq!(names[..3], ["latency_p50_ns", "latency_p99_ns", "queries_per_second"]);
     stop.cancel();
 }
 

@@ -1,7 +1,7 @@
 //! The HTTP load generator's open model against real servers: a fixed rate whatever the
 //! server does, sweeps of rates, latency counted from the schedule (a stalled nginx shows in
-//! the percentiles), requests that wait for a connection (late) or give up (dropped), and the
-//! fixture's `?delay=` measured as what it is.
+//! the percentiles), requests that wait for a connection (late) or give up (dropped), the
+//! fixture's `?delay=` measured as what it is, and latency as a fixed rate's headline.
 
 mod common;
 
@@ -41,6 +41,10 @@ async fn a_rate_sends_every_request_and_a_sweep_reports_each_step() {
     assert!(s.late <= s.sent);
     assert!(s.breakdown.connect.count >= 1 && s.breakdown.connect.count == s.connections_opened);
     assert!(r.steps.is_empty());
+    // The rate was asked for; the latency is what the server made of it, so it leads.
+    use wirespeed_model::kind::KindReport;
+    let names: Vec<&str> = r.metrics().iter().map(|m| m.key).collect();
+    assert_eq!(names[..3], ["latency_p50_ns", "latency_p99_ns", "requests_per_second"]);
 
     let r = run(open(format!("http://127.0.0.1:{port}/"), &[200.0, 500.0], 100)).await;
     assert_eq!(r.steps.len(), 2);

@@ -228,10 +228,10 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
             }
         }
     }
-    if let Some(b) = &s.report.baseline {
-        if b != FASTEST && !plan.systems.iter().any(|c| &c.name == b) {
+    for b in s.report.baselines() {
+        if b != FASTEST && !plan.systems.iter().any(|c| c.name == b) {
             return Err((
-                b.clone(),
+                b.to_string(),
                 format!("report.baseline {b:?} is not a system (nor {FASTEST:?})"),
             ));
         }

@@ -54,7 +54,7 @@ impl Probe {
             }
             (None, None, None, Some(d), None) => Self::Dns(address(&render(d)?)?),
             (None, None, None, None, Some(l)) => {
-                Self::Log(l.texts().into_iter().map(&render).collect::<Result<_, _>>()?)
+                Self::Log(l.items().into_iter().map(&render).collect::<Result<_, _>>()?)
             }
             _ => return Err("ready needs exactly one of tcp, udp, http, dns or log".into()),
         };
@@ -213,7 +213,7 @@ mod tests {
             r#"log = ["[tcp] start proxy success", "[{proxy}] start proxy success"]"#,
         )
         .unwrap();
-        assert!(matches!(&ready.log, Some(LogText::All(texts)) if texts.len() == 2));
+        assert!(matches!(&ready.log, Some(LogText::More(texts)) if texts.len() == 2));
         let (probe, _) = Probe::from_ready(&ready, |t| Ok(t.replace("{proxy}", "udp"))).unwrap();
         let tcp_only = "x [tcp] start proxy success\n";
         assert!(!probe.ok(tcp_only), "one of two is not ready");

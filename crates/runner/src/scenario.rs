@@ -226,27 +226,36 @@ pub struct Ready {
     pub timeout: Option<String>,
 }
 
-/// What a `log` probe waits for: a text, or several that must each appear.
+/// A word, or a list of them: a `log` probe's texts (each must appear), or a report's
+/// baselines (each gets its column of percentages).
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(untagged)]
-pub enum LogText {
-    /// One text.
+pub enum OneOrMore {
+    /// One.
     One(String),
-    /// Every one of these texts, on lines of their own or not.
-    All(Vec<String>),
+    /// Several, in order.
+    More(Vec<String>),
 }
 
-impl LogText {
-    /// The texts, one or more.
-    pub fn texts(&self) -> Vec<&str> {
+/// What a `log` probe waits for: a text, or several that must each appear.
+pub type LogText = OneOrMore;
+
+impl OneOrMore {
+    /// The words, one or more.
+    pub fn items(&self) -> Vec<&str> {
+        self.strings().into_iter().map(String::as_str).collect()
+    }
+
+    /// The words as they were read.
+    pub fn strings(&self) -> Vec<&String> {
         match self {
-            Self::One(t) => vec![t.as_str()],
-            Self::All(ts) => ts.iter().map(String::as_str).collect(),
+            Self::One(t) => vec![t],
+            Self::More(ts) => ts.iter().collect(),
         }
     }
 }
 
-impl From<&str> for LogText {
+impl From<&str> for OneOrMore {
     fn from(text: &str) -> Self {
         Self::One(text.to_string())
     }
@@ -308,11 +317,7 @@ impl System {
             .iter()
             .flat_map(|p| {
                 let probes = p.ready.iter().flat_map(|r| {
-                    let logs: Vec<&String> = match &r.log {
-                        Some(LogText::One(t)) => vec![t],
-                        Some(LogText::All(ts)) => ts.iter().collect(),
-                        None => Vec::new(),
-                    };
+                    let logs = r.log.iter().flat_map(OneOrMore::strings);
                     [&r.tcp, &r.udp, &r.http, &r.dns].into_iter().flatten().chain(logs)
                 });
                 std::iter::once(&p.cmd).chain(probes).chain(p.env.values())
@@ -376,9 +381,17 @@ pub struct Check {
 #[serde(deny_unknown_fields)]
 pub struct ReportSettings {
     /// The system others are shown as a percentage of, or `fastest`: in each workload, the
-    /// system with the best median (highest rate, or lowest time).
+    /// system with the best median (highest rate, or lowest time); or several, each with its
+    /// own column (`["bind9", "fastest"]`: the DNS study's "% of BIND" and "% of fastest").
     #[serde(default)]
-    pub baseline: Option<String>,
+    pub baseline: Option<OneOrMore>,
+}
+
+impl ReportSettings {
+    /// The baselines named, in order; none when there is no `baseline`.
+    pub fn baselines(&self) -> Vec<&str> {
+        self.baseline.as_ref().map_or_else(Vec::new, OneOrMore::items)
+    }
 }
 
 impl Scenario {

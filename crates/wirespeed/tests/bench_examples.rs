@@ -110,7 +110,12 @@ fn examples_rathole_transports() {
     }
     assert!(cells_of(&cells, "direct").iter().all(|c| c["memory"].as_array().unwrap().is_empty()));
     let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
-    assert!(md.contains("## tcp-download[parallel=4]") && md.contains("% of direct"), "{md}");
+    // A sweep is one table: a row per swept value, a column per system.
+    assert!(md.contains("## tcp-download: Throughput (median of repeats) by parallel"), "{md}");
+    assert!(
+        md.contains("| parallel | direct | rathole-tcp |") && md.contains("% of direct"),
+        "{md}"
+    );
 }
 
 #[test]
@@ -124,6 +129,10 @@ fn examples_rathole_http() {
     }
     let svg = std::fs::read_to_string(dir.path().join("summary.svg")).unwrap();
     assert!(svg.contains("latency: latency against rate"), "the latency-vs-rate chart");
+    // A fixed rate's headline is its latency; the sweep is one table of p50 and p99 by rate.
+    assert!(sweep.iter().all(|c| c["figure"] == "Latency p50" || c["values"][0].is_null()));
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(md.contains("| rate | direct p50 | direct p99 | rathole p50 | rathole p99 |"), "{md}");
     if wirespeed_runner::process::which("rathole").is_some() {
         assert!(svg.contains("memory-at-1000: memory over time"), "the memory graph");
         let memory =
@@ -137,18 +146,23 @@ fn examples_rathole_http() {
 fn examples_dns_servers() {
     let (cells, dir) = smoke("dns-servers.toml");
     assert_eq!(cells.len(), 7 * 3, "seven servers at 1, 8 and 64 clients");
-    // Each client count has a fastest server at 100 %.
+    // Each client count has BIND at 100 % of itself, and one fastest server at 100 %.
     let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
+    let header: Vec<&str> = csv.lines().next().unwrap().split(',').collect();
+    assert_eq!(header[9..11], ["percent_of_bind9", "percent_of_fastest"], "{csv}");
     for clients in ["1", "8", "64"] {
-        let hundred = csv
-            .lines()
-            .filter(|l| l.starts_with(&format!("qps[clients={clients}],")))
-            .filter(|l| l.split(',').nth(9) == Some("100"))
-            .count();
-        assert_eq!(hundred, 1, "{csv}");
+        let rows =
+            || csv.lines().filter(move |l| l.starts_with(&format!("qps[clients={clients}],")));
+        let at_100 =
+            |column: usize| rows().filter(move |l| l.split(',').nth(column) == Some("100"));
+        assert_eq!(at_100(10).count(), 1, "{csv}");
+        if Path::new("/usr/sbin/named").exists() {
+            assert!(at_100(9).all(|l| l.contains(",bind9,")) && at_100(9).count() == 1, "{csv}");
+        }
     }
     let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
-    assert!(md.contains("% of fastest"), "{md}");
+    assert!(md.contains("## qps: Queries/s as % of bind9 by clients"), "{md}");
+    assert!(md.contains("## qps: Queries/s as % of fastest by clients"), "{md}");
 }
 
 #[test]

@@ -235,7 +235,8 @@ fn write_summaries(
 ) -> Result<String> {
     let name = &loaded.scenario.scenario.name;
     let cells = summarize(loaded, results);
-    let baseline = loaded.scenario.report.baseline.as_deref();
+    let baseline = loaded.scenario.report.baselines();
+    let baseline = baseline.as_slice();
     let markdown = wirespeed_report::bench::markdown(name, baseline, &cells);
     for (file, text) in [
         ("summary.md", markdown.clone()),
