@@ -149,7 +149,8 @@ fn check_system(system: &System, workloads: &[Workload]) -> Result<(), (String, 
             }
         }
         if let Some(r) = &p.ready {
-            let probes = [&r.tcp, &r.udp, &r.http, &r.dns].iter().filter(|p| p.is_some()).count()
+            let probes = [&r.udp, &r.http, &r.dns].iter().filter(|p| p.is_some()).count()
+                + usize::from(r.tcp.is_some())
                 + usize::from(r.log.is_some());
             if probes != 1 {
                 return Err(named(format!(

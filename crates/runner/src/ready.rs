@@ -1,4 +1,5 @@
-//! Readiness probes: a system's process is ready for load when a TCP connection succeeds, a UDP
+//! Readiness probes: a system's process is ready for load when a TCP connection succeeds (to
+//! each of several ports, for a tunnel that opens one per service), a UDP
 //! datagram is answered, an HTTP GET is answered, a DNS query is answered, or its log shows a
 //! line — never after a fixed sleep. A process that exits first, or never becomes ready in
 //! time, is an error that carries the end of its log.
@@ -18,8 +19,8 @@ const POLL: Duration = Duration::from_millis(25);
 /// A probe with its addresses filled in.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub enum Probe {
-    /// A TCP connect.
-    Tcp(SocketAddr),
+    /// A TCP connect to each of these.
+    Tcp(Vec<SocketAddr>),
     /// Any answer to a UDP datagram.
     Udp(SocketAddr),
     /// Any HTTP answer to a GET (http:// only).
@@ -45,7 +46,10 @@ impl Probe {
         render: impl Fn(&str) -> Result<String, String>,
     ) -> Result<(Self, Duration), String> {
         let probe = match (&ready.tcp, &ready.udp, &ready.http, &ready.dns, &ready.log) {
-            (Some(t), None, None, None, None) => Self::Tcp(address(&render(t)?)?),
+            (Some(t), None, None, None, None) => {
+                let each = t.items().into_iter().map(|a| address(&render(a)?));
+                Self::Tcp(each.collect::<Result<_, _>>()?)
+            }
             (None, Some(u), None, None, None) => Self::Udp(address(&render(u)?)?),
             (None, None, Some(h), None, None) => {
                 let url = render(h)?;
@@ -69,7 +73,9 @@ impl Probe {
     /// One attempt.
     pub fn ok(&self, log: &str) -> bool {
         match self {
-            Self::Tcp(a) => TcpStream::connect_timeout(a, Duration::from_millis(250)).is_ok(),
+            Self::Tcp(each) => each
+                .iter()
+                .all(|a| TcpStream::connect_timeout(a, Duration::from_millis(250)).is_ok()),
             Self::Udp(a) => udp_answered(*a, b"wirespeed ready?"),
             Self::Http(url) => http_answered(url),
             Self::Dns(a) => dns_answered(*a),
@@ -206,6 +212,22 @@ pub fn wait(p: &mut Started, probe: &Probe, timeout: Duration) -> Result<Duratio
 mod tests {
     use super::*;
     use crate::scenario::LogText;
+
+    #[test]
+    fn a_tcp_probe_of_several_ports_waits_for_each() {
+        let open = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let later = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
+        let ports = [open.local_addr().unwrap().port(), later.local_addr().unwrap().port()];
+        drop(later);
+        let ready: Ready = toml::from_str(r#"tcp = ["{a}", "{b}"]"#).unwrap();
+        let render = |t: &str| {
+            Ok(t.replace("{a}", &ports[0].to_string()).replace("{b}", &ports[1].to_string()))
+        };
+        let (probe, _) = Probe::from_ready(&ready, render).unwrap();
+        assert!(!probe.ok(""), "one port of two is closed");
+        let _reopened = std::net::TcpListener::bind(("127.0.0.1", ports[1])).unwrap();
+        assert!(probe.ok(""), "both are open");
+    }
 
     #[test]
     fn a_log_probe_of_several_texts_waits_for_each() {

@@ -204,9 +204,10 @@ impl Entry {
 #[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
 pub struct Ready {
-    /// A TCP connection to this port (or address) succeeds.
+    /// A TCP connection to this port (or address) succeeds, or to each of these (a tunnel
+    /// that opens a port per service is ready when all are open).
     #[serde(default)]
-    pub tcp: Option<String>,
+    pub tcp: Option<OneOrMore>,
     /// A UDP echo or any answer from this port (or address).
     #[serde(default)]
     pub udp: Option<String>,
@@ -317,8 +318,8 @@ impl System {
             .iter()
             .flat_map(|p| {
                 let probes = p.ready.iter().flat_map(|r| {
-                    let logs = r.log.iter().flat_map(OneOrMore::strings);
-                    [&r.tcp, &r.udp, &r.http, &r.dns].into_iter().flatten().chain(logs)
+                    let lists = r.tcp.iter().chain(&r.log).flat_map(OneOrMore::strings);
+                    [&r.udp, &r.http, &r.dns].into_iter().flatten().chain(lists)
                 });
                 std::iter::once(&p.cmd).chain(probes).chain(p.env.values())
             })

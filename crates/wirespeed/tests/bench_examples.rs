@@ -1,5 +1,6 @@
 //! The example scenarios in `examples/`, each run for real in its short form (`--smoke`): the
-//! rathole transport table and HTTP benchmark, the DNS servers, and the gost and frp versions.
+//! rathole transport table and HTTP benchmark, rathole against frp, the DNS servers, and the gost
+//! and frp versions.
 //! Every system whose programs are installed must finish its runs; one whose programs are
 //! missing must be skipped, not failed, and under CI is a failure. The report's files and
 //! charts must be there, with the sweep's latency-against-rate and the memory graph.
@@ -174,6 +175,25 @@ fn examples_gost_and_frp_run_every_cell() {
 }
 
 #[test]
+fn examples_rathole_vs_frp() {
+    let (cells, dir) = smoke("rathole-vs-frp.toml");
+    // One table of p50 and p99 by rate, a pair of columns per tunnel and frp version.
+    let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    let header = "| rate | direct p50 | direct p99 | rathole-tcp p50 | rathole-tcp p99 |";
+    assert!(md.contains(header) && md.contains("| frp-0.38-tcp p50 | frp-0.38-tcp p99 |"), "{md}");
+    // Each tunnel's memory over time at 1000 req/s, a line per process group.
+    let memory = |system: &str| {
+        let c = cells.iter().find(|c| c["base"] == "memory-at-1000" && c["system"] == system);
+        c.unwrap()["timeline"].as_array().unwrap().len()
+    };
+    for system in ["rathole-tcp", "frp-tcp", "frp-0.38-tcp"] {
+        if cells_of(&cells, system).iter().all(|c| c["values"][0].is_number()) {
+            assert_eq!(memory(system), 2, "{system}: server and client");
+        }
+    }
+}
+
+#[test]
 fn every_example_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example(""))
         .unwrap()
@@ -190,7 +210,8 @@ fn every_example_is_exercised_here() {
             "gost-http.toml",
             "gost-transports.toml",
             "rathole-http.toml",
-            "rathole-transports.toml"
+            "rathole-transports.toml",
+            "rathole-vs-frp.toml"
         ]
     );
 }

@@ -13,7 +13,9 @@ pub(super) async fn run_vegeta(args: HttpArgs) -> Result<u8> {
     let (sink, rx) = ResultSink::new();
     opts.results = Some(sink.clone());
     let requests = opts.requests.clone();
-    let writer = std::thread::spawn(move || vegeta::write_all(rx, requests));
+    // A request ends within its timeout of being sent, and is sent within one of falling due.
+    let window_ns = opts.spec.timeout_ns.saturating_mul(2).saturating_add(1_000_000_000);
+    let writer = std::thread::spawn(move || vegeta::write_all(rx, requests, window_ns));
     let code = super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await;
     // The last sender goes with the sink; then the writer drains the queue and ends.
     let lost = sink.lost();
@@ -22,6 +24,10 @@ pub(super) async fn run_vegeta(args: HttpArgs) -> Result<u8> {
         Ok(Err(e)) if e.kind() != std::io::ErrorKind::BrokenPipe => {
             eprintln!("wirespeed: writing result lines: {e}")
         }
+        Ok(Ok(late)) if late > 0 => eprintln!(
+            "wirespeed: warning: {late} result lines are out of the order their requests began \
+             (vegeta plot refuses them)"
+        ),
         _ => {}
     }
     if lost > 0 {

@@ -13,7 +13,8 @@ pub const QUEUE: usize = 1 << 16;
 /// What one request did.
 #[derive(Debug, Clone, PartialEq, Eq)]
 pub struct RequestResult {
-    /// Position in the run, from 0, in the order requests ended.
+    /// Position in the run, from 0, in the order records were made (requests ending); the
+    /// vegeta writer renumbers them in the order requests began.
     pub seq: u64,
     /// When it was due (open model) or sent (closed model), nanoseconds since the Unix epoch.
     pub start_unix_ns: i64,

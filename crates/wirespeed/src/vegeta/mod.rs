@@ -1,7 +1,10 @@
 //! `wirespeed http --format vegeta`: one JSON line per request in vegeta's result schema, so
 //! `vegeta report` and `vegeta plot` read our runs. The timestamp is when the request was due
 //! (open model) or sent (closed model), and the latency is the report's, so both tools' numbers
-//! agree. Bodies and headers are not captured (`body` and `headers` are null).
+//! agree. Bodies and headers are not captured (`body` and `headers` are null). Lines are
+//! numbered (`seq`) in the order requests began, as vegeta numbers them (`order`).
+
+mod order;
 
 use std::io::{self, BufWriter, Write};
 use std::sync::mpsc::Receiver;
@@ -71,13 +74,26 @@ fn status_text(code: u16) -> String {
     format!("{code} {reason}").trim_end().to_string()
 }
 
-/// Writes every record to stdout until the sending side is gone.
-pub(crate) fn write_all(rx: Receiver<RequestResult>, requests: Vec<Request>) -> io::Result<()> {
+/// Writes every record to stdout, in the order requests began, until the sending side is
+/// gone; returns how many went out of that order (requests slower than `window_ns`, the
+/// longest a request can take from due to ended).
+pub(crate) fn write_all(
+    rx: Receiver<RequestResult>,
+    requests: Vec<Request>,
+    window_ns: u64,
+) -> io::Result<u64> {
     let mut out = BufWriter::with_capacity(1 << 16, io::stdout().lock());
+    let mut order = order::Reorder::new(window_ns);
     for r in rx {
+        for r in order.push(r) {
+            writeln!(out, "{}", line(&r, &requests))?;
+        }
+    }
+    for r in order.finish() {
         writeln!(out, "{}", line(&r, &requests))?;
     }
-    out.flush()
+    out.flush()?;
+    Ok(order.out_of_order)
 }
 
 #[cfg(test)]
