@@ -10,7 +10,7 @@ use std::time::Duration;
 
 use wirespeed_runner::process::{group_alive, spawn, Started};
 use wirespeed_runner::ready::{wait, NotReady, Probe};
-use wirespeed_runner::scenario::Ready;
+use wirespeed_runner::scenario::{OneOrMore, Ready};
 use wirespeed_runner::words::split;
 
 fn start(dir: &std::path::Path, role: &str, cmd: &str) -> Started {
@@ -43,7 +43,7 @@ fn probes_see_real_listeners_become_ready() {
     );
     let mut procs = [server, echo, logger];
     for (i, ready) in [
-        (0, Ready { tcp: Some(port.to_string()), ..Ready::default() }),
+        (0, Ready { tcp: Some(OneOrMore::One(port.to_string())), ..Ready::default() }),
         (0, Ready { http: Some(format!("http://127.0.0.1:{http}/?size=1")), ..Ready::default() }),
         (0, Ready { dns: Some(format!("127.0.0.1:{dns}")), ..Ready::default() }),
         (1, Ready { udp: Some(udp.to_string()), ..Ready::default() }),
@@ -57,7 +57,9 @@ fn probes_see_real_listeners_become_ready() {
     assert!(!dns_on_echo.ok(""));
     let closed = common::free_port();
     assert!(!probe(Ready { udp: Some(closed.to_string()), ..Ready::default() }).0.ok(""));
-    assert!(!probe(Ready { tcp: Some(closed.to_string()), ..Ready::default() }).0.ok(""));
+    assert!(!probe(Ready { tcp: Some(OneOrMore::One(closed.to_string())), ..Ready::default() })
+        .0
+        .ok(""));
 
     let pids = procs.each_ref().map(|p| p.pid);
     drop(procs);
@@ -72,7 +74,7 @@ fn a_process_that_never_becomes_ready_times_out_and_is_cleaned_up() {
     let port = common::free_port();
     let mut p = start(dir.path(), "server", "sh -c 'echo listening soon; sleep 60 & wait'");
     let (probe, _) = probe(Ready {
-        tcp: Some(port.to_string()),
+        tcp: Some(OneOrMore::One(port.to_string())),
         timeout: Some("500ms".into()),
         ..Ready::default()
     });
