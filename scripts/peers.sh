@@ -18,7 +18,9 @@ bin="$peers/bin"
 mkdir -p "$bin" "$peers/src"
 export GOFLAGS=-buildvcs=false
 
-# name  module  version  package=binary ...
+# name  module  version  package=binary ...  [X:VARIABLE]
+# X:VARIABLE sets that string variable to the version at link time (`go build -ldflags -X`), as
+# the program's own release build does, so its --version says which it is.
 # gost v2's tags have no /v2 module path, so only its commits are modules: this is v2.12.0
 # plus two fixes (2024-12-31). frp 0.38.0 is the version rathole's benchmark measured; its
 # binaries carry the version in their names, the newest frp's do not.
@@ -26,9 +28,9 @@ PEERS=(
   "gost github.com/ginuerzh/gost v0.0.0-20241231130840-1d516e35e654 cmd/gost=gost"
   "frp-0.38 github.com/fatedier/frp v0.38.0 cmd/frps=frps-0.38.0 cmd/frpc=frpc-0.38.0"
   "frp github.com/fatedier/frp v0.71.0 cmd/frps=frps cmd/frpc=frpc"
-  "vegeta github.com/tsenart/vegeta/v12 v12.13.0 .=vegeta"
+  "vegeta github.com/tsenart/vegeta/v12 v12.13.0 .=vegeta X:main.Version"
   "coredns github.com/coredns/coredns v1.15.0 .=coredns"
-  "dnsproxy github.com/AdguardTeam/dnsproxy v0.82.0 .=dnsproxy"
+  "dnsproxy github.com/AdguardTeam/dnsproxy v0.82.0 .=dnsproxy X:github.com/AdguardTeam/golibs/version.version"
 )
 # Not here: the module proxy answers "403 Forbidden ... This module version is not available"
 # for ethr (github.com/microsoft/ethr at v1.0.0 and at its last commit's pseudo-version),
@@ -62,6 +64,12 @@ for entry in "${PEERS[@]}"; do
   read -r name module version targets <<<"$entry"
   stamp="$bin/.$name.version"
   wanted="$module@$version"
+  ldflags=()
+  if [[ "$targets" == *" X:"* ]]; then
+    ldflags=(-ldflags "-X ${targets##* X:}=$version")
+    targets=${targets% X:*}
+    wanted="$wanted, version stamped"
+  fi
   all_there=1
   for t in $targets; do [ -x "$bin/${t#*=}" ] || all_there=0; done
   if [ "$all_there" = 1 ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
@@ -86,7 +94,7 @@ for entry in "${PEERS[@]}"; do
     for t in $targets; do
       pkg=${t%%=*} out=${t#*=}
       [ "$pkg" = . ] && path=$module || path=$module/$pkg
-      go build -trimpath -o "$bin/$out" "$path"
+      go build -trimpath "${ldflags[@]}" -o "$bin/$out" "$path"
     done
   ) >"$log" 2>&1; then
     echo "$wanted" >"$stamp"

@@ -3,7 +3,8 @@
 //! templates ([`template`]) and checks ([`check`]) parsed, and expanded into the runs it asks
 //! for ([`matrix`]); a system's processes started and stopped as process groups ([`process`],
 //! command lines split by [`words`]), probed until ready ([`ready`]) and sampled ([`sample`]).
-//! [`execute`] runs the cells, given how a workload runs (a wirespeed test, in-process).
+//! [`execute`] runs the cells, given how a workload runs (a wirespeed test, in-process);
+//! [`version`] asks each system's program which version it is.
 
 pub mod check;
 pub mod execute;
@@ -15,6 +16,7 @@ pub mod ready;
 pub mod sample;
 pub mod scenario;
 pub mod template;
+pub mod version;
 pub mod words;
 
 pub use load::{parse, Loaded, ScenarioError};

@@ -163,6 +163,13 @@ fn check_system(system: &System, workloads: &[Workload]) -> Result<(), (String, 
             return Err(named(format!("{:?}: empty cmd", p.role)));
         }
     }
+    if let Some(v) = &system.version {
+        match crate::words::split(&v.cmd) {
+            Ok(words) if !words.is_empty() => {}
+            Ok(_) => return Err(named("version: empty cmd".into())),
+            Err(e) => return Err(named(format!("version: {e}"))),
+        }
+    }
     for w in workloads {
         match (&system.entry, &w.target) {
             (Entry::Named(map), Some(t)) if !map.contains_key(t) => {

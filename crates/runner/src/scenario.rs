@@ -305,6 +305,21 @@ pub struct System {
     /// Its processes, started in order (and after `after`).
     #[serde(default)]
     pub process: Vec<Process>,
+    /// A command that prints its program's version, recorded with the results.
+    #[serde(default)]
+    pub version: Option<VersionCommand>,
+}
+
+/// How to ask a system's program for its version.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct VersionCommand {
+    /// The command (no shell; `frps --version`).
+    pub cmd: String,
+    /// Text its output should hold (`0.71.0`); otherwise the summary says what it printed
+    /// instead.
+    #[serde(default)]
+    pub expect: Option<String>,
 }
 
 impl System {

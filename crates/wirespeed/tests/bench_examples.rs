@@ -93,6 +93,8 @@ fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
     for file in ["summary.md", "summary.csv", "summary.html", "summary.svg"] {
         assert!(dir.path().join(file).is_file(), "{name}: {file}");
     }
+    // Each installed program printed the version its scenario names.
+    assert!(!stdout.contains("warning: version"), "{name}: {stdout}");
     (cells, dir)
 }
 

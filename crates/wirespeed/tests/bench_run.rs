@@ -46,9 +46,11 @@ name = "wirespeed"
 entry = "127.0.0.1:{{port.srv}}"
 env = {{ WS_BENCH_MARK = "{marker}" }}
 process = [ {{ role = "server", cmd = "{bin} server -B 127.0.0.1 -p {{port.srv}}", ready = {{ tcp = "{{port.srv}}" }} }} ]
+version = {{ cmd = "{bin} --version", expect = "wirespeed" }}
 [[system]]
 name = "socat"
 requires = ["socat"]
+version = {{ cmd = "socat -V", expect = "socat version 0.0.0" }}
 entry = "127.0.0.1:{{port.entry}}"
 env = {{ WS_BENCH_MARK = "{marker}" }}
 process = [ {{ role = "proxy", cmd = "socat TCP4-LISTEN:{{port.entry}},bind=127.0.0.1,reuseaddr,fork TCP4:{{fixture.sink.addr}}", ready = {{ tcp = "{{port.entry}}" }} }} ]
@@ -98,7 +100,12 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
         "failed runs give exit 5: {text}\n{}",
         String::from_utf8_lossy(&out.stderr)
     );
-    let lines: Vec<&str> = text.lines().collect();
+    // Each program's version first, and a warning where it is not the one expected.
+    assert!(text.lines().any(|l| l.starts_with("version  wirespeed: ")), "{text}");
+    let socat = text.lines().find(|l| l.starts_with("warning: version socat: ")).expect(&text);
+    assert!(socat.contains("not the expected \"socat version 0.0.0\""), "{socat}");
+    let lines: Vec<&str> =
+        text.lines().filter(|l| !l.starts_with("version") && !l.starts_with("warning")).collect();
     // Interleaved: every system once per repeat, in order.
     let ids: Vec<&str> = lines.iter().filter_map(|l| l.split_whitespace().nth(1)).collect();
     assert_eq!(
@@ -145,6 +152,10 @@ fn runs_go_on_past_skipped_and_failed_systems_and_leave_nothing_behind() {
     // The summary: a row per system, medians, % of the baseline, runs that counted.
     let md = std::fs::read_to_string(out_dir.join("summary.md")).unwrap();
     assert!(md.contains("| System | Round trip p50 (median) |"), "{md}");
+    assert!(
+        md.contains("## Versions") && md.contains("socat version 0.0.0 (NOT what it printed)"),
+        "{md}"
+    );
     assert!(md.contains("| missing | - | - | - | 0/2, 2 skipped |"), "{md}");
     assert!(md.contains("| dies | - | - | - | 0/2, 2 failed |"), "{md}");
     assert!(md.lines().any(|l| l.starts_with("| socat |") && l.contains("proxy ")), "{md}");

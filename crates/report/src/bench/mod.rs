@@ -157,15 +157,59 @@ fn groups(cells: &[BenchCell]) -> Vec<Group<'_>> {
         .collect()
 }
 
-/// Every group's tables under their headings.
-fn sections(cells: &[BenchCell], baselines: &[&str]) -> Vec<(String, Table)> {
-    groups(cells).iter().flat_map(|g| tables::of_group(g, baselines)).collect()
+/// What a system's program said its version was.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct ProgramVersion {
+    /// The system's cells, joined.
+    pub systems: String,
+    /// The command that printed it.
+    pub command: String,
+    /// The line that says the version, or why there is none.
+    pub printed: String,
+    /// The text the scenario expected in it.
+    pub expected: Option<String>,
+    /// Whether the line held it (or nothing was expected).
+    pub as_expected: bool,
 }
 
-/// The results as a Markdown document: a table per workload, several per sweep.
-pub fn markdown(title: &str, baselines: &[&str], cells: &[BenchCell]) -> String {
+/// Every group's tables under their headings, then the programs' versions.
+fn sections(
+    cells: &[BenchCell],
+    baselines: &[&str],
+    versions: &[ProgramVersion],
+) -> Vec<(String, Table)> {
+    let mut out: Vec<(String, Table)> =
+        groups(cells).iter().flat_map(|g| tables::of_group(g, baselines)).collect();
+    if !versions.is_empty() {
+        let mut t = Table::new(&["System", "Command", "Printed", "Expected"]);
+        for v in versions {
+            let expected = match (&v.expected, v.as_expected) {
+                (Some(e), true) => e.clone(),
+                (Some(e), false) => format!("{e} (NOT what it printed)"),
+                (None, _) => "-".into(),
+            };
+            t.push(vec![
+                v.systems.clone(),
+                format!("`{}`", v.command),
+                v.printed.clone(),
+                expected,
+            ]);
+        }
+        out.push(("Versions".into(), t));
+    }
+    out
+}
+
+/// The results as a Markdown document: a table per workload, several per sweep, and the
+/// versions the programs printed.
+pub fn markdown(
+    title: &str,
+    baselines: &[&str],
+    cells: &[BenchCell],
+    versions: &[ProgramVersion],
+) -> String {
     let mut out = format!("# {title}\n");
-    for (heading, table) in sections(cells, baselines) {
+    for (heading, table) in sections(cells, baselines, versions) {
         out.push_str(&format!("\n## {heading}\n\n"));
         out.push_str(&table.markdown());
     }
@@ -178,8 +222,13 @@ pub fn charts(cells: &[BenchCell]) -> Vec<Chart> {
 }
 
 /// The results as a self-contained HTML page: the tables and interactive charts.
-pub fn html(title: &str, baselines: &[&str], cells: &[BenchCell]) -> String {
-    crate::html::bench_document(title, &sections(cells, baselines), charts(cells))
+pub fn html(
+    title: &str,
+    baselines: &[&str],
+    cells: &[BenchCell],
+    versions: &[ProgramVersion],
+) -> String {
+    crate::html::bench_document(title, &sections(cells, baselines, versions), charts(cells))
 }
 
 /// The results as CSV: a row per workload and system, numbers unformatted, a percentage
@@ -261,7 +310,7 @@ mod tests {
 
     #[test]
     fn bench_markdown() {
-        insta::assert_snapshot!(markdown("transports", &["direct"], &cells()));
+        insta::assert_snapshot!(markdown("transports", &["direct"], &cells(), &[]));
     }
 
     #[test]
@@ -352,7 +401,7 @@ mod tests {
     #[test]
     fn a_sweep_is_one_table_with_a_row_per_swept_value_and_a_column_per_system() {
         let cells = rate_sweep(Unit::PerSecond(wirespeed_model::metrics::Events::Requests));
-        let md = markdown("rates", &["direct"], &cells);
+        let md = markdown("rates", &["direct"], &cells, &[]);
         let sections: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
         assert_eq!(
             sections,
@@ -374,7 +423,7 @@ mod tests {
     #[test]
     fn a_fixed_rate_sweep_leads_with_latency_and_draws_it_once() {
         let cells = rate_sweep(Unit::Nanos);
-        let md = markdown("rates", &[], &cells);
+        let md = markdown("rates", &[], &cells, &[]);
         let sections: Vec<&str> = md.lines().filter(|l| l.starts_with("## ")).collect();
         assert_eq!(
             sections,

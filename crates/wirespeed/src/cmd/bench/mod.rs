@@ -78,6 +78,7 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let cancel = super::interrupt_token();
     let scenario_name = loaded.scenario.scenario.name.clone();
     let places = Places { scenario_dir: &scenario_dir, out: &out, resume: args.resume };
+    let versions = check_versions(&loaded)?;
     let results = execute::run_all(
         &loaded,
         &places,
@@ -114,7 +115,7 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
         count(|o| matches!(o, Outcome::Skipped(_))),
         out.display()
     );
-    let markdown = write_summaries(&out, &loaded, &results)?;
+    let markdown = write_summaries(&out, &loaded, &results, &versions)?;
     crate::output::write_stdout(format!("\n{markdown}\n{summary}").as_bytes())?;
     Ok(if cancel.is_cancelled() {
         exit::INTERRUPTED
@@ -127,6 +128,31 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     } else {
         exit::OK
     })
+}
+
+/// Asks each installed system's program for its version before the runs, printing what it
+/// said (and a warning where that is not what the scenario expects), for the summary.
+fn check_versions(
+    loaded: &wirespeed_runner::Loaded,
+) -> Result<Vec<wirespeed_report::bench::ProgramVersion>> {
+    let versions = wirespeed_runner::version::check(loaded);
+    let mut text = String::new();
+    for v in &versions {
+        let systems = v.systems.join(", ");
+        let word = if v.as_expected() { "version " } else { "warning: version" };
+        text.push_str(&format!("{word} {systems}: {}\n", v.describe()));
+    }
+    crate::output::write_stdout(text.as_bytes())?;
+    Ok(versions
+        .into_iter()
+        .map(|v| wirespeed_report::bench::ProgramVersion {
+            systems: v.systems.join(", "),
+            as_expected: v.as_expected(),
+            printed: v.printed.clone().unwrap_or_else(|why| why),
+            command: v.command,
+            expected: v.expected,
+        })
+        .collect())
 }
 
 /// The results directory, absolute (processes run in their run's directory, so every path
@@ -232,17 +258,18 @@ fn write_summaries(
     out: &std::path::Path,
     loaded: &wirespeed_runner::Loaded,
     results: &[(Run, Outcome)],
+    versions: &[wirespeed_report::bench::ProgramVersion],
 ) -> Result<String> {
     let name = &loaded.scenario.scenario.name;
     let cells = summarize(loaded, results);
     let baseline = loaded.scenario.report.baselines();
     let baseline = baseline.as_slice();
-    let markdown = wirespeed_report::bench::markdown(name, baseline, &cells);
+    let markdown = wirespeed_report::bench::markdown(name, baseline, &cells, versions);
     for (file, text) in [
         ("summary.md", markdown.clone()),
         ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
         ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
-        ("summary.html", wirespeed_report::bench::html(name, baseline, &cells)),
+        ("summary.html", wirespeed_report::bench::html(name, baseline, &cells, versions)),
     ] {
         let path = out.join(file);
         std::fs::write(&path, text).with_context(|| format!("writing {}", path.display()))?;

@@ -1,0 +1,164 @@
+//! Which version of each system's program a study measured. A system may name a command that
+//! prints it (`version = { cmd = "frps --version", expect = "0.71.0" }`); before the runs, each
+//! such command runs once (no shell, at most a few seconds), and what it printed goes in the
+//! summary. A version that does not contain the expected text is reported as such, with what
+//! was printed: the runs still go ahead, since their figures are real, but of another version
+//! than the scenario was written for.
+
+use std::io::Read;
+use std::process::{Command, Stdio};
+use std::time::{Duration, Instant};
+
+use crate::Loaded;
+
+/// Longest a version command may run.
+pub const TIMEOUT: Duration = Duration::from_secs(5);
+
+/// One system's version, as its command printed it.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct Version {
+    /// The system's cells (`frp-tcp`, `frp-tls`).
+    pub systems: Vec<String>,
+    /// The command run.
+    pub command: String,
+    /// The line that says the version (the one holding the expected text, else the first),
+    /// or why nothing was read.
+    pub printed: Result<String, String>,
+    /// The text the scenario expects in it.
+    pub expected: Option<String>,
+}
+
+impl Version {
+    /// Whether it printed what the scenario expects (true when nothing is expected).
+    pub fn as_expected(&self) -> bool {
+        match (&self.printed, &self.expected) {
+            (Ok(line), Some(e)) => line.contains(e.as_str()),
+            (Ok(_), None) => true,
+            (Err(_), _) => false,
+        }
+    }
+
+    /// One line for people: what was printed, and what was expected where it differs.
+    pub fn describe(&self) -> String {
+        let printed = match &self.printed {
+            Ok(line) => format!("{:?} printed {line:?}", self.command),
+            Err(why) => format!("{:?} {why}", self.command),
+        };
+        match (&self.expected, self.as_expected()) {
+            (Some(e), false) => format!("{printed}, not the expected {e:?}"),
+            _ => printed,
+        }
+    }
+}
+
+/// Runs the version command of every system whose programs are installed.
+pub fn check(loaded: &Loaded) -> Vec<Version> {
+    let s = &loaded.scenario;
+    let installed =
+        |i: usize| s.system[i].requires.iter().all(|p| crate::process::which(p).is_some());
+    s.system
+        .iter()
+        .enumerate()
+        .filter(|(i, _)| installed(*i))
+        .filter_map(|(i, system)| {
+            let v = system.version.as_ref()?;
+            let cells = loaded.plan.systems.iter().filter(|c| c.system == i);
+            Some(Version {
+                systems: cells.map(|c| c.name.clone()).collect(),
+                command: v.cmd.clone(),
+                printed: printed(&v.cmd, v.expect.as_deref(), TIMEOUT),
+                expected: v.expect.clone(),
+            })
+        })
+        .collect()
+}
+
+/// Runs `cmd` and picks the line of its output that holds `expect` (else the first line),
+/// spaces squeezed.
+fn printed(cmd: &str, expect: Option<&str>, timeout: Duration) -> Result<String, String> {
+    let output = run(cmd, timeout)?;
+    let lines: Vec<String> = output
+        .lines()
+        .map(|l| l.split_whitespace().collect::<Vec<_>>().join(" "))
+        .filter(|l| !l.is_empty())
+        .collect();
+    let holding = expect.and_then(|e| lines.iter().find(|l| l.contains(e)));
+    holding.or(lines.first()).cloned().ok_or_else(|| "printed nothing".to_string())
+}
+
+/// Its stdout, then its stderr; an error when it cannot start, fails, or outlasts `timeout`.
+fn run(cmd: &str, timeout: Duration) -> Result<String, String> {
+    let words = crate::words::split(cmd)?;
+    let (program, args) = words.split_first().ok_or("is empty")?;
+    let mut child = Command::new(program)
+        .args(args)
+        .stdin(Stdio::null())
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .map_err(|e| format!("did not start: {e}"))?;
+    let began = Instant::now();
+    let status = loop {
+        match child.try_wait() {
+            Ok(Some(status)) => break status,
+            Ok(None) if began.elapsed() < timeout => std::thread::sleep(Duration::from_millis(10)),
+            _ => {
+                let _ = child.kill();
+                let _ = child.wait();
+                return Err(format!("did not finish in {:?}", timeout));
+            }
+        }
+    };
+    let mut text = String::new();
+    for pipe in [
+        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read>),
+        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read>),
+    ]
+    .into_iter()
+    .flatten()
+    {
+        let mut part = String::new();
+        let _ = pipe.take(64 * 1024).read_to_string(&mut part);
+        text.push_str(&part);
+    }
+    if !status.success() && text.trim().is_empty() {
+        return Err(format!("failed ({status})"));
+    }
+    Ok(text)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_line_holding_the_expected_text_is_kept() {
+        let cmd = "printf 'rathole \\nBuild Timestamp:   2026\\nBuild Version:     0.5.0\\n'";
+        let cmd = format!("sh -c \"{cmd}\"");
+        assert_eq!(printed(&cmd, Some("0.5.0"), TIMEOUT).unwrap(), "Build Version: 0.5.0");
+        assert_eq!(printed(&cmd, None, TIMEOUT).unwrap(), "rathole");
+        let v = |expected: &str| Version {
+            systems: vec!["rathole-tcp".into()],
+            command: cmd.clone(),
+            printed: printed(&cmd, Some(expected), TIMEOUT),
+            expected: Some(expected.into()),
+        };
+        assert!(v("0.5.0").as_expected());
+        let other = v("0.5.1");
+        assert!(!other.as_expected());
+        assert!(other.describe().ends_with("printed \"rathole\", not the expected \"0.5.1\""));
+    }
+
+    #[test]
+    fn a_command_that_fails_or_hangs_says_so() {
+        let short = Duration::from_millis(200);
+        let fails = |cmd: &str| printed(cmd, None, short).unwrap_err();
+        assert!(
+            fails("no-such-program-here --version").starts_with("did not start"),
+            "{}",
+            fails("no-such-program-here")
+        );
+        assert_eq!(fails("false"), "failed (exit status: 1)");
+        assert_eq!(fails("sleep 30"), "did not finish in 200ms");
+    }
+}
