@@ -136,6 +136,11 @@ fn examples_rathole_http() {
     assert!(sweep.iter().all(|c| c["figure"] == "Latency p50" || c["values"][0].is_null()));
     let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(md.contains("| rate | direct p50 | direct p99 | rathole p50 | rathole p99 |"), "{md}");
+    // The same sweep under vegeta's own load, beside it.
+    assert!(
+        md.contains("## vegeta-latency: latency p50 and p99 (median of repeats) by rate"),
+        "{md}"
+    );
     if wirespeed_runner::process::which("rathole").is_some() {
         assert!(svg.contains("memory-at-1000: memory over time"), "the memory graph");
         let memory =

@@ -278,3 +278,74 @@ fn our_targets_send_what_vegeta_attack_sends_from_the_same_files() {
         assert_eq!(ours, theirs, "{format}: the same requests, as often");
     }
 }
+
+#[test]
+fn a_scenario_workload_can_be_vegetas_own_load() {
+    if wirespeed_runner::process::which("vegeta").is_none() {
+        skip::missing("vegeta is not installed", "scripts/peers.sh builds it");
+        return;
+    }
+    let dir = tempfile::tempdir().unwrap();
+    let scenario = dir.path().join("vegeta.toml");
+    // A warm-up, so vegeta is also stopped mid-attack (SIGINT) and its partial run thrown away.
+    std::fs::write(
+        &scenario,
+        r#"
+[scenario]
+name = "vegeta-load"
+[run]
+repeat = 1
+warmup = "500ms"
+[[fixture]]
+name = "web"
+kind = "http"
+[[system]]
+name = "direct"
+entry = "{fixture.web.addr}"
+[[workload]]
+name = "fixed"
+kind = "vegeta"
+rate = 40
+duration = "2s"
+[[workload]]
+name = "most"
+kind = "vegeta"
+rate = 0
+max-workers = 2
+duration = "1s"
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let out = client(&[
+        "bench",
+        scenario.to_str().unwrap(),
+        "--no-save",
+        "--out",
+        out_dir.to_str().unwrap(),
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let report = |run: &str| -> Value {
+        let path = out_dir.join("runs").join(run).join("report.json");
+        serde_json::from_str(&std::fs::read_to_string(path).unwrap()).unwrap()
+    };
+    // 40 requests/s for 2 s is 80 requests, every one answered, read back as an HTTP report
+    // whose headline at a fixed rate is latency.
+    let fixed = report("direct_fixed_r1");
+    assert_eq!(fixed["kind"], "http");
+    assert_eq!(
+        (fixed["summary"]["sent"].as_u64(), fixed["summary"]["responses"].as_u64()),
+        (Some(80), Some(80))
+    );
+    assert_eq!(fixed["summary"]["target_rate"], 40.0);
+    assert!(fixed["meta"]["notes"][0].as_str().unwrap().contains("vegeta attack -rate 40/s"));
+    assert!(text.contains("## fixed\n") && text.contains("Latency p50 (median)"), "{text}");
+    let most = report("direct_most_r1");
+    let s = &most["summary"];
+    assert!(
+        s["responses"].as_u64().unwrap() > 0 && s["errors"].as_object().unwrap().is_empty(),
+        "{s}"
+    );
+    assert_eq!(most["spec"]["connections"], 2);
+}

@@ -10,7 +10,7 @@ use wirespeed_model::units::CivilTime;
 
 /// A report's meta for a run that started at `start_wall` against `remote` (the control
 /// connection's far end, or the target of a test that has none).
-pub(crate) fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr>) -> Meta {
+pub fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr>) -> Meta {
     Meta {
         version: version.to_string(),
         host: hostname(),

@@ -6,6 +6,7 @@
 //! (median over repeats, spread, % of the baseline, peak memory) printed and written as
 //! Markdown, CSV, JSON, an SVG of bar charts and an HTML page with the same charts.
 
+mod vegeta_load;
 mod workload;
 
 use anyhow::{Context, Result};
@@ -32,7 +33,8 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     let path = args.scenario.as_ref().context("a scenario file is needed (or --schema)")?;
     let text =
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
-    let kinds = TestKind::workload_names();
+    let mut kinds = TestKind::workload_names();
+    kinds.push(vegeta_load::KIND);
     let mut loaded = wirespeed_runner::parse(&path.display().to_string(), &text, &kinds)?;
     check_workloads(&loaded).with_context(|| path.display().to_string())?;
     if args.smoke {
@@ -43,6 +45,9 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
 
 /// `--smoke`: the option that sets how long a test of `kind` runs, and a short value for it.
 fn smoke_length(kind: &str) -> Option<(&'static str, toml::Value)> {
+    if kind == vegeta_load::KIND {
+        return Some(("duration", toml::Value::String("1s".into())));
+    }
     let flag = TestKind::from_name(kind)?.time_flag()?;
     Some((flag, toml::Value::String("1s".into())))
 }
@@ -379,6 +384,11 @@ fn show(args: &BenchArgs) -> Result<u8> {
 fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
     for w in &loaded.plan.workloads {
         let workload = &loaded.scenario.workload[w.workload];
+        if workload.kind == vegeta_load::KIND {
+            vegeta_load::command_line("127.0.0.1:9", &w.options)
+                .with_context(|| format!("workload {:?}", w.name))?;
+            continue;
+        }
         let words = workload::command_line(&workload.kind, "127.0.0.1:9", &w.options)?;
         crate::flags::parse_from(&words).map_err(|e| {
             let msg = e.render().to_string();

@@ -1,7 +1,8 @@
 //! A scenario's workload cell as the command line it stands for — `wirespeed KIND ENTRY
 //! --OPTION VALUE …` — parsed by the same flags and resolved by the same code as a test typed
 //! by hand, then run in-process. So a cell of a benchmark matrix and a command line are the
-//! same thing, and an option a test kind does not have is refused in clap's words.
+//! same thing, and an option a test kind does not have is refused in clap's words. A `vegeta`
+//! workload is vegeta's own load instead (`vegeta_load`).
 
 use std::collections::BTreeMap;
 
@@ -24,10 +25,16 @@ impl Workloads for InProcess {
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
     ) -> Result<Vec<String>> {
+        if kind == super::vegeta_load::KIND {
+            return super::vegeta_load::command_line(entry, options);
+        }
         command_line(kind, entry, options)
     }
 
     async fn run(&self, words: &[String], cancel: CancellationToken) -> Result<Report> {
+        if words.first().map(String::as_str) == Some(super::vegeta_load::KIND) {
+            return super::vegeta_load::run(words, cancel).await;
+        }
         run(words, cancel).await
     }
 }

@@ -1,0 +1,219 @@
+//! A workload whose load is vegeta's own (`kind = "vegeta"`), as rathole's benchmark made it:
+//! `vegeta attack` (from PATH) against the system's entry for the workload's duration, at a
+//! fixed rate or as fast as `max-workers` manage (`rate = 0`), its results read back as an HTTP
+//! report (`crate::vegeta::import`), so the same tunnel's figures under vegeta's load and under
+//! wirespeed's sit side by side. Interrupted (the warm-up's end, Ctrl-C), vegeta gets SIGINT,
+//! on which it stops and writes what it has.
+
+use std::collections::BTreeMap;
+use std::time::Duration;
+
+use anyhow::{bail, Context, Result};
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::units::parse_duration;
+use wirespeed_model::Report;
+use wirespeed_runner::matrix::scalar_text;
+
+use crate::vegeta::import::{self, Attack};
+
+/// The first word of a vegeta workload's command line.
+pub(super) const KIND: &str = "vegeta";
+
+/// The options a vegeta workload takes, each a `vegeta attack` flag of the same name.
+const OPTIONS: &[&str] = &["rate", "duration", "max-workers", "workers", "timeout", "connections"];
+
+/// `vegeta URL -rate R -duration D …`: the words of a vegeta workload aimed at `entry`.
+pub(super) fn command_line(
+    entry: &str,
+    options: &BTreeMap<String, toml::Value>,
+) -> Result<Vec<String>> {
+    let url = if entry.starts_with("http://") || entry.starts_with("https://") {
+        entry.to_string()
+    } else {
+        format!("http://{entry}/")
+    };
+    let mut words = vec![KIND.to_string(), url];
+    for (key, value) in options {
+        if !OPTIONS.contains(&key.as_str()) {
+            bail!("vegeta: no option {key:?} (it takes {})", OPTIONS.join(", "));
+        }
+        let text = scalar_text(value)
+            .with_context(|| format!("option {key}: expected a word or number"))?;
+        words.extend([format!("-{key}"), text]);
+    }
+    attack_of(&words)?;
+    Ok(words)
+}
+
+/// What the words ask vegeta for, checked: `rate = 0` needs `max-workers`.
+fn attack_of(words: &[String]) -> Result<(Attack, Vec<String>)> {
+    let url = words.get(1).context("vegeta: no URL")?.clone();
+    let flags = &words[2..];
+    let value = |flag: &str| {
+        flags.chunks(2).find(|p| p[0] == flag).and_then(|p| p.get(1)).map(String::as_str)
+    };
+    let seconds = |flag: &str, default: &str| {
+        parse_duration(value(flag).unwrap_or(default))
+            .map_err(|e| anyhow::anyhow!("vegeta {flag}: {e}"))
+    };
+    let rate_text = value("-rate").unwrap_or("50");
+    let rate: f64 = rate_text
+        .trim_end_matches("/s")
+        .parse()
+        .with_context(|| format!("vegeta -rate {rate_text:?}: expected requests per second"))?;
+    if rate.fract() != 0.0 || rate < 0.0 {
+        bail!("vegeta -rate {rate_text:?}: vegeta takes whole requests per second");
+    }
+    let max_workers =
+        value("-max-workers").map(str::parse::<u16>).transpose().context("vegeta -max-workers")?;
+    if rate == 0.0 && max_workers.is_none() {
+        bail!("vegeta: rate = 0 (as fast as it can) needs max-workers, as vegeta attack does");
+    }
+    let duration = seconds("-duration", "10s")?;
+    let timeout = seconds("-timeout", "30s")?;
+    // vegeta reads a bare number as per second; its durations are Go's (`10s`, `1m30s`).
+    let mut args: Vec<String> = vec!["attack".into(), "-rate".into(), format!("{}/s", rate as u64)];
+    args.extend([
+        "-duration".into(),
+        go_duration(duration),
+        "-timeout".into(),
+        go_duration(timeout),
+    ]);
+    for flag in ["-max-workers", "-workers", "-connections"] {
+        if let Some(v) = value(flag) {
+            args.extend([flag.to_string(), v.to_string()]);
+        }
+    }
+    let command = format!("vegeta {}", args.join(" "));
+    let attack =
+        Attack { url, rate, duration, max_workers: max_workers.unwrap_or(0), timeout, command };
+    Ok((attack, args))
+}
+
+fn go_duration(d: Duration) -> String {
+    format!("{}ms", d.as_millis().max(1))
+}
+
+/// Runs vegeta as the words say until it ends or `cancel` fires; its results as a report.
+pub(super) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
+    let (attack, args) = attack_of(words)?;
+    let results = std::env::temp_dir().join(format!(
+        "wirespeed-vegeta-{}-{:x}.bin",
+        std::process::id(),
+        rand_suffix()
+    ));
+    let outcome = attack_into(&attack, &args, &results, cancel).await;
+    let text = match outcome {
+        Ok(()) => encode(&results).await,
+        Err(e) => Err(e),
+    };
+    let _ = std::fs::remove_file(&results);
+    import::report(&text?, &attack)
+}
+
+fn rand_suffix() -> u64 {
+    use std::hash::{BuildHasher, RandomState};
+    RandomState::new().hash_one(std::time::SystemTime::now())
+}
+
+/// `vegeta attack ARGS -output RESULTS` with the target on its stdin; SIGINT when `cancel`
+/// fires (vegeta then stops and flushes).
+async fn attack_into(
+    attack: &Attack,
+    args: &[String],
+    results: &std::path::Path,
+    cancel: CancellationToken,
+) -> Result<()> {
+    use tokio::io::AsyncWriteExt;
+    let mut child = tokio::process::Command::new("vegeta")
+        .args(args)
+        .arg("-output")
+        .arg(results)
+        .env("TZ", "UTC")
+        .stdin(std::process::Stdio::piped())
+        .stdout(std::process::Stdio::null())
+        .stderr(std::process::Stdio::piped())
+        .kill_on_drop(true)
+        .spawn()
+        .context("vegeta did not start (scripts/peers.sh builds it)")?;
+    let mut stdin = child.stdin.take().context("vegeta's stdin")?;
+    stdin.write_all(format!("GET {}\n", attack.url).as_bytes()).await?;
+    drop(stdin);
+    let mut stderr = child.stderr.take().context("vegeta's stderr")?;
+    let said = tokio::spawn(async move {
+        let mut text = String::new();
+        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
+        text
+    });
+    let status = tokio::select! {
+        status = child.wait() => status?,
+        _ = cancel.cancelled() => {
+            if let Some(pid) = child.id() {
+                // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+            }
+            // It stops at once on SIGINT; a vegeta that does not is killed.
+            match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
+                Ok(status) => status?,
+                Err(_) => {
+                    child.kill().await?;
+                    bail!("vegeta did not stop on SIGINT");
+                }
+            }
+        }
+    };
+    let said = said.await.unwrap_or_default();
+    if !status.success() && !cancel.is_cancelled() {
+        bail!("{} failed ({status}): {}", attack.command, said.trim());
+    }
+    Ok(())
+}
+
+/// `vegeta encode --to json RESULTS`: the result lines.
+async fn encode(results: &std::path::Path) -> Result<String> {
+    let out = tokio::process::Command::new("vegeta")
+        .args(["encode", "--to", "json"])
+        .arg(results)
+        .env("TZ", "UTC")
+        .kill_on_drop(true)
+        .output()
+        .await
+        .context("vegeta encode did not start")?;
+    if !out.status.success() {
+        bail!(
+            "vegeta encode failed ({}): {}",
+            out.status,
+            String::from_utf8_lossy(&out.stderr).trim()
+        );
+    }
+    String::from_utf8(out.stdout).context("vegeta encode wrote something other than text")
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn options(pairs: &[(&str, toml::Value)]) -> BTreeMap<String, toml::Value> {
+        pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect()
+    }
+
+    #[test]
+    fn options_become_vegeta_flags_and_are_checked() {
+        let words = command_line(
+            "127.0.0.1:8080",
+            &options(&[("rate", 1000.into()), ("duration", "30s".into())]),
+        )
+        .unwrap();
+        let (attack, args) = attack_of(&words).unwrap();
+        assert_eq!(attack.url, "http://127.0.0.1:8080/");
+        assert_eq!(args.join(" "), "attack -rate 1000/s -duration 30000ms -timeout 30000ms");
+        let closed = options(&[("rate", 0.into()), ("max-workers", 48.into())]);
+        let (attack, args) = attack_of(&command_line("h:1", &closed).unwrap()).unwrap();
+        assert_eq!((attack.rate, attack.max_workers), (0.0, 48));
+        assert!(args.join(" ").ends_with("-max-workers 48"));
+        let e = command_line("h:1", &options(&[("rate", 0.into())])).unwrap_err();
+        assert!(e.to_string().contains("needs max-workers"), "{e}");
+        let e = command_line("h:1", &options(&[("connections-per-host", 1.into())])).unwrap_err();
+        assert!(e.to_string().contains("no option"), "{e}");
+    }
+}
