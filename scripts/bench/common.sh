@@ -1,5 +1,5 @@
 # Shared by the benchmark scripts (sourced, not run): tool checks, the release build, a
-# scratch directory removed on exit, and the median of a column of numbers.
+# scratch directory removed on exit, a command's CPU seconds, ratios and medians.
 # shellcheck shell=bash
 
 # need TOOL...: stop with an install hint when a tool is missing.
@@ -8,6 +8,13 @@ need() {
     command -v "$tool" >/dev/null || { echo "$tool is needed: apt-get install $tool" >&2; exit 1; }
   done
 }
+
+# cpu_of CMD...: runs CMD (its stdout to $tmp/out) and prints its user+system CPU seconds.
+cpu_of() { /usr/bin/time -f "%U %S" "$@" 2>"$tmp/time" >"$tmp/out"; tail -1 "$tmp/time" | awk '{print $1 + $2}'; }
+# per100k SECONDS COUNT: CPU seconds per 100,000 of COUNT.
+per100k() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.3f", c / n * 100000}'; }
+# ratio A B: A / B to three decimals (0 when B is 0).
+ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b == 0 ? 0 : a / b)}'; }
 
 # median < numbers: the middle value (the mean of the two middle ones for an even count).
 median() { sort -g | awk '{a[NR]=$1} END {if (NR%2) print a[(NR+1)/2]; else print (a[NR/2]+a[NR/2+1])/2}'; }

@@ -131,10 +131,7 @@ CONF
 
 stop_server() { kill "${PIDS[-1]}"; wait "${PIDS[-1]}" 2>/dev/null || true; unset 'PIDS[-1]'; sleep 0.3; }
 
-# cpu_of CMD...: runs CMD (its stdout to $tmp/out) and prints its user+system CPU seconds.
-cpu_of() { /usr/bin/time -f "%U %S" "$@" 2>"$tmp/time" >"$tmp/out"; tail -1 "$tmp/time" | awk '{print $1 + $2}'; }
 per_m() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.3f", c / n * 1000000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
 
 summary=()
 for server in $SERVERS; do

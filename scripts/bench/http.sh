@@ -19,9 +19,6 @@ PORT=15261
 if [ "$PIN" = same ]; then start_nginx $PORT taskset -c 0; else start_nginx $PORT taskset -c 1; fi
 URL="http://127.0.0.1:$PORT/"
 
-# cpu_of CMD...: runs CMD and prints "user+system seconds" of it on stderr's last line.
-cpu_of() { /usr/bin/time -f "%U %S" "$@" 2>"$tmp/time" >"$tmp/out"; tail -1 "$tmp/time" | awk '{print $1 + $2}'; }
-
 # One unmeasured run of each.
 taskset -c 0 $WS http "$URL" -c "$CONNS" -d 1 --no-save >/dev/null
 taskset -c 0 wrk -t 1 -c "$CONNS" -d 1s "$URL" >/dev/null

@@ -27,10 +27,6 @@ esac
 start_nginx $PORT "${server_cpu[@]}"
 URL="http://127.0.0.1:$PORT/"
 
-# cpu_of CMD...: runs CMD (its stdout to $tmp/out) and prints its user+system CPU seconds.
-cpu_of() { /usr/bin/time -f "%U %S" "$@" 2>"$tmp/time" >"$tmp/out"; tail -1 "$tmp/time" | awk '{print $1 + $2}'; }
-per100k() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.3f", c / (n * 1) * 100000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", a/b}'; }
 
 # One unmeasured run of each.
 "${client_cpu[@]}" $WS http "$URL" -c "$CONNS" -d 1 --no-save >/dev/null

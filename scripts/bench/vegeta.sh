@@ -29,13 +29,9 @@ esac
 start_nginx $PORT "${server_cpu[@]}"
 URL="http://127.0.0.1:$PORT/"
 
-# cpu_of CMD...: runs CMD (its stdout to $tmp/out) and prints its user+system CPU seconds.
-cpu_of() { /usr/bin/time -f "%U %S" "$@" 2>"$tmp/time" >"$tmp/out"; tail -1 "$tmp/time" | awk '{print $1 + $2}'; }
-per100k() { awk -v c="$1" -v n="$2" 'BEGIN {printf "%.3f", c / n * 100000}'; }
-ratio() { awk -v a="$1" -v b="$2" 'BEGIN {printf "%.3f", (b == 0 ? 0 : a / b)}'; }
 ms() { awk -v ns="$1" 'BEGIN {printf "%.3f", ns / 1e6}'; }
 
-# vegeta_attack CPU_PREFIX ARGS...: attacks $URL with ARGS, leaving its JSON report in
+# vegeta_attack ARGS...: attacks $URL with ARGS (on the client CPU), leaving its JSON report in
 # $tmp/vreport; prints its CPU seconds.
 vegeta_attack() {
   local c

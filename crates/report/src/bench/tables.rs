@@ -104,11 +104,12 @@ fn value_rows<'a>(group: &'a Group) -> Vec<(String, Vec<&'a BenchCell>)> {
         .collect()
 }
 
-/// A table of swept values against systems, `columns` cells per system under `names`.
+/// A table of swept values against systems, a column per system and name in `names`, filled
+/// by `cell` from a system's cell and its row's cells (`-` where it has none).
 fn grid(
     group: &Group,
     names: &[&str],
-    cell: impl Fn(&[&BenchCell], Option<&BenchCell>) -> Vec<String>,
+    cell: impl Fn(&[&BenchCell], &BenchCell) -> Vec<String>,
 ) -> Table {
     let systems = first_seen(group.cells.iter().map(|c| c.system.as_str()));
     let keys = group.keys.as_deref().unwrap_or_default().join(", ");
@@ -127,9 +128,8 @@ fn grid(
     for (label, cells) in value_rows(group) {
         let mut row = vec![label];
         for s in &systems {
-            let this = cells.iter().copied().find(|c| c.system == *s);
-            match this {
-                Some(_) => row.extend(cell(&cells, this)),
+            match cells.iter().copied().find(|c| c.system == *s) {
+                Some(this) => row.extend(cell(&cells, this)),
                 None => row.extend(names.iter().map(|_| "-".to_string())),
             }
         }
@@ -144,19 +144,16 @@ fn sweep(group: &Group, baselines: &[&str]) -> Vec<(String, Table)> {
     let mut out = Vec::new();
     let Some((figure_label, unit)) = headline(cells) else { return out };
     if unit != Unit::Nanos {
-        let t = grid(group, &[""], |_, c| vec![c.map_or("-".into(), shown_median)]);
+        let t = grid(group, &[""], |_, c| vec![shown_median(c)]);
         out.push((format!("{figure_label} (median of repeats)"), t));
     }
     for b in baselines {
-        let t = grid(group, &[""], |row, c| {
-            vec![c.map_or("-".into(), |c| shown_percent(c, baseline_of(row, Some(b))))]
-        });
+        let t = grid(group, &[""], |row, c| vec![shown_percent(c, baseline_of(row, Some(b)))]);
         out.push((format!("{figure_label} as % of {b}"), t));
     }
     if cells.iter().any(|c| !c.p99_ns.is_empty()) {
-        let t = grid(group, &["p50", "p99"], |_, c| match c {
-            Some(c) => vec![shown_latency(&c.p50_ns), shown_latency(&c.p99_ns)],
-            None => vec!["-".into(), "-".into()],
+        let t = grid(group, &["p50", "p99"], |_, c| {
+            vec![shown_latency(&c.p50_ns), shown_latency(&c.p99_ns)]
         });
         out.push(("latency p50 and p99 (median of repeats)".into(), t));
     }
