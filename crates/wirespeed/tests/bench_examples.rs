@@ -34,7 +34,8 @@ fn installed(loaded: &wirespeed_runner::Loaded, system: &str) -> bool {
 }
 
 /// The kinds the examples' workloads are (the binary checks them against its subcommands).
-const WORKLOAD_KINDS: &[&str] = &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns"];
+const WORKLOAD_KINDS: &[&str] =
+    &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns", "vegeta"];
 
 /// Runs `name` with `--smoke`; checks the listing, the exit code, and that each cell finished
 /// or was skipped as its programs say. Returns the summary's cells and the output directory.

@@ -25,9 +25,6 @@ impl Workloads for InProcess {
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
     ) -> Result<Vec<String>> {
-        if kind == super::vegeta_load::KIND {
-            return super::vegeta_load::command_line(entry, options);
-        }
         command_line(kind, entry, options)
     }
 
@@ -39,12 +36,16 @@ impl Workloads for InProcess {
     }
 }
 
-/// The words of the command line for `kind` aimed at `entry` with `options`.
+/// The words of the command line for `kind` aimed at `entry` with `options` (vegeta's, for a
+/// `vegeta` workload).
 pub(super) fn command_line(
     kind: &str,
     entry: &str,
     options: &BTreeMap<String, toml::Value>,
 ) -> Result<Vec<String>> {
+    if kind == super::vegeta_load::KIND {
+        return super::vegeta_load::command_line(entry, options);
+    }
     let mut words = vec!["wirespeed".to_string(), kind.to_string()];
     let Some(test) = TestKind::from_name(kind) else {
         bail!("{kind}: not a test kind a workload can be");
