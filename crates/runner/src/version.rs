@@ -5,7 +5,6 @@
 //! was printed: the runs still go ahead, since their figures are real, but of another version
 //! than the scenario was written for.
 
-use std::io::Read;
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
@@ -109,22 +108,13 @@ fn run(cmd: &str, timeout: Duration) -> Result<String, String> {
             }
         }
     };
-    let mut text = String::new();
-    for pipe in [
-        child.stdout.take().map(|p| Box::new(p) as Box<dyn Read>),
-        child.stderr.take().map(|p| Box::new(p) as Box<dyn Read>),
-    ]
-    .into_iter()
-    .flatten()
-    {
-        let mut part = String::new();
-        let _ = pipe.take(64 * 1024).read_to_string(&mut part);
-        text.push_str(&part);
-    }
+    // It has exited: what is left in its pipes is all it wrote.
+    let out = child.wait_with_output().map_err(|e| format!("could not be read: {e}"))?;
+    let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     if !status.success() && text.trim().is_empty() {
         return Err(format!("failed ({status})"));
     }
-    Ok(text)
+    Ok(text.into_owned())
 }
 
 #[cfg(test)]
