@@ -142,3 +142,26 @@ async fn a_delay_is_measured_as_the_delay() {
     assert!(latency.min_ns >= 10_000_000, "min {} ns", latency.min_ns);
     stop.cancel();
 }
+
+/// In the open model a response need not wake the load thread (its latency ends at the
+/// kernel's receive stamp): small ones are read when the next request falls due, and a
+/// response too large for one read turns that off for the rest of the run. Either way every
+/// response is read whole and its latency holds all of the server's delay.
+#[tokio::test(flavor = "multi_thread")]
+async fn open_model_responses_small_and_large_arrive_whole_and_on_time() {
+    let (port, stop) = common::http_fixture().await;
+    for (query, size) in [("delay=10ms", 615), ("size=2M&delay=10ms", 2 << 20)] {
+        let mut spec = open(format!("http://127.0.0.1:{port}/?{query}"), &[100.0], 40);
+        spec.threads = 2;
+        spec.max_connections = 8;
+        let s = run(spec).await.summary;
+        assert!(s.errors.is_empty(), "{query}: {:?}", s.errors);
+        assert_eq!(s.responses, 40, "{query}");
+        assert!(s.bytes_in >= 40 * size, "{query}: {} bytes in", s.bytes_in);
+        // Stamped by the kernel, a response still cannot seem to come back before the server
+        // answered it.
+        assert!(s.latency.min_ns >= 10_000_000, "{query}: min {} ns", s.latency.min_ns);
+        assert!(s.breakdown.first_byte.min_ns >= 10_000_000, "{query}");
+    }
+    stop.cancel();
+}

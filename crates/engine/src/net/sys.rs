@@ -607,6 +607,13 @@ pub(crate) fn recv_datagram(fd: RawFd, buf: &mut [u8]) -> io::Result<Datagram> {
     }
 }
 
+/// Reads from a stream socket without blocking: how many bytes, and when the kernel received
+/// the last segment read (wall clock, ns since the epoch) when the socket has
+/// `SO_TIMESTAMPNS` on (TCP reports the stamp of the last segment a read took).
+pub(crate) fn recv_stamped(fd: RawFd, buf: &mut [u8]) -> io::Result<(usize, Option<i64>)> {
+    recv_datagram(fd, buf).map(|d| (d.len, d.received_ns))
+}
+
 /// A new epoll instance.
 pub(crate) fn epoll() -> io::Result<std::os::fd::OwnedFd> {
     // SAFETY: epoll_create1 returns a new descriptor or -1.

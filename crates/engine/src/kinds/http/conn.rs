@@ -4,6 +4,7 @@
 //! sans-I/O parser in `wirespeed_proto::http1` (only the head is copied), then idle or close.
 
 use std::io::{self, Read, Write};
+use std::os::fd::AsRawFd;
 use std::time::Instant;
 
 use rustls::ClientConnection;
@@ -14,6 +15,7 @@ use wirespeed_proto::http_url::HttpUrl;
 
 use super::counts::{Cause, Tally};
 use super::requests::RequestSet;
+use crate::net::sys;
 
 /// A request sent more than this long after its scheduled time is late.
 pub(super) const LATE_NS: u64 = 1_000_000;
@@ -22,9 +24,51 @@ pub(super) const LATE_NS: u64 = 1_000_000;
 pub(super) struct Transport {
     pub socket: Socket,
     pub tls: Option<Box<ClientConnection>>,
+    /// When the kernel received what the last read of the socket took (wall clock, ns since
+    /// the epoch; `SO_TIMESTAMPNS`, turned on by [`Transport::new`]).
+    received_ns: Option<i64>,
+}
+
+/// The socket as rustls reads it: each read keeps the kernel's receive stamp.
+struct Stamped<'a> {
+    fd: std::os::fd::RawFd,
+    received_ns: &'a mut Option<i64>,
+}
+
+impl Read for Stamped<'_> {
+    fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
+        let (n, stamp) = sys::recv_stamped(self.fd, buf)?;
+        if stamp.is_some() {
+            *self.received_ns = stamp;
+        }
+        Ok(n)
+    }
+}
+
+/// Where a wall-clock receive stamp falls on the monotonic clock latency is counted on; now
+/// when there is no stamp, or when the wall clock was stepped since (a stamp in the future or
+/// more than a minute old).
+fn arrival(received_ns: Option<i64>) -> Instant {
+    let now = Instant::now();
+    let Some(stamp) = received_ns else { return now };
+    match u64::try_from(sys::realtime_ns() - stamp) {
+        Ok(age) if age < 60_000_000_000 => {
+            now.checked_sub(std::time::Duration::from_nanos(age)).unwrap_or(now)
+        }
+        _ => now,
+    }
 }
 
 impl Transport {
+    /// A connection's socket (with TLS over it for https://), asked to stamp what it receives
+    /// so that latency ends when the response reached this host, not when this thread woke
+    /// up to read it.
+    pub(super) fn new(socket: Socket, tls: Option<Box<ClientConnection>>) -> Self {
+        // Without stamps (a kernel that refuses), reads are timed when they happen.
+        let _ = sys::enable_rx_timestamps(socket.as_raw_fd());
+        Self { socket, tls, received_ns: None }
+    }
+
     /// Writes what TLS has queued; false when the socket is full.
     fn flush_tls(&mut self) -> io::Result<bool> {
         if let Some(tls) = self.tls.as_mut() {
@@ -58,7 +102,12 @@ impl Transport {
 
     /// Reads response bytes: 0 at the end of the stream.
     fn read(&mut self, buf: &mut [u8]) -> io::Result<usize> {
-        let Some(tls) = self.tls.as_mut() else { return (&self.socket).read(buf) };
+        let fd = self.socket.as_raw_fd();
+        let Some(tls) = self.tls.as_mut() else {
+            let (n, stamp) = sys::recv_stamped(fd, buf)?;
+            self.received_ns = stamp;
+            return Ok(n);
+        };
         loop {
             match tls.reader().read(buf) {
                 Ok(n) => return Ok(n),
@@ -67,7 +116,8 @@ impl Transport {
                 Err(e) if e.kind() == io::ErrorKind::UnexpectedEof => return Ok(0),
                 Err(e) => return Err(e),
             }
-            if tls.read_tls(&mut &self.socket)? == 0 {
+            let mut socket = Stamped { fd, received_ns: &mut self.received_ns };
+            if tls.read_tls(&mut socket)? == 0 {
                 continue; // the reader now reports the end
             }
             tls.process_new_packets().map_err(|e| io::Error::new(io::ErrorKind::InvalidData, e))?;
@@ -127,6 +177,9 @@ pub(super) struct Conn {
     pub sent_at: Instant,
     /// When the request (connecting included) times out.
     pub deadline: Instant,
+    /// When the bytes of the last read reached this host (the kernel's receive stamp): at a
+    /// response's end, when it was complete.
+    pub arrived: Instant,
     /// Which request of the set.
     pub request: usize,
     /// A redirect being followed: its bytes, URL, HEAD flag and how many so far.
@@ -139,6 +192,8 @@ pub(super) struct Conn {
     first_byte: Option<Instant>,
     head_buf: Vec<u8>,
     head: Option<ResponseHead>,
+    /// Reads that returned bytes of the current response.
+    pub reads: u32,
     body_left: u64,
     chunked: Option<ChunkedScanner>,
     bytes_in: u64,
@@ -175,6 +230,7 @@ impl Conn {
             scheduled,
             sent_at: now,
             deadline: now,
+            arrived: now,
             request,
             redirect: None,
             hops: 0,
@@ -183,6 +239,7 @@ impl Conn {
             first_byte: None,
             head_buf: Vec::with_capacity(1024),
             head: None,
+            reads: 0,
             body_left: 0,
             chunked: None,
             bytes_in: 0,
@@ -223,6 +280,7 @@ impl Conn {
     fn reset_response(&mut self) {
         self.first_byte = None;
         self.head = None;
+        self.reads = 0;
         self.head_buf.clear();
         self.chunked = None;
         self.body_left = 0;
@@ -355,12 +413,14 @@ impl Conn {
         let n = match self.io.read(scratch) {
             Ok(0) if idle => return Some(Step::PeerClosed),
             Ok(0) => {
+                // The end of a response that runs until the close: it ended now.
+                self.arrived = Instant::now();
                 return Some(match self.head {
                     Some(head) if head.framing == Framing::UntilClose => {
                         Step::Done { head, bytes_in: self.bytes_in }
                     }
                     _ => Step::Failed(Cause::Closed, None),
-                })
+                });
             }
             Ok(n) => n,
             Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Some(Step::Wait),
@@ -375,10 +435,13 @@ impl Conn {
             // Bytes nobody asked for: the connection cannot be trusted.
             return Some(Step::Failed(Cause::Invalid, None));
         }
+        self.arrived = arrival(self.io.received_ns);
+        self.reads += 1;
         if self.first_byte.is_none() {
-            let now = Instant::now();
-            self.first_byte = Some(now);
-            tally.record(|h| h.first_byte.record((now - self.sent_at).as_nanos() as u64));
+            let arrived = self.arrived;
+            self.first_byte = Some(arrived);
+            let took = arrived.saturating_duration_since(self.sent_at).as_nanos() as u64;
+            tally.record(|h| h.first_byte.record(took));
         }
         self.bytes_in += n as u64;
         let head_request = self.is_head(set);
@@ -463,5 +526,24 @@ impl Conn {
     /// Where a completed 3xx response sends the request next, if it is to be followed.
     pub(super) fn location(&self) -> Option<&str> {
         http1::header(self.head_bytes(), "location")
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use std::time::Duration;
+
+    #[test]
+    fn a_receive_stamp_puts_the_arrival_back_by_its_age() {
+        let before = Instant::now();
+        let a = arrival(Some(sys::realtime_ns() - 10_000_000_000));
+        assert!(before.duration_since(a) >= Duration::from_secs(5), "{a:?} against {before:?}");
+        // No stamp, a stamp from the future or over a minute old (the wall clock was stepped):
+        // the arrival is when it was read.
+        let now_ns = sys::realtime_ns();
+        for stamp in [None, Some(now_ns + 10_000_000_000), Some(now_ns - 120_000_000_000)] {
+            assert!(arrival(stamp) >= before, "{stamp:?}");
+        }
     }
 }

@@ -266,7 +266,7 @@ async fn connect(ctx: &Ctx, c: &ShardCounts, scheduled: Instant) -> Option<Sende
     if let Some(sink) = &ctx.results {
         let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
         let out = ctx.set.requests[i].body.len() as u64;
-        sink.emit(i, scheduled, 0, (out, 0), Some(cause.name()));
+        sink.emit(i, scheduled, scheduled.elapsed(), 0, (out, 0), Some(cause.name()));
     }
     c.fail(cause, detail);
     None
@@ -484,17 +484,20 @@ fn settle(
     outcome: Result<Result<(u16, u64), Option<Cause>>, tokio::time::error::Elapsed>,
     sender: &Sender,
 ) -> bool {
+    let took = scheduled.elapsed();
     if let Some(sink) = &ctx.results {
         match &outcome {
-            Ok(Ok((status, bytes_in))) => sink.emit(i, scheduled, *status, (out, *bytes_in), None),
-            Ok(Err(Some(cause))) => sink.emit(i, scheduled, 0, (out, 0), Some(cause.name())),
+            Ok(Ok((status, bytes_in))) => {
+                sink.emit(i, scheduled, took, *status, (out, *bytes_in), None)
+            }
+            Ok(Err(Some(cause))) => sink.emit(i, scheduled, took, 0, (out, 0), Some(cause.name())),
             Ok(Err(None)) => {} // the failed reconnect recorded it
-            Err(_) => sink.emit(i, scheduled, 0, (out, 0), Some(Cause::Timeout.name())),
+            Err(_) => sink.emit(i, scheduled, took, 0, (out, 0), Some(Cause::Timeout.name())),
         }
     }
     match outcome {
         Ok(Ok((status, bytes_in))) => {
-            c.histograms(|h| h.total.record(scheduled.elapsed().as_nanos() as u64));
+            c.histograms(|h| h.total.record(took.as_nanos() as u64));
             c.count(|t| {
                 t.responses += 1;
                 t.succeeded += u64::from((200..400).contains(&status));

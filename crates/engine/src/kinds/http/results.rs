@@ -5,7 +5,7 @@
 use std::sync::atomic::{AtomicU64, Ordering::Relaxed};
 use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
-use std::time::{Instant, SystemTime, UNIX_EPOCH};
+use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
 /// Records a writer may lag behind by before they are lost.
 pub const QUEUE: usize = 1 << 16;
@@ -66,11 +66,12 @@ impl ResultSink {
         self.0.lost.load(Relaxed)
     }
 
-    /// Hands over one request's record.
+    /// Hands over one request's record: it started at `started` and took `took`.
     pub(super) fn emit(
         &self,
         request: usize,
         started: Instant,
+        took: Duration,
         code: u16,
         bytes: (u64, u64),
         error: Option<&'static str>,
@@ -81,7 +82,7 @@ impl ResultSink {
         let record = RequestResult {
             seq: i.seq.fetch_add(1, Relaxed),
             start_unix_ns: i.base_unix_ns + offset,
-            latency_ns: started.elapsed().as_nanos() as u64,
+            latency_ns: took.as_nanos() as u64,
             code,
             bytes_out: bytes.0,
             bytes_in: bytes.1,

@@ -4,7 +4,9 @@
 //! whatever the server does; each goes out on an idle connection, or a new one up to the
 //! thread's share of `--max-connections`, or waits (late) — and a request that waited longer
 //! than the timeout is dropped and counted. Latency starts at the scheduled time, so a
-//! stalled server shows in the percentiles instead of slowing the schedule down.
+//! stalled server shows in the percentiles instead of slowing the schedule down. It ends at
+//! the kernel's receive stamp of the response's last bytes, so in the open model responses
+//! need not wake the thread: it reads them when it wakes for the next request due.
 
 use std::cell::{Cell, RefCell};
 use std::collections::VecDeque;
@@ -75,26 +77,37 @@ impl Schedule {
     }
 }
 
-/// Adds (`EPOLL_CTL_ADD`) or changes (`EPOLL_CTL_MOD`) the events watched on `fd`:
-/// readable and hang-ups always, writable when `writable`; edge-triggered.
+/// Adds (`EPOLL_CTL_ADD`) or changes (`EPOLL_CTL_MOD`) the `events` watched on `fd`.
 fn watch(
     epoll: libc::c_int,
     op: libc::c_int,
     fd: libc::c_int,
-    slot: u64,
-    writable: bool,
+    key: u64,
+    events: libc::c_int,
 ) -> io::Result<()> {
-    let mut events = libc::EPOLLIN | libc::EPOLLET | libc::EPOLLRDHUP;
-    if writable {
-        events |= libc::EPOLLOUT;
-    }
-    let mut ev = libc::epoll_event { events: events as u32, u64: slot };
-    // SAFETY: a live epoll descriptor, a live socket and a valid event.
+    let mut ev = libc::epoll_event { events: events as u32, u64: key };
+    // SAFETY: a live epoll descriptor, a live descriptor to watch and a valid event.
     if unsafe { libc::epoll_ctl(epoll, op, fd, &mut ev) } < 0 {
         return Err(io::Error::last_os_error());
     }
     Ok(())
 }
+
+/// Stops watching `fd` (`EPOLL_CTL_DEL`).
+fn unwatch(epoll: libc::c_int, fd: libc::c_int) -> io::Result<()> {
+    // SAFETY: a live epoll descriptor and descriptor; DEL ignores the event.
+    if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) } < 0 {
+        return Err(io::Error::last_os_error());
+    }
+    Ok(())
+}
+
+/// The key of the open model's arrivals set in the thread's own epoll set (while it wakes the
+/// thread): no connection's slot.
+const ARRIVALS: u64 = u64::MAX;
+
+/// What every connection's responses are watched for in the open model's arrivals set.
+const ARRIVING: libc::c_int = libc::EPOLLIN | libc::EPOLLET | libc::EPOLLRDHUP;
 
 /// What a connection is doing after an event.
 enum After {
@@ -124,6 +137,15 @@ pub(super) struct Shard {
     pub tally: RefCell<Tally>,
     /// This thread's epoll descriptor, once its loop has started.
     pub epoll: Cell<libc::c_int>,
+    /// The open model's second epoll set, where responses arrive (-1 in the closed model). It
+    /// is read whenever the thread wakes, and does not itself wake the thread while requests
+    /// keep falling due: a response's latency ends at the kernel's receive stamp, not when it
+    /// is read, so one wake-up per request (when it falls due) is enough instead of two.
+    pub arrivals: Cell<libc::c_int>,
+    /// Whether arrivals wake the thread: at the end of the schedule, and for good once a
+    /// response took more than one read (a large one, which must not wait in the socket
+    /// until the next request falls due).
+    pub eager: Cell<bool>,
 }
 
 impl Shard {
@@ -142,6 +164,62 @@ impl Shard {
         self.tally.borrow_mut().publish();
     }
 
+    /// What this thread's own epoll set watches on a connection: hang-ups always, writable
+    /// when `writable`, and readable, except in the open model while a response is awaited
+    /// or the connection idles (the arrivals set hears of those).
+    fn events(&self, writable: bool) -> libc::c_int {
+        let mut events = libc::EPOLLET | libc::EPOLLRDHUP;
+        if writable {
+            events |= libc::EPOLLOUT | libc::EPOLLIN;
+        } else if !self.mode.open {
+            events |= libc::EPOLLIN;
+        }
+        events
+    }
+
+    /// Moves connection `i` on after an event (from either epoll set) and files it as idle or
+    /// free. A slot already emptied by the other set's event in the same wake-up is left alone.
+    fn on_event(
+        &self,
+        i: usize,
+        conns: &mut [Option<Conn>],
+        idle: &mut Vec<usize>,
+        free: &mut Vec<usize>,
+        scratch: &mut [u8],
+    ) {
+        let Some(conn) = conns[i].as_ref() else { return };
+        let was_idle = conn.phase == Phase::Idle;
+        match self.advance(&mut conns[i], scratch) {
+            After::Idle if !was_idle => idle.push(i),
+            After::Gone => {
+                idle.retain(|&j| j != i);
+                free.push(i);
+            }
+            _ => {}
+        }
+    }
+
+    /// Reads every response that arrived since the last look (the open model's arrivals set,
+    /// without waiting).
+    fn collect(
+        &self,
+        conns: &mut [Option<Conn>],
+        ready: &mut [libc::epoll_event],
+        idle: &mut Vec<usize>,
+        free: &mut Vec<usize>,
+        scratch: &mut [u8],
+    ) -> io::Result<()> {
+        loop {
+            let n = sys::epoll_wait(self.arrivals.get(), ready, Duration::ZERO)?;
+            for ev in &ready[..n] {
+                self.on_event(ev.u64 as usize, conns, idle, free, scratch);
+            }
+            if n < ready.len() {
+                return Ok(());
+            }
+        }
+    }
+
     fn next_request(&self) -> usize {
         let i = self.next.get();
         self.next.set(if i + 1 >= self.set.len() { 0 } else { i + 1 });
@@ -152,7 +230,7 @@ impl Shard {
     fn failed(&self, cause: Cause, detail: Option<String>, request: usize, started: Instant) {
         if let Some(sink) = &self.results {
             let out = self.set.requests[request].body.len() as u64;
-            sink.emit(request, started, 0, (out, 0), Some(cause.name()));
+            sink.emit(request, started, started.elapsed(), 0, (out, 0), Some(cause.name()));
         }
         let mut tally = self.tally.borrow_mut();
         tally.totals.fail(cause);
@@ -203,7 +281,9 @@ impl Shard {
     fn run_open(&self) -> io::Result<()> {
         let Some(mut schedule) = self.schedule.clone() else { return Ok(()) };
         let epoll = sys::epoll()?;
+        let arrivals = sys::epoll()?;
         self.epoll.set(epoll.as_raw_fd());
+        self.arrivals.set(arrivals.as_raw_fd());
         let mut conns: Vec<Option<Conn>> = (0..self.slots).map(|_| None).collect();
         let mut free: Vec<usize> = (0..self.slots).rev().collect();
         let mut idle: Vec<usize> = Vec::new();
@@ -211,6 +291,7 @@ impl Shard {
         let mut ready = vec![libc::epoll_event { events: 0, u64: 0 }; self.slots.clamp(1, 1024)];
         let mut scratch = vec![0u8; 64 * 1024];
         let mut exhausted = false;
+        let mut waking = false;
         let mut last_sweep = Instant::now();
         while !self.stop.load(Relaxed) {
             let now = Instant::now();
@@ -256,6 +337,18 @@ impl Shard {
             if exhausted && pending.is_empty() && free.len() + idle.len() == self.slots {
                 break;
             }
+            // Once nothing more falls due, the responses still out are what the thread waits
+            // for: they wake it.
+            let eager = exhausted || self.eager.get();
+            if eager != waking {
+                let fd = arrivals.as_raw_fd();
+                if eager {
+                    watch(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, ARRIVALS, libc::EPOLLIN)?;
+                } else {
+                    unwatch(epoll.as_raw_fd(), fd)?;
+                }
+                waking = eager;
+            }
             // Sleep until the next request is due, or 10 ms for the sweep.
             let next = schedule
                 .next_due()
@@ -265,17 +358,12 @@ impl Shard {
                 next.saturating_duration_since(Instant::now()).min(Duration::from_millis(10));
             let n = sys::epoll_wait(epoll.as_raw_fd(), &mut ready, wait)?;
             for ev in &ready[..n] {
-                let i = ev.u64 as usize;
-                let was_idle = conns[i].as_ref().is_some_and(|c| c.phase == Phase::Idle);
-                match self.advance(&mut conns[i], &mut scratch) {
-                    After::Idle if !was_idle => idle.push(i),
-                    After::Gone => {
-                        idle.retain(|&j| j != i);
-                        free.push(i);
-                    }
-                    _ => {}
+                if ev.u64 != ARRIVALS {
+                    self.on_event(ev.u64 as usize, &mut conns, &mut idle, &mut free, &mut scratch);
                 }
             }
+            // The responses that came in meanwhile, before the sweep judges deadlines.
+            self.collect(&mut conns, &mut ready, &mut idle, &mut free, &mut scratch)?;
             self.sweep(&mut conns, &mut last_sweep, |i| free.push(i));
         }
         // What never got a connection before the end was not sent: not an error.
@@ -336,11 +424,20 @@ impl Shard {
                 }
             },
         };
-        if let Err(e) = watch(epoll, libc::EPOLL_CTL_ADD, socket.as_raw_fd(), slot as u64, true) {
+        let (fd, key) = (socket.as_raw_fd(), slot as u64);
+        let watched =
+            watch(epoll, libc::EPOLL_CTL_ADD, fd, key, self.events(true)).and_then(|()| match self
+                .arrivals
+                .get()
+            {
+                -1 => Ok(()),
+                arrivals => watch(arrivals, libc::EPOLL_CTL_ADD, fd, key, ARRIVING),
+            });
+        if let Err(e) = watched {
             return fail(&e);
         }
         self.tally.borrow_mut().totals.connections += 1;
-        let mut conn = Conn::new(Transport { socket, tls }, connected, request, scheduled);
+        let mut conn = Conn::new(Transport::new(socket, tls), connected, request, scheduled);
         conn.deadline = conn.opened + self.mode.timeout;
         conn.slot = slot as u64;
         conn.watching_writable = true;
@@ -358,7 +455,9 @@ impl Shard {
                 let want = conn.wants_writable();
                 if want != conn.watching_writable {
                     let (fd, slot_id) = (conn.io.socket.as_raw_fd(), conn.slot);
-                    if let Err(e) = watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, want)
+                    let events = self.events(want);
+                    if let Err(e) =
+                        watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, events)
                     {
                         self.failed(Cause::of(&e, false), None, conn.request, conn.scheduled);
                         *slot = None;
@@ -381,6 +480,9 @@ impl Shard {
                 }
                 Step::Done { head, bytes_in } => {
                     self.tally.borrow_mut().totals.bytes_in += bytes_in;
+                    if conn.reads > 1 {
+                        self.eager.set(true);
+                    }
                     if self.max_redirects > 0 && matches!(head.status, 301 | 302 | 303 | 307 | 308)
                     {
                         match self.redirect_target(conn, head.keep_alive) {
@@ -395,12 +497,14 @@ impl Shard {
                             }
                         }
                     }
-                    let took = conn.scheduled.elapsed().as_nanos() as u64;
+                    let took = conn.arrived.saturating_duration_since(conn.scheduled);
                     if let Some(sink) = &self.results {
                         let out = self.set.requests[conn.request].body.len() as u64;
                         let body = bytes_in.saturating_sub(head.len as u64);
-                        sink.emit(conn.request, conn.scheduled, head.status, (out, body), None);
+                        let (request, status) = (conn.request, head.status);
+                        sink.emit(request, conn.scheduled, took, status, (out, body), None);
                     }
+                    let took = took.as_nanos() as u64;
                     let mut tally = self.tally.borrow_mut();
                     tally.record(|h| h.total.record(took));
                     let t = &mut tally.totals;
@@ -472,6 +576,8 @@ pub(super) fn start(
             next: Cell::new(usize::from(i) % set.len().max(1)),
             tally: RefCell::new(Tally::new(c.clone())),
             epoll: Cell::new(-1),
+            arrivals: Cell::new(-1),
+            eager: Cell::new(false),
         };
         handles.push(std::thread::Builder::new().name(format!("ws-http-{}", i + 1)).spawn(
             move || {
