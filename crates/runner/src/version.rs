@@ -3,7 +3,8 @@
 //! such command runs once (no shell, at most a few seconds), and what it printed goes in the
 //! summary. A version that does not contain the expected text is reported as such, with what
 //! was printed: the runs still go ahead, since their figures are real, but of another version
-//! than the scenario was written for.
+//! than the scenario was written for. A workload whose load is another program's (vegeta)
+//! has that program's version recorded the same way.
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
@@ -70,6 +71,17 @@ pub fn check(loaded: &Loaded) -> Vec<Version> {
             })
         })
         .collect()
+}
+
+/// The version of a program that is not a system (a workload's own load generator, such as
+/// vegeta), under `label`: what `cmd` prints.
+pub fn of_program(label: &str, cmd: &str, expect: Option<&str>) -> Version {
+    Version {
+        systems: vec![label.to_string()],
+        command: cmd.to_string(),
+        printed: printed(cmd, expect, TIMEOUT),
+        expected: expect.map(str::to_string),
+    }
 }
 
 /// Runs `cmd` and picks the line of its output that holds `expect` (else the first line),

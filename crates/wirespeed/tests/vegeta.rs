@@ -341,6 +341,12 @@ duration = "1s"
     assert_eq!(fixed["summary"]["target_rate"], 40.0);
     assert!(fixed["meta"]["notes"][0].as_str().unwrap().contains("vegeta attack -rate 40/s"));
     assert!(text.contains("## fixed\n") && text.contains("Latency p50 (median)"), "{text}");
+    // The load generator's version is on record beside the systems'.
+    assert!(
+        text.contains("version  load of fixed, most: \"vegeta -version\" printed \"Version: v"),
+        "{text}"
+    );
+    assert!(text.contains("| load of fixed, most | `vegeta -version` | Version: v"), "{text}");
     let most = report("direct_most_r1");
     let s = &most["summary"];
     assert!(

@@ -140,7 +140,10 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
 fn check_versions(
     loaded: &wirespeed_runner::Loaded,
 ) -> Result<Vec<wirespeed_report::bench::ProgramVersion>> {
-    let versions = wirespeed_runner::version::check(loaded);
+    let mut versions = wirespeed_runner::version::check(loaded);
+    if let Some(v) = vegeta_load::version(loaded) {
+        versions.push(v);
+    }
     let mut text = String::new();
     for v in &versions {
         let systems = v.systems.join(", ");

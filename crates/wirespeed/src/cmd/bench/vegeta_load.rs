@@ -22,6 +22,25 @@ pub(super) const KIND: &str = "vegeta";
 /// The options a vegeta workload takes, each a `vegeta attack` flag of the same name.
 const OPTIONS: &[&str] = &["rate", "duration", "max-workers", "workers", "timeout", "connections"];
 
+/// vegeta's version (`vegeta -version`), labelled with the workloads it loads, when the
+/// scenario has any and vegeta is installed.
+pub(super) fn version(
+    loaded: &wirespeed_runner::Loaded,
+) -> Option<wirespeed_runner::version::Version> {
+    let names: Vec<&str> = loaded
+        .scenario
+        .workload
+        .iter()
+        .filter(|w| w.kind == KIND)
+        .map(|w| w.name.as_str())
+        .collect();
+    if names.is_empty() || wirespeed_runner::process::which("vegeta").is_none() {
+        return None;
+    }
+    let label = format!("load of {}", names.join(", "));
+    Some(wirespeed_runner::version::of_program(&label, "vegeta -version", Some("Version:")))
+}
+
 /// `vegeta URL -rate R -duration D …`: the words of a vegeta workload aimed at `entry`.
 pub(super) fn command_line(
     entry: &str,
