@@ -270,10 +270,16 @@ pub fn describe(loaded: &Loaded) -> String {
     }
     for w in &plan.workloads {
         let kind = &s.workload[w.workload].kind;
+        let requires = &s.workload[w.workload].requires;
+        let needs = if requires.is_empty() {
+            String::new()
+        } else {
+            format!("  (needs {})", requires.join(", "))
+        };
         let opts: BTreeMap<&String, String> =
             w.options.iter().filter_map(|(k, v)| Some((k, matrix::scalar_text(v)?))).collect();
         let opts: Vec<String> = opts.iter().map(|(k, v)| format!("{k}={v}")).collect();
-        out.push_str(&format!("workload {} ({kind} {})\n", w.name, opts.join(" ")));
+        out.push_str(&format!("workload {} ({kind} {}){needs}\n", w.name, opts.join(" ")));
     }
     for r in &plan.runs {
         out.push_str(&format!("run      {}\n", plan.run_id(r)));

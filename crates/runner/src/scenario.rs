@@ -375,6 +375,10 @@ pub struct Workload {
     /// Which of a system's named entries it loads.
     #[serde(default)]
     pub target: Option<String>,
+    /// Programs that must be on PATH (a load generator such as vegeta); without them the
+    /// workload's runs are skipped, not failed.
+    #[serde(default)]
+    pub requires: Vec<String>,
     /// The test's options.
     #[serde(flatten)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]

@@ -360,3 +360,51 @@ fn a_second_runner_on_the_same_directory_is_refused() {
     let out = common::client(&args);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
 }
+
+/// A workload may need a program of its own (a load generator such as vegeta): without it,
+/// that workload's runs are skipped with the reason, and the others run.
+#[test]
+fn a_workload_whose_program_is_missing_is_skipped_not_failed() {
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("w.toml");
+    let text = r#"
+[scenario]
+name = "workload-requires"
+[[fixture]]
+name = "sink"
+kind = "bandwidth-sink"
+[[system]]
+name = "direct"
+entry = "{fixture.sink.addr}"
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "300ms"
+[[workload]]
+name = "elsewhere"
+kind = "latency"
+requires = ["no-such-load-program"]
+time = "300ms"
+"#;
+    std::fs::write(&file, text).unwrap();
+    let list = common::client(&["bench", file.to_str().unwrap(), "--list"]);
+    let listed = String::from_utf8_lossy(&list.stdout);
+    assert!(
+        listed.contains("workload elsewhere (latency time=300ms)  (needs no-such-load-program)"),
+        "{listed}"
+    );
+    let out_dir = dir.path().join("out");
+    let out = common::client(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--out",
+        out_dir.to_str().unwrap(),
+        "--no-save",
+    ]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert_eq!(out.status.code(), Some(0), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    assert!(text.lines().any(|l| l.starts_with("done") && l.contains("direct/rtt/r1")), "{text}");
+    let skipped = text.lines().find(|l| l.contains("direct/elsewhere/r1")).expect(&text);
+    assert!(skipped.starts_with("skipped"), "{skipped}");
+    assert!(skipped.contains("no-such-load-program is not installed"), "{skipped}");
+}

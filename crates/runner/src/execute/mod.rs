@@ -180,7 +180,10 @@ impl<W: Workloads> One<'_, W> {
             Ok(b) => b,
             Err(e) => return Outcome::Failed(e),
         };
-        if let Some(why) = system::missing_program(system, &b) {
+        let workload = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
+        let missing = system::missing_program(&system.requires, &b)
+            .or_else(|| system::missing_program(&workload.requires, &b));
+        if let Some(why) = missing {
             return Outcome::Skipped(why);
         }
         let started =

@@ -79,9 +79,10 @@ impl<'a> Bindings<'a> {
     }
 }
 
-/// The first program the system needs that is not installed, said as a skip's reason.
-pub(crate) fn missing_program(system: &System, b: &Bindings<'_>) -> Option<String> {
-    system.requires.iter().find_map(|program| {
+/// The first of the programs a system or workload `requires` that is not installed, said as a
+/// skip's reason.
+pub(crate) fn missing_program(requires: &[String], b: &Bindings<'_>) -> Option<String> {
+    requires.iter().find_map(|program| {
         let program = b.render(program).unwrap_or_else(|_| program.clone());
         process::which(&program).is_none().then(|| format!("{program} is not installed"))
     })
