@@ -31,6 +31,9 @@ command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
 [ -x /usr/sbin/nsd ] || need_apt+=(nsd)
 [ -x /usr/sbin/knotd ] || need_apt+=(knot)
 [ -x /usr/sbin/named ] || need_apt+=(bind9)
+# PostgreSQL's server: the shared results store is tested against a real one, which the tests
+# start on a private port as the `postgres` user the package creates (its own service stays off).
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
 # rathole's TLS transport links OpenSSL (native-tls): its headers and pkg-config, to build it.
 command -v rathole >/dev/null 2>&1 || {
   command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)

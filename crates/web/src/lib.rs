@@ -33,10 +33,10 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::http::delivered::DeliveryTap;
 use wirespeed_engine::kinds::http::serve::{serve, ServeOptions};
-use wirespeed_store::{Store, WebPolicy};
+use wirespeed_store::{Budget, Store, Taken, WebPolicy};
 
 use crate::geoip::GeoIp;
-use crate::limits::{LimitConfig, Limits};
+use crate::limits::{LimitConfig, Limits, Refusal};
 use crate::meter::Meters;
 use crate::respond::Reply;
 use crate::routes::Route;
@@ -132,6 +132,48 @@ impl State {
     }
 }
 
+impl State {
+    /// Takes `bytes` from `client`'s transfer budget kept in a shared (PostgreSQL) database, so
+    /// a visitor cannot multiply the budget by the number of servers behind one name (the
+    /// per-server budget in [`Limits`] still applies first). Only the byte budget is shared: it
+    /// spends the one thing the servers have in common, their operator's traffic; requests a
+    /// minute and transfers at once guard each server's own sockets and CPU, and checking them
+    /// in the database would put its round trip in front of every ping the browser times.
+    /// With `owed`, bytes already received are charged even past empty. A database that fails
+    /// is logged and the transfer allowed: the per-server budget still holds.
+    pub async fn take_shared(
+        &self,
+        client: std::net::IpAddr,
+        bytes: u64,
+        owed: bool,
+    ) -> Result<(), Refusal> {
+        let per_hour = self.limits.config().bytes_per_hour;
+        let shared = self
+            .config
+            .store
+            .as_ref()
+            .is_some_and(|s| s.lock().unwrap_or_else(|e| e.into_inner()).is_shared());
+        if per_hour == 0 || !shared {
+            return Ok(());
+        }
+        let budget = Budget { capacity: per_hour as f64, per_sec: per_hour as f64 / 3600.0 };
+        let key = limits::key_of(client).to_string();
+        let now_ms = std::time::SystemTime::now()
+            .duration_since(std::time::UNIX_EPOCH)
+            .map_or(0, |d| d.as_millis() as i64);
+        let taken =
+            self.with_store(move |s| s.take_budget(&key, bytes as f64, budget, now_ms, owed)).await;
+        match taken {
+            Some(Ok(Taken::Wait(wait_s))) => Err(self.limits.shared_refusal(client, wait_s)),
+            Some(Err(e)) => {
+                tracing::warn!("shared transfer budget not checked: {e}");
+                Ok(())
+            }
+            Some(Ok(Taken::Yes)) | None => Ok(()),
+        }
+    }
+}
+
 /// Serves every listener until `shutdown`, then lets requests in flight finish (downloads are
 /// cut off after a second: a 1 GiB one would otherwise hold shutdown up for its whole length).
 /// A client must send each request head within 10 s (slowloris, idle keep-alive).
@@ -189,7 +231,7 @@ async fn handle(
         _ => None,
     };
     let reply = match route {
-        Route::Garbage => librespeed::garbage(&ctx, req.method(), tap),
+        Route::Garbage => librespeed::garbage(&ctx, req.method(), tap).await,
         Route::Empty => librespeed::empty(&ctx, req).await,
         Route::GetIp => librespeed::get_ip(&ctx),
         Route::Telemetry => librespeed::telemetry(&ctx, req).await,

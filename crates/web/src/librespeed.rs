@@ -77,7 +77,7 @@ pub fn chunks(ck: Option<&str>, max: u32) -> u32 {
 /// `garbage`: `ckSize` MiB of random bytes, never compressed or cached.
 /// With `tap` (an HTTP/1.1 connection), the download's meter counts what the client
 /// acknowledges; without, what is handed to the connection.
-pub fn garbage(ctx: &Ctx<'_>, method: &Method, tap: Option<Arc<DeliveryTap>>) -> Reply {
+pub async fn garbage(ctx: &Ctx<'_>, method: &Method, tap: Option<Arc<DeliveryTap>>) -> Reply {
     if method != Method::GET && method != Method::HEAD {
         return respond::refuse(StatusCode::METHOD_NOT_ALLOWED, "garbage takes GET", false);
     }
@@ -90,6 +90,9 @@ pub fn garbage(ctx: &Ctx<'_>, method: &Method, tap: Option<Arc<DeliveryTap>>) ->
             Ok(s) => s,
             Err(refusal) => return respond::too_many(refusal, false),
         };
+        if let Err(refusal) = ctx.state.take_shared(ctx.client, bytes, false).await {
+            return respond::too_many(refusal, false);
+        }
         let meter = ctx.meter();
         let counted_as_sent = match (tap, &meter) {
             (Some(tap), Some(m)) => {
@@ -153,6 +156,11 @@ pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
         Ok(s) => s,
         Err(refusal) => return respond::too_many(refusal, true),
     };
+    // An upload's size is known only as it arrives: it may start while the shared budget is
+    // not in debt, and what it brought is owed once it has.
+    if let Err(refusal) = ctx.state.take_shared(ctx.client, 0, false).await {
+        return respond::too_many(refusal, true);
+    }
     let meter = ctx.meter();
     let mut body = req.into_body();
     let (mut seen, mut uncharged) = (0u64, 0u64);
@@ -181,6 +189,7 @@ pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
     }
     let _ = ctx.state.limits.charge(ctx.client, uncharged, Instant::now());
     drop(slot);
+    let _ = ctx.state.take_shared(ctx.client, seen, true).await;
     keep_alive(respond::empty())
 }
 

@@ -97,7 +97,7 @@ impl Drop for StreamSlot {
 }
 
 /// The key a client is counted under: the address, or its /64.
-fn key_of(ip: IpAddr) -> IpAddr {
+pub fn key_of(ip: IpAddr) -> IpAddr {
     match ip.to_canonical() {
         IpAddr::V6(v6) => {
             let mut o = v6.octets();
@@ -169,6 +169,23 @@ impl Limits {
                 retry_after_s: wait.as_secs(),
             },
         )
+    }
+
+    /// The configured budgets.
+    pub fn config(&self) -> LimitConfig {
+        self.config
+    }
+
+    /// The refusal for a transfer the budget shared by every server on the database cannot
+    /// pay for, `wait_s` seconds before it could.
+    pub fn shared_refusal(&self, ip: IpAddr, wait_s: f64) -> Refusal {
+        Refusal {
+            why: format!(
+                "transfer budget used up for {ip}: the limit is {} an hour, shared by every server of this speed test",
+                human_bytes(self.config.bytes_per_hour)
+            ),
+            retry_after_s: wait_s.ceil() as u64,
+        }
     }
 
     /// Starts a transfer for `ip`, charging `bytes` up front (a download's known size).

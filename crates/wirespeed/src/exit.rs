@@ -12,7 +12,7 @@
 //! | 7 | the test ran but its results could not be saved |
 //! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace) |
 //! | 9 | a saved run asked for does not exist (or nothing has been saved yet) |
-//! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched) |
+//! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched); a PostgreSQL one that cannot be reached or refuses the login |
 //! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
 //! | 130 | a test interrupted by the user (results so far are still reported); `server` and `web` exit 0 when stopped |
 
@@ -39,7 +39,7 @@ pub(crate) const NOT_SAVED: u8 = 7;
 pub(crate) const NOT_PERMITTED: u8 = 8;
 /// A saved run asked for does not exist.
 pub(crate) const NOT_FOUND: u8 = 9;
-/// The results database is corrupt, foreign or too new.
+/// The results database is corrupt, foreign or too new, or PostgreSQL cannot be reached.
 pub(crate) const DB_UNUSABLE: u8 = 10;
 /// A scenario's checks failed.
 pub(crate) const CHECKS_FAILED: u8 = 11;
@@ -88,7 +88,8 @@ pub(crate) fn code_of(err: &anyhow::Error) -> u8 {
                 StoreError::NotADatabase { .. }
                 | StoreError::Foreign { .. }
                 | StoreError::TooNew { .. }
-                | StoreError::Corrupt { .. } => Some(DB_UNUSABLE),
+                | StoreError::Corrupt { .. }
+                | StoreError::Postgres { connect: true, .. } => Some(DB_UNUSABLE),
                 _ => None,
             }
         })

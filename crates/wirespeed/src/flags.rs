@@ -5,6 +5,8 @@
 
 use std::path::PathBuf;
 
+use wirespeed_store::Location;
+
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use wirespeed_model::kinds::cps::MAX_CONNECTORS;
 use wirespeed_model::kinds::dns::MAX_DNS_CLIENTS;
@@ -98,9 +100,10 @@ pub(crate) struct BenchArgs {
     /// load 1 s, each sweep cut to its first, middle and last value.
     #[arg(long)]
     pub smoke: bool,
-    /// Results database for the finished runs (default: the user's data directory).
-    #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
-    pub db: Option<PathBuf>,
+    /// Results database for the finished runs: an SQLite file (default: the user's data
+    /// directory) or a shared PostgreSQL one (postgres://USER@HOST/DB).
+    #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]
+    pub db: Option<Location>,
     /// Do not save runs to the results database.
     #[arg(long)]
     pub no_save: bool,
@@ -251,9 +254,10 @@ pub(crate) struct OutputArgs {
     /// Output format.
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
     pub format: FormatArg,
-    /// Results database (default: the user's data directory, wirespeed/results.db).
-    #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
-    pub db: Option<PathBuf>,
+    /// Results database: an SQLite file (default: the user's data directory,
+    /// wirespeed/results.db) or a shared PostgreSQL one (postgres://USER@HOST/DB).
+    #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]
+    pub db: Option<Location>,
     /// Do not save the results.
     #[arg(long)]
     pub no_save: bool,

@@ -2,14 +2,13 @@
 //! is a terminal, and the store.
 
 use std::io::{IsTerminal, Write};
-use std::path::PathBuf;
 
 use anyhow::{Context, Result};
 use tokio::sync::mpsc::UnboundedReceiver;
 use wirespeed_model::{Event, Report};
 use wirespeed_report::live::Panel;
 use wirespeed_report::Format;
-use wirespeed_store::Store;
+use wirespeed_store::{Location, Store};
 
 use crate::flags::{FormatArg, OutputArgs};
 
@@ -118,11 +117,6 @@ fn terminal_width() -> usize {
     }
 }
 
-/// The database path from the flags or the default location.
-pub(crate) fn db_path(args: &OutputArgs) -> Result<PathBuf> {
-    crate::saved::db_path(&args.db)
-}
-
 /// Writes to stdout; a reader that went away (`| head`) is not an error.
 pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
     let mut out = std::io::stdout().lock();
@@ -132,12 +126,31 @@ pub(crate) fn write_stdout(bytes: &[u8]) -> Result<()> {
     }
 }
 
-/// Saves reports unless `--no-save`; returns the ids.
-pub(crate) fn save(args: &OutputArgs, reports: &[&Report]) -> Result<Vec<i64>> {
+/// Opens a shared (PostgreSQL) results database before a test runs, so a wrong URL, password
+/// or schema costs no measurement; `None` for an SQLite file (opened when saving, so a test that
+/// fails leaves no empty file behind) or with `--no-save`.
+pub(crate) fn open_shared_store(args: &OutputArgs) -> Result<Option<Store>> {
+    match &args.db {
+        Some(location @ Location::Postgres(_)) if !args.no_save => {
+            Ok(Some(Store::open_at(location)?))
+        }
+        _ => Ok(None),
+    }
+}
+
+/// Saves reports unless `--no-save`, into `opened` if the store was opened before the test;
+/// returns the ids.
+pub(crate) fn save(
+    args: &OutputArgs,
+    opened: Option<Store>,
+    reports: &[&Report],
+) -> Result<Vec<i64>> {
     if args.no_save || reports.is_empty() {
         return Ok(Vec::new());
     }
-    let path = db_path(args)?;
-    let store = Store::open(&path)?;
+    let store = match opened {
+        Some(store) => store,
+        None => Store::open_at(&crate::saved::db_location(&args.db)?)?,
+    };
     reports.iter().map(|r| store.save(r, args.tag.as_deref()).map_err(Into::into)).collect()
 }

@@ -1,14 +1,14 @@
 //! What the subcommands on saved results share: opening the database, naming runs (`12`,
 //! `last`, `last~2`), reading times and ages, and writing chart files.
 
-use std::path::{Path, PathBuf};
+use std::path::Path;
 use std::time::{SystemTime, UNIX_EPOCH};
 
 use anyhow::{bail, Context, Result};
 use wirespeed_model::Report;
 use wirespeed_report::charts::Chart;
 use wirespeed_report::digest::RunLabel;
-use wirespeed_store::{RunFilter, Store};
+use wirespeed_store::{Location, RunFilter, Store};
 
 use crate::flags::DbArgs;
 
@@ -17,22 +17,23 @@ use crate::flags::DbArgs;
 #[error("no saved run {0} (see `wirespeed history`)")]
 pub(crate) struct NoSuchRun(pub String);
 
-/// The database path from `--db`, `WIRESPEED_DB` or the default location.
-pub(crate) fn db_path(db: &Option<PathBuf>) -> Result<PathBuf> {
+/// The database from `--db`, `WIRESPEED_DB` or the default location.
+pub(crate) fn db_location(db: &Option<Location>) -> Result<Location> {
     match db {
-        Some(p) => Ok(p.clone()),
+        Some(l) => Ok(l.clone()),
         None => Store::default_path()
+            .map(Location::File)
             .context("no data directory for the results database; pass --db PATH"),
     }
 }
 
 /// Opens the database for reading saved runs; a missing file is not created.
 pub(crate) fn open(args: &DbArgs) -> Result<Store> {
-    let path = db_path(&args.db)?;
-    if !path.exists() {
-        bail!(NoSuchRun(format!("database {} (nothing has been saved yet)", path.display())));
+    let location = db_location(&args.db)?;
+    if !location.exists() {
+        bail!(NoSuchRun(format!("database {location} (nothing has been saved yet)")));
     }
-    Ok(Store::open(&path)?)
+    Ok(Store::open_at(&location)?)
 }
 
 /// The id a run name stands for: a number, `last`, or `last~N`.

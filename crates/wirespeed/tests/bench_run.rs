@@ -217,6 +217,20 @@ fn ctrl_c_in_the_middle_stops_everything() {
 #[test]
 fn finished_runs_are_saved_checked_and_kept_on_resume() {
     let dir = tempfile::tempdir().unwrap();
+    let db = dir.path().join("r.db");
+    saved_checked_and_kept(dir, db.to_str().unwrap());
+}
+
+/// The same, saving to a shared PostgreSQL database.
+#[test]
+fn finished_runs_are_saved_to_postgres_and_kept_on_resume() {
+    let Some(pg) = wirespeed_store::testing::TestPostgres::start() else { return };
+    saved_checked_and_kept(tempfile::tempdir().unwrap(), &pg.url());
+}
+
+/// A scenario of 2 runs and 4 failing checks, run into `db`, then resumed.
+fn saved_checked_and_kept(dir: tempfile::TempDir, db: &str) {
+    let location = wirespeed_store::Location::parse(db).unwrap();
     let file = dir.path().join("s.toml");
     std::fs::write(
         &file,
@@ -245,10 +259,10 @@ expr = "queries_per_second > 1"
 "#,
     )
     .unwrap();
-    let (out_dir, db) = (dir.path().join("out"), dir.path().join("r.db"));
+    let out_dir = dir.path().join("out");
     let bench = |extra: &[&str]| {
         let mut args = vec!["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap()];
-        args.extend(["--db", db.to_str().unwrap()]);
+        args.extend(["--db", db]);
         args.extend(extra);
         common::client(&args)
     };
@@ -265,7 +279,7 @@ expr = "queries_per_second > 1"
         text.contains("2 runs: 2 done, 0 kept, 0 skipped, 0 failed; 4 checks failed"),
         "{text}"
     );
-    let store = wirespeed_store::Store::open(&db).unwrap();
+    let store = wirespeed_store::Store::open_at(&location).unwrap();
     let saved = store.list(&wirespeed_store::RunFilter::default()).unwrap();
     assert_eq!(saved.len(), 2);
     assert_eq!(saved[0].tag.as_deref(), Some("checked direct/rtt/r2"));
@@ -277,7 +291,7 @@ expr = "queries_per_second > 1"
     assert_eq!(out.status.code(), Some(11));
     assert!(text.contains("kept     direct/rtt/r1"), "{text}");
     assert!(text.contains("2 runs: 0 done, 2 kept"), "{text}");
-    let store = wirespeed_store::Store::open(&db).unwrap();
+    let store = wirespeed_store::Store::open_at(&location).unwrap();
     assert_eq!(store.count().unwrap(), 2);
 }
 

@@ -41,10 +41,22 @@ fn png_size(path: &Path) -> (u32, u32) {
 }
 
 #[test]
-fn history_show_export_compare_rm_and_retention_on_real_runs() {
+fn history_show_export_compare_rm_and_retention_on_sqlite() {
     let dir = tempfile::tempdir().unwrap();
     let db_path = dir.path().join("r.db");
-    let db = db_path.to_str().unwrap();
+    saved_runs_end_to_end(db_path.to_str().unwrap(), dir.path());
+}
+
+/// The same commands, word for word, on a shared PostgreSQL database.
+#[test]
+fn history_show_export_compare_rm_and_retention_on_postgres() {
+    let Some(pg) = wirespeed_store::testing::TestPostgres::start() else { return };
+    let dir = tempfile::tempdir().unwrap();
+    saved_runs_end_to_end(&pg.url(), dir.path());
+}
+
+/// Three real runs saved in `db`, then every command on saved results, charts written to `dir`.
+fn saved_runs_end_to_end(db: &str, dir: &Path) {
     let first_csv = three_runs(db);
 
     // history: newest first, filters, formats.
@@ -99,7 +111,7 @@ fn history_show_export_compare_rm_and_retention_on_real_runs() {
     let csv = ok(&client(&["export", "1", "2", "3", "--db", db, "-f", "csv"]));
     assert!(csv.starts_with("id,kind,target,started_at,tag,figure,unit,value,"), "{csv}");
     assert!(csv.contains(",throughput_bps,bit/s,") && csv.contains(",rtt_p99_ns,ns,"), "{csv}");
-    let html = dir.path().join("runs.html");
+    let html = dir.join("runs.html");
     ok(&client(&["export", "1", "3", "--db", db, "-f", "html", "-o", html.to_str().unwrap()]));
     let page = std::fs::read_to_string(&html).unwrap();
     assert!(page.contains("<canvas") && page.contains("Chart.js v4"));
@@ -115,7 +127,7 @@ fn history_show_export_compare_rm_and_retention_on_real_runs() {
     assert_eq!(runs.len(), 2);
     assert!(runs[1]["ratio_low"].as_f64().unwrap() <= runs[1]["ratio"].as_f64().unwrap());
     assert!(runs[1]["ratio"].as_f64().unwrap() <= runs[1]["ratio_high"].as_f64().unwrap());
-    let svg = dir.path().join("cmp.svg");
+    let svg = dir.join("cmp.svg");
     ok(&client(&["compare", "1", "2", "--db", db, "--chart", svg.to_str().unwrap()]));
     let doc = svg_parses(&svg);
     assert!(doc
@@ -127,11 +139,11 @@ fn history_show_export_compare_rm_and_retention_on_real_runs() {
         .contains("cannot compare a bandwidth run with a latency run"));
 
     // charts from show and from a test run.
-    let png = dir.path().join("lat.png");
+    let png = dir.join("lat.png");
     ok(&client(&["show", "3", "--db", db, "--chart", png.to_str().unwrap()]));
     let (w, h) = png_size(&png);
     assert!(w > 0 && h > w, "four stacked charts: {w}x{h}");
-    let lat_svg = dir.path().join("lat.svg");
+    let lat_svg = dir.join("lat.svg");
     ok(&client(&["show", "3", "--db", db, "--chart", lat_svg.to_str().unwrap()]));
     let lat_doc = svg_parses(&lat_svg);
     for title in ["Latency percentiles per interval", "Latency histogram", "Latency CDF"] {
@@ -324,4 +336,43 @@ fn a_retention_that_would_keep_nothing_is_refused() {
     let history = ok(&client(&["history", "--db", db]));
     assert_eq!(history.lines().count(), 2, "the run was kept: {history}");
     assert!(ok(&client(&["retention", "--db", db])).starts_with("retention: keep all runs"));
+}
+
+/// `WIRESPEED_DB` selects PostgreSQL as `--db` does; a wrong password and a server that is not
+/// there are refused with exit 10 and a message that names the database but not the password.
+#[test]
+fn wirespeed_db_selects_postgres_and_login_failures_exit_10() {
+    let Some(pg) = wirespeed_store::testing::TestPostgres::start() else { return };
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let run = |db: &str, args: &[&str]| {
+        std::process::Command::new(common::BIN)
+            .args(args)
+            .env("WIRESPEED_DB", db)
+            .env("NO_COLOR", "1")
+            .output()
+            .unwrap()
+    };
+    ok(&run(&pg.url(), &["lat", &target, "-t", "0.5", "-i", "0.25", "--tag", "env"]));
+    let listed = ok(&run(&pg.url(), &["history", "-f", "json"]));
+    let listed: serde_json::Value = serde_json::from_str(&listed).unwrap();
+    assert_eq!(listed.as_array().unwrap().len(), 1, "{listed}");
+    assert_eq!(listed[0]["tag"], "env");
+    assert_eq!(listed[0]["kind"], "latency");
+
+    let wrong = pg.url().replace(wirespeed_store::testing::PASSWORD, "guess");
+    for args in [&["history"][..], &["lat", &target, "-t", "0.3", "-i", "0.1"]] {
+        let out = run(&wrong, args);
+        let err = String::from_utf8_lossy(&out.stderr);
+        assert_eq!(out.status.code(), Some(10), "{args:?}: {err}");
+        assert!(err.contains("refused the login") && !err.contains("guess"), "{err}");
+        assert!(err.contains(&format!("127.0.0.1:{}", pg.port)), "{err}");
+    }
+    let nobody = format!("postgres://ws:pw@127.0.0.1:{}/db", common::free_port());
+    let out = run(&nobody, &["history"]);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(10), "{err}");
+    assert!(err.contains("cannot connect"), "{err}");
+    let bad = run("postgres://ws@h/db?sslmode=sometimes", &["history"]);
+    assert_eq!(bad.status.code(), Some(2), "{}", String::from_utf8_lossy(&bad.stderr));
 }

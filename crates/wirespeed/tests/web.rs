@@ -429,3 +429,40 @@ fn aborted_transfers_and_silent_clients_leave_no_socket_or_slot_behind() {
         assert_eq!(s.read(&mut b).unwrap_or(0), 0, "closed by the server");
     }
 }
+
+/// Two servers behind one name on one PostgreSQL database: a result saved through one is listed,
+/// shown and deleted through the other, and a visitor's transfer budget is one budget across
+/// both (the second server refuses what the first already spent, and says why).
+#[test]
+fn two_servers_on_one_postgres_share_results_and_the_transfer_budget() {
+    let Some(pg) = wirespeed_store::testing::TestPostgres::start() else { return };
+    let url = pg.url();
+    let extra = ["--bytes-per-ip", "3M"];
+    let a = common::web::web_on(&url, tempfile::tempdir().unwrap(), &extra);
+    let b = common::web::web_on(&url, tempfile::tempdir().unwrap(), &extra);
+
+    assert_eq!(telemetry(&a, [127, 0, 7, 1], "").status, 200);
+    let listed = b.get(ME, "/api/results").json();
+    let results = listed["results"].as_array().unwrap();
+    assert_eq!(results.len(), 1, "{listed}");
+    assert_eq!(results[0]["network"], "127.0.7.0/24");
+    let id = results[0]["id"].as_str().unwrap().to_string();
+    assert_eq!(a.get(ME, &format!("/api/results/{id}")).status, 200);
+
+    // 3 MiB an hour for the visitor, wherever it lands: 2 through a, then 2 through b is too
+    // much, 1 through b is not.
+    assert_eq!(a.get([127, 0, 8, 1], "/garbage?ckSize=2").status, 200);
+    let over = b.get([127, 0, 8, 1], "/garbage?ckSize=2");
+    assert_eq!(over.status, 429, "{}", over.text());
+    assert!(over.text().contains("shared by every server"), "{}", over.text());
+    assert!(over.header("retry-after").is_some());
+    assert_eq!(b.get([127, 0, 8, 2], "/garbage?ckSize=2").status, 200, "another visitor");
+    assert_eq!(b.get([127, 0, 8, 1], "/garbage?ckSize=1").status, 200);
+    // Uploads through both put the visitor in debt (each server alone would still allow more);
+    // then neither takes another.
+    assert_eq!(a.post([127, 0, 8, 3], "/empty.php", "", &vec![0u8; 2 << 20]).status, 200);
+    assert_eq!(b.post([127, 0, 8, 3], "/empty.php", "", &vec![0u8; 2 << 20]).status, 200);
+    let refused = a.post([127, 0, 8, 3], "/empty.php", "", &[0u8; 16]);
+    assert_eq!(refused.status, 429, "{}", refused.text());
+    assert!(refused.text().contains("shared by every server"), "{}", refused.text());
+}

@@ -25,10 +25,10 @@ pub(super) fn run(args: HistoryArgs) -> Result<u8> {
         until_ms: args.until.as_deref().map(saved::when_ms).transpose()?,
         limit: (args.limit > 0).then_some(args.limit),
     };
-    let path = saved::db_path(&args.db.db)?;
+    let location = saved::db_location(&args.db.db)?;
     // No database yet is an empty history, not an error.
-    let rows = if path.exists() {
-        wirespeed_store::Store::open(&path)?.list(&filter)?
+    let rows = if location.exists() {
+        wirespeed_store::Store::open_at(&location)?.list(&filter)?
     } else {
         Vec::new()
     };

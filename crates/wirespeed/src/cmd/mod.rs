@@ -133,6 +133,7 @@ where
     F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
     Fut: Future<Output = Result<Report, ClientError>>,
 {
+    let store = output::open_shared_store(output_args)?;
     let cancel = interrupt_token();
     let (tx, rx) = unbounded_channel();
     let printer = output::spawn_printer(output_args, rx);
@@ -150,7 +151,7 @@ where
             eprintln!("wirespeed: warning: no chart written: {e:#}");
         }
     }
-    if let Err(e) = output::save(output_args, &[&report]) {
+    if let Err(e) = output::save(output_args, store, &[&report]) {
         eprintln!("wirespeed: warning: results not saved: {e:#}");
         return Ok(exit::NOT_SAVED);
     }

@@ -39,8 +39,7 @@ pub(super) fn rm(args: RmArgs) -> Result<u8> {
 
 /// Shows the retention policy, or sets it (and applies it at once).
 pub(super) fn retention(args: RetentionArgs) -> Result<u8> {
-    let path = saved::db_path(&args.db.db)?;
-    let store = wirespeed_store::Store::open(&path)?;
+    let store = wirespeed_store::Store::open_at(&saved::db_location(&args.db.db)?)?;
     let setting = args.off || args.keep.is_some() || args.max_age.is_some();
     if setting {
         let policy = Retention {
@@ -64,6 +63,6 @@ pub(super) fn retention(args: RetentionArgs) -> Result<u8> {
             humantime::format_duration(std::time::Duration::from_millis(ms as u64))
         )
     });
-    println!("retention: keep {keep}{age} ({} saved now, in {})", store.count()?, path.display());
+    println!("retention: keep {keep}{age} ({} saved now, in {})", store.count()?, store.describe());
     Ok(exit::OK)
 }

@@ -15,6 +15,7 @@ use crate::output;
 
 pub(super) async fn run(args: QuickArgs) -> Result<u8> {
     let time = parse_duration(&args.time).with_context(|| format!("--time {}", args.time))?;
+    let store = output::open_shared_store(&args.output)?;
     let cancel = super::interrupt_token();
     let rows = quick::run(Timing::of(time), &cancel).await?;
     let reports: Vec<_> = rows.iter().filter_map(|r| r.outcome.as_ref().ok()).collect();
@@ -54,7 +55,7 @@ pub(super) async fn run(args: QuickArgs) -> Result<u8> {
         }
     }
     let failed = rows.iter().any(|r| r.outcome.is_err() && !r.skipped);
-    if let Err(e) = output::save(&args.output, &reports) {
+    if let Err(e) = output::save(&args.output, store, &reports) {
         eprintln!("wirespeed: warning: results not saved: {e:#}");
         return Ok(exit::NOT_SAVED);
     }

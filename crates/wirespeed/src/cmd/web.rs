@@ -37,8 +37,7 @@ pub(super) fn config(o: &WebOptions) -> Result<WebConfig> {
     let store = if o.no_save {
         None
     } else {
-        let path = saved::db_path(&o.db)?;
-        Some(Arc::new(Mutex::new(Store::open(&path)?)))
+        Some(Arc::new(Mutex::new(Store::open_at(&saved::db_location(&o.db)?)?)))
     };
     Ok(WebConfig {
         max_chunks: o.max_chunks,

@@ -3,6 +3,8 @@
 
 use std::path::PathBuf;
 
+use wirespeed_store::Location;
+
 use clap::{Args, ValueEnum};
 
 use super::FormatArg;
@@ -10,9 +12,10 @@ use super::FormatArg;
 /// The results database, for subcommands that only read or tidy it.
 #[derive(Debug, Args)]
 pub(crate) struct DbArgs {
-    /// Results database (default: the user's data directory, wirespeed/results.db).
-    #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
-    pub db: Option<PathBuf>,
+    /// Results database: an SQLite file (default: the user's data directory,
+    /// wirespeed/results.db) or a shared PostgreSQL one (postgres://USER@HOST/DB).
+    #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]
+    pub db: Option<Location>,
 }
 
 /// Formats of a listing or a comparison.

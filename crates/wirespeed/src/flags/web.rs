@@ -2,6 +2,8 @@
 
 use std::path::PathBuf;
 
+use wirespeed_store::Location;
+
 use clap::Args;
 
 /// What the web speed test serves and keeps.
@@ -45,9 +47,10 @@ pub(crate) struct WebOptions {
     /// This server's name in LibreSpeed server lists.
     #[arg(long, default_value = "wirespeed", value_name = "NAME")]
     pub name: String,
-    /// Results database (default: the user's data directory, wirespeed/results.db).
-    #[arg(long, value_name = "PATH", env = "WIRESPEED_DB")]
-    pub db: Option<PathBuf>,
+    /// Results database: an SQLite file (default: the user's data directory,
+    /// wirespeed/results.db) or a shared PostgreSQL one (postgres://USER@HOST/DB).
+    #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]
+    pub db: Option<Location>,
     /// Do not save results.
     #[arg(long)]
     pub no_save: bool,

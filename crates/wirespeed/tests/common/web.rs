@@ -123,11 +123,16 @@ impl Reply {
 /// Starts `wirespeed web` on loopback with a fresh database and waits until it listens.
 pub(crate) fn web(extra: &[&str]) -> Web {
     let dir = tempfile::tempdir().unwrap();
-    let port = free_port();
     let db = dir.path().join("r.db");
+    web_on(db.to_str().unwrap(), dir, extra)
+}
+
+/// Starts `wirespeed web` on loopback saving to `db` (a file or a PostgreSQL URL).
+pub(crate) fn web_on(db: &str, dir: tempfile::TempDir, extra: &[&str]) -> Web {
+    let port = free_port();
     let child = spawn_until(
         Command::new(BIN)
-            .args(["web", "-B", "127.0.0.1", "-p", &port.to_string(), "--db", db.to_str().unwrap()])
+            .args(["web", "-B", "127.0.0.1", "-p", &port.to_string(), "--db", db])
             .args(extra),
         "web speed test on",
     );

@@ -65,7 +65,7 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let store = if args.no_save {
         None
     } else {
-        Some(wirespeed_store::Store::open(&crate::saved::db_path(&args.db)?)?)
+        Some(wirespeed_store::Store::open_at(&crate::saved::db_location(&args.db)?)?)
     };
     let rules: Vec<(Option<String>, String, Rule)> = loaded
         .scenario

@@ -6,31 +6,9 @@ use rusqlite::types::Value;
 use rusqlite::{params, OptionalExtension, Row};
 use wirespeed_model::web::{WebResult, WebSource};
 
-use crate::{Store, StoreError};
-
-/// How many web results are kept, and how many per network.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub struct WebPolicy {
-    /// Keep at most this many results, dropping the oldest (0: no limit).
-    pub max_results: u64,
-    /// Keep every result of a network; otherwise a new one replaces the network's older ones.
-    pub same_ip_multi: bool,
-}
-
-/// Which web results to list. Empty fields match everything.
-#[derive(Debug, Clone, Default, PartialEq, Eq)]
-pub struct WebFilter {
-    /// ISP containing this text (any case).
-    pub isp: Option<String>,
-    /// Country containing this text (any case).
-    pub country: Option<String>,
-    /// Region containing this text (any case).
-    pub region: Option<String>,
-    /// Recorded at or after this time, ms since the epoch.
-    pub since_ms: Option<i64>,
-    /// At most this many, newest first.
-    pub limit: Option<usize>,
-}
+use super::Sqlite;
+use crate::rows::{Budget, Taken, WebFilter, WebPolicy};
+use crate::StoreError;
 
 const COLUMNS: &str = "id, created_ms, network, isp, country, region, download_bps, upload_bps, ping_ms, jitter_ms, \
      download_by_server, upload_by_server, claimed_download_bps, claimed_upload_bps, user_agent, lang, source";
@@ -58,9 +36,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<WebResult> {
     })
 }
 
-impl Store {
+impl Sqlite {
     /// Saves a web result under `policy`, in one transaction.
-    pub fn save_web(&self, r: &WebResult, policy: WebPolicy) -> Result<(), StoreError> {
+    pub(crate) fn save_web(&self, r: &WebResult, policy: WebPolicy) -> Result<(), StoreError> {
         self.sql(|c| {
             let tx = c.unchecked_transaction()?;
             if !policy.same_ip_multi {
@@ -102,7 +80,7 @@ impl Store {
     }
 
     /// The web results `filter` matches, newest first.
-    pub fn list_web(&self, filter: &WebFilter) -> Result<Vec<WebResult>, StoreError> {
+    pub(crate) fn list_web(&self, filter: &WebFilter) -> Result<Vec<WebResult>, StoreError> {
         let mut sql = format!("SELECT {COLUMNS} FROM web_results WHERE 1");
         let mut args: Vec<Value> = Vec::new();
         for (column, text) in
@@ -129,7 +107,7 @@ impl Store {
     }
 
     /// The web result `id`, if there is one.
-    pub fn get_web(&self, id: &str) -> Result<Option<WebResult>, StoreError> {
+    pub(crate) fn get_web(&self, id: &str) -> Result<Option<WebResult>, StoreError> {
         self.sql(|c| {
             c.query_row(&format!("SELECT {COLUMNS} FROM web_results WHERE id = ?1"), [id], from_row)
                 .optional()
@@ -137,74 +115,52 @@ impl Store {
     }
 
     /// Deletes the web result `id`; false when there was none.
-    pub fn remove_web(&self, id: &str) -> Result<bool, StoreError> {
+    pub(crate) fn remove_web(&self, id: &str) -> Result<bool, StoreError> {
         self.sql(|c| c.execute("DELETE FROM web_results WHERE id = ?1", [id])).map(|n| n > 0)
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    fn result(id: &str, ms: i64, network: &str) -> WebResult {
-        WebResult {
-            id: id.into(),
-            created_ms: ms,
-            network: network.into(),
-            isp: "Example Net".into(),
-            country: "Netherlands".into(),
-            region: "Amsterdam".into(),
-            download_bps: Some(9e8),
-            upload_bps: Some(4e8),
-            ping_ms: Some(3.5),
-            jitter_ms: Some(0.4),
-            download_by_server: true,
-            upload_by_server: true,
-            claimed_download_bps: Some(9.5e8),
-            claimed_upload_bps: None,
-            user_agent: "test".into(),
-            lang: "en".into(),
-            source: WebSource::Page,
-        }
-    }
-
-    fn ids(s: &Store, f: &WebFilter) -> Vec<String> {
-        s.list_web(f).unwrap().into_iter().map(|r| r.id).collect()
-    }
-
-    #[test]
-    fn one_row_per_network_unless_asked_and_the_oldest_go_first() {
-        let s = Store::open_in_memory().unwrap();
-        let one = WebPolicy { max_results: 3, same_ip_multi: false };
-        s.save_web(&result("a", 1, "192.0.2.0/24"), one).unwrap();
-        s.save_web(&result("b", 2, "192.0.2.0/24"), one).unwrap();
-        s.save_web(&result("c", 3, "198.51.100.0/24"), one).unwrap();
-        assert_eq!(ids(&s, &WebFilter::default()), ["c", "b"]);
-        let multi = WebPolicy { max_results: 3, same_ip_multi: true };
-        s.save_web(&result("d", 4, "198.51.100.0/24"), multi).unwrap();
-        s.save_web(&result("e", 5, "198.51.100.0/24"), multi).unwrap();
-        assert_eq!(ids(&s, &WebFilter::default()), ["e", "d", "c"], "b dropped as the oldest");
-        assert_eq!(s.get_web("d").unwrap().unwrap(), result("d", 4, "198.51.100.0/24"));
-        assert!(s.remove_web("d").unwrap());
-        assert!(!s.remove_web("d").unwrap());
-        assert!(s.get_web("d").unwrap().is_none());
-    }
-
-    #[test]
-    fn filters_are_values_not_sql() {
-        let s = Store::open_in_memory().unwrap();
-        let p = WebPolicy { max_results: 0, same_ip_multi: true };
-        let mut other = result("x", 10, "203.0.113.0/24");
-        other.isp = "Other ISP".into();
-        other.country = "Germany".into();
-        s.save_web(&result("a", 1, "192.0.2.0/24"), p).unwrap();
-        s.save_web(&other, p).unwrap();
-        let f = |isp: &str| WebFilter { isp: Some(isp.into()), ..Default::default() };
-        assert_eq!(ids(&s, &f("example")), ["a"]);
-        assert_eq!(ids(&s, &f("' OR 1 --")), Vec::<String>::new());
-        let f = WebFilter { country: Some("GERM".into()), ..Default::default() };
-        assert_eq!(ids(&s, &f), ["x"]);
-        let f = WebFilter { since_ms: Some(5), limit: Some(1), ..Default::default() };
-        assert_eq!(ids(&s, &f), ["x"]);
+impl Sqlite {
+    /// Takes `n` bytes from `client`'s shared budget (see `Store::take_budget`).
+    pub(crate) fn take_budget(
+        &self,
+        client: &str,
+        n: f64,
+        budget: Budget,
+        now_ms: i64,
+        force: bool,
+    ) -> Result<Taken, StoreError> {
+        self.sql(|c| {
+            // IMMEDIATE: the write lock is taken before the read, so two servers cannot both
+            // read the same tokens and spend them twice.
+            c.execute_batch("BEGIN IMMEDIATE")?;
+            let outcome = (|| {
+                c.execute(
+                    "DELETE FROM web_budgets WHERE at_ms < ?1",
+                    [now_ms.saturating_sub(budget.forget_after_ms())],
+                )?;
+                let held = c
+                    .query_row(
+                        "SELECT tokens, at_ms FROM web_budgets WHERE client = ?1",
+                        [client],
+                        |r| Ok((r.get::<_, f64>(0)?, r.get::<_, i64>(1)?)),
+                    )
+                    .optional()?;
+                let (tokens, taken) = budget.take(held, now_ms, n, force);
+                c.execute(
+                    "INSERT INTO web_budgets (client, tokens, at_ms) VALUES (?1, ?2, ?3)
+                     ON CONFLICT (client) DO UPDATE SET tokens = excluded.tokens, at_ms = excluded.at_ms",
+                    params![client, tokens, now_ms],
+                )?;
+                Ok(taken)
+            })();
+            match outcome {
+                Ok(taken) => c.execute_batch("COMMIT").map(|()| taken),
+                Err(e) => {
+                    let _ = c.execute_batch("ROLLBACK");
+                    Err(e)
+                }
+            }
+        })
     }
 }

@@ -29,6 +29,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0003_web_results.sql"),
         backfill: None,
     },
+    Migration {
+        name: "0004_web_budgets",
+        sql: include_str!("migrations/0004_web_budgets.sql"),
+        backfill: None,
+    },
 ];
 
 /// Applies every migration the database has not had.
@@ -44,7 +49,7 @@ pub(crate) fn to_version(
 ) -> Result<(), StoreError> {
     let found: i64 = conn
         .query_row("PRAGMA user_version", [], |r| r.get(0))
-        .map_err(|e| crate::error(path, e))?;
+        .map_err(|e| super::error(path, e))?;
     for (i, m) in MIGRATIONS.iter().enumerate().take(version).skip(found as usize) {
         let step = |conn: &mut Connection| -> rusqlite::Result<()> {
             let tx = conn.transaction()?;
@@ -55,7 +60,7 @@ pub(crate) fn to_version(
             tx.pragma_update(None, "user_version", i as i64 + 1)?;
             tx.commit()
         };
-        step(conn).map_err(|e| match crate::error(path, e) {
+        step(conn).map_err(|e| match super::error(path, e) {
             StoreError::Sqlite { path, source } => {
                 StoreError::Sqlite { path: format!("{path} (migration {})", m.name), source }
             }
@@ -88,7 +93,7 @@ fn backfill_headlines(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::tests::report;
+    use crate::testing::report;
     use crate::{RunFilter, Store};
 
     /// Inserts a run as the schema at `version` had it.
@@ -102,7 +107,7 @@ mod tests {
                     params![r.kind().name(), r.target(), ms as i64, r.meta.version, "old", json],
                 )
                 .unwrap(),
-            2 | 3 => {
+            2..=4 => {
                 let head = r.headline();
                 conn.execute(
                     "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
@@ -124,7 +129,7 @@ mod tests {
     fn corrupt_report(version: usize) -> &'static str {
         match version {
             1 => "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE id = ?1",
-            2 | 3 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
+            2..=4 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
             v => panic!("no corruption written for schema {v}: add one with the new migration"),
         }
     }
@@ -174,7 +179,7 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(tables, ["reports", "runs", "settings", "web_results"]);
+        assert_eq!(tables, ["reports", "runs", "settings", "web_budgets", "web_results"]);
         // Applying again is a no-op.
         to_latest(&mut conn, ":memory:").unwrap();
     }

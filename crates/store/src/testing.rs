@@ -1,0 +1,248 @@
+//! For tests, here and in the crates that use the store (feature `testing`): a real, throwaway
+//! PostgreSQL server from Debian's packages, and a small report to save.
+//!
+//! [`TestPostgres`] runs `initdb` and `postgres` on a private port and socket directory. initdb
+//! refuses to run as root, so as root both run as the `postgres` user that Debian's package
+//! creates, in a directory handed to it. The server is the test's child process and is stopped
+//! (a fast shutdown, then waited for) when the value is dropped, so no test leaves one behind.
+#![allow(clippy::print_stderr)] // the one place a test says it was skipped
+
+use std::os::unix::process::CommandExt;
+use std::path::PathBuf;
+use std::process::{Child, Command, Stdio};
+use std::time::{Duration, Instant};
+
+use wirespeed_model::kinds::bandwidth::{
+    BandwidthInterval, BandwidthReport, BandwidthSpec, BandwidthSummary, CpuUsage, End, Figures,
+    Flow, FlowFigures, FlowSummary,
+};
+use wirespeed_model::report::Meta;
+use wirespeed_model::rules::Protocol;
+use wirespeed_model::{Report, ReportBody};
+
+use crate::Location;
+
+/// The password of the test server's `wirespeed` role.
+pub const PASSWORD: &str = "wire-test-pass";
+
+/// A PostgreSQL server for one test.
+#[derive(Debug)]
+pub struct TestPostgres {
+    server: Option<Child>,
+    dir: tempfile::TempDir,
+    bin: PathBuf,
+    owner: Option<(u32, u32)>,
+    /// Its TCP port on 127.0.0.1.
+    pub port: u16,
+}
+
+/// True when a test that cannot run must fail rather than skip (under CI, or with
+/// `WIRESPEED_REQUIRE_PEERS` set, as `scripts/test.sh` sets it).
+pub fn required() -> bool {
+    ["CI", "WIRESPEED_REQUIRE_PEERS"]
+        .iter()
+        .any(|name| std::env::var(name).is_ok_and(|v| !v.is_empty() && v != "0" && v != "false"))
+}
+
+impl TestPostgres {
+    /// Starts a new server; `None` (with a note) when PostgreSQL is not installed and the test
+    /// may skip, a panic saying what to install when it may not.
+    pub fn start() -> Option<Self> {
+        let Some(bin) = server_bin_dir() else {
+            let why = "PostgreSQL's server is not installed; `apt-get install postgresql` (scripts/test.sh does)";
+            assert!(!required(), "cannot run here: {why}");
+            eprintln!("SKIPPED: {why}");
+            return None;
+        };
+        let dir = tempfile::tempdir().expect("temporary directory");
+        // As root, the server runs as `postgres`, which must own its directory.
+        let owner = is_root()
+            .then(|| postgres_ids().expect("a `postgres` user (Debian's package makes it)"));
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(dir.path(), Some(uid), Some(gid)).expect("chown");
+        }
+        let pwfile = dir.path().join("pw");
+        std::fs::write(&pwfile, PASSWORD).expect("password file");
+        if let Some((uid, gid)) = owner {
+            std::os::unix::fs::chown(&pwfile, Some(uid), Some(gid)).expect("chown");
+        }
+        let mut initdb = Command::new(bin.join("initdb"));
+        initdb
+            .arg("-D")
+            .arg(dir.path().join("data"))
+            .args(["-U", "wirespeed", "--auth-local=trust", "--auth-host=scram-sha-256"])
+            .arg(format!("--pwfile={}", pwfile.display()))
+            .args(["--no-sync", "-E", "UTF8", "--locale=C"]);
+        let out = as_owner(&mut initdb, owner).output().expect("run initdb");
+        assert!(out.status.success(), "initdb failed: {}", String::from_utf8_lossy(&out.stderr));
+        let mut pg = Self { server: None, dir, bin, owner, port: free_port() };
+        pg.start_server();
+        Some(pg)
+    }
+
+    /// Starts (or starts again) the server process and waits until it takes connections.
+    pub fn start_server(&mut self) {
+        assert!(self.server.is_none(), "already running");
+        let mut postgres = Command::new(self.bin.join("postgres"));
+        postgres
+            .arg("-D")
+            .arg(self.dir.path().join("data"))
+            .arg("-p")
+            .arg(self.port.to_string())
+            .arg("-k")
+            .arg(self.dir.path())
+            .args(["-c", "listen_addresses=127.0.0.1"])
+            // Nothing here must survive a crash of the machine: trade durability for speed.
+            .args(["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"])
+            .stdin(Stdio::null())
+            .stdout(Stdio::null())
+            .stderr(std::fs::File::create(self.dir.path().join("server.log")).expect("log"));
+        self.server = Some(as_owner(&mut postgres, self.owner).spawn().expect("start postgres"));
+        let deadline = Instant::now() + Duration::from_secs(30);
+        loop {
+            let mut config = postgres::Config::new();
+            config.host_path(self.dir.path()).port(self.port).user("wirespeed").dbname("postgres");
+            if config.connect(postgres::NoTls).is_ok() {
+                return;
+            }
+            if let Some(status) = self.server.as_mut().and_then(|c| c.try_wait().ok().flatten()) {
+                panic!("postgres exited ({status}) before it was ready:\n{}", self.log());
+            }
+            assert!(Instant::now() < deadline, "postgres not ready in 30 s:\n{}", self.log());
+            std::thread::sleep(Duration::from_millis(50));
+        }
+    }
+
+    /// Stops the server (a fast shutdown: sessions are ended), and waits for it to exit.
+    pub fn stop_server(&mut self) {
+        if let Some(mut child) = self.server.take() {
+            // SAFETY: signalling our own child, which has not been waited for, so its pid is ours.
+            unsafe { libc::kill(child.id() as libc::pid_t, libc::SIGINT) };
+            let _ = child.wait();
+        }
+    }
+
+    /// A URL for the `wirespeed` role on database `db`.
+    pub fn url_for(&self, db: &str) -> String {
+        format!("postgres://wirespeed:{PASSWORD}@127.0.0.1:{}/{db}?sslmode=disable", self.port)
+    }
+
+    /// The URL of the server's `postgres` database.
+    pub fn url(&self) -> String {
+        self.url_for("postgres")
+    }
+
+    /// [`url`](Self::url) as a store location.
+    pub fn location(&self) -> Location {
+        Location::parse(&self.url()).expect("test URL")
+    }
+
+    /// Creates database `name` (one per store, where a test needs several).
+    pub fn create_database(&self, name: &str) -> String {
+        self.execute(&format!("CREATE DATABASE {name}"));
+        self.url_for(name)
+    }
+
+    /// Runs `sql` on the `postgres` database as the superuser, over the socket.
+    pub fn execute(&self, sql: &str) {
+        let mut client = postgres::Config::new()
+            .host_path(self.dir.path())
+            .port(self.port)
+            .user("wirespeed")
+            .dbname("postgres")
+            .connect(postgres::NoTls)
+            .expect("connect to the test server");
+        client.batch_execute(sql).expect(sql);
+    }
+
+    /// The server's log so far.
+    pub fn log(&self) -> String {
+        std::fs::read_to_string(self.dir.path().join("server.log")).unwrap_or_default()
+    }
+}
+
+impl Drop for TestPostgres {
+    fn drop(&mut self) {
+        self.stop_server();
+    }
+}
+
+/// The directory of `initdb` and `postgres`: Debian keeps them per major version, off PATH.
+fn server_bin_dir() -> Option<PathBuf> {
+    let mut found: Vec<(u32, PathBuf)> = std::fs::read_dir("/usr/lib/postgresql")
+        .ok()?
+        .filter_map(|e| {
+            let e = e.ok()?;
+            let version = e.file_name().to_str()?.parse().ok()?;
+            let bin = e.path().join("bin");
+            bin.join("postgres").exists().then_some((version, bin))
+        })
+        .collect();
+    found.sort();
+    found.pop().map(|(_, bin)| bin)
+}
+
+fn is_root() -> bool {
+    // SAFETY: geteuid has no preconditions.
+    unsafe { libc::geteuid() == 0 }
+}
+
+/// The `postgres` user's uid and gid, from the password database.
+fn postgres_ids() -> Option<(u32, u32)> {
+    let passwd = std::fs::read_to_string("/etc/passwd").ok()?;
+    passwd.lines().find_map(|line| {
+        let f: Vec<&str> = line.split(':').collect();
+        (f.first() == Some(&"postgres") && f.len() > 3)
+            .then(|| Some((f[2].parse().ok()?, f[3].parse().ok()?)))
+            .flatten()
+    })
+}
+
+fn as_owner(command: &mut Command, owner: Option<(u32, u32)>) -> &mut Command {
+    if let Some((uid, gid)) = owner {
+        command.uid(uid).gid(gid).env("HOME", "/tmp");
+    }
+    command
+}
+
+/// A TCP port free on 127.0.0.1 now.
+fn free_port() -> u16 {
+    std::net::TcpListener::bind("127.0.0.1:0").and_then(|l| l.local_addr()).expect("a port").port()
+}
+
+/// A bandwidth report started at `ms` that moved `bps`.
+pub fn report(ms: u64, bps: f64) -> Report {
+    let figures = Figures { received_bps: bps, ..Default::default() };
+    Report {
+        body: ReportBody::Bandwidth(BandwidthReport {
+            spec: BandwidthSpec::new("127.0.0.1", Protocol::Tcp),
+            intervals: vec![BandwidthInterval {
+                index: 0,
+                start_ns: 0,
+                end_ns: 1_000_000_000,
+                omitted: false,
+                measured_at: None,
+                flows: vec![FlowFigures {
+                    flow: Flow::Upload,
+                    total: figures.clone(),
+                    streams: vec![],
+                }],
+            }],
+            summary: BandwidthSummary {
+                primary: FlowSummary {
+                    flow: Flow::Upload,
+                    sender: End::Client,
+                    duration_ns: 1,
+                    total: figures,
+                    rtt_range_ns: None,
+                    cwnd_max_bytes: None,
+                    streams: vec![],
+                },
+                reverse: None,
+                client_cpu: CpuUsage::default(),
+                server_cpu: None,
+            },
+        }),
+        meta: Meta { version: "0.1.0".into(), start_unix_ms: ms, ..Default::default() },
+    }
+}
