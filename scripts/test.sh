@@ -65,6 +65,18 @@ if ! command -v rathole >/dev/null 2>&1; then
   echo "== installing rathole"
   cargo install rathole --version 0.5.0 --quiet
 fi
+# Python's hdrhistogram: an HdrHistogram library that is not ours, to check merged members'
+# histograms exact against every raw sample.
+if ! python3 -c 'import hdrh.histogram' >/dev/null 2>&1; then
+  echo "== installing the hdrhistogram Python package"
+  python3 -m pip install --quiet --disable-pip-version-check hdrhistogram==0.10.8
+fi
+# kubernetes-validate (with PyYAML): checks `wirespeed k8s job`'s manifests offline against
+# Kubernetes' own schemas (no cluster runs here).
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  echo "== installing kubernetes-validate"
+  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
 # cargo-nextest: runs the test binaries side by side, and the example studies alone
 # (.config/nextest.toml), so a busy machine does not decide their checks.
 if ! command -v cargo-nextest >/dev/null 2>&1; then

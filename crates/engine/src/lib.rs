@@ -21,4 +21,5 @@ pub mod server;
 pub use error::ClientError;
 /// A report's meta: version, host, start time and far end (for reports made outside the
 /// engine, such as another load generator's results read back).
+pub use run::member::MemberRun;
 pub use run::meta::run_meta;

@@ -27,7 +27,7 @@ fn counted(n: u64, parallel: u16) -> CpsSpec {
 
 async fn run(spec: CpsSpec, addr: SocketAddr) -> Result<CpsReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CpsOptions { spec, endpoint: endpoint(addr) };
+    let opts = CpsOptions { spec, endpoint: endpoint(addr), member: Default::default() };
     let report = client::run(opts, tx, CancellationToken::new()).await?;
     let ReportBody::Cps(c) = report.body else { panic!("not a cps report") };
     Ok(c)
@@ -142,7 +142,8 @@ async fn the_server_refuses_a_second_cps_test_from_the_same_address() {
     let mut long = CpsSpec::new("test");
     long.duration_ns = 1_500_000_000;
     let (tx, mut events) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CpsOptions { spec: long, endpoint: endpoint(server.addr) };
+    let opts =
+        CpsOptions { spec: long, endpoint: endpoint(server.addr), member: Default::default() };
     let first = tokio::spawn(client::run(opts, tx, CancellationToken::new()));
     common::until_started(&mut events).await;
     let err = run(counted(10, 1), server.addr).await.unwrap_err();

@@ -10,7 +10,7 @@ use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
 
 fn opts(server: &TestServer, spec: LatencySpec) -> LatencyOptions {
-    LatencyOptions { spec, endpoint: server.endpoint() }
+    LatencyOptions { spec, endpoint: server.endpoint(), member: Default::default() }
 }
 
 async fn run(o: LatencyOptions) -> LatencyReport {

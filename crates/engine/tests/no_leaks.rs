@@ -47,7 +47,7 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
         l.parallel = 3;
         let endpoint = server.opts(spec(protocol, 0.1)).endpoint;
         let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-        let opts = LatencyOptions { spec: l, endpoint };
+        let opts = LatencyOptions { spec: l, endpoint, member: Default::default() };
         latency::run(opts, tx, CancellationToken::new()).await.unwrap();
     }
     // A cps test, finished, and one abandoned mid-run: connector threads and the server's
@@ -56,7 +56,8 @@ async fn finished_and_failed_tests_release_sockets_and_threads() {
     c.count = Some(300);
     c.parallel = 4;
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
-    let opts = CpsOptions { spec: c.clone(), endpoint: server.endpoint() };
+    let opts =
+        CpsOptions { spec: c.clone(), endpoint: server.endpoint(), member: Default::default() };
     cps::run(opts.clone(), tx.clone(), CancellationToken::new()).await.unwrap();
     let cancel = CancellationToken::new();
     let mut long = opts;

@@ -91,6 +91,91 @@ impl RttHistogram {
     }
 }
 
+/// The bounds every [`RttHistogram`] has, as an encoded one states them.
+pub const LOWEST_NS: u64 = 1;
+/// Significant decimal digits every [`RttHistogram`] keeps.
+pub const SIGNIFICANT_DIGITS: u8 = 3;
+
+/// Why an encoded histogram could not be read.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{0}")]
+pub struct HistogramError(pub String);
+
+impl RttHistogram {
+    /// The histogram in HdrHistogram's V2 compressed encoding, base64: the form the Java, Go,
+    /// Python and C libraries decode (`HISTFAAA…`).
+    pub fn encode(&self) -> String {
+        use base64::Engine;
+        use hdrhistogram::serialization::{Serializer, V2DeflateSerializer};
+        let mut bytes = Vec::new();
+        // Writing to a Vec cannot fail, and a histogram of u64 always serialises.
+        let _ = V2DeflateSerializer::new().serialize(&self.0, &mut bytes);
+        base64::engine::general_purpose::STANDARD.encode(bytes)
+    }
+
+    /// Reads [`Self::encode`]'s text back; refused when it is not an encoded histogram or its
+    /// bounds are not ours (a merge of different settings would not be exact).
+    pub fn decode(text: &str) -> Result<Self, HistogramError> {
+        use base64::Engine;
+        let bytes = base64::engine::general_purpose::STANDARD
+            .decode(text.trim())
+            .map_err(|e| HistogramError(format!("not base64: {e}")))?;
+        let h: Histogram<u64> = hdrhistogram::serialization::Deserializer::new()
+            .deserialize(&mut bytes.as_slice())
+            .map_err(|e| HistogramError(format!("not an HdrHistogram encoding: {e:?}")))?;
+        let (lowest, highest, digits) = (h.low(), h.high(), h.sigfig());
+        if lowest != LOWEST_NS || highest < MAX_RTT_NS || digits != SIGNIFICANT_DIGITS {
+            return Err(HistogramError(format!(
+                "histogram settings differ: lowest {lowest}, highest {highest}, {digits} significant digits \
+                 (wirespeed's are {LOWEST_NS}, {MAX_RTT_NS}, {SIGNIFICANT_DIGITS})"
+            )));
+        }
+        let mut ours = Self::default();
+        ours.0.add(&h).map_err(|e| HistogramError(format!("cannot add: {e:?}")))?;
+        Ok(ours)
+    }
+}
+
+/// A run's histograms in HdrHistogram's encoding ([`RttHistogram::encode`]), kept in a member's
+/// report so that merging members adds histograms, not percentiles.
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct EncodedHistograms {
+    /// Smallest value the histograms resolve, nanoseconds.
+    pub lowest_ns: u64,
+    /// Largest value they hold, nanoseconds.
+    pub highest_ns: u64,
+    /// Significant decimal digits.
+    pub significant_digits: u8,
+    /// The run's whole histograms by name: `total` (the latency the summary shows), and the
+    /// parts a kind breaks it into (`connect`, `tls`, `first_byte`, `queue`, `setup`), and a
+    /// sweep's steps (`step0.total`, …).
+    pub named: std::collections::BTreeMap<String, String>,
+    /// One `total` histogram per reporting interval, in the order of the report's intervals.
+    pub intervals: Vec<String>,
+}
+
+impl EncodedHistograms {
+    /// Empty, with wirespeed's settings.
+    pub fn new() -> Self {
+        Self {
+            lowest_ns: LOWEST_NS,
+            highest_ns: MAX_RTT_NS,
+            significant_digits: SIGNIFICANT_DIGITS,
+            ..Self::default()
+        }
+    }
+
+    /// Keeps `h` under `name`.
+    pub fn keep(&mut self, name: &str, h: &RttHistogram) {
+        self.named.insert(name.to_string(), h.encode());
+    }
+
+    /// The histogram kept under `name`.
+    pub fn get(&self, name: &str) -> Result<Option<RttHistogram>, HistogramError> {
+        self.named.get(name).map(|t| RttHistogram::decode(t)).transpose()
+    }
+}
+
 /// One histogram bucket.
 #[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HistogramBucket {
@@ -153,6 +238,37 @@ mod tests {
         let rebuilt = RttHistogram::from_buckets(&a.buckets());
         assert_eq!(rebuilt.len(), 2000);
         assert_eq!(rebuilt.stats().p99_ns, s.p99_ns);
+    }
+
+    #[test]
+    fn an_encoded_histogram_reads_back_bucket_for_bucket() {
+        let mut h = RttHistogram::default();
+        for i in 0..5000u64 {
+            h.record(1_000 + i * 37);
+        }
+        h.record(MAX_RTT_NS);
+        let text = h.encode();
+        assert!(text.starts_with("HISTFAAA"), "the V2 compressed cookie: {text}");
+        let back = RttHistogram::decode(&text).unwrap();
+        assert_eq!(back.buckets(), h.buckets());
+        assert_eq!(back.stats(), h.stats());
+        assert!(RttHistogram::decode("bm90IGEgaGlzdG9ncmFt")
+            .unwrap_err()
+            .0
+            .contains("HdrHistogram"));
+        assert!(RttHistogram::decode("%%%").unwrap_err().0.contains("base64"));
+        // Another library's settings are refused, not merged inexactly.
+        let other = Histogram::<u64>::new_with_bounds(1, MAX_RTT_NS, 2).unwrap();
+        let mut bytes = Vec::new();
+        hdrhistogram::serialization::Serializer::serialize(
+            &mut hdrhistogram::serialization::V2DeflateSerializer::new(),
+            &other,
+            &mut bytes,
+        )
+        .unwrap();
+        use base64::Engine;
+        let text = base64::engine::general_purpose::STANDARD.encode(bytes);
+        assert!(RttHistogram::decode(&text).unwrap_err().0.contains("settings differ"));
     }
 
     #[test]

@@ -12,6 +12,8 @@ pub mod event;
 pub mod histogram;
 pub mod kind;
 pub mod kinds;
+pub mod member;
+pub mod merge;
 pub mod metrics;
 pub mod report;
 pub mod rules;

@@ -131,4 +131,14 @@ pub struct Meta {
     /// Things a reader should know (a rate the server capped, an option the OS ignored, …).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub notes: Vec<String>,
+    /// The run this report is one member's part of (`--members`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub member: Option<crate::member::MemberRecord>,
+    /// The latency histograms in HdrHistogram's own encoding, for an exact merge with other
+    /// members' (kept for member runs of the kinds that measure latency).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub histograms: Option<crate::histogram::EncodedHistograms>,
+    /// Reports merged into this one (`wirespeed merge`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub merged: Option<crate::merge::MergeRecord>,
 }

@@ -181,6 +181,7 @@ pub(crate) mod fixtures {
                 remote_addr: Some("127.0.0.1:5201".into()),
                 server_version: Some("0.1.0".into()),
                 notes: vec![],
+                ..Meta::default()
             },
         }
     }

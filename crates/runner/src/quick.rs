@@ -171,7 +171,11 @@ fn plan(f: &Fixtures, t: Timing) -> Vec<(&'static str, Result<Client, String>)> 
         let mut spec = LatencySpec::new("127.0.0.1", protocol);
         spec.duration_ns = t.duration_ns;
         spec.interval_ns = t.interval_ns;
-        Ok(Client::Latency(LatencyOptions { spec, endpoint: endpoint.clone() }))
+        Ok(Client::Latency(LatencyOptions {
+            spec,
+            endpoint: endpoint.clone(),
+            member: Default::default(),
+        }))
     };
     let (tcp, udp) = (Protocol::Tcp, Protocol::Udp);
     vec![
@@ -200,7 +204,7 @@ fn connections(endpoint: &Endpoint, t: Timing) -> Client {
     spec.parallel = 2;
     spec.duration_ns = t.duration_ns;
     spec.interval_ns = t.interval_ns;
-    Client::Cps(CpsOptions { spec, endpoint: endpoint.clone() })
+    Client::Cps(CpsOptions { spec, endpoint: endpoint.clone(), member: Default::default() })
 }
 
 /// UDP ping (echoed by the server), one probe every 10 ms.
@@ -243,6 +247,7 @@ fn dns(port: u16, t: Timing) -> Result<Client, String> {
         tls: Default::default(),
         connect_timeout: Duration::from_secs(5),
         version: VERSION.into(),
+        member: Default::default(),
     })))
 }
 

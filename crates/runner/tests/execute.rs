@@ -86,7 +86,7 @@ impl Workloads for ShortLatency {
             version: "test".into(),
         };
         let (tx, _rx) = unbounded_channel();
-        let client = Client::Latency(LatencyOptions { spec, endpoint });
+        let client = Client::Latency(LatencyOptions { spec, endpoint, member: Default::default() });
         Ok(wirespeed_engine::kinds::run(client, tx, cancel).await?)
     }
 }

@@ -3,10 +3,12 @@
 //! minute apart, every tenth tagged, saved in batches of 10 000.
 //!
 //!     cargo run --release -p wirespeed-store --example fill -- DB COUNT EXPORT.json
+//!
+//! DB is a file or a `postgres://` URL.
 #![allow(clippy::print_stdout)] // an example prints its result
 
 use wirespeed_model::Report;
-use wirespeed_store::Store;
+use wirespeed_store::{Location, Store};
 
 fn main() -> Result<(), Box<dyn std::error::Error>> {
     let args: Vec<String> = std::env::args().collect();
@@ -22,7 +24,7 @@ fn main() -> Result<(), Box<dyn std::error::Error>> {
     if reports.is_empty() {
         return Err("the export holds no runs".into());
     }
-    let store = Store::open(std::path::Path::new(db))?;
+    let store = Store::open_at(&Location::parse(db)?)?;
     let start = reports[0].meta.start_unix_ms.saturating_sub(count * 60_000);
     let mut done = 0;
     while done < count {

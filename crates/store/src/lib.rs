@@ -9,6 +9,7 @@
 //! tables and a schema from a newer wirespeed are refused before anything is changed.
 
 mod location;
+pub mod members;
 mod postgres;
 mod rows;
 #[cfg(test)]
@@ -88,6 +89,16 @@ pub enum StoreError {
         text: String,
         /// What is wrong with it.
         why: String,
+    },
+    /// What was asked needs the shared (PostgreSQL) database.
+    #[error(
+        "{what} needs a shared PostgreSQL database (--db postgres://…); {path} is an SQLite file"
+    )]
+    NeedsShared {
+        /// What was asked.
+        what: String,
+        /// The file that was given.
+        path: String,
     },
     /// PostgreSQL could not be reached, refused the login, or failed a statement.
     #[error("results database {db}: {why}")]
@@ -251,6 +262,88 @@ impl Store {
     /// Deletes one saved browser result; false when it was not there.
     pub fn remove_web(&self, id: &str) -> Result<bool, StoreError> {
         on_backend!(self, db => db.remove_web(id))
+    }
+
+    /// The saved reports of run `run_id`'s members (`--members`), by index.
+    pub fn member_rows(&self, run_id: &str) -> Result<Vec<members::MemberRow>, StoreError> {
+        on_backend!(self, db => db.member_rows(run_id))
+    }
+
+    /// The runs that members saved reports of, by run id.
+    pub fn member_run_ids(&self) -> Result<Vec<String>, StoreError> {
+        Ok(self
+            .list_member_runs()?
+            .into_iter()
+            .collect::<std::collections::BTreeSet<String>>()
+            .into_iter()
+            .collect())
+    }
+
+    fn list_member_runs(&self) -> Result<Vec<String>, StoreError> {
+        on_backend!(self, db => db.member_run_ids())
+    }
+
+    /// The PostgreSQL database, for what only it does (the members' barrier).
+    fn shared(&self, what: &str) -> Result<&Postgres, StoreError> {
+        match &self.backend {
+            Backend::Postgres(p) => Ok(p),
+            Backend::Sqlite(s) => {
+                Err(StoreError::NeedsShared { what: what.into(), path: s.describe() })
+            }
+        }
+    }
+
+    /// One measurement of this host's clock against the database's: the local time before
+    /// and after the query, and the database's, nanoseconds since the epoch.
+    pub fn clock_sample(&self) -> Result<(i64, i64, i64), StoreError> {
+        self.shared("measuring the clock")?.clock_sample()
+    }
+
+    /// A member arrives at its run's barrier; the last to arrive sets the start. The inner
+    /// `Err` says why the barrier turned it away.
+    pub fn barrier_join(
+        &self,
+        arrival: &members::Arrival,
+    ) -> Result<Result<members::RunState, members::Refusal>, StoreError> {
+        self.shared("the members' barrier")?.barrier_join(arrival)
+    }
+
+    /// Run `run_id`'s barrier state, after waiting up to `wait` for its start to be announced.
+    pub fn barrier_poll(
+        &self,
+        run_id: &str,
+        wait: std::time::Duration,
+    ) -> Result<Option<members::RunState>, StoreError> {
+        self.shared("the members' barrier")?.barrier_poll(run_id, wait)
+    }
+
+    /// Aborts run `run_id` for `reason` unless its start was set; true when this call did.
+    pub fn barrier_abort(&self, run_id: &str, reason: &str) -> Result<bool, StoreError> {
+        self.shared("the members' barrier")?.barrier_abort(run_id, reason)
+    }
+
+    /// Takes back member `index`'s arrival before the start (it was interrupted).
+    pub fn barrier_leave(&self, run_id: &str, index: u32) -> Result<(), StoreError> {
+        self.shared("the members' barrier")?.barrier_leave(run_id, index)
+    }
+
+    /// Member `index` of run `run_id` finished: the saved run's id (if it was saved), or why
+    /// it failed (which aborts the run).
+    pub fn member_finished(
+        &self,
+        run_id: &str,
+        index: u32,
+        outcome: Result<Option<i64>, String>,
+    ) -> Result<(), StoreError> {
+        self.shared("the members' barrier")?.member_finished(run_id, index, outcome)
+    }
+
+    /// Run `run_id`'s barrier state; `None` when it never met at one (or on SQLite).
+    pub fn run_state(&self, run_id: &str) -> Result<Option<members::RunState>, StoreError> {
+        match &self.backend {
+            Backend::Postgres(p) => p.run_state(run_id),
+            Backend::Sqlite(_) => Ok(None),
+        }
     }
 
     /// Takes `bytes` from visitor `client`'s transfer budget, kept in the database so every web

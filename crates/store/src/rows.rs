@@ -96,6 +96,8 @@ pub(crate) struct NewRun {
     pub(crate) headline: f64,
     pub(crate) headline_unit: String,
     pub(crate) json: String,
+    /// The run and index of a member's report (`--members`).
+    pub(crate) member: Option<(String, i64)>,
 }
 
 impl NewRun {
@@ -112,6 +114,11 @@ impl NewRun {
             headline_unit: head.unit.code().to_string(),
             json: serde_json::to_string(report)
                 .map_err(|source| StoreError::Corrupt { id: 0, source })?,
+            member: report
+                .meta
+                .member
+                .as_ref()
+                .map(|m| (m.member.run_id.clone(), i64::from(m.member.index))),
         })
     }
 }

@@ -32,7 +32,9 @@ pub struct TestPostgres {
     dir: tempfile::TempDir,
     bin: PathBuf,
     owner: Option<(u32, u32)>,
-    /// Its TCP port on 127.0.0.1.
+    /// The addresses it listens on.
+    listen: String,
+    /// Its TCP port on 127.0.0.1 (and any address it was also asked to listen on).
     pub port: u16,
 }
 
@@ -48,6 +50,13 @@ impl TestPostgres {
     /// Starts a new server; `None` (with a note) when PostgreSQL is not installed and the test
     /// may skip, a panic saying what to install when it may not.
     pub fn start() -> Option<Self> {
+        Self::start_reachable(None)
+    }
+
+    /// Starts a new server that also listens on `(address, network)`: on `address` (one of
+    /// this machine's, such as a bridge to the test's network namespaces), taking password
+    /// logins from `network` (CIDR).
+    pub fn start_reachable(also: Option<(&str, &str)>) -> Option<Self> {
         let Some(bin) = server_bin_dir() else {
             let why = "PostgreSQL's server is not installed; `apt-get install postgresql` (scripts/test.sh does)";
             assert!(!required(), "cannot run here: {why}");
@@ -75,7 +84,15 @@ impl TestPostgres {
             .args(["--no-sync", "-E", "UTF8", "--locale=C"]);
         let out = as_owner(&mut initdb, owner).output().expect("run initdb");
         assert!(out.status.success(), "initdb failed: {}", String::from_utf8_lossy(&out.stderr));
-        let mut pg = Self { server: None, dir, bin, owner, port: free_port() };
+        let mut listen = "127.0.0.1".to_string();
+        if let Some((address, network)) = also {
+            listen.push_str(&format!(",{address}"));
+            let hba = dir.path().join("data/pg_hba.conf");
+            let mut rules = std::fs::read_to_string(&hba).expect("pg_hba.conf");
+            rules.push_str(&format!("host all all {network} scram-sha-256\n"));
+            std::fs::write(&hba, rules).expect("pg_hba.conf");
+        }
+        let mut pg = Self { server: None, dir, bin, owner, listen, port: free_port() };
         pg.start_server();
         Some(pg)
     }
@@ -91,7 +108,8 @@ impl TestPostgres {
             .arg(self.port.to_string())
             .arg("-k")
             .arg(self.dir.path())
-            .args(["-c", "listen_addresses=127.0.0.1"])
+            .arg("-c")
+            .arg(format!("listen_addresses={}", self.listen))
             // Nothing here must survive a crash of the machine: trade durability for speed.
             .args(["-c", "fsync=off", "-c", "full_page_writes=off", "-c", "synchronous_commit=off"])
             .stdin(Stdio::null())

@@ -14,6 +14,7 @@
 //! | 9 | a saved run asked for does not exist (or nothing has been saved yet) |
 //! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched); a PostgreSQL one that cannot be reached or refuses the login |
 //! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
+//! | 12 | a member of a run (`--members`) did not start: it came late or twice, the barrier timed out or the run was aborted, or its clock is off by more than `--max-clock-error`; and `merge` refused a partial or mismatched run |
 //! | 130 | a test interrupted by the user (results so far are still reported); `server` and `web` exit 0 when stopped |
 
 use wirespeed_engine::ClientError;
@@ -43,6 +44,9 @@ pub(crate) const NOT_FOUND: u8 = 9;
 pub(crate) const DB_UNUSABLE: u8 = 10;
 /// A scenario's checks failed.
 pub(crate) const CHECKS_FAILED: u8 = 11;
+/// A member of a run did not start (late, twice, barrier timed out, clock too far off), or
+/// `merge` refused a partial or mismatched run.
+pub(crate) const MEMBER_REFUSED: u8 = 12;
 /// Interrupted by the user.
 pub(crate) const INTERRUPTED: u8 = 130;
 
@@ -83,6 +87,11 @@ pub(crate) fn code_of(err: &anyhow::Error) -> u8 {
             }
             if e.downcast_ref::<Usage>().is_some() {
                 return Some(USAGE);
+            }
+            if e.downcast_ref::<crate::member::NotStarted>().is_some()
+                || e.downcast_ref::<wirespeed_model::merge::MergeError>().is_some()
+            {
+                return Some(MEMBER_REFUSED);
             }
             match e.downcast_ref::<StoreError>()? {
                 StoreError::NotADatabase { .. }

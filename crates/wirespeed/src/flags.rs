@@ -5,18 +5,19 @@
 
 use std::path::PathBuf;
 
-use wirespeed_store::Location;
-
 use clap::{Args, Parser, Subcommand, ValueEnum};
 use wirespeed_model::kinds::cps::MAX_CONNECTORS;
 use wirespeed_model::kinds::dns::MAX_DNS_CLIENTS;
 use wirespeed_model::kinds::http::MAX_HTTP_CONNECTIONS;
 use wirespeed_model::rules::MAX_PARALLEL;
+use wirespeed_store::Location;
 
 use crate::test_kinds::TestKind;
 
+mod member;
 mod saved;
 mod web;
+pub(crate) use member::*;
 pub(crate) use saved::*;
 pub(crate) use web::*;
 
@@ -67,12 +68,87 @@ pub(crate) enum Command {
     Export(ExportArgs),
     /// Compare saved runs side by side: ratios to the first with confidence intervals and verdicts.
     Compare(CompareArgs),
+    /// Print what runs a test as a run of members elsewhere: a Kubernetes Indexed Job.
+    #[command(subcommand)]
+    K8s(K8sCommand),
+    /// Merge the reports of a run's members (--members) into the run's one report: totals
+    /// summed, percentiles from the summed histograms, the start skew stated.
+    Merge(Box<MergeArgs>),
     /// Delete saved runs, by id or by count and age.
     Rm(RmArgs),
     /// Show or set how many saved runs to keep, and for how long.
     Retention(RetentionArgs),
     /// Run a scenario file (systems × workloads, TOML): side-by-side studies, or show its matrix.
     Bench(BenchArgs),
+}
+
+/// `wirespeed k8s`.
+#[derive(Debug, Subcommand)]
+pub(crate) enum K8sCommand {
+    /// Print an Indexed Job that runs `wirespeed KIND ARGS…` as N members, one per node, for
+    /// `kubectl apply -f -`; then `kubectl wait --for=condition=complete job/NAME` and
+    /// `wirespeed merge --run-id ID`.
+    Job(Box<K8sJobArgs>),
+}
+
+/// `wirespeed k8s job`.
+#[derive(Debug, Args)]
+pub(crate) struct K8sJobArgs {
+    /// Members: the Job's completions and parallelism, one pod (and one node) each.
+    #[arg(long, value_name = "N")]
+    pub members: u32,
+    /// The image with wirespeed in it (the repository's Dockerfile builds one).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: String,
+    /// The run's id, in every member's arguments [default: made from the time and random bits].
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// The Job's name [default: wirespeed-RUN-ID, cut to a valid name].
+    #[arg(long, value_name = "NAME")]
+    pub name: Option<String>,
+    /// The Kubernetes namespace.
+    #[arg(long, value_name = "NS")]
+    pub namespace: Option<String>,
+    /// The Secret holding the PostgreSQL URL the members meet at and save to, as NAME or
+    /// NAME:KEY (key `url` by default). Without it, give --start-at in the test's arguments.
+    #[arg(long, value_name = "NAME[:KEY]")]
+    pub db_secret: Option<String>,
+    /// Only nodes with this label (repeatable): KEY=VALUE.
+    #[arg(long = "node-selector", value_name = "KEY=VALUE")]
+    pub node_selector: Vec<String>,
+    /// CPU and memory each member asks for (requests = limits): for example 2 and 1Gi.
+    #[arg(long, value_name = "CPU")]
+    pub cpu: Option<String>,
+    /// Memory each member asks for.
+    #[arg(long, value_name = "SIZE")]
+    pub memory: Option<String>,
+    /// The test each member runs: KIND and its arguments, as after `wirespeed`.
+    #[arg(
+        required = true,
+        trailing_var_arg = true,
+        allow_hyphen_values = true,
+        value_name = "KIND ARGS"
+    )]
+    pub test: Vec<String>,
+}
+
+/// `wirespeed merge`.
+#[derive(Debug, Args)]
+pub(crate) struct MergeArgs {
+    /// Members' reports: JSON (`-f json` output, or one a member kept when the database failed)
+    /// and SQLite results files. Without any, the members of --run-id are read from --db.
+    #[arg(value_name = "FILE")]
+    pub sources: Vec<PathBuf>,
+    /// The run to merge: needed to read it from a database, or from files holding several.
+    #[arg(long, value_name = "ID")]
+    pub run_id: Option<String>,
+    /// Merge a run with members missing, or one that was aborted; the result says it is
+    /// partial.
+    #[arg(long)]
+    pub allow_partial: bool,
+    /// Output, and where the merged run is saved (and, without files, read from).
+    #[command(flatten)]
+    pub output: OutputArgs,
 }
 
 /// `wirespeed bench`.
@@ -249,7 +325,7 @@ where
 }
 
 /// Where results go: shared by every test subcommand.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct OutputArgs {
     /// Output format.
     #[arg(short = 'f', long, value_enum, default_value_t = FormatArg::Text)]
@@ -333,6 +409,9 @@ pub(crate) struct BandwidthArgs {
     /// Where the server is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Taking part in a run of several members.
+    #[command(flatten)]
+    pub member: MemberArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -403,6 +482,9 @@ pub(crate) struct LatencyArgs {
     /// Where the server is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Taking part in a run of several members.
+    #[command(flatten)]
+    pub member: MemberArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -445,6 +527,9 @@ pub(crate) struct CpsArgs {
     /// Where the target is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Taking part in a run of several members.
+    #[command(flatten)]
+    pub member: MemberArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -592,6 +677,9 @@ pub(crate) struct HttpArgs {
     /// Use IPv6 only.
     #[arg(short = '6', long = "ipv6")]
     pub ipv6: bool,
+    /// Taking part in a run of several members.
+    #[command(flatten)]
+    pub member: MemberArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -675,6 +763,9 @@ pub(crate) struct DnsArgs {
     /// Use IPv6 only.
     #[arg(short = '6', long = "ipv6")]
     pub ipv6: bool,
+    /// Taking part in a run of several members.
+    #[command(flatten)]
+    pub member: MemberArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,
@@ -777,6 +868,9 @@ pub(crate) struct PpsArgs {
     /// Where the server is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Taking part in a run of several members.
+    #[command(flatten)]
+    pub member: MemberArgs,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,

@@ -9,6 +9,7 @@ mod cmd;
 mod errors;
 mod exit;
 mod flags;
+mod member;
 mod output;
 mod resolve;
 mod saved;

@@ -38,6 +38,7 @@ pub(crate) fn color() -> bool {
 pub(crate) fn spawn_printer(
     args: &OutputArgs,
     mut events: UnboundedReceiver<Event>,
+    member: Option<crate::member::Started>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let format_arg = args.format;
     let format = format_of(format_arg);
@@ -48,7 +49,10 @@ pub(crate) fn spawn_printer(
         let mut renderer = wirespeed_report::renderer(format, color);
         let mut panel = LivePanel::new(live);
         let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
-        while let Some(ev) = events.blocking_recv() {
+        while let Some(mut ev) = events.blocking_recv() {
+            if let Some(started) = &member {
+                crate::member::stamp(&mut ev, started);
+            }
             // Off the screen while the output is written, so it never lands inside a line.
             panel.erase();
             // One write per event, not one per line (a JSON report is thousands of lines).
@@ -142,15 +146,19 @@ pub(crate) fn open_shared_store(args: &OutputArgs) -> Result<Option<Store>> {
 /// returns the ids.
 pub(crate) fn save(
     args: &OutputArgs,
-    opened: Option<Store>,
+    opened: Option<&Store>,
     reports: &[&Report],
 ) -> Result<Vec<i64>> {
     if args.no_save || reports.is_empty() {
         return Ok(Vec::new());
     }
+    let file;
     let store = match opened {
         Some(store) => store,
-        None => Store::open_at(&crate::saved::db_location(&args.db)?)?,
+        None => {
+            file = Store::open_at(&crate::saved::db_location(&args.db)?)?;
+            &file
+        }
     };
     reports.iter().map(|r| store.save(r, args.tag.as_deref()).map_err(Into::into)).collect()
 }

@@ -237,7 +237,11 @@ pub(crate) fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOption
         bail!("--external needs the echo service's port: HOST:PORT or --port");
     }
     spec.validate()?;
-    Ok(LatencyOptions { spec, endpoint: endpoint(&args.target, &args.connect, version)? })
+    Ok(LatencyOptions {
+        spec,
+        endpoint: endpoint(&args.target, &args.connect, version)?,
+        member: Default::default(),
+    })
 }
 
 /// `wirespeed cps` flags → options. An external target has no default port to fall back on.
@@ -257,7 +261,7 @@ pub(crate) fn cps(args: &CpsArgs, version: &str) -> Result<CpsOptions> {
     spec.timeout_ns = nanos("--timeout", &args.timeout)?;
     spec.rst = args.rst;
     spec.validate()?;
-    Ok(CpsOptions { spec, endpoint })
+    Ok(CpsOptions { spec, endpoint, member: Default::default() })
 }
 
 /// `wirespeed ping` flags → options.
@@ -425,7 +429,15 @@ pub(crate) fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
         insecure: args.insecure,
         server_name: args.sni.clone(),
     };
-    Ok(HttpOptions { spec, requests, family, tls, version: version.to_string(), results: None })
+    Ok(HttpOptions {
+        spec,
+        requests,
+        family,
+        tls,
+        version: version.to_string(),
+        results: None,
+        member: Default::default(),
+    })
 }
 
 /// A request body file, within the size limit.
@@ -559,6 +571,7 @@ pub(crate) fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
         tls,
         connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
         version: version.to_string(),
+        member: Default::default(),
     })
 }
 

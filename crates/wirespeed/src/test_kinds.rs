@@ -10,8 +10,8 @@ use wirespeed_model::{Report, ReportBody};
 
 use crate::exit;
 use crate::flags::{
-    BandwidthArgs, Command, CpsArgs, DnsArgs, HttpArgs, LatencyArgs, OutputArgs, PingArgs, PpsArgs,
-    TraceArgs,
+    BandwidthArgs, Command, CpsArgs, DnsArgs, HttpArgs, LatencyArgs, MemberArgs, OutputArgs,
+    PingArgs, PpsArgs, TraceArgs,
 };
 use crate::resolve;
 
@@ -71,6 +71,11 @@ pub(crate) trait TestArgs {
     /// The client the flags resolve to.
     fn client(&self, version: &str) -> Result<Client>;
 
+    /// The flags that make it one member of a run of several, for the kinds that make load.
+    fn member(&self) -> Option<&MemberArgs> {
+        None
+    }
+
     /// The exit code a finished run earns ([`exit::OK`] unless the kind says otherwise).
     fn judge(&self, _report: &Report) -> u8 {
         exit::OK
@@ -97,6 +102,8 @@ impl Command {
             | Command::Show(_)
             | Command::Export(_)
             | Command::Compare(_)
+            | Command::Merge(_)
+            | Command::K8s(_)
             | Command::Rm(_)
             | Command::Retention(_)
             | Command::Bench(_) => return None,
@@ -107,6 +114,10 @@ impl Command {
 impl TestArgs for BandwidthArgs {
     fn output(&self) -> &OutputArgs {
         &self.output
+    }
+
+    fn member(&self) -> Option<&MemberArgs> {
+        Some(&self.member)
     }
 
     fn client(&self, version: &str) -> Result<Client> {
@@ -120,6 +131,10 @@ impl TestArgs for PpsArgs {
         &self.output
     }
 
+    fn member(&self) -> Option<&MemberArgs> {
+        Some(&self.member)
+    }
+
     fn client(&self, version: &str) -> Result<Client> {
         Ok(Client::Bandwidth(resolve::pps(self, version)?))
     }
@@ -130,6 +145,10 @@ impl TestArgs for LatencyArgs {
         &self.output
     }
 
+    fn member(&self) -> Option<&MemberArgs> {
+        Some(&self.member)
+    }
+
     fn client(&self, version: &str) -> Result<Client> {
         Ok(Client::Latency(resolve::latency(self, version)?))
     }
@@ -138,6 +157,10 @@ impl TestArgs for LatencyArgs {
 impl TestArgs for CpsArgs {
     fn output(&self) -> &OutputArgs {
         &self.output
+    }
+
+    fn member(&self) -> Option<&MemberArgs> {
+        Some(&self.member)
     }
 
     fn client(&self, version: &str) -> Result<Client> {
@@ -186,6 +209,10 @@ impl TestArgs for HttpArgs {
         &self.output
     }
 
+    fn member(&self) -> Option<&MemberArgs> {
+        Some(&self.member)
+    }
+
     fn client(&self, version: &str) -> Result<Client> {
         Ok(Client::Http(Box::new(resolve::http(self, version)?)))
     }
@@ -194,6 +221,10 @@ impl TestArgs for HttpArgs {
 impl TestArgs for DnsArgs {
     fn output(&self) -> &OutputArgs {
         &self.output
+    }
+
+    fn member(&self) -> Option<&MemberArgs> {
+        Some(&self.member)
     }
 
     fn client(&self, version: &str) -> Result<Client> {

@@ -13,7 +13,7 @@ pub mod trace;
 
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::{Event, Report};
+use wirespeed_model::{Event, Report, TestSpec};
 
 use crate::error::ClientError;
 
@@ -37,6 +37,54 @@ pub enum Client {
     Http(Box<http::client::HttpOptions>),
     /// DNS load.
     Dns(Box<dns::client::DnsOptions>),
+}
+
+impl Client {
+    /// The spec the client will run.
+    pub fn spec(&self) -> TestSpec {
+        match self {
+            Client::Bandwidth(o) | Client::Iperf3(o) => TestSpec::Bandwidth(o.spec.clone()),
+            Client::Latency(o) => TestSpec::Latency(o.spec.clone()),
+            Client::Cps(o) => TestSpec::Cps(o.spec.clone()),
+            Client::Ping(o) => TestSpec::Ping(o.spec.clone()),
+            Client::Trace(o) => TestSpec::Trace(o.spec.clone()),
+            Client::Http(o) => TestSpec::Http(Box::new(o.spec.clone())),
+            Client::Dns(o) => TestSpec::Dns(Box::new(o.spec.clone())),
+        }
+    }
+
+    /// Makes the client one member of a run of several: `share` is its part of the run's spec
+    /// ([`TestSpec::share`]), `member` its stripe and whether it keeps its histograms. Refused
+    /// (with the reason) for a spec of another kind, or a kind that makes no load.
+    pub fn join(&mut self, share: TestSpec, member: crate::MemberRun) -> Result<(), String> {
+        match (self, share) {
+            (Client::Bandwidth(o) | Client::Iperf3(o), TestSpec::Bandwidth(s)) => o.spec = s,
+            (Client::Latency(o), TestSpec::Latency(s)) => {
+                o.spec = s;
+                o.member = member;
+            }
+            (Client::Cps(o), TestSpec::Cps(s)) => {
+                o.spec = s;
+                o.member = member;
+            }
+            (Client::Http(o), TestSpec::Http(s)) => {
+                o.spec = *s;
+                o.member = member;
+            }
+            (Client::Dns(o), TestSpec::Dns(s)) => {
+                o.spec = *s;
+                o.member = member;
+            }
+            (client, share) => {
+                return Err(format!(
+                    "a {} client cannot run a {} member's share",
+                    client.spec().kind(),
+                    share.kind()
+                ))
+            }
+        }
+        Ok(())
+    }
 }
 
 /// Runs `client` to its end: its events go to `events` as they happen, and its report is

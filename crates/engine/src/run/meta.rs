@@ -20,6 +20,9 @@ pub fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr
         remote_addr: remote.map(|a| a.to_string()),
         server_version: None,
         notes: Vec::new(),
+        member: None,
+        histograms: None,
+        merged: None,
     }
 }
 

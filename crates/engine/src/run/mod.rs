@@ -5,6 +5,7 @@
 pub(crate) mod blocking;
 pub(crate) mod budget;
 pub(crate) mod intervals;
+pub(crate) mod member;
 pub(crate) mod meta;
 pub(crate) mod pacer;
 pub(crate) mod threads;

@@ -166,6 +166,7 @@ pub(crate) fn dns_options(
         tls: Default::default(),
         connect_timeout: Duration::from_secs(2),
         version: "test".into(),
+        member: Default::default(),
     }
 }
 

@@ -4,6 +4,8 @@
 //! latency) and what dnsperf does not count (truncated, mismatched, duplicate, late and
 //! unexpected answers, percentiles).
 
+use std::collections::BTreeMap;
+
 use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
@@ -397,6 +399,108 @@ impl KindReport for DnsReport {
     fn histogram(&self) -> Option<&[HistogramBucket]> {
         non_empty(&self.summary.histogram)
     }
+}
+
+/// The members' reports of one DNS run merged (see [`crate::merge`]): counts and bytes summed,
+/// answers per second over the longest member's time, percentiles from the summed histograms
+/// (`total`, and `setup` for connections), and dnsperf's exact moments combined exactly from
+/// each member's count, mean and standard deviation.
+pub(crate) fn merge(
+    parts: &[crate::merge::Part<'_, DnsReport>],
+    spec: &DnsSpec,
+) -> Result<DnsReport, crate::histogram::HistogramError> {
+    use crate::merge::{per_second, stats_of, sum_interval, sum_named};
+    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
+    let mut intervals = Vec::with_capacity(count);
+    for k in 0..count {
+        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
+        let of_k: Vec<&DnsInterval> =
+            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
+        let completed = of_k.iter().map(|i| i.completed).sum();
+        intervals.push(DnsInterval {
+            sent: of_k.iter().map(|i| i.sent).sum(),
+            completed,
+            lost: of_k.iter().map(|i| i.lost).sum(),
+            truncated: of_k.iter().map(|i| i.truncated).sum(),
+            queries_per_second: per_second(completed, shape.end_ns.saturating_sub(shape.start_ns)),
+            latency: sum_interval(parts, k)?.stats(),
+            ..shape.clone()
+        });
+    }
+    let all: Vec<&DnsSummary> = parts.iter().map(|p| &p.report.summary).collect();
+    let sum = |f: fn(&DnsSummary) -> u64| all.iter().map(|s| f(s)).sum::<u64>();
+    let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);
+    let mut rcodes: BTreeMap<u16, RcodeCount> = BTreeMap::new();
+    for r in all.iter().flat_map(|s| &s.rcodes) {
+        rcodes.entry(r.code).or_insert(RcodeCount { count: 0, ..r.clone() }).count += r.count;
+    }
+    let mut stray = StrayAnswers::default();
+    for s in &all {
+        stray.mismatched += s.stray.mismatched;
+        stray.duplicate += s.stray.duplicate;
+        stray.late += s.stray.late;
+        stray.unexpected += s.stray.unexpected;
+        stray.malformed += s.stray.malformed;
+    }
+    // Sums and sums of squares back from each member's count, mean and sample deviation.
+    let (mut n, mut total, mut squares) = (0u64, 0.0f64, 0.0f64);
+    for s in &all {
+        let k = s.completed as f64;
+        n += s.completed;
+        total += k * s.exact.mean_ns;
+        squares += (k - 1.0).max(0.0) * s.exact.stddev_ns.powi(2) + k * s.exact.mean_ns.powi(2);
+    }
+    let mean = if n > 0 { total / n as f64 } else { 0.0 };
+    let stddev = if n > 1 {
+        ((squares - n as f64 * mean * mean) / (n as f64 - 1.0)).max(0.0).sqrt()
+    } else {
+        0.0
+    };
+    let with_answers = || all.iter().filter(|s| s.completed > 0);
+    let total_hist = sum_named(parts, "total")?;
+    let connections = all.iter().any(|s| s.connections.is_some()).then(|| DnsConnections {
+        attempts: all.iter().filter_map(|s| s.connections.as_ref()).map(|c| c.attempts).sum(),
+        successful: all.iter().filter_map(|s| s.connections.as_ref()).map(|c| c.successful).sum(),
+        setup: LatencyStats::default(),
+    });
+    let connections = match connections {
+        Some(mut c) => {
+            c.setup = stats_of(&sum_named(parts, "setup")?);
+            Some(c)
+        }
+        None => None,
+    };
+    let reasons: std::collections::BTreeSet<&str> =
+        all.iter().map(|s| s.end_reason.as_str()).collect();
+    let completed = sum(|s| s.completed);
+    let summary = DnsSummary {
+        duration_ns,
+        end_reason: reasons.into_iter().collect::<Vec<_>>().join(", "),
+        sent: sum(|s| s.sent),
+        completed,
+        lost: sum(|s| s.lost),
+        interrupted: sum(|s| s.interrupted),
+        rcodes: rcodes.into_values().collect(),
+        truncated: sum(|s| s.truncated),
+        tc_retried: sum(|s| s.tc_retried),
+        tc_retry_completed: sum(|s| s.tc_retry_completed),
+        stray,
+        send_errors: sum(|s| s.send_errors),
+        unsent: sum(|s| s.unsent),
+        request_bytes: sum(|s| s.request_bytes),
+        response_bytes: sum(|s| s.response_bytes),
+        queries_per_second: per_second(completed, duration_ns),
+        latency: stats_of(&total_hist),
+        exact: ExactLatency {
+            mean_ns: mean,
+            stddev_ns: stddev,
+            min_ns: with_answers().map(|s| s.exact.min_ns).min().unwrap_or(0),
+            max_ns: with_answers().map(|s| s.exact.max_ns).max().unwrap_or(0),
+        },
+        histogram: total_hist.map(|h| h.buckets()).unwrap_or_default(),
+        connections,
+    };
+    Ok(DnsReport { spec: spec.clone(), intervals, summary })
 }
 
 #[cfg(test)]

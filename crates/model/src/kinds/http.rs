@@ -372,6 +372,105 @@ impl KindReport for HttpReport {
     }
 }
 
+/// The members' reports of one HTTP run merged (see [`crate::merge`]): counts summed, rates
+/// over the longest member's measured time, every latency figure from summed histograms (named
+/// `total`, `connect`, `tls`, `first_byte`, `queue`, and `step{i}.…` for a sweep's steps).
+pub(crate) fn merge(
+    parts: &[crate::merge::Part<'_, HttpReport>],
+    spec: &HttpSpec,
+) -> Result<HttpReport, crate::histogram::HistogramError> {
+    use crate::merge::{per_second, sum_interval};
+    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
+    let mut intervals = Vec::with_capacity(count);
+    for k in 0..count {
+        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
+        let of_k: Vec<&HttpInterval> =
+            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
+        let responses = of_k.iter().map(|i| i.responses).sum();
+        intervals.push(HttpInterval {
+            responses,
+            requests_per_second: per_second(responses, shape.end_ns.saturating_sub(shape.start_ns)),
+            errors: of_k.iter().map(|i| i.errors).sum(),
+            sent: of_k.iter().map(|i| i.sent).sum(),
+            late: of_k.iter().map(|i| i.late).sum(),
+            latency: sum_interval(parts, k)?.stats(),
+            ..shape.clone()
+        });
+    }
+    let summary = merge_summary(parts, |r| Some(&r.summary), "")?;
+    let steps = (0..parts.iter().map(|p| p.report.steps.len()).max().unwrap_or(0))
+        .map(|j| {
+            fn of_j(r: &HttpReport, j: usize) -> Option<&HttpStep> {
+                r.steps.get(j)
+            }
+            Ok(HttpStep {
+                rate: parts.iter().filter_map(|p| of_j(p.report, j)).map(|s| s.rate).sum(),
+                start_ns: parts
+                    .iter()
+                    .filter_map(|p| of_j(p.report, j))
+                    .map(|s| s.start_ns)
+                    .min()
+                    .unwrap_or(0),
+                summary: merge_summary(
+                    parts,
+                    |r| of_j(r, j).map(|s| &s.summary),
+                    &format!("step{j}."),
+                )?,
+            })
+        })
+        .collect::<Result<_, crate::histogram::HistogramError>>()?;
+    Ok(HttpReport { spec: spec.clone(), intervals, summary, steps })
+}
+
+/// One summary of every part (the whole run's, or a step's), histograms under `prefix`.
+fn merge_summary(
+    parts: &[crate::merge::Part<'_, HttpReport>],
+    pick: impl Fn(&HttpReport) -> Option<&HttpSummary>,
+    prefix: &str,
+) -> Result<HttpSummary, crate::histogram::HistogramError> {
+    use crate::merge::{add_counts, per_second, stats_of, sum_named};
+    let all: Vec<&HttpSummary> = parts.iter().filter_map(|p| pick(p.report)).collect();
+    let sum = |f: fn(&HttpSummary) -> u64| all.iter().map(|s| f(s)).sum::<u64>();
+    let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);
+    let (mut status, mut errors) = (BTreeMap::new(), BTreeMap::new());
+    for s in &all {
+        add_counts(&mut status, &s.status);
+        add_counts(&mut errors, &s.errors);
+    }
+    let responses = sum(|s| s.responses);
+    let succeeded = sum(|s| s.succeeded);
+    let attempts = responses + errors.values().sum::<u64>();
+    let total = sum_named(parts, &format!("{prefix}total"))?;
+    let named = |n: &str| sum_named(parts, &format!("{prefix}{n}")).map(|h| stats_of(&h));
+    let sent = sum(|s| s.sent);
+    let rates: Vec<f64> = all.iter().filter_map(|s| s.target_rate).collect();
+    Ok(HttpSummary {
+        duration_ns,
+        responses,
+        succeeded,
+        success_ratio: if attempts == 0 { 0.0 } else { succeeded as f64 / attempts as f64 },
+        status,
+        errors,
+        requests_per_second: per_second(responses, duration_ns),
+        bytes_in: sum(|s| s.bytes_in),
+        bytes_out: sum(|s| s.bytes_out),
+        connections_opened: sum(|s| s.connections_opened),
+        latency: stats_of(&total),
+        histogram: total.map(|h| h.buckets()).unwrap_or_default(),
+        target_rate: (!rates.is_empty()).then(|| rates.iter().sum()),
+        sent,
+        sent_per_second: per_second(sent, duration_ns),
+        late: sum(|s| s.late),
+        breakdown: HttpBreakdown {
+            dns_ns: all.iter().map(|s| s.breakdown.dns_ns).max().unwrap_or(0),
+            connect: named("connect")?,
+            tls: named("tls")?,
+            first_byte: named("first_byte")?,
+            queue: named("queue")?,
+        },
+    })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -213,6 +213,46 @@ impl KindReport for LatencyReport {
     }
 }
 
+/// The members' reports of one latency run merged (see [`crate::merge`]): messages and losses
+/// summed, rates over the longest member's time, round trips from the summed histograms.
+pub(crate) fn merge(
+    parts: &[crate::merge::Part<'_, LatencyReport>],
+    spec: &LatencySpec,
+) -> Result<LatencyReport, crate::histogram::HistogramError> {
+    use crate::merge::{per_second, stats_of, sum_interval, sum_named};
+    let lost_sum = |v: Vec<Option<u64>>| -> Option<u64> {
+        v.iter().any(Option::is_some).then(|| v.iter().flatten().sum())
+    };
+    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
+    let mut intervals = Vec::with_capacity(count);
+    for k in 0..count {
+        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
+        let of_k: Vec<&LatencyInterval> =
+            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
+        let rtt = sum_interval(parts, k)?.stats();
+        intervals.push(LatencyInterval {
+            messages_per_second: per_second(rtt.count, shape.end_ns.saturating_sub(shape.start_ns)),
+            lost: lost_sum(of_k.iter().map(|i| i.lost).collect()),
+            rtt,
+            ..shape.clone()
+        });
+    }
+    let all: Vec<&LatencySummary> = parts.iter().map(|p| &p.report.summary).collect();
+    let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);
+    let received = all.iter().map(|s| s.received).sum();
+    let total = sum_named(parts, "total")?;
+    let summary = LatencySummary {
+        duration_ns,
+        sent: all.iter().map(|s| s.sent).sum(),
+        received,
+        lost: lost_sum(all.iter().map(|s| s.lost).collect()),
+        messages_per_second: per_second(received, duration_ns),
+        rtt: stats_of(&total),
+        histogram: total.map(|h| h.buckets()).unwrap_or_default(),
+    };
+    Ok(LatencyReport { spec: spec.clone(), intervals, summary })
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

@@ -14,6 +14,7 @@
 //! keeps its tables apart and a role without rights on `public` (PostgreSQL 15's default) can
 //! still create it. A connection that breaks is opened again on the next call.
 
+mod members;
 mod migrate;
 mod runs;
 mod web;

@@ -60,8 +60,8 @@ impl Postgres {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUNS_LOCK])?;
             let insert = tx.prepare(
-                "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8) RETURNING id",
+                "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
             )?;
             let insert_report =
                 tx.prepare("INSERT INTO reports (run_id, report) VALUES ($1, $2::text::json)")?;
@@ -79,6 +79,8 @@ impl Postgres {
                             &r.headline_key,
                             &r.headline,
                             &r.headline_unit,
+                            &r.member.as_ref().map(|m| storable(&m.0)),
+                            &r.member.as_ref().map(|m| m.1 as i32),
                         ],
                     )?
                     .try_get(0)?;

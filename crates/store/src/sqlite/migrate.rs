@@ -34,6 +34,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0004_web_budgets.sql"),
         backfill: None,
     },
+    Migration {
+        name: "0005_members",
+        sql: include_str!("migrations/0005_members.sql"),
+        backfill: None,
+    },
 ];
 
 /// Applies every migration the database has not had.
@@ -107,7 +112,7 @@ mod tests {
                     params![r.kind().name(), r.target(), ms as i64, r.meta.version, "old", json],
                 )
                 .unwrap(),
-            2..=4 => {
+            2..=5 => {
                 let head = r.headline();
                 conn.execute(
                     "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
@@ -129,7 +134,7 @@ mod tests {
     fn corrupt_report(version: usize) -> &'static str {
         match version {
             1 => "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE id = ?1",
-            2..=4 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
+            2..=5 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
             v => panic!("no corruption written for schema {v}: add one with the new migration"),
         }
     }
@@ -179,7 +184,18 @@ mod tests {
             .unwrap()
             .collect::<Result<_, _>>()
             .unwrap();
-        assert_eq!(tables, ["reports", "runs", "settings", "web_budgets", "web_results"]);
+        assert_eq!(
+            tables,
+            [
+                "member_arrivals",
+                "member_runs",
+                "reports",
+                "runs",
+                "settings",
+                "web_budgets",
+                "web_results"
+            ]
+        );
         // Applying again is a no-op.
         to_latest(&mut conn, ":memory:").unwrap();
     }

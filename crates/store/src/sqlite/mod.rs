@@ -12,6 +12,7 @@ use rusqlite::{params, Connection, ErrorCode, OptionalExtension};
 
 pub use migrate::MIGRATIONS;
 
+use crate::members::MemberRow;
 use crate::rows::NewRun;
 use crate::StoreError;
 
@@ -92,8 +93,8 @@ impl Sqlite {
             let mut ids = Vec::with_capacity(rows.len());
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8)",
+                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
                 )?;
                 let mut insert_report = tx.prepare_cached("INSERT INTO reports (run_id, report) VALUES (?1, ?2)")?;
                 for r in rows {
@@ -105,7 +106,9 @@ impl Sqlite {
                         r.tag,
                         r.headline_key,
                         r.headline,
-                        r.headline_unit
+                        r.headline_unit,
+                        r.member.as_ref().map(|m| &m.0),
+                        r.member.as_ref().map(|m| m.1)
                     ])?;
                     let id = tx.last_insert_rowid();
                     insert_report.execute(params![id, r.json])?;
@@ -151,6 +154,32 @@ impl Sqlite {
             }
             tx.commit()?;
             Ok(missing)
+        })
+    }
+
+    /// The saved reports of run `run_id`'s members, by index.
+    pub(crate) fn member_rows(&self, run_id: &str) -> Result<Vec<MemberRow>, StoreError> {
+        self.sql(|c| {
+            let mut stmt = c.prepare(
+                "SELECT runs.id, runs.member_index, reports.report FROM runs
+                 JOIN reports ON reports.run_id = runs.id
+                 WHERE runs.member_run = ?1 ORDER BY runs.member_index, runs.id",
+            )?;
+            let rows = stmt.query_map([run_id], |r| {
+                Ok(MemberRow { id: r.get(0)?, index: r.get::<_, i64>(1)? as u32, json: r.get(2)? })
+            })?;
+            rows.collect()
+        })
+    }
+
+    /// The run ids members saved reports under.
+    pub(crate) fn member_run_ids(&self) -> Result<Vec<String>, StoreError> {
+        self.sql(|c| {
+            let mut stmt = c.prepare(
+                "SELECT DISTINCT member_run FROM runs WHERE member_run IS NOT NULL ORDER BY 1",
+            )?;
+            let rows = stmt.query_map([], |r| r.get(0))?;
+            rows.collect()
         })
     }
 

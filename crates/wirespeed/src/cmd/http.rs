@@ -1,9 +1,10 @@
 //! `wirespeed http --format vegeta`: a writer thread puts one vegeta result line per request
-//! on stdout while the test runs (any other format runs as every test subcommand does).
+//! on stdout while the test runs (any other format runs as every test subcommand does), as a
+//! run of its own or one member's part of a run.
 
 use anyhow::Result;
-use wirespeed_engine::kinds::http::client;
 use wirespeed_engine::kinds::http::results::ResultSink;
+use wirespeed_engine::kinds::{self, Client};
 
 use crate::flags::HttpArgs;
 use crate::{resolve, vegeta};
@@ -16,7 +17,19 @@ pub(super) async fn run_vegeta(args: HttpArgs) -> Result<u8> {
     // A request ends within its timeout of being sent, and is sent within one of falling due.
     let window_ns = opts.spec.timeout_ns.saturating_mul(2).saturating_add(1_000_000_000);
     let writer = std::thread::spawn(move || vegeta::write_all(rx, requests, window_ns));
-    let code = super::run_one(&args.output, |tx, cancel| client::run(opts, tx, cancel)).await;
+    let mut client = Client::Http(Box::new(opts));
+    let code = match crate::member::prepare(&args.member, &mut client, args.output.db.as_ref()) {
+        Ok(plan) => {
+            super::run_member(
+                &args.output,
+                plan,
+                |tx, cancel| kinds::run(client, tx, cancel),
+                |_| crate::exit::OK,
+            )
+            .await
+        }
+        Err(e) => Err(e),
+    };
     // The last sender goes with the sink; then the writer drains the queue and ends.
     let lost = sink.lost();
     drop(sink);

@@ -4,6 +4,8 @@ mod bench;
 mod compare;
 mod history;
 mod http;
+mod k8s;
+mod merge;
 mod prune;
 mod quick;
 mod server;
@@ -33,6 +35,8 @@ pub(crate) fn run(command: Command) -> Result<u8> {
         Command::Compare(args) => return compare::run(args),
         Command::Rm(args) => return prune::rm(args),
         Command::Retention(args) => return prune::retention(args),
+        Command::Merge(args) => return merge::run(*args),
+        Command::K8s(crate::flags::K8sCommand::Job(args)) => return k8s::job(*args),
         Command::Bench(args) => match bench::inspect(&args)? {
             Some(code) => return Ok(code),
             None => Command::Bench(args),
@@ -77,11 +81,17 @@ fn output_args(command: &Command) -> Option<&OutputArgs> {
     }
 }
 
-/// Runs one test subcommand: its client, rendered as it goes, saved, judged.
+/// Runs one test subcommand: its client (one member's share of a run, with `--members`),
+/// rendered as it goes, saved, judged.
 async fn run_test(test: &dyn TestArgs) -> Result<u8> {
-    let client = test.client(env!("CARGO_PKG_VERSION"))?;
-    run_judged(
+    let mut client = test.client(env!("CARGO_PKG_VERSION"))?;
+    let plan = match test.member() {
+        Some(args) => crate::member::prepare(args, &mut client, test.output().db.as_ref())?,
+        None => None,
+    };
+    run_member(
         test.output(),
+        plan,
         |tx, cancel| wirespeed_engine::kinds::run(client, tx, cancel),
         |report| test.judge(report),
     )
@@ -113,19 +123,12 @@ pub(crate) fn interrupt_token() -> CancellationToken {
 }
 
 /// Runs one client test: its events go to the chosen renderer as they happen, then the
-/// report is saved. Returns the exit code.
-pub(crate) async fn run_one<F, Fut>(output_args: &OutputArgs, test: F) -> Result<u8>
-where
-    F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
-    Fut: Future<Output = Result<Report, ClientError>>,
-{
-    run_judged(output_args, test, |_| exit::OK).await
-}
-
-/// [`run_one`], with `judge` giving the exit code of a run that finished: a ping nobody
+/// report is saved; as one member of a run when `plan` says so (it waits for the common start and
+/// stamps its report), with `judge` giving the exit code of a run that finished: a ping nobody
 /// answered has a report, and still failed.
-pub(crate) async fn run_judged<F, Fut>(
+pub(crate) async fn run_member<F, Fut>(
     output_args: &OutputArgs,
+    plan: Option<crate::member::Plan>,
     test: F,
     judge: impl FnOnce(&Report) -> u8,
 ) -> Result<u8>
@@ -133,17 +136,46 @@ where
     F: FnOnce(UnboundedSender<Event>, CancellationToken) -> Fut,
     Fut: Future<Output = Result<Report, ClientError>>,
 {
-    let store = output::open_shared_store(output_args)?;
+    // A barrier needs the database even when nothing is saved in it.
+    let store = match &plan {
+        Some(plan) if plan.meets_at_barrier() => {
+            output::open_shared_store(&OutputArgs { no_save: false, ..output_args.clone() })?
+        }
+        _ => output::open_shared_store(output_args)?,
+    };
     let cancel = interrupt_token();
+    let started = match &plan {
+        Some(plan) => {
+            let host = wirespeed_engine::run_meta("", std::time::SystemTime::now(), None).host;
+            Some(crate::member::start(plan, store.as_ref(), host, &cancel).await?)
+        }
+        None => None,
+    };
+    let finish = |outcome: Result<Option<i64>, String>| {
+        if let (Some(store), Some(joined)) =
+            (&store, started.as_ref().and_then(|s| s.barrier.as_ref()))
+        {
+            crate::member::barrier::finish(store, joined, outcome);
+        }
+    };
     let (tx, rx) = unbounded_channel();
-    let printer = output::spawn_printer(output_args, rx);
+    let printer = output::spawn_printer(output_args, rx, started.clone());
     let result = test(tx, cancel.clone()).await;
     match printer.await? {
         // The reader went away (`| head`): the run still counts and is still saved.
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    let report = result?;
+    let mut report = match result {
+        Ok(report) => report,
+        Err(e) => {
+            finish(Err(e.to_string()));
+            return Err(e.into());
+        }
+    };
+    if let Some(started) = &started {
+        crate::member::record(&mut report, started);
+    }
     if let Some(path) = &output_args.chart {
         if let Err(e) =
             crate::saved::write_chart(path, &wirespeed_report::charts::run_charts(&report))
@@ -151,9 +183,22 @@ where
             eprintln!("wirespeed: warning: no chart written: {e:#}");
         }
     }
-    if let Err(e) = output::save(output_args, store, &[&report]) {
-        eprintln!("wirespeed: warning: results not saved: {e:#}");
-        return Ok(exit::NOT_SAVED);
+    match output::save(output_args, store.as_ref(), &[&report]) {
+        Ok(ids) => finish(Ok(ids.first().copied())),
+        Err(e) => {
+            eprintln!("wirespeed: warning: results not saved: {e:#}");
+            if started.is_some() {
+                // A member's part is not lost with the database: kept beside it, for `merge`.
+                match crate::member::keep_locally(&report) {
+                    Ok(path) => {
+                        eprintln!("wirespeed: this member's report is kept in {}", path.display())
+                    }
+                    Err(k) => eprintln!("wirespeed: and could not be kept locally either: {k:#}"),
+                }
+            }
+            finish(Err(format!("its report could not be saved: {e:#}")));
+            return Ok(exit::NOT_SAVED);
+        }
     }
     Ok(if cancel.is_cancelled() { exit::INTERRUPTED } else { judge(&report) })
 }

@@ -55,7 +55,7 @@ pub(super) async fn run(args: QuickArgs) -> Result<u8> {
         }
     }
     let failed = rows.iter().any(|r| r.outcome.is_err() && !r.skipped);
-    if let Err(e) = output::save(&args.output, store, &reports) {
+    if let Err(e) = output::save(&args.output, store.as_ref(), &reports) {
         eprintln!("wirespeed: warning: results not saved: {e:#}");
         return Ok(exit::NOT_SAVED);
     }

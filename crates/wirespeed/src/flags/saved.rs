@@ -3,9 +3,8 @@
 
 use std::path::PathBuf;
 
-use wirespeed_store::Location;
-
 use clap::{Args, ValueEnum};
+use wirespeed_store::Location;
 
 use super::FormatArg;
 

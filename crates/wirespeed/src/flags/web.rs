@@ -2,9 +2,8 @@
 
 use std::path::PathBuf;
 
-use wirespeed_store::Location;
-
 use clap::Args;
+use wirespeed_store::Location;
 
 /// What the web speed test serves and keeps.
 #[derive(Debug, Args)]

@@ -16,7 +16,7 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::{Domain, SockAddr, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::histogram::{EncodedHistograms, RttHistogram};
 use wirespeed_model::kinds::cps::{
     ConnectFailure, CpsInterval, CpsReport, CpsSpec, CpsSummary, FailureCounts,
 };
@@ -46,6 +46,8 @@ pub struct CpsOptions {
     pub spec: CpsSpec,
     /// The target: a wirespeed server, or any TCP listener when `spec.external` is set.
     pub endpoint: Endpoint,
+    /// Its part in a run of several members (a run of its own by default).
+    pub member: crate::run::member::MemberRun,
 }
 
 /// Runs one cps test and returns its report; events go to `events` as they happen.
@@ -84,6 +86,7 @@ pub async fn run(
         intervals: Vec::new(),
         last: (0, 0, FailureCounts::default()),
         measured: (0, 0, FailureCounts::default()),
+        kept: opts.member.keep_histograms.then(EncodedHistograms::new),
     };
     let timed = spec.count.is_none().then(|| spec.total_ns());
     let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
@@ -95,7 +98,8 @@ pub async fn run(
     let _ = tokio::task::spawn_blocking(move || threads.stop()).await;
     let last = timers.clock().last(end);
     sampler.close(last.end_ns, last.omitted);
-    let (intervals, mut summary) = sampler.finish();
+    let (intervals, mut summary, kept) = sampler.finish();
+    meta.histograms = kept;
     if let Some((mut ctl, mut state)) = control {
         summary.server_accepted = Some(server_count(&mut ctl, &mut state).await?);
         ctl.close().await;
@@ -451,6 +455,8 @@ struct CpsSampler<'a> {
     intervals: Vec<CpsInterval>,
     last: (u64, u64, FailureCounts), // end_ns, connected, failures at the last boundary
     measured: (u64, u64, FailureCounts), // ns, connected, failures after the warm-up
+    /// The histograms in their encoding, when the run keeps them (a member's).
+    kept: Option<EncodedHistograms>,
 }
 
 impl Sampler for CpsSampler<'_> {
@@ -477,6 +483,9 @@ impl Sampler for CpsSampler<'_> {
             failures: new_failures,
             connect: h.stats(),
         };
+        if let Some(kept) = self.kept.as_mut() {
+            kept.intervals.push(h.encode());
+        }
         self.last = (end_ns, connected, failures);
         let _ = self.events.send(Event::CpsInterval(iv.clone()));
         self.intervals.push(iv);
@@ -507,7 +516,10 @@ impl CpsSampler<'_> {
         (h, connected, failures)
     }
 
-    fn finish(self) -> (Vec<CpsInterval>, CpsSummary) {
+    fn finish(mut self) -> (Vec<CpsInterval>, CpsSummary, Option<EncodedHistograms>) {
+        if let Some(kept) = self.kept.as_mut() {
+            kept.keep("total", &self.total);
+        }
         let (ns, connected, failures) = self.measured;
         let summary = CpsSummary {
             duration_ns: ns,
@@ -519,6 +531,6 @@ impl CpsSampler<'_> {
             connect: self.total.stats(),
             histogram: self.total.buckets(),
         };
-        (self.intervals, summary)
+        (self.intervals, summary, self.kept)
     }
 }

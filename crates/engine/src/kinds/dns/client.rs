@@ -15,11 +15,13 @@ use std::time::{Duration, Instant, SystemTime};
 use tokio::sync::mpsc;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use wirespeed_model::histogram::EncodedHistograms;
 use wirespeed_model::histogram::RttHistogram;
 use wirespeed_model::kinds::dns::{
     DnsConnections, DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport, ExactLatency,
     RcodeCount,
 };
+use wirespeed_model::member::Stripe;
 use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
@@ -52,6 +54,8 @@ pub struct DnsOptions {
     pub connect_timeout: Duration,
     /// This client's version, for the report.
     pub version: String,
+    /// Its part in a run of several members (a run of its own by default).
+    pub member: crate::run::member::MemberRun,
 }
 
 /// Runs one DNS load test and returns its report.
@@ -77,6 +81,7 @@ pub async fn run(
         last: (0, Counts::default()),
         last_hist: RttHistogram::default(),
         intervals: Vec::new(),
+        kept: opts.member.keep_histograms.then(Vec::new),
         events: &events,
     };
     // The deadline stops new queries; the run ends when the last answers are in or timed out.
@@ -128,6 +133,13 @@ pub async fn run(
         ));
     }
     let intervals = std::mem::take(&mut sampler.intervals);
+    if let Some(kept) = sampler.kept.take() {
+        let mut h = EncodedHistograms::new();
+        h.intervals = kept;
+        h.keep("total", &sampler.total);
+        h.keep("setup", &sampler.setup);
+        meta.histograms = Some(h);
+    }
     let report = Report { body: ReportBody::Dns(DnsReport { spec, intervals, summary }), meta };
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
@@ -270,7 +282,7 @@ fn start_udp(
             .map_err(ClientError::local("opening UDP sockets"))?;
         socket_at += sockets;
         let tracker = Tracker::new(spec.timeout_ns, parts.seed.wrapping_add(i));
-        let part = parts.part(part_of(spec, threads, i), tracker);
+        let part = parts.part(part_of(spec, threads, i, parts.opts.member.stripe), tracker);
         started.workers.push(part.shared.clone());
         let worker = UdpWorker {
             sockets: socks,
@@ -313,7 +325,7 @@ fn stream_clients_of(
     let clients = u64::from(spec.clients);
     let mut out = Vec::new();
     for i in 0..clients {
-        let (window, pace) = part_of(spec, clients, i);
+        let (window, pace) = part_of(spec, clients, i, opts.member.stripe);
         // Eight IDs per place in the window, so a freed ID still waits a while.
         let ids = (window as usize * 8).next_power_of_two().max(1024);
         let tracker = Tracker::with_ids(spec.timeout_ns, parts.seed.wrapping_add(i), ids);
@@ -356,7 +368,7 @@ fn start_stream_runtime(
 
 /// Worker `i` of `parts`' window (its share of `-q`, at least one; the whole ID space in the
 /// open loop) and schedule (its share of `--rate` or `-Q`, its first query `i` slots in).
-fn part_of(spec: &DnsSpec, parts: u64, i: u64) -> (u32, Option<Pacer>) {
+fn part_of(spec: &DnsSpec, parts: u64, i: u64, stripe: Stripe) -> (u32, Option<Pacer>) {
     let open = spec.rate.is_some();
     let window = if open {
         IDS as u32
@@ -369,7 +381,7 @@ fn part_of(spec: &DnsSpec, parts: u64, i: u64) -> (u32, Option<Pacer>) {
     let pace = spec.rate.or(spec.max_qps).map(|r| {
         let rate = r / parts as f64;
         let burst = ((rate * 0.002).ceil() as u64).max(32);
-        let offset_ns = (i as f64 * 1e9 / r) as u64;
+        let offset_ns = stripe.offset_ns(r, i);
         Pacer::new(rate, offset_ns, CatchUp::Skip { burst, counted: open })
     });
     (window, pace)
@@ -405,6 +417,8 @@ struct DnsSampler<'a> {
     /// The last interval's latencies, in case the run's tail joins it.
     last_hist: RttHistogram,
     intervals: Vec<DnsInterval>,
+    /// Each interval's latency histogram, encoded, when the run keeps them (a member's).
+    kept: Option<Vec<String>>,
     events: &'a UnboundedSender<Event>,
 }
 
@@ -446,6 +460,9 @@ impl DnsSampler<'_> {
                 before.truncated -= prev.truncated;
                 self.last = (prev.start_ns, before);
                 let seed = std::mem::take(&mut self.last_hist);
+                if let Some(kept) = self.kept.as_mut() {
+                    kept.pop();
+                }
                 // Already shown live; the report keeps the extended interval.
                 self.close_with(end_ns, seed, false);
             }
@@ -497,6 +514,9 @@ impl DnsSampler<'_> {
             latency: h.stats(),
         };
         self.last = (end_ns, now);
+        if let Some(kept) = self.kept.as_mut() {
+            kept.push(h.encode());
+        }
         self.last_hist = h;
         if emit {
             let _ = self.events.send(Event::DnsInterval(iv.clone()));

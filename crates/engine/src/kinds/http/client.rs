@@ -12,6 +12,7 @@ use std::time::{Instant, SystemTime};
 use socket2::SockAddr;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use wirespeed_model::histogram::EncodedHistograms;
 use wirespeed_model::kinds::http::{
     HttpBreakdown, HttpInterval, HttpReport, HttpSpec, HttpStep, HttpSummary,
 };
@@ -45,6 +46,8 @@ pub struct HttpOptions {
     pub version: String,
     /// Where each request's record goes, for `--format vegeta`.
     pub results: Option<ResultSink>,
+    /// Its part in a run of several members (a run of its own by default).
+    pub member: crate::run::member::MemberRun,
 }
 
 impl HttpOptions {
@@ -65,6 +68,7 @@ impl HttpOptions {
             tls,
             version: version.into(),
             results: None,
+            member: Default::default(),
         })
     }
 }
@@ -95,10 +99,20 @@ pub async fn run(
         if spec.is_open() { spec.rates.iter().copied().map(Some).collect() } else { vec![None] };
     let run_begin = Instant::now();
     let mut intervals = Vec::new();
+    let mut kept = opts.member.keep_histograms.then(EncodedHistograms::new);
     let mut steps = Vec::new();
     let mut interrupted = false;
     for rate in rates {
-        let step = run_step(&opts, &target, rate, run_begin, &mut intervals, &events, &cancel);
+        let kept_intervals = kept.as_mut().map(|k| &mut k.intervals);
+        let step = run_step(
+            &opts,
+            &target,
+            rate,
+            run_begin,
+            (&mut intervals, kept_intervals),
+            &events,
+            &cancel,
+        );
         let (figures, stopped) = step.await?;
         steps.push(figures);
         interrupted = stopped;
@@ -120,6 +134,15 @@ pub async fn run(
             return Err(err);
         }
     }
+    if let Some(k) = &mut kept {
+        keep_histograms(k, "", &all.0);
+        if spec.rates.len() > 1 {
+            for (j, (_, _, h, _, _)) in steps.iter().enumerate() {
+                keep_histograms(k, &format!("step{j}."), h);
+            }
+        }
+    }
+    meta.histograms = kept;
     let steps = if spec.rates.len() > 1 {
         steps
             .iter()
@@ -145,6 +168,19 @@ pub async fn run(
         Report { body: ReportBody::Http(HttpReport { spec, intervals, summary, steps }), meta };
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
+}
+
+/// Keeps `h`'s histograms under their names, after `prefix` (a sweep's step).
+fn keep_histograms(kept: &mut EncodedHistograms, prefix: &str, h: &Histograms) {
+    for (name, part) in [
+        ("total", &h.total),
+        ("connect", &h.connect),
+        ("tls", &h.tls),
+        ("first_byte", &h.first_byte),
+        ("queue", &h.queue),
+    ] {
+        kept.keep(&format!("{prefix}{name}"), part);
+    }
 }
 
 /// What every step aims at: the peer, the URL and the requests.
@@ -197,16 +233,17 @@ async fn run_step(
     target: &Target,
     rate: Option<f64>,
     run_begin: Instant,
-    intervals: &mut Vec<HttpInterval>,
+    (intervals, interval_histograms): (&mut Vec<HttpInterval>, Option<&mut Vec<String>>),
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
 ) -> Result<(StepFigures, bool), ClientError> {
     let spec = &opts.spec;
     let (peer, set, results) = (&target.peer, &target.set, opts.results.clone());
+    let stripe = opts.member.stripe;
     let run = if spec.http2 {
-        super::h2::start(spec, peer, &target.url, set, rate, results)
+        super::h2::start(spec, peer, &target.url, set, (rate, stripe), results)
     } else {
-        super::shard::start(spec, peer, set, rate, results)
+        super::shard::start(spec, peer, set, (rate, stripe), results)
     }
     .map_err(ClientError::local("starting threads"))?;
     let mut sampler = HttpSampler {
@@ -215,6 +252,7 @@ async fn run_step(
         offset_ns: run.begin.duration_since(run_begin).as_nanos() as u64,
         total: Histograms::default(),
         intervals,
+        interval_histograms,
         last: (0, Totals::default()),
         measured: (0, Totals::default()),
     };
@@ -349,6 +387,8 @@ struct HttpSampler<'a> {
     offset_ns: u64,
     total: Histograms,
     intervals: &'a mut Vec<HttpInterval>,
+    /// Each interval's latency histogram, encoded, when the run keeps them (a member's).
+    interval_histograms: Option<&'a mut Vec<String>>,
     last: (u64, Totals),
     measured: (u64, Totals),
 }
@@ -383,6 +423,9 @@ impl Sampler for HttpSampler<'_> {
             late: d.late,
             latency: h.total.stats(),
         };
+        if let Some(kept) = self.interval_histograms.as_mut() {
+            kept.push(h.total.encode());
+        }
         self.last = (end_ns, now);
         let _ = self.events.send(Event::HttpInterval(iv.clone()));
         self.intervals.push(iv);

@@ -16,6 +16,7 @@ use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
 use tokio::sync::Mutex as AsyncMutex;
 use wirespeed_model::kinds::http::HttpSpec;
+use wirespeed_model::member::Stripe;
 use wirespeed_proto::http_url::HttpUrl;
 
 use super::conn::LATE_NS;
@@ -112,7 +113,7 @@ pub(super) fn start(
     peer: &Arc<Peer>,
     url: &HttpUrl,
     set: &Arc<RequestSet>,
-    rate: Option<f64>,
+    (rate, stripe): (Option<f64>, Stripe),
     results: Option<ResultSink>,
 ) -> io::Result<Running> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -136,7 +137,7 @@ pub(super) fn start(
         .build()?;
     let begin = Instant::now();
     // One sender of requests, so one schedule: every 1/rate s, until the step's end.
-    let schedule = rate.map(|r| Schedule::new(spec, begin, r, 0, 1));
+    let schedule = rate.map(|r| Schedule::new(spec, begin, r, 0, 1, stripe));
     let streams = usize::from(spec.streams.max(1));
     let thread = {
         let counts = counts.clone();

@@ -20,6 +20,7 @@ use rustls::pki_types::ServerName;
 use rustls::{ClientConfig, ClientConnection};
 use socket2::{Domain, SockAddr, Socket, Type};
 use wirespeed_model::kinds::http::HttpSpec;
+use wirespeed_model::member::Stripe;
 
 use super::conn::{Conn, Mode, Phase, Step, Transport};
 use super::counts::{Cause, ShardCounts, Tally};
@@ -50,15 +51,17 @@ pub(super) struct Schedule {
 
 impl Schedule {
     /// The schedule of thread `thread` of `threads` sharing `rate` requests/s in a step of
-    /// `spec` that began at `begin`: each thread at its share, staggered by one request.
+    /// `spec` that began at `begin`: each thread at its share, staggered by one request — of
+    /// this process's `stripe` of the whole run's schedule, when it is one member of several.
     pub(super) fn new(
         spec: &HttpSpec,
         begin: Instant,
         rate: f64,
         thread: u16,
         threads: u16,
+        stripe: Stripe,
     ) -> Self {
-        let offset_ns = (f64::from(thread) * 1e9 / rate) as u64;
+        let offset_ns = stripe.offset_ns(rate, u64::from(thread));
         let mut pacer = Pacer::new(rate / f64::from(threads), offset_ns, CatchUp::Keep);
         if spec.count.is_none() {
             pacer = pacer.ending_at(spec.total_ns());
@@ -548,7 +551,7 @@ pub(super) fn start(
     spec: &HttpSpec,
     peer: &Arc<Peer>,
     set: &Arc<RequestSet>,
-    rate: Option<f64>,
+    (rate, stripe): (Option<f64>, Stripe),
     results: Option<ResultSink>,
 ) -> io::Result<Running> {
     let stop = Arc::new(AtomicBool::new(false));
@@ -559,7 +562,7 @@ pub(super) fn start(
     let (mut counts, mut handles) = (Vec::new(), Vec::new());
     for i in 0..threads {
         let c = Arc::new(ShardCounts::default());
-        let schedule = rate.map(|r| Schedule::new(spec, begin, r, i, threads));
+        let schedule = rate.map(|r| Schedule::new(spec, begin, r, i, threads, stripe));
         let shard = Shard {
             peer: peer.clone(),
             set: set.clone(),

@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::{Domain, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::histogram::{EncodedHistograms, RttHistogram};
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::latency::{
     LatencyInterval, LatencyReport, LatencySpec, LatencySummary,
@@ -47,6 +47,8 @@ pub struct LatencyOptions {
     pub spec: LatencySpec,
     /// The server.
     pub endpoint: Endpoint,
+    /// Its part in a run of several members (a run of its own by default).
+    pub member: crate::run::member::MemberRun,
 }
 
 /// Runs one latency test and returns its report; events go to `events` as they happen.
@@ -82,9 +84,11 @@ pub async fn run(
     };
     let workers = Workers::start(&spec, sockets).map_err(ClientError::local("starting threads"))?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
-    let outcome = drive(&workers, &spec, &events, &cancel).await;
+    let keep = opts.member.keep_histograms;
+    let outcome = drive(&workers, &spec, (&events, keep), &cancel).await;
     let _ = tokio::task::spawn_blocking(move || workers.threads.stop()).await;
-    let (intervals, summary, interrupted) = outcome?;
+    let (intervals, summary, interrupted, kept) = outcome?;
+    meta.histograms = kept;
     if let Some((mut ctl, mut state)) = control {
         ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
         let results =
@@ -432,7 +436,7 @@ impl Job {
     }
 }
 
-type Outcome = (Vec<LatencyInterval>, LatencySummary, bool);
+type Outcome = (Vec<LatencyInterval>, LatencySummary, bool, Option<EncodedHistograms>);
 
 /// Turns the workers' counts into intervals and, over the intervals after the warm-up, the
 /// summary. The warm-up ends at the first interval boundary at or after `--warmup`.
@@ -444,6 +448,8 @@ struct RttSampler<'a> {
     intervals: Vec<LatencyInterval>,
     last: (u64, u64, u64, u64), // end_ns, sent, received, lost at the last boundary
     measured: (u64, u64, u64, u64), // ns, sent, received, lost after the warm-up
+    /// The histograms in their encoding, when the run keeps them (a member's).
+    kept: Option<EncodedHistograms>,
 }
 
 impl Sampler for RttSampler<'_> {
@@ -465,6 +471,9 @@ impl Sampler for RttSampler<'_> {
             lost: (self.spec.protocol == Protocol::Udp).then_some(lost - l0),
             rtt: h.stats(),
         };
+        if let Some(kept) = self.kept.as_mut() {
+            kept.intervals.push(h.encode());
+        }
         self.last = (end_ns, sent, received, lost);
         let _ = self.events.send(Event::LatencyInterval(iv.clone()));
         self.intervals.push(iv);
@@ -476,7 +485,10 @@ impl Sampler for RttSampler<'_> {
 }
 
 impl RttSampler<'_> {
-    fn finish(self) -> (Vec<LatencyInterval>, LatencySummary) {
+    fn finish(mut self) -> (Vec<LatencyInterval>, LatencySummary, Option<EncodedHistograms>) {
+        if let Some(kept) = self.kept.as_mut() {
+            kept.keep("total", &self.total);
+        }
         let (ns, sent, received, lost) = self.measured;
         let summary = LatencySummary {
             duration_ns: ns,
@@ -487,14 +499,14 @@ impl RttSampler<'_> {
             rtt: self.total.stats(),
             histogram: self.total.buckets(),
         };
-        (self.intervals, summary)
+        (self.intervals, summary, self.kept)
     }
 }
 
 async fn drive(
     workers: &Workers,
     spec: &LatencySpec,
-    events: &UnboundedSender<Event>,
+    (events, keep): (&UnboundedSender<Event>, bool),
     cancel: &CancellationToken,
 ) -> Result<Outcome, ClientError> {
     let mut sampler = RttSampler {
@@ -505,6 +517,7 @@ async fn drive(
         intervals: Vec::new(),
         last: (0, 0, 0, 0),
         measured: (0, 0, 0, 0),
+        kept: keep.then(EncodedHistograms::new),
     };
     let timed = spec.count.is_none().then(|| spec.total_ns());
     let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
@@ -517,6 +530,6 @@ async fn drive(
     let end = workers.begin.elapsed().as_nanos() as u64;
     let last = timers.clock().last(end);
     sampler.close(last.end_ns, last.omitted);
-    let (intervals, summary) = sampler.finish();
-    Ok((intervals, summary, interrupted))
+    let (intervals, summary, kept) = sampler.finish();
+    Ok((intervals, summary, interrupted, kept))
 }

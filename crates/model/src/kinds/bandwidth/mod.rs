@@ -15,3 +15,92 @@ pub use spec::{
     BandwidthSpec, Direction, End, Flow, DEFAULT_TCP_LENGTH, DEFAULT_UDP_BITRATE,
     DEFAULT_UDP_LENGTH, MAX_TCP_LENGTH, MAX_UDP_LENGTH, MIN_UDP_LENGTH,
 };
+
+/// The members' reports of one bandwidth (or `pps`) run merged (see [`crate::merge`]): each
+/// interval's and the summary's flows merged as streams are ([`Figures::merge`]: bytes and
+/// rates add up, RTT is a mean over members), every member's streams listed (numbered on from
+/// the previous member's), the longest member's time, and the busiest member's CPU.
+pub(crate) fn merge(
+    parts: &[crate::merge::Part<'_, BandwidthReport>],
+    spec: &BandwidthSpec,
+) -> BandwidthReport {
+    // Stream ids restart at each member: number them on, so each stays distinct.
+    let mut offsets = Vec::with_capacity(parts.len());
+    let mut next = 0u16;
+    for p in parts {
+        offsets.push(next);
+        let most = p.report.summary.primary.streams.iter().map(|s| s.id).max().unwrap_or(0);
+        next = next.saturating_add(most.saturating_add(1));
+    }
+    let renumber = |streams: &[StreamFigures], offset: u16| -> Vec<StreamFigures> {
+        streams
+            .iter()
+            .map(|s| StreamFigures { id: s.id.saturating_add(offset), ..s.clone() })
+            .collect()
+    };
+    let merge_flows = |flows: Vec<(&FlowFigures, u16)>| -> FlowFigures {
+        FlowFigures {
+            flow: flows[0].0.flow,
+            total: Figures::merge(flows.iter().map(|(f, _)| &f.total)),
+            streams: flows.iter().flat_map(|(f, o)| renumber(&f.streams, *o)).collect(),
+        }
+    };
+    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
+    let mut intervals = Vec::with_capacity(count);
+    for k in 0..count {
+        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
+        let flows = shape
+            .flows
+            .iter()
+            .map(|f| {
+                let same: Vec<(&FlowFigures, u16)> = parts
+                    .iter()
+                    .zip(&offsets)
+                    .filter_map(|(p, o)| {
+                        let iv = p.report.intervals.get(k)?;
+                        Some((iv.flows.iter().find(|g| g.flow == f.flow)?, *o))
+                    })
+                    .collect();
+                merge_flows(same)
+            })
+            .collect();
+        intervals.push(BandwidthInterval { flows, ..shape.clone() });
+    }
+    let merge_summary = |pick: &dyn Fn(&BandwidthSummary) -> Option<&FlowSummary>| {
+        let all: Vec<(&FlowSummary, u16)> = parts
+            .iter()
+            .zip(&offsets)
+            .filter_map(|(p, o)| Some((pick(&p.report.summary)?, *o)))
+            .collect();
+        let first = all.first()?.0;
+        let ranges: Vec<_> = all.iter().filter_map(|(f, _)| f.rtt_range_ns).collect();
+        Some(FlowSummary {
+            flow: first.flow,
+            sender: first.sender,
+            duration_ns: all.iter().map(|(f, _)| f.duration_ns).max().unwrap_or(0),
+            total: Figures::merge(all.iter().map(|(f, _)| &f.total)),
+            rtt_range_ns: (!ranges.is_empty()).then(|| crate::stats::GaugeStats {
+                min: ranges.iter().map(|r| r.min).min().unwrap_or(0),
+                max: ranges.iter().map(|r| r.max).max().unwrap_or(0),
+                mean: ranges.iter().map(|r| r.mean).sum::<u64>() / ranges.len() as u64,
+            }),
+            cwnd_max_bytes: all.iter().filter_map(|(f, _)| f.cwnd_max_bytes).reduce(|a, b| a + b),
+            streams: all.iter().flat_map(|(f, o)| renumber(&f.streams, *o)).collect(),
+        })
+    };
+    let busiest = |cpu: &mut dyn Iterator<Item = CpuUsage>| {
+        cpu.max_by(|a, b| a.total_ratio.total_cmp(&b.total_ratio))
+    };
+    let first = &parts[0].report.summary;
+    BandwidthReport {
+        spec: spec.clone(),
+        intervals,
+        summary: BandwidthSummary {
+            primary: merge_summary(&|s| Some(&s.primary)).unwrap_or_else(|| first.primary.clone()),
+            reverse: merge_summary(&|s| s.reverse.as_ref()),
+            client_cpu: busiest(&mut parts.iter().map(|p| p.report.summary.client_cpu))
+                .unwrap_or_default(),
+            server_cpu: busiest(&mut parts.iter().filter_map(|p| p.report.summary.server_cpu)),
+        },
+    }
+}

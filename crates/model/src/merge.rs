@@ -1,0 +1,465 @@
+//! Merging the reports of a run's members into the report one process would have written:
+//! counts and bytes are summed, rates recomputed from the sums over the common window, and
+//! every latency figure read from the sum of the members' HDR histograms — so a merged p99 is
+//! exactly the p99 of one histogram that recorded every sample, not an average of p99s.
+//!
+//! A merge refuses what would be wrong in silence: reports of different runs or specs,
+//! histograms of other settings, an index twice, and (unless allowed, then flagged) a run with
+//! members missing. Each kind merges its own report ([`crate::kinds`]); this module checks the
+//! set, adds histograms, and writes down what was merged ([`MergeRecord`]).
+
+use std::collections::BTreeMap;
+
+use serde::{Deserialize, Serialize};
+
+use crate::histogram::{EncodedHistograms, HistogramError, LatencyStats, RttHistogram};
+use crate::report::{Report, ReportBody};
+
+/// What a merged report was made of.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct MergeRecord {
+    /// The run.
+    pub run_id: String,
+    /// How many members the run had.
+    pub members: u32,
+    /// The members merged, by index.
+    pub merged: Vec<u32>,
+    /// The members missing, by index (only with `--allow-partial`).
+    pub missing: Vec<u32>,
+    /// True when members were missing: the figures are those of the members present.
+    pub partial: bool,
+    /// Each merged member's host, in index order.
+    pub hosts: Vec<String>,
+    /// The start every member was given, nanoseconds since the Unix epoch.
+    pub planned_start_unix_ns: u64,
+    /// Latest achieved start minus the earliest, nanoseconds: how far apart the members began.
+    pub start_skew_ns: u64,
+    /// Latest achieved start minus the planned one, nanoseconds (negative: early).
+    pub latest_start_late_ns: i64,
+}
+
+/// Why reports could not be merged.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum MergeError {
+    /// Nothing to merge.
+    #[error("nothing to merge")]
+    Empty,
+    /// A report was not written by a member.
+    #[error("{0} was not run as a member (no --members): there is nothing to merge it with")]
+    NotAMember(String),
+    /// Reports of different runs, member counts, kinds or specs.
+    #[error("these reports are not one run: {0}")]
+    Mismatch(String),
+    /// One index twice.
+    #[error("member {index} of run {run_id} appears twice ({first} and {second}): a member restarted or was started twice; merge one of them")]
+    Duplicate {
+        /// The run.
+        run_id: String,
+        /// The index.
+        index: u32,
+        /// Where the first came from.
+        first: String,
+        /// Where the second came from.
+        second: String,
+    },
+    /// Members missing, and `--allow-partial` not given.
+    #[error("run {run_id} is partial: members {missing:?} of {members} are missing (merge what is there with --allow-partial, and the result says it is partial)")]
+    Partial {
+        /// The run.
+        run_id: String,
+        /// How many it should have.
+        members: u32,
+        /// The indices missing.
+        missing: Vec<u32>,
+    },
+    /// A histogram is unreadable or of other settings.
+    #[error("{source_name}: {error}")]
+    Histogram {
+        /// Which report.
+        source_name: String,
+        /// What is wrong.
+        error: HistogramError,
+    },
+}
+
+/// One member's report as a kind's merge sees it.
+#[derive(Debug, Clone, Copy)]
+pub struct Part<'a, R> {
+    /// The kind's report.
+    pub report: &'a R,
+    /// Its histograms (for the kinds that keep them).
+    pub histograms: &'a EncodedHistograms,
+}
+
+/// The sum of every part's histogram `name`; `None` when no part kept one.
+pub(crate) fn sum_named<R>(
+    parts: &[Part<'_, R>],
+    name: &str,
+) -> Result<Option<RttHistogram>, HistogramError> {
+    let mut sum: Option<RttHistogram> = None;
+    for p in parts {
+        if let Some(h) = p.histograms.get(name)? {
+            sum.get_or_insert_with(RttHistogram::default).add(&h);
+        }
+    }
+    Ok(sum)
+}
+
+/// The sum of every part's interval `k` histogram.
+pub(crate) fn sum_interval<R>(
+    parts: &[Part<'_, R>],
+    k: usize,
+) -> Result<RttHistogram, HistogramError> {
+    let mut sum = RttHistogram::default();
+    for p in parts {
+        if let Some(text) = p.histograms.intervals.get(k) {
+            sum.add(&RttHistogram::decode(text)?);
+        }
+    }
+    Ok(sum)
+}
+
+/// Statistics of a summed histogram (empty when there is none).
+pub(crate) fn stats_of(h: &Option<RttHistogram>) -> LatencyStats {
+    h.as_ref().map(RttHistogram::stats).unwrap_or_default()
+}
+
+/// `count` per second over `ns`.
+pub(crate) fn per_second(count: u64, ns: u64) -> f64 {
+    if ns == 0 {
+        0.0
+    } else {
+        count as f64 * 1e9 / ns as f64
+    }
+}
+
+/// Adds `more` into `into`, key by key.
+pub(crate) fn add_counts(into: &mut BTreeMap<String, u64>, more: &BTreeMap<String, u64>) {
+    for (k, v) in more {
+        *into.entry(k.clone()).or_default() += v;
+    }
+}
+
+/// The merged histograms to keep in a merged report: the sums of every name and interval.
+pub(crate) fn merged_histograms<R>(
+    parts: &[Part<'_, R>],
+    intervals: usize,
+) -> Result<EncodedHistograms, HistogramError> {
+    let mut out = EncodedHistograms::new();
+    let names: std::collections::BTreeSet<&String> =
+        parts.iter().flat_map(|p| p.histograms.named.keys()).collect();
+    for name in names {
+        if let Some(h) = sum_named(parts, name)? {
+            out.keep(name, &h);
+        }
+    }
+    for k in 0..intervals {
+        out.intervals.push(sum_interval(parts, k)?.encode());
+    }
+    Ok(out)
+}
+
+/// Merges `reports` (each named by where it came from, for messages) into one report of the
+/// whole run. Refuses a partial run unless `allow_partial`.
+pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report, MergeError> {
+    let (first_name, first) = reports.first().ok_or(MergeError::Empty)?;
+    let record_of = |(name, r): &(String, Report)| {
+        r.meta.member.clone().ok_or_else(|| MergeError::NotAMember(name.clone()))
+    };
+    let base = record_of(&reports[0])?;
+    let mut by_index: BTreeMap<u32, (&String, &Report, crate::member::MemberRecord)> =
+        BTreeMap::new();
+    for entry in reports {
+        let rec = record_of(entry)?;
+        let (name, report) = entry;
+        let mismatch =
+            |what: String| Err(MergeError::Mismatch(format!("{first_name} and {name} {what}")));
+        if rec.member.run_id != base.member.run_id {
+            return mismatch(format!(
+                "belong to runs {:?} and {:?}",
+                base.member.run_id, rec.member.run_id
+            ));
+        }
+        if rec.member.members != base.member.members {
+            return mismatch(format!(
+                "say the run has {} and {} members",
+                base.member.members, rec.member.members
+            ));
+        }
+        if rec.run_spec != base.run_spec {
+            return mismatch(format!(
+                "were given different specs ({})",
+                spec_difference(&base.run_spec, &rec.run_spec)
+            ));
+        }
+        if report.kind() != first.kind() {
+            return mismatch(format!("are of kinds {} and {}", first.kind(), report.kind()));
+        }
+        let (a, b) = (first.meta.histograms.as_ref(), report.meta.histograms.as_ref());
+        if let (Some(a), Some(b)) = (a, b) {
+            if (a.lowest_ns, a.highest_ns, a.significant_digits)
+                != (b.lowest_ns, b.highest_ns, b.significant_digits)
+            {
+                return mismatch("kept histograms of different settings".into());
+            }
+        }
+        if a.is_some() != b.is_some() {
+            return mismatch(
+                "do not both keep histograms (one was run by another version?)".into(),
+            );
+        }
+        if let Some((earlier, _, _)) = by_index.get(&rec.member.index) {
+            return Err(MergeError::Duplicate {
+                run_id: rec.member.run_id.clone(),
+                index: rec.member.index,
+                first: (*earlier).clone(),
+                second: name.clone(),
+            });
+        }
+        by_index.insert(rec.member.index, (name, report, rec));
+    }
+    let members = base.member.members;
+    let missing: Vec<u32> = (0..members).filter(|i| !by_index.contains_key(i)).collect();
+    if !missing.is_empty() && !allow_partial {
+        return Err(MergeError::Partial { run_id: base.member.run_id.clone(), members, missing });
+    }
+    let ordered: Vec<&(&String, &Report, crate::member::MemberRecord)> =
+        by_index.values().collect();
+    let empty = EncodedHistograms::new();
+    let hists: Vec<&EncodedHistograms> =
+        ordered.iter().map(|(_, r, _)| r.meta.histograms.as_ref().unwrap_or(&empty)).collect();
+    let fail =
+        |e: HistogramError| MergeError::Histogram { source_name: "merging".into(), error: e };
+    // Every histogram is read once up front, so a damaged one is named.
+    for (i, (name, report, _)) in ordered.iter().enumerate() {
+        let _ = report;
+        for text in hists[i].named.values().chain(&hists[i].intervals) {
+            RttHistogram::decode(text)
+                .map_err(|error| MergeError::Histogram { source_name: (*name).clone(), error })?;
+        }
+    }
+    macro_rules! parts {
+        ($variant:ident) => {
+            ordered
+                .iter()
+                .zip(&hists)
+                .map(|((_, r, _), h)| match &r.body {
+                    ReportBody::$variant(k) => Part { report: k, histograms: h },
+                    _ => unreachable!("kinds checked equal above"),
+                })
+                .collect::<Vec<_>>()
+        };
+    }
+    let (body, histograms) = match (&first.body, &base.run_spec) {
+        (ReportBody::Http(_), crate::TestSpec::Http(spec)) => {
+            let parts = parts!(Http);
+            let merged = crate::kinds::http::merge(&parts, spec).map_err(fail)?;
+            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
+            (ReportBody::Http(merged), Some(h))
+        }
+        (ReportBody::Dns(_), crate::TestSpec::Dns(spec)) => {
+            let parts = parts!(Dns);
+            let merged = crate::kinds::dns::merge(&parts, spec).map_err(fail)?;
+            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
+            (ReportBody::Dns(merged), Some(h))
+        }
+        (ReportBody::Cps(_), crate::TestSpec::Cps(spec)) => {
+            let parts = parts!(Cps);
+            let merged = crate::kinds::cps::merge(&parts, spec).map_err(fail)?;
+            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
+            (ReportBody::Cps(merged), Some(h))
+        }
+        (ReportBody::Latency(_), crate::TestSpec::Latency(spec)) => {
+            let parts = parts!(Latency);
+            let merged = crate::kinds::latency::merge(&parts, spec).map_err(fail)?;
+            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
+            (ReportBody::Latency(merged), Some(h))
+        }
+        (ReportBody::Bandwidth(_), crate::TestSpec::Bandwidth(spec)) => {
+            let parts = parts!(Bandwidth);
+            (ReportBody::Bandwidth(crate::kinds::bandwidth::merge(&parts, spec)), None)
+        }
+        (body, spec) => {
+            return Err(MergeError::Mismatch(format!(
+                "a {} report cannot be merged (its run's spec is a {})",
+                ReportBody::kind_name(body),
+                spec.kind()
+            )))
+        }
+    };
+    let achieved: Vec<u64> = ordered.iter().map(|(_, _, m)| m.achieved_start_unix_ns).collect();
+    let earliest = achieved.iter().copied().min().unwrap_or(0);
+    let latest = achieved.iter().copied().max().unwrap_or(0);
+    let planned = base.planned_start_unix_ns;
+    let record = MergeRecord {
+        run_id: base.member.run_id.clone(),
+        members,
+        merged: by_index.keys().copied().collect(),
+        missing: missing.clone(),
+        partial: !missing.is_empty(),
+        hosts: ordered.iter().map(|(_, _, m)| m.host.clone()).collect(),
+        planned_start_unix_ns: planned,
+        start_skew_ns: latest - earliest,
+        latest_start_late_ns: latest as i64 - planned as i64,
+    };
+    let mut meta = first.meta.clone();
+    meta.member = None;
+    meta.histograms = histograms;
+    meta.host = record.hosts.join(", ");
+    meta.start_unix_ms = earliest / 1_000_000;
+    meta.start_time = ordered
+        .iter()
+        .min_by_key(|(_, _, m)| m.achieved_start_unix_ns)
+        .map(|(_, r, _)| r.meta.start_time.clone())
+        .unwrap_or_default();
+    meta.local_addr = None;
+    // Each member's notes, said of it: they count its own requests, not the run's.
+    meta.notes = ordered
+        .iter()
+        .flat_map(|(_, r, m)| {
+            r.meta.notes.iter().map(move |n| format!("member {}: {n}", m.member.index))
+        })
+        .collect();
+    if record.partial {
+        meta.notes.push(format!(
+            "PARTIAL: members {:?} of {members} are missing; every figure is of the members present",
+            record.missing
+        ));
+    }
+    meta.merged = Some(record);
+    Ok(Report { body, meta })
+}
+
+/// The first field in which two specs differ, for a message.
+fn spec_difference(a: &crate::TestSpec, b: &crate::TestSpec) -> String {
+    let (a, b) =
+        (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
+    match (a.as_object(), b.as_object()) {
+        (Some(a), Some(b)) => {
+            for (k, v) in a {
+                if b.get(k) != Some(v) {
+                    return format!("{k}: {} vs {}", v, b.get(k).cloned().unwrap_or_default());
+                }
+            }
+            "fields differ".into()
+        }
+        _ => "different kinds".into(),
+    }
+}
+
+impl ReportBody {
+    /// The kind's name, for messages.
+    pub(crate) fn kind_name(&self) -> &'static str {
+        self.as_kind().spec().kind().name()
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use crate::kinds::latency::{LatencyInterval, LatencyReport, LatencySpec, LatencySummary};
+    use crate::member::{ClockQuality, Member, MemberRecord, StartMethod};
+    use crate::report::Meta;
+    use crate::rules::Protocol;
+    use crate::TestSpec;
+
+    /// Member `index` of `members` of run "r", whose round trips were `rtts` (one interval).
+    fn member(index: u32, members: u32, rtts: &[u64]) -> (String, Report) {
+        let whole = LatencySpec::new("127.0.0.1", Protocol::Tcp);
+        let mut h = RttHistogram::default();
+        for &r in rtts {
+            h.record(r);
+        }
+        let mut kept = EncodedHistograms::new();
+        kept.keep("total", &h);
+        kept.intervals.push(h.encode());
+        let report = Report {
+            body: ReportBody::Latency(LatencyReport {
+                spec: whole.clone(),
+                intervals: vec![LatencyInterval {
+                    index: 0,
+                    start_ns: 0,
+                    end_ns: 1_000_000_000,
+                    omitted: false,
+                    messages_per_second: rtts.len() as f64,
+                    lost: None,
+                    rtt: h.stats(),
+                }],
+                summary: LatencySummary {
+                    duration_ns: 1_000_000_000,
+                    sent: rtts.len() as u64,
+                    received: rtts.len() as u64,
+                    lost: None,
+                    messages_per_second: rtts.len() as f64,
+                    rtt: h.stats(),
+                    histogram: h.buckets(),
+                },
+            }),
+            meta: Meta {
+                member: Some(MemberRecord {
+                    member: Member { run_id: "r".into(), index, members },
+                    run_spec: TestSpec::Latency(whole),
+                    host: format!("host{index}"),
+                    start_method: StartMethod::StartAt,
+                    planned_start_unix_ns: 1_000,
+                    achieved_start_unix_ns: 1_000 + u64::from(index) * 250,
+                    clock: ClockQuality::default(),
+                }),
+                histograms: Some(kept),
+                ..Meta::default()
+            },
+        };
+        (format!("m{index}.json"), report)
+    }
+
+    #[test]
+    fn merged_percentiles_are_those_of_one_histogram_of_every_sample() {
+        let a: Vec<u64> = (0..1000).map(|i| 20_000 + i * 7).collect();
+        let b: Vec<u64> = (0..300).map(|i| 90_000 + i * 131).collect();
+        let merged = merge(&[member(0, 2, &a), member(1, 2, &b)], false).unwrap();
+        let mut one = RttHistogram::default();
+        for &r in a.iter().chain(&b) {
+            one.record(r);
+        }
+        let ReportBody::Latency(l) = &merged.body else { panic!("a latency report") };
+        assert_eq!(l.summary.rtt, one.stats());
+        assert_eq!(l.summary.histogram, one.buckets());
+        assert_eq!(l.intervals[0].rtt, one.stats());
+        assert_eq!(l.summary.received, 1300);
+        let record = merged.meta.merged.unwrap();
+        assert_eq!((record.start_skew_ns, record.latest_start_late_ns), (250, 250));
+        assert_eq!(record.hosts, ["host0", "host1"]);
+        assert!(merged.meta.member.is_none());
+    }
+
+    #[test]
+    fn a_partial_doubled_mismatched_or_foreign_set_is_refused() {
+        let (a, b) = (member(0, 3, &[10_000]), member(2, 3, &[20_000]));
+        let err = merge(&[a.clone(), b.clone()], false).unwrap_err();
+        assert!(matches!(&err, MergeError::Partial { missing, .. } if missing == &[1]), "{err}");
+        let partial = merge(&[a.clone(), b.clone()], true).unwrap();
+        assert!(partial.meta.merged.as_ref().unwrap().partial);
+        assert!(partial.meta.notes.iter().any(|n| n.starts_with("PARTIAL")));
+        let err = merge(&[a.clone(), a.clone()], true).unwrap_err();
+        assert!(matches!(err, MergeError::Duplicate { index: 0, .. }), "{err}");
+
+        let mut other = member(1, 3, &[1]);
+        if let Some(m) = other.1.meta.member.as_mut() {
+            m.run_spec = TestSpec::Latency(LatencySpec::new("192.0.2.1", Protocol::Udp));
+        }
+        let err = merge(&[a.clone(), other], false).unwrap_err().to_string();
+        assert!(err.contains("were given different specs"), "{err}");
+
+        let mut coarse = member(1, 3, &[1]);
+        if let Some(h) = coarse.1.meta.histograms.as_mut() {
+            h.significant_digits = 2;
+        }
+        let err = merge(&[a.clone(), coarse], false).unwrap_err().to_string();
+        assert!(err.contains("histograms of different settings"), "{err}");
+
+        let mut alone = member(1, 3, &[1]);
+        alone.1.meta.member = None;
+        let err = merge(&[a, alone], false).unwrap_err().to_string();
+        assert!(err.contains("was not run as a member"), "{err}");
+    }
+}

@@ -1,0 +1,251 @@
+//! Taking part in a run made by several processes (`--members`): each process stays a plain
+//! `wirespeed` command that some engine placed (a Kubernetes Indexed Job, Nomad, Ansible, a
+//! shell loop). It works out which member it is, takes its share of the run ([`prepare`]), waits
+//! for the common start ([`start`]: a time given to all, or the database barrier in
+//! [`barrier`]), refuses a start it cannot keep — late, twice, or with a clock too far off — and
+//! stamps its report with what `wirespeed merge` needs ([`record`]). No process talks to another.
+
+pub(crate) mod barrier;
+mod clock;
+
+use std::time::{Duration, SystemTime, UNIX_EPOCH};
+
+use anyhow::{anyhow, bail, Context, Result};
+use wirespeed_engine::kinds::Client;
+use wirespeed_engine::MemberRun;
+use wirespeed_model::member::{ClockQuality, Member, MemberRecord, StartMethod};
+use wirespeed_model::{Event, Report, TestSpec};
+use wirespeed_store::{Location, Store};
+
+use crate::flags::MemberArgs;
+
+/// A member could not start: it came after the start, twice, after the barrier gave up, or
+/// with a clock it cannot vouch for. Exit code 12; the run is not half-measured in silence.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct NotStarted(pub String);
+
+/// What this member was asked: who it is, the whole run, and how the start is agreed.
+#[derive(Debug, Clone)]
+pub(crate) struct Plan {
+    member: Member,
+    run_spec: TestSpec,
+    start: StartPlan,
+    max_error_ns: u64,
+}
+
+#[derive(Debug, Clone)]
+enum StartPlan {
+    /// `--start-at`, nanoseconds since the Unix epoch.
+    At(u64),
+    /// The barrier in the shared database.
+    Barrier { timeout: Duration, lead: Duration },
+}
+
+/// The environment variables an engine's index arrives in, in the order they are tried.
+const INDEX_VARIABLES: [&str; 2] = ["JOB_COMPLETION_INDEX", "NOMAD_ALLOC_INDEX"];
+
+/// Makes `client` one member of a run when the flags say so (its share of the run's spec, its
+/// stripe of the schedule, its histograms kept); `None` for a run of its own.
+pub(crate) fn prepare(
+    args: &MemberArgs,
+    client: &mut Client,
+    db: Option<&Location>,
+) -> Result<Option<Plan>> {
+    if !args.is_member() {
+        return Ok(None);
+    }
+    let index = match args.index {
+        Some(i) => i,
+        None => INDEX_VARIABLES
+            .iter()
+            .find_map(|name| Some((name, std::env::var(name).ok()?)))
+            .map(|(name, v)| {
+                v.trim().parse::<u32>().map_err(|_| anyhow!("${name} is {v:?}, not an index"))
+            })
+            .transpose()?
+            // A run of one member needs no index; u32::MAX is never valid (refused below).
+            .unwrap_or(if args.members == 1 { 0 } else { u32::MAX }),
+    };
+    if index == u32::MAX {
+        bail!(
+            "--members {} needs this member's index: --index I, or $JOB_COMPLETION_INDEX \
+             (a Kubernetes Indexed Job) or $NOMAD_ALLOC_INDEX",
+            args.members
+        );
+    }
+    let Some(run_id) = args.run_id.clone() else {
+        bail!("--members needs --run-id: the name every member of the run shares");
+    };
+    let member = Member { run_id, index, members: args.members };
+    member.validate().map_err(anyhow::Error::msg)?;
+    let run_spec = client.spec();
+    let share = run_spec.share(&member).map_err(|e| anyhow!("--members: {e}"))?;
+    client
+        .join(share, MemberRun { stripe: member.stripe(), keep_histograms: true })
+        .map_err(anyhow::Error::msg)?;
+    let duration = |flag: &str, text: &str| {
+        humantime::parse_duration(text).with_context(|| format!("bad {flag} {text:?}"))
+    };
+    let start = match &args.start_at {
+        Some(text) => StartPlan::At(parse_time(text)?),
+        None if matches!(db, Some(Location::Postgres(_))) => StartPlan::Barrier {
+            timeout: duration("--barrier-timeout", &args.barrier_timeout)?,
+            lead: duration("--start-lead", &args.start_lead)?,
+        },
+        None => bail!(
+            "members need a common start: --start-at TIME, or a shared PostgreSQL database \
+             (--db postgres://… or WIRESPEED_DB) to meet at"
+        ),
+    };
+    let max_error = duration("--max-clock-error", &args.max_clock_error)?;
+    Ok(Some(Plan { member, run_spec, start, max_error_ns: max_error.as_nanos() as u64 }))
+}
+
+impl Plan {
+    /// True when the members meet at the database barrier (rather than at a given time).
+    pub(crate) fn meets_at_barrier(&self) -> bool {
+        matches!(self.start, StartPlan::Barrier { .. })
+    }
+}
+
+/// `--start-at`: RFC 3339 (`2026-12-04T10:00:00Z`, fractions allowed) or `@UNIX-SECONDS`.
+fn parse_time(text: &str) -> Result<u64> {
+    let at = match text.strip_prefix('@') {
+        Some(secs) => {
+            let secs: f64 = secs.parse().map_err(|_| anyhow!("bad --start-at {text:?}"))?;
+            if !(secs.is_finite() && secs > 0.0) {
+                bail!("bad --start-at {text:?}");
+            }
+            UNIX_EPOCH + Duration::from_secs_f64(secs)
+        }
+        None => humantime::parse_rfc3339_weak(text).map_err(|e| {
+            anyhow!("bad --start-at {text:?} ({e}): use RFC 3339, like 2026-12-04T10:00:00Z, or @UNIX-SECONDS")
+        })?,
+    };
+    Ok(unix_ns(at))
+}
+
+/// Nanoseconds since the Unix epoch.
+pub(crate) fn unix_ns(t: SystemTime) -> u64 {
+    t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
+}
+
+/// Where the member stands when its load begins.
+#[derive(Debug, Clone)]
+pub(crate) struct Started {
+    record: MemberRecord,
+    /// The barrier's hold on the database, to mark the member finished (or failed).
+    pub(crate) barrier: Option<barrier::Joined>,
+}
+
+/// Waits for the run's common start and returns when it has come; refuses (exit 12, with the
+/// reason) a start this member cannot keep.
+pub(crate) async fn start(
+    plan: &Plan,
+    store: Option<&Store>,
+    host: String,
+    cancel: &tokio_util::sync::CancellationToken,
+) -> Result<Started> {
+    let kernel = clock::kernel();
+    let (method, planned_ns, clock, joined) = match &plan.start {
+        StartPlan::At(at) => {
+            let bound = clock::kernel_error_ns(&kernel);
+            if bound > plan.max_error_ns {
+                return Err(NotStarted(format!(
+                    "this host's clock may be off by up to {} (the kernel's account{}), more than --max-clock-error {}: \
+                     synchronise it (chrony, NTP), meet at the database barrier instead of --start-at, \
+                     or accept the error with a larger --max-clock-error",
+                    human_ns(bound),
+                    if kernel.kernel_synchronised { "" } else { ": nothing keeps it synchronised" },
+                    human_ns(plan.max_error_ns)
+                ))
+                .into());
+            }
+            let clock = ClockQuality { judged_error_ns: bound, ..kernel };
+            (StartMethod::StartAt, *at, clock, None)
+        }
+        StartPlan::Barrier { timeout, lead } => {
+            let store = store.ok_or_else(|| anyhow!("the barrier needs the shared database"))?;
+            let met = barrier::meet(store, plan, &host, kernel, (*timeout, *lead), cancel).await?;
+            (StartMethod::Barrier, met.start_local_ns, met.clock, Some(met.joined))
+        }
+    };
+    wait_until(planned_ns, &plan.member).await?;
+    let achieved = unix_ns(SystemTime::now());
+    let record = MemberRecord {
+        member: plan.member.clone(),
+        run_spec: plan.run_spec.clone(),
+        host,
+        start_method: method,
+        planned_start_unix_ns: planned_ns,
+        achieved_start_unix_ns: achieved,
+        clock,
+    };
+    Ok(Started { record, barrier: joined })
+}
+
+/// Sleeps until `at_ns` on this host's clock, the last two milliseconds by polling the clock
+/// (a timer alone wakes up to a millisecond late). Refuses when `at_ns` has already passed.
+async fn wait_until(at_ns: u64, member: &Member) -> Result<()> {
+    let now = unix_ns(SystemTime::now());
+    if now > at_ns {
+        return Err(NotStarted(format!(
+            "member {} of run {:?} arrived {} after the run's start: a late member would skew the run, so it does not start",
+            member.index,
+            member.run_id,
+            human_ns(now - at_ns)
+        ))
+        .into());
+    }
+    let coarse = (at_ns - now).saturating_sub(2_000_000);
+    tokio::time::sleep(Duration::from_nanos(coarse)).await;
+    while unix_ns(SystemTime::now()) < at_ns {
+        std::hint::spin_loop();
+    }
+    Ok(())
+}
+
+/// A duration for a message: `16 s`, `3.2 ms`, `40 µs`.
+pub(crate) fn human_ns(ns: u64) -> String {
+    match ns {
+        n if n >= 1_000_000_000 => format!("{:.3} s", n as f64 / 1e9),
+        n if n >= 1_000_000 => format!("{:.1} ms", n as f64 / 1e6),
+        n => format!("{:.0} µs", n as f64 / 1e3),
+    }
+}
+
+/// Keeps a member's report in a file when the database could not take it (it stopped
+/// mid-run): `$XDG_DATA_HOME/wirespeed/unsaved/RUN-INDEX.json`, which `wirespeed merge` reads
+/// beside the others. Returns where.
+pub(crate) fn keep_locally(report: &Report) -> Result<std::path::PathBuf> {
+    let m = report.meta.member.as_ref().ok_or_else(|| anyhow!("not a member's report"))?;
+    let dir = Store::default_path()
+        .and_then(|db| Some(db.parent()?.join("unsaved")))
+        .unwrap_or_else(|| std::path::PathBuf::from("."));
+    std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
+    let safe: String = m
+        .member
+        .run_id
+        .chars()
+        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+        .collect();
+    let path = dir.join(format!("{safe}-{}.json", m.member.index));
+    std::fs::write(&path, serde_json::to_vec_pretty(report)?)
+        .with_context(|| format!("writing {}", path.display()))?;
+    Ok(path)
+}
+
+/// Puts the member's record in a report (the printed one and the saved one alike).
+pub(crate) fn record(report: &mut Report, started: &Started) {
+    report.meta.member = Some(started.record.clone());
+}
+
+/// Stamps an event's report or meta with the member's record, so every format prints it.
+pub(crate) fn stamp(event: &mut Event, started: &Started) {
+    match event {
+        Event::Start { meta, .. } => meta.member = Some(started.record.clone()),
+        Event::End(report) => record(report, started),
+        _ => {}
+    }
+}
