@@ -1,10 +1,12 @@
 #!/usr/bin/env bash
 # Members against one process, and PostgreSQL against SQLite, side by side in one run:
-#  1. The HTTP fixture (core 0) loaded at RATE requests/s (open model) for DUR s by one process,
-#     and by 4 members at RATE/4 each meeting at a --start-at, then merged (all load on core 1,
-#     so both get the same CPU), alternating A B A B for RUNS rounds: the merged rate against
-#     RATE, and the merged p50/p99 against the single process's, beside the single process's
-#     own round-to-round spread (the noise the members must stay within).
+#  1. The HTTP fixture (core 0) loaded at RATE requests/s (open model) for DUR s by one process
+#     of 4 threads, and by 4 members of 1 thread at RATE/4 each meeting at a --start-at, then
+#     merged: all load on core 1, four event loops each way, so both get the same CPU and the
+#     same scheduling, and only the members' split and merge differ. Alternating A B A B for
+#     RUNS rounds: the merged rate against RATE, and the merged p50/p99 against the single
+#     process's, beside the single process's own round-to-round spread (the noise the members
+#     must stay within).
 #  2. `history -n 0` over COUNT saved runs in a throwaway PostgreSQL against the same runs in
 #     SQLite, alternating: the median ratio (the budget is 2×).
 #  3. What keeping interval histograms costs a member: a run of MEMDUR s (1-s intervals) as a
@@ -33,10 +35,10 @@ sleep 0.5
 # field JSON-FILE EXPR: a value out of a report, by a Python expression on `r`.
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
-echo "== 1. one process at $RATE req/s against 4 members at $((RATE / 4)) each, $DUR s, $RUNS rounds"
+echo "== 1. one process (4 threads) at $RATE req/s against 4 members at $((RATE / 4)) each, $DUR s, $RUNS rounds"
 : >"$tmp/one"; : >"$tmp/four"
 for round in $(seq "$RUNS"); do
-  taskset -c 1 "$WS" http "$URL" -r "$RATE" -d "$DUR" -f json --no-save >"$tmp/one.json"
+  taskset -c 1 "$WS" http "$URL" -r "$RATE" -d "$DUR" -t 4 -f json --no-save >"$tmp/one.json"
   echo "$(field "$tmp/one.json" 'r["summary"]["sent_per_second"]') $(field "$tmp/one.json" 'r["summary"]["latency"]["p50_ns"]') $(field "$tmp/one.json" 'r["summary"]["latency"]["p99_ns"]')" >>"$tmp/one"
   at=$(date -u -d '+2 sec' +%Y-%m-%dT%H:%M:%S.%3NZ)
   members=()
@@ -58,8 +60,10 @@ echo "members' start skew:        median $(col "$tmp/four" 4) ns"
 
 echo "== 2. history over $COUNT runs: PostgreSQL against SQLite"
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
-pgdir=$tmp/pg
-mkdir -p "$pgdir"
+# Its own directory under /tmp: the scratch one is private to this user, and the database may
+# run as `postgres`.
+pgdir=$(mktemp -d /tmp/wirespeed-bench-pg.XXXXXX)
+trap 'kill "${PIDS[@]}" 2>/dev/null || true; rm -rf "$tmp" "$pgdir"' EXIT
 as_pg=()
 if [ "$(id -u)" = 0 ]; then chown postgres "$pgdir"; as_pg=(runuser -u postgres --); fi
 "${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -U wirespeed -A trust --no-sync >/dev/null

@@ -119,6 +119,25 @@ pub(crate) fn sum_interval<R>(
     Ok(sum)
 }
 
+/// The merged run's intervals: for every index any member reached, `make` is given that
+/// interval of the first member that has it (its span and flags), every member's interval of
+/// that index, and the index.
+pub(crate) fn each_interval<R, I, T, E>(
+    parts: &[Part<'_, R>],
+    intervals_of: fn(&R) -> &[I],
+    mut make: impl FnMut(&I, &[&I], usize) -> Result<T, E>,
+) -> Result<Vec<T>, E> {
+    let count = parts.iter().map(|p| intervals_of(p.report).len()).max().unwrap_or(0);
+    (0..count)
+        .map(|k| {
+            let of_k: Vec<&I> =
+                parts.iter().filter_map(|p| intervals_of(p.report).get(k)).collect();
+            // k is below the longest member's count, so one member at least has it.
+            make(of_k[0], &of_k, k)
+        })
+        .collect()
+}
+
 /// Statistics of a summed histogram (empty when there is none).
 pub(crate) fn stats_of(h: &Option<RttHistogram>) -> LatencyStats {
     h.as_ref().map(RttHistogram::stats).unwrap_or_default()

@@ -15,25 +15,11 @@ use std::time::Duration;
 
 use common::{client, free_port, BIN};
 use netns::Netns;
-use wirespeed_store::testing::{required, TestPostgres, PASSWORD};
+use wirespeed_store::testing::{TestPostgres, PASSWORD};
 
 fn ok(out: &Output) -> String {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
     String::from_utf8(out.stdout.clone()).unwrap()
-}
-
-/// `program` from PyPI, or `None` (a skip, or a failure under CI).
-fn python_tool(check: &[&str], package: &str) -> Option<()> {
-    if Command::new(check[0]).args(&check[1..]).output().is_ok_and(|o| o.status.success()) {
-        return Some(());
-    }
-    let why = format!("{package} is not installed; `pip install {package}` (scripts/test.sh does)");
-    assert!(!required(), "cannot run here: {why}");
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("SKIPPED: {why}");
-    }
-    None
 }
 
 /// The YAML document at `path`, as JSON (read by PyYAML, not by us).
@@ -65,7 +51,8 @@ fn ip(args: &[&str]) {
 
 #[test]
 fn the_indexed_job_validates_and_its_members_start_together_from_hosts_of_their_own() {
-    let Some(()) = python_tool(&["kubernetes-validate", "--version"], "kubernetes-validate") else {
+    let Some(()) = common::pypi_tool(&["kubernetes-validate", "--version"], "kubernetes-validate")
+    else {
         return;
     };
     // Three hosts: namespaces on a bridge of their own, 10.213.N.0/24.

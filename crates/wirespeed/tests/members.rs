@@ -11,7 +11,7 @@ use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
 use common::{client, free_port, server, BIN};
-use wirespeed_store::testing::{required, TestPostgres};
+use wirespeed_store::testing::TestPostgres;
 
 fn ok(out: &Output) -> String {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
@@ -56,20 +56,7 @@ fn merged(args: &[&str]) -> serde_json::Value {
 
 /// Python with the `hdrhistogram` package, or `None` (a skip, or a failure under CI).
 fn python_hdr() -> Option<()> {
-    let found = Command::new("python3")
-        .args(["-c", "import hdrh.histogram"])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(());
-    }
-    let why = "Python's hdrhistogram package is missing; `pip install hdrhistogram` (scripts/test.sh does)";
-    assert!(!required(), "cannot run here: {why}");
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("SKIPPED: {why}");
-    }
-    None
+    common::pypi_tool(&["python3", "-c", "import hdrh.histogram"], "hdrhistogram")
 }
 
 /// Checks `merged` exact against the raw samples in `lines` with Python's HdrHistogram.
@@ -334,43 +321,24 @@ fn members_that_cannot_take_part_are_refused_with_exit_12() {
     let out = member(&gone, 0, &[], None).wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(12), "{}", stderr(&out));
     assert!(stderr(&out).contains("after the run's start"), "{}", stderr(&out));
-    // Flags that cannot make a member: no index, no run id, no way to start together.
-    let no_index = client(&["http", &url, "--members", "2", "--run-id", "x", "--start-at", &at]);
-    assert!(stderr(&no_index).contains("needs this member's index"), "{}", stderr(&no_index));
-    let out = client(&["http", &url, "--members", "2", "--index", "0", "--start-at", &at]);
-    assert!(stderr(&out).contains("--members needs --run-id"), "{}", stderr(&out));
-    let out = client(&[
-        "http",
-        &url,
-        "--members",
-        "2",
-        "--index",
-        "0",
-        "--run-id",
-        "x",
-        "--db",
-        "/tmp/x.db",
-    ]);
-    assert!(stderr(&out).contains("members need a common start"), "{}", stderr(&out));
-    let out = client(&[
-        "http",
-        &url,
-        "-c",
-        "1",
-        "--members",
-        "2",
-        "--index",
-        "0",
-        "--run-id",
-        "x",
-        "--start-at",
-        &at,
-    ]);
-    assert!(
-        stderr(&out).contains("1 connections cannot be shared by 2 members"),
-        "{}",
-        stderr(&out)
-    );
+    // Flags that cannot make a member: no index, no run id, no way to start together, too
+    // little to share.
+    let file = tempfile::tempdir().unwrap();
+    let db = file.path().join("x.db").display().to_string();
+    let cases: [(&[&str], &str); 4] = [
+        (&["--run-id", "x", "--start-at", &at], "needs this member's index"),
+        (&["--index", "0", "--start-at", &at], "--members needs --run-id"),
+        (&["--index", "0", "--run-id", "x", "--db", &db], "members need a common start"),
+        (
+            &["-c", "1", "--index", "0", "--run-id", "x", "--start-at", &at],
+            "1 connections cannot be shared by 2 members",
+        ),
+    ];
+    for (extra, why) in cases {
+        let out = client(&[&["http", &url, "--members", "2"][..], extra].concat());
+        assert_eq!(out.status.code(), Some(1), "{extra:?}: {}", stderr(&out));
+        assert!(stderr(&out).contains(why), "{extra:?}: {}", stderr(&out));
+    }
 }
 
 /// The database stops while the members run: each keeps its report in a file and says where,

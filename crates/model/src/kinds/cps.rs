@@ -338,35 +338,34 @@ pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, CpsReport>],
     spec: &CpsSpec,
 ) -> Result<CpsReport, crate::histogram::HistogramError> {
-    use crate::merge::{per_second, stats_of, sum_interval, sum_named};
+    use crate::merge::{each_interval, per_second, stats_of, sum_interval, sum_named};
     let add_failures = |all: &mut FailureCounts, more: &FailureCounts| {
         for c in ConnectFailure::ALL {
             *all.slot(c) += more.get(c);
         }
     };
-    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
-    let mut intervals = Vec::with_capacity(count);
-    for k in 0..count {
-        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
-        let of_k: Vec<&CpsInterval> =
-            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
-        let connected = of_k.iter().map(|i| i.connected).sum();
-        let mut failures = FailureCounts::default();
-        for i in &of_k {
-            add_failures(&mut failures, &i.failures);
-        }
-        intervals.push(CpsInterval {
-            connections_per_second: per_second(
+    let intervals = each_interval(
+        parts,
+        |r| &r.intervals,
+        |shape, of_k, k| {
+            let connected = of_k.iter().map(|i| i.connected).sum();
+            let mut failures = FailureCounts::default();
+            for i in of_k {
+                add_failures(&mut failures, &i.failures);
+            }
+            Ok(CpsInterval {
+                connections_per_second: per_second(
+                    connected,
+                    shape.end_ns.saturating_sub(shape.start_ns),
+                ),
+                attempts: of_k.iter().map(|i| i.attempts).sum(),
                 connected,
-                shape.end_ns.saturating_sub(shape.start_ns),
-            ),
-            attempts: of_k.iter().map(|i| i.attempts).sum(),
-            connected,
-            failures,
-            connect: sum_interval(parts, k)?.stats(),
-            ..shape.clone()
-        });
-    }
+                failures,
+                connect: sum_interval(parts, k)?.stats(),
+                ..shape.clone()
+            })
+        },
+    )?;
     let all: Vec<&CpsSummary> = parts.iter().map(|p| &p.report.summary).collect();
     let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);
     let connected = all.iter().map(|s| s.connected).sum();

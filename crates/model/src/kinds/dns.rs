@@ -409,24 +409,26 @@ pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, DnsReport>],
     spec: &DnsSpec,
 ) -> Result<DnsReport, crate::histogram::HistogramError> {
-    use crate::merge::{per_second, stats_of, sum_interval, sum_named};
-    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
-    let mut intervals = Vec::with_capacity(count);
-    for k in 0..count {
-        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
-        let of_k: Vec<&DnsInterval> =
-            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
-        let completed = of_k.iter().map(|i| i.completed).sum();
-        intervals.push(DnsInterval {
-            sent: of_k.iter().map(|i| i.sent).sum(),
-            completed,
-            lost: of_k.iter().map(|i| i.lost).sum(),
-            truncated: of_k.iter().map(|i| i.truncated).sum(),
-            queries_per_second: per_second(completed, shape.end_ns.saturating_sub(shape.start_ns)),
-            latency: sum_interval(parts, k)?.stats(),
-            ..shape.clone()
-        });
-    }
+    use crate::merge::{each_interval, per_second, stats_of, sum_interval, sum_named};
+    let intervals = each_interval(
+        parts,
+        |r| &r.intervals,
+        |shape, of_k, k| {
+            let completed = of_k.iter().map(|i| i.completed).sum();
+            Ok(DnsInterval {
+                sent: of_k.iter().map(|i| i.sent).sum(),
+                completed,
+                lost: of_k.iter().map(|i| i.lost).sum(),
+                truncated: of_k.iter().map(|i| i.truncated).sum(),
+                queries_per_second: per_second(
+                    completed,
+                    shape.end_ns.saturating_sub(shape.start_ns),
+                ),
+                latency: sum_interval(parts, k)?.stats(),
+                ..shape.clone()
+            })
+        },
+    )?;
     let all: Vec<&DnsSummary> = parts.iter().map(|p| &p.report.summary).collect();
     let sum = |f: fn(&DnsSummary) -> u64| all.iter().map(|s| f(s)).sum::<u64>();
     let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);

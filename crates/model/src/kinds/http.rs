@@ -379,24 +379,26 @@ pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, HttpReport>],
     spec: &HttpSpec,
 ) -> Result<HttpReport, crate::histogram::HistogramError> {
-    use crate::merge::{per_second, sum_interval};
-    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
-    let mut intervals = Vec::with_capacity(count);
-    for k in 0..count {
-        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
-        let of_k: Vec<&HttpInterval> =
-            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
-        let responses = of_k.iter().map(|i| i.responses).sum();
-        intervals.push(HttpInterval {
-            responses,
-            requests_per_second: per_second(responses, shape.end_ns.saturating_sub(shape.start_ns)),
-            errors: of_k.iter().map(|i| i.errors).sum(),
-            sent: of_k.iter().map(|i| i.sent).sum(),
-            late: of_k.iter().map(|i| i.late).sum(),
-            latency: sum_interval(parts, k)?.stats(),
-            ..shape.clone()
-        });
-    }
+    use crate::merge::{each_interval, per_second, sum_interval};
+    let intervals = each_interval(
+        parts,
+        |r| &r.intervals,
+        |shape, of_k, k| {
+            let responses = of_k.iter().map(|i| i.responses).sum();
+            Ok(HttpInterval {
+                responses,
+                requests_per_second: per_second(
+                    responses,
+                    shape.end_ns.saturating_sub(shape.start_ns),
+                ),
+                errors: of_k.iter().map(|i| i.errors).sum(),
+                sent: of_k.iter().map(|i| i.sent).sum(),
+                late: of_k.iter().map(|i| i.late).sum(),
+                latency: sum_interval(parts, k)?.stats(),
+                ..shape.clone()
+            })
+        },
+    )?;
     let summary = merge_summary(parts, |r| Some(&r.summary), "")?;
     let steps = (0..parts.iter().map(|p| p.report.steps.len()).max().unwrap_or(0))
         .map(|j| {

@@ -219,24 +219,26 @@ pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, LatencyReport>],
     spec: &LatencySpec,
 ) -> Result<LatencyReport, crate::histogram::HistogramError> {
-    use crate::merge::{per_second, stats_of, sum_interval, sum_named};
+    use crate::merge::{each_interval, per_second, stats_of, sum_interval, sum_named};
     let lost_sum = |v: Vec<Option<u64>>| -> Option<u64> {
         v.iter().any(Option::is_some).then(|| v.iter().flatten().sum())
     };
-    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
-    let mut intervals = Vec::with_capacity(count);
-    for k in 0..count {
-        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
-        let of_k: Vec<&LatencyInterval> =
-            parts.iter().filter_map(|p| p.report.intervals.get(k)).collect();
-        let rtt = sum_interval(parts, k)?.stats();
-        intervals.push(LatencyInterval {
-            messages_per_second: per_second(rtt.count, shape.end_ns.saturating_sub(shape.start_ns)),
-            lost: lost_sum(of_k.iter().map(|i| i.lost).collect()),
-            rtt,
-            ..shape.clone()
-        });
-    }
+    let intervals = each_interval(
+        parts,
+        |r| &r.intervals,
+        |shape, of_k, k| {
+            let rtt = sum_interval(parts, k)?.stats();
+            Ok(LatencyInterval {
+                messages_per_second: per_second(
+                    rtt.count,
+                    shape.end_ns.saturating_sub(shape.start_ns),
+                ),
+                lost: lost_sum(of_k.iter().map(|i| i.lost).collect()),
+                rtt,
+                ..shape.clone()
+            })
+        },
+    )?;
     let all: Vec<&LatencySummary> = parts.iter().map(|p| &p.report.summary).collect();
     let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);
     let received = all.iter().map(|s| s.received).sum();

@@ -185,8 +185,10 @@ pub(crate) async fn start(
     Ok(Started { record, barrier: joined })
 }
 
-/// Sleeps until `at_ns` on this host's clock, the last two milliseconds by polling the clock
-/// (a timer alone wakes up to a millisecond late). Refuses when `at_ns` has already passed.
+/// Sleeps until `at_ns` on this host's clock: a timer to within 5 ms of it, then the kernel's
+/// absolute sleep on the real-time clock with the timer slack at its least, so members on one
+/// busy core wake on time without spinning against each other. Refuses when `at_ns` has
+/// already passed.
 async fn wait_until(at_ns: u64, member: &Member) -> Result<()> {
     let now = unix_ns(SystemTime::now());
     if now > at_ns {
@@ -198,12 +200,35 @@ async fn wait_until(at_ns: u64, member: &Member) -> Result<()> {
         ))
         .into());
     }
-    let coarse = (at_ns - now).saturating_sub(2_000_000);
+    let coarse = (at_ns - now).saturating_sub(5_000_000);
     tokio::time::sleep(Duration::from_nanos(coarse)).await;
-    while unix_ns(SystemTime::now()) < at_ns {
-        std::hint::spin_loop();
-    }
+    tokio::task::block_in_place(|| sleep_until_realtime(at_ns));
     Ok(())
+}
+
+/// `clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME)` until `at_ns`, again after a signal.
+fn sleep_until_realtime(at_ns: u64) {
+    let at = libc::timespec {
+        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
+        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
+    };
+    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer; 1 ns is the least slack,
+    // and it only changes how late this thread's timers may fire.
+    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
+    loop {
+        // SAFETY: `at` is a valid timespec; no remainder is asked for with TIMER_ABSTIME.
+        let r = unsafe {
+            libc::clock_nanosleep(
+                libc::CLOCK_REALTIME,
+                libc::TIMER_ABSTIME,
+                &at,
+                std::ptr::null_mut(),
+            )
+        };
+        if r != libc::EINTR {
+            break;
+        }
+    }
 }
 
 /// A duration for a message: `16 s`, `3.2 ms`, `40 µs`.

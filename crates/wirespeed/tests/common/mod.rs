@@ -99,6 +99,21 @@ pub(crate) fn client(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
 }
 
+/// A tool from PyPI that `check` (a command) proves is there, or `None`: a skip with a note, or
+/// under CI (where `scripts/test.sh` installs `package`) a failure.
+pub(crate) fn pypi_tool(check: &[&str], package: &str) -> Option<()> {
+    if Command::new(check[0]).args(&check[1..]).output().is_ok_and(|o| o.status.success()) {
+        return Some(());
+    }
+    let why = format!("{package} is not installed; `pip install {package}` (scripts/test.sh does)");
+    assert!(!wirespeed_store::testing::required(), "cannot run here: {why}");
+    #[allow(clippy::print_stderr)]
+    {
+        eprintln!("SKIPPED: {why}");
+    }
+    None
+}
+
 /// The kind of the newest run saved in `store`.
 pub(crate) fn newest_kind(store: &wirespeed_store::Store) -> String {
     let newest =

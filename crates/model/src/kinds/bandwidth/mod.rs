@@ -45,27 +45,29 @@ pub(crate) fn merge(
             streams: flows.iter().flat_map(|(f, o)| renumber(&f.streams, *o)).collect(),
         }
     };
-    let count = parts.iter().map(|p| p.report.intervals.len()).max().unwrap_or(0);
-    let mut intervals = Vec::with_capacity(count);
-    for k in 0..count {
-        let Some(shape) = parts.iter().find_map(|p| p.report.intervals.get(k)) else { continue };
-        let flows = shape
-            .flows
-            .iter()
-            .map(|f| {
-                let same: Vec<(&FlowFigures, u16)> = parts
-                    .iter()
-                    .zip(&offsets)
-                    .filter_map(|(p, o)| {
-                        let iv = p.report.intervals.get(k)?;
-                        Some((iv.flows.iter().find(|g| g.flow == f.flow)?, *o))
-                    })
-                    .collect();
-                merge_flows(same)
-            })
-            .collect();
-        intervals.push(BandwidthInterval { flows, ..shape.clone() });
-    }
+    let intervals = crate::merge::each_interval(
+        parts,
+        |r| &r.intervals,
+        |shape, _, k| {
+            let flows = shape
+                .flows
+                .iter()
+                .map(|f| {
+                    let same: Vec<(&FlowFigures, u16)> = parts
+                        .iter()
+                        .zip(&offsets)
+                        .filter_map(|(p, o)| {
+                            let iv = p.report.intervals.get(k)?;
+                            Some((iv.flows.iter().find(|g| g.flow == f.flow)?, *o))
+                        })
+                        .collect();
+                    merge_flows(same)
+                })
+                .collect();
+            Ok::<_, std::convert::Infallible>(BandwidthInterval { flows, ..shape.clone() })
+        },
+    );
+    let Ok(intervals) = intervals;
     let merge_summary = |pick: &dyn Fn(&BandwidthSummary) -> Option<&FlowSummary>| {
         let all: Vec<(&FlowSummary, u16)> = parts
             .iter()
