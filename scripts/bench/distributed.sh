@@ -12,7 +12,7 @@
 #  3. What keeping interval histograms costs a member: a run of MEMDUR s (1-s intervals) as a
 #     member and as a run of its own, at once: peak RSS of each, and the size of the encoded
 #     histograms in the member's report (the budget is 8 MiB for 10 minutes).
-#   RUNS=3 RATE=20000 DUR=10 COUNT=100000 MEMDUR=600 scripts/bench/distributed.sh
+#   RUNS=3 RATE=20000 DUR=10 COUNT=100000 MEMDUR=600 PARTS="1 2 3" scripts/bench/distributed.sh
 # Needs Debian's postgresql (the server binaries) and taskset; runs as root or as any user
 # (as root the database runs as `postgres`, since initdb refuses root).
 set -euo pipefail
@@ -22,6 +22,8 @@ RATE=${RATE:-20000}
 DUR=${DUR:-10}
 COUNT=${COUNT:-100000}
 MEMDUR=${MEMDUR:-600}
+PARTS=${PARTS:-1 2 3}
+part() { [[ " $PARTS " == *" $1 "* ]]; }
 source scripts/bench/common.sh
 need taskset python3
 cargo build --release -q -p wirespeed-store --example fill --example list_all
@@ -35,6 +37,7 @@ sleep 0.5
 # field JSON-FILE EXPR: a value out of a report, by a Python expression on `r`.
 field() { python3 -c "import json,sys; r=json.load(open(sys.argv[1])); print($2)" "$1"; }
 
+if part 1; then
 echo "== 1. one process (4 threads) at $RATE req/s against 4 members at $((RATE / 4)) each, $DUR s, $RUNS rounds"
 : >"$tmp/one"; : >"$tmp/four"
 for round in $(seq "$RUNS"); do
@@ -57,7 +60,9 @@ echo "merged rate / asked:        $(ratio "$(col "$tmp/four" 1)" "$RATE")   (one
 echo "merged p50 / one's p50:     $(ratio "$(col "$tmp/four" 2)" "$(col "$tmp/one" 2)")   (one process's spread max/min-1: $(spread "$tmp/one" 2))"
 echo "merged p99 / one's p99:     $(ratio "$(col "$tmp/four" 3)" "$(col "$tmp/one" 3)")   (one process's spread max/min-1: $(spread "$tmp/one" 3))"
 echo "members' start skew:        median $(col "$tmp/four" 4) ns"
+fi
 
+if part 2; then
 echo "== 2. history over $COUNT runs: PostgreSQL against SQLite"
 pgbin=$(ls -d /usr/lib/postgresql/*/bin | sort -V | tail -1)
 # Its own directory under /tmp: the scratch one is private to this user, and the database may
@@ -90,7 +95,9 @@ for _ in $(seq 5); do
 done
 echo "history -n 0:  SQLite median $(median <"$tmp/hsq") ms, PostgreSQL $(median <"$tmp/hpg") ms, ratio $(ratio "$(median <"$tmp/hpg")" "$(median <"$tmp/hsq")") (budget 2)"
 echo "Store::list:   SQLite median $(median <"$tmp/lsq") ms, PostgreSQL $(median <"$tmp/lpg") ms, ratio $(ratio "$(median <"$tmp/lpg")" "$(median <"$tmp/lsq")")"
+fi
 
+if part 3; then
 echo "== 3. a member's kept interval histograms over $MEMDUR s"
 /usr/bin/time -f "%M" -o "$tmp/rss_member" taskset -c 1 "$WS" http "$URL" -r 200 -d "$MEMDUR" -i 1 \
   --members 1 --run-id mem --start-at "$(date -u -d '+1 sec' +%Y-%m-%dT%H:%M:%S.%3NZ)" --max-clock-error 1m \
@@ -100,3 +107,4 @@ echo "== 3. a member's kept interval histograms over $MEMDUR s"
 wait "${runs[@]}"
 echo "peak RSS: member $(cat "$tmp/rss_member") KiB, run of its own $(cat "$tmp/rss_plain") KiB"
 echo "encoded histograms in the member's report: $(field "$tmp/mem.json" 'len(json.dumps(r["meta"]["histograms"]))') bytes ($(field "$tmp/mem.json" 'len(r["meta"]["histograms"]["intervals"])') intervals; budget 8 MiB)"
+fi
