@@ -22,6 +22,8 @@ pub enum Location {
 #[derive(Clone)]
 pub struct PostgresUrl {
     pub(crate) config: Box<postgres::Config>,
+    /// What it asks of TLS (`sslmode`, `sslrootcert`).
+    pub(crate) tls: crate::postgres::Tls,
 }
 
 /// How long a connection attempt may take when the URL does not say (`connect_timeout`).
@@ -34,7 +36,8 @@ impl Location {
             return Ok(Self::File(PathBuf::from(text)));
         }
         let bad = |why: String| StoreError::BadLocation { text: redact(text), why };
-        let mut config = postgres::Config::from_str(text).map_err(|e| bad(e.to_string()))?;
+        let (tls, parseable) = crate::postgres::Tls::take_from(text).map_err(bad)?;
+        let mut config = postgres::Config::from_str(&parseable).map_err(|e| bad(e.to_string()))?;
         if config.get_hosts().is_empty() {
             return Err(bad(
                 "it names no host (postgres://USER:PASSWORD@HOST:PORT/DATABASE)".into()
@@ -52,7 +55,7 @@ impl Location {
         if config.get_application_name().is_none() {
             config.application_name("wirespeed");
         }
-        Ok(Self::Postgres(PostgresUrl { config: Box::new(config) }))
+        Ok(Self::Postgres(PostgresUrl { config: Box::new(config), tls }))
     }
 
     /// True when there is something to read: a PostgreSQL database always (it is created on

@@ -333,3 +333,41 @@ fn transfer_budgets_refill_refuse_and_owe() {
         );
     }
 }
+
+/// TLS with libpq's `sslmode`s, against a server that takes TCP logins over TLS only: plain is
+/// refused by the server, `require` encrypts without checking the certificate, `verify-full`
+/// checks it against `sslrootcert` and its name, `verify-ca` the chain only; a certificate
+/// from another CA, or for another name under `verify-full`, is refused with the reason.
+#[test]
+fn postgres_over_tls_as_libpq_reads_sslmode() {
+    let Some((pg, ca, other)) = TestPostgres::start_tls() else { return };
+    let url = |host: &str, query: &str| {
+        format!(
+            "postgres://wirespeed:{}@{host}:{}/postgres?{query}",
+            crate::testing::PASSWORD,
+            pg.port
+        )
+    };
+    let open = |u: String| Store::open_at(&Location::parse(&u).unwrap());
+    let plain = open(url("127.0.0.1", "sslmode=disable")).unwrap_err().to_string();
+    assert!(plain.contains("no encryption") || plain.contains("pg_hba.conf"), "{plain}");
+    let s = open(url("127.0.0.1", "sslmode=require")).unwrap();
+    s.save(&report(1, 1.0), None).unwrap();
+    let verified =
+        open(url("127.0.0.1", &format!("sslmode=verify-full&sslrootcert={}", ca.display())));
+    assert_eq!(verified.unwrap().count().unwrap(), 1);
+    let stranger =
+        open(url("127.0.0.1", &format!("sslmode=verify-full&sslrootcert={}", other.display())))
+            .unwrap_err()
+            .to_string();
+    assert!(stranger.contains("UnknownIssuer") || stranger.contains("certificate"), "{stranger}");
+    let by_name = format!("sslmode=verify-full&sslrootcert={}", ca.display());
+    let wrong_name = open(url("localhost", &by_name)).unwrap_err().to_string();
+    assert!(wrong_name.contains("NotValidForName") || wrong_name.contains("name"), "{wrong_name}");
+    let chain_only = format!("sslmode=verify-ca&sslrootcert={}", ca.display());
+    assert_eq!(open(url("localhost", &chain_only)).unwrap().count().unwrap(), 1);
+    let missing = open(url("127.0.0.1", "sslmode=verify-full&sslrootcert=/nonexistent/ca.pem"))
+        .unwrap_err()
+        .to_string();
+    assert!(missing.contains("sslrootcert /nonexistent/ca.pem"), "{missing}");
+}

@@ -57,6 +57,70 @@ impl TestPostgres {
     /// this machine's, such as a bridge to the test's network namespaces), taking password
     /// logins from `network` (CIDR).
     pub fn start_reachable(also: Option<(&str, &str)>) -> Option<Self> {
+        let mut pg = Self::init(also)?;
+        pg.start_server();
+        Some(pg)
+    }
+
+    /// Starts a new server that takes TCP logins over TLS only (`hostssl`), with a
+    /// certificate for 127.0.0.1 signed by a CA of its own. Returns the server, that CA's
+    /// certificate and another CA's (which did not sign it), as PEM files.
+    pub fn start_tls() -> Option<(Self, PathBuf, PathBuf)> {
+        use rcgen::{BasicConstraints, CertificateParams, DnType, IsCa, KeyPair};
+        let mut pg = Self::init(None)?;
+        let data = pg.dir.path().join("data");
+        let ca = |cn: &str| {
+            let key = KeyPair::generate().expect("key");
+            let mut params = CertificateParams::new(Vec::<String>::new()).expect("params");
+            params.distinguished_name.push(DnType::CommonName, cn);
+            params.is_ca = IsCa::Ca(BasicConstraints::Unconstrained);
+            let cert = params.self_signed(&key).expect("CA");
+            (cert, key)
+        };
+        let (ours, ours_key) = ca("wirespeed test CA");
+        let (other, _) = ca("some other CA");
+        let server_key = KeyPair::generate().expect("key");
+        let mut params = CertificateParams::new(vec!["127.0.0.1".to_string()]).expect("params");
+        params.distinguished_name.push(DnType::CommonName, "127.0.0.1");
+        let server = params.signed_by(&server_key, &ours, &ours_key).expect("signed");
+        std::fs::write(data.join("server.crt"), server.pem()).expect("cert");
+        std::fs::write(data.join("server.key"), server_key.serialize_pem()).expect("key");
+        // PostgreSQL refuses a key others can read.
+        std::fs::set_permissions(
+            data.join("server.key"),
+            std::os::unix::fs::PermissionsExt::from_mode(0o600),
+        )
+        .expect("chmod");
+        if let Some((uid, gid)) = pg.owner {
+            for f in ["server.crt", "server.key"] {
+                std::os::unix::fs::chown(data.join(f), Some(uid), Some(gid)).expect("chown");
+            }
+        }
+        let conf = data.join("postgresql.conf");
+        let mut settings = std::fs::read_to_string(&conf).expect("postgresql.conf");
+        settings
+            .push_str("\nssl = on\nssl_cert_file = 'server.crt'\nssl_key_file = 'server.key'\n");
+        std::fs::write(&conf, settings).expect("postgresql.conf");
+        let hba = data.join("pg_hba.conf");
+        let rules = std::fs::read_to_string(&hba).expect("pg_hba.conf");
+        let tls_only: String = rules
+            .lines()
+            .map(|l| match l.strip_prefix("host ") {
+                Some(rest) => format!("hostssl {rest}\n"),
+                None => format!("{l}\n"),
+            })
+            .collect();
+        std::fs::write(&hba, tls_only).expect("pg_hba.conf");
+        let (ca_file, other_file) =
+            (pg.dir.path().join("ca.pem"), pg.dir.path().join("other-ca.pem"));
+        std::fs::write(&ca_file, ours.pem()).expect("ca");
+        std::fs::write(&other_file, other.pem()).expect("ca");
+        pg.start_server();
+        Some((pg, ca_file, other_file))
+    }
+
+    /// Makes the cluster (not started): initdb, the password, and `also`'s login rule.
+    fn init(also: Option<(&str, &str)>) -> Option<Self> {
         let Some(bin) = server_bin_dir() else {
             let why = "PostgreSQL's server is not installed; `apt-get install postgresql` (scripts/test.sh does)";
             assert!(!required(), "cannot run here: {why}");
@@ -92,9 +156,7 @@ impl TestPostgres {
             rules.push_str(&format!("host all all {network} scram-sha-256\n"));
             std::fs::write(&hba, rules).expect("pg_hba.conf");
         }
-        let mut pg = Self { server: None, dir, bin, owner, listen, port: free_port() };
-        pg.start_server();
-        Some(pg)
+        Some(Self { server: None, dir, bin, owner, listen, port: free_port() })
     }
 
     /// Starts (or starts again) the server process and waits until it takes connections.

@@ -12,20 +12,24 @@
 //!
 //! Everything lives in a schema named `wirespeed`, so a database shared with other programs
 //! keeps its tables apart and a role without rights on `public` (PostgreSQL 15's default) can
-//! still create it. A connection that breaks is opened again on the next call.
+//! still create it. A connection that breaks is opened again on the next call. TLS reads
+//! `sslmode` as libpq does (`tls`).
 
 mod members;
 mod migrate;
 mod runs;
+mod tls;
 mod web;
 
 #[cfg(test)]
 pub(crate) use migrate::latest as latest_version;
+pub(crate) use tls::Tls;
 
 use std::sync::mpsc;
 use std::thread::JoinHandle;
 
 use postgres::{Client, NoTls};
+use tokio_postgres_rustls::MakeRustlsConnect;
 
 use crate::location::PostgresUrl;
 use crate::StoreError;
@@ -53,11 +57,14 @@ impl Session {
     fn client(&mut self) -> Result<&mut Client, StoreError> {
         if self.client.as_ref().is_none_or(Client::is_closed) {
             let shown = self.url.to_string();
-            let mut client = self.url.config.connect(NoTls).map_err(|e| StoreError::Postgres {
-                db: shown.clone(),
-                why: connect_error(&e),
-                connect: true,
-            })?;
+            let failed =
+                |why: String| StoreError::Postgres { db: shown.clone(), why, connect: true };
+            let tls = self.url.tls.client_config().map_err(|e| failed(format!("TLS: {e}")))?;
+            let connected = match tls {
+                None => self.url.config.connect(NoTls),
+                Some(tls) => self.url.config.connect(MakeRustlsConnect::new(tls)),
+            };
+            let mut client = connected.map_err(|e| failed(connect_error(&e)))?;
             client.batch_execute("SET search_path = wirespeed, pg_catalog").map_err(|e| {
                 StoreError::Postgres { db: shown, why: describe(&e), connect: true }
             })?;
