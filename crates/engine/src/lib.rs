@@ -22,4 +22,4 @@ pub use error::ClientError;
 /// A report's meta: version, host, start time and far end (for reports made outside the
 /// engine, such as another load generator's results read back).
 pub use run::member::MemberRun;
-pub use run::meta::run_meta;
+pub use run::meta::{hostname, run_meta};

@@ -99,6 +99,9 @@ pub struct State {
     pub meters: Meters,
     /// The download source's random chunks.
     pub blocks: Arc<[Bytes]>,
+    /// Whether the store is shared (PostgreSQL), and so holds the visitors' transfer budgets:
+    /// read once here, not under the store's lock on every transfer.
+    shared_store: bool,
 }
 
 impl State {
@@ -113,6 +116,10 @@ impl State {
             }),
             meters: Meters::default(),
             blocks: body::random_blocks(),
+            shared_store: config
+                .store
+                .as_ref()
+                .is_some_and(|s| s.lock().unwrap_or_else(|e| e.into_inner()).is_shared()),
             config,
         })
     }
@@ -148,12 +155,7 @@ impl State {
         owed: bool,
     ) -> Result<(), Refusal> {
         let per_hour = self.limits.config().bytes_per_hour;
-        let shared = self
-            .config
-            .store
-            .as_ref()
-            .is_some_and(|s| s.lock().unwrap_or_else(|e| e.into_inner()).is_shared());
-        if per_hour == 0 || !shared {
+        if per_hour == 0 || !self.shared_store {
             return Ok(());
         }
         let budget = Budget { capacity: per_hour as f64, per_sec: per_hour as f64 / 3600.0 };

@@ -27,7 +27,7 @@ pub fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr
 }
 
 /// This machine's host name, empty when the system will not say.
-pub(crate) fn hostname() -> String {
+pub fn hostname() -> String {
     let mut buf = [0u8; 256];
     // SAFETY: buf is writable for its whole length.
     let r = unsafe { libc::gethostname(buf.as_mut_ptr().cast(), buf.len()) };

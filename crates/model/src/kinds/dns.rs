@@ -460,17 +460,15 @@ pub(crate) fn merge(
     };
     let with_answers = || all.iter().filter(|s| s.completed > 0);
     let total_hist = sum_named(parts, "total")?;
-    let connections = all.iter().any(|s| s.connections.is_some()).then(|| DnsConnections {
-        attempts: all.iter().filter_map(|s| s.connections.as_ref()).map(|c| c.attempts).sum(),
-        successful: all.iter().filter_map(|s| s.connections.as_ref()).map(|c| c.successful).sum(),
-        setup: LatencyStats::default(),
-    });
-    let connections = match connections {
-        Some(mut c) => {
-            c.setup = stats_of(&sum_named(parts, "setup")?);
-            Some(c)
-        }
-        None => None,
+    let made: Vec<&DnsConnections> = all.iter().filter_map(|s| s.connections.as_ref()).collect();
+    let connections = if made.is_empty() {
+        None
+    } else {
+        Some(DnsConnections {
+            attempts: made.iter().map(|c| c.attempts).sum(),
+            successful: made.iter().map(|c| c.successful).sum(),
+            setup: stats_of(&sum_named(parts, "setup")?),
+        })
     };
     let reasons: std::collections::BTreeSet<&str> =
         all.iter().map(|s| s.end_reason.as_str()).collect();

@@ -217,8 +217,7 @@ impl Manifest<'_> {
             y.push_str("        env:\n        - name: WIRESPEED_DB\n          valueFrom:\n            secretKeyRef:\n");
             let _ = writeln!(y, "              name: {}\n              key: {}", q(secret), q(key));
         }
-        if let (None, None) = self.resources {
-        } else {
+        if self.resources != (None, None) {
             y.push_str("        resources:\n");
             for part in ["requests", "limits"] {
                 let _ = writeln!(y, "          {part}:");

@@ -146,7 +146,7 @@ where
     let cancel = interrupt_token();
     let started = match &plan {
         Some(plan) => {
-            let host = wirespeed_engine::run_meta("", std::time::SystemTime::now(), None).host;
+            let host = wirespeed_engine::hostname();
             Some(crate::member::start(plan, store.as_ref(), host, &cancel).await?)
         }
         None => None,
