@@ -15,6 +15,7 @@ pub mod kinds;
 pub mod member;
 pub mod merge;
 pub mod metrics;
+pub mod path;
 pub mod report;
 pub mod rules;
 pub mod spec;
