@@ -102,11 +102,8 @@ impl Conditions {
     /// "100Mbit"`, `queue = "64KiB"`); a share is a percentage, with or without `%`, as netem
     /// writes it.
     pub fn set(&mut self, key: &str, value: &str) -> Result<(), ConditionError> {
-        let refuse = |why: String| ConditionError {
-            key: key.to_string(),
-            value: value.to_string(),
-            why,
-        };
+        let refuse =
+            |why: String| ConditionError { key: key.to_string(), value: value.to_string(), why };
         let text = value.trim();
         match key {
             "delay" | "jitter" => {
@@ -133,20 +130,22 @@ impl Conditions {
             "rate" => {
                 let bps = parse_bitrate(text).map_err(|e| refuse(e.to_string()))?;
                 if bps < 8_000 {
-                    return Err(refuse("a rate under 8 kbit/s cannot carry a packet a second".into()));
+                    return Err(refuse(
+                        "a rate under 8 kbit/s cannot carry a packet a second".into(),
+                    ));
                 }
                 self.rate_bps = Some(bps);
             }
             "queue" => {
                 let bytes = parse_bytes(text).map_err(|e| refuse(e.to_string()))?;
                 if bytes < 1_600 {
-                    return Err(refuse("a queue must hold at least one packet (1600 bytes)".into()));
+                    return Err(refuse(
+                        "a queue must hold at least one packet (1600 bytes)".into(),
+                    ));
                 }
                 self.queue_bytes = Some(bytes);
             }
-            _ => {
-                return Err(refuse(format!("not a link condition; one of: {}", KEYS.join(", "))))
-            }
+            _ => return Err(refuse(format!("not a link condition; one of: {}", KEYS.join(", ")))),
         }
         Ok(())
     }
@@ -284,7 +283,10 @@ mod tests {
         assert_eq!(c.queue_bytes, Some(65_536));
         assert!(c.holds_packets());
         let shown = c.to_string();
-        assert!(shown.starts_with("delay 20ms ±2ms, loss 1%, duplicate 0.5%, reorder 25%"), "{shown}");
+        assert!(
+            shown.starts_with("delay 20ms ±2ms, loss 1%, duplicate 0.5%, reorder 25%"),
+            "{shown}"
+        );
         assert_eq!(Conditions::default().to_string(), "clear");
         assert_eq!(of(&[("delay", "200us")]).unwrap().to_string(), "delay 200us");
     }

@@ -14,7 +14,11 @@ pub fn run(program: &str, args: &[&str]) -> Result<String, LabError> {
 }
 
 /// [`run`], with `input` written to the program's standard input (`nft -f -`).
-pub fn run_with_input(program: &str, args: &[&str], input: Option<&str>) -> Result<String, LabError> {
+pub fn run_with_input(
+    program: &str,
+    args: &[&str],
+    input: Option<&str>,
+) -> Result<String, LabError> {
     let line = std::iter::once(program).chain(args.iter().copied()).collect::<Vec<_>>().join(" ");
     let failed = |message: String| LabError::Command { line: line.clone(), message };
     let mut child = Command::new(program)

@@ -228,19 +228,29 @@ impl Lab {
             run(
                 "ip",
                 &[
-                    "link", "add", &devices[0], "netns", na, "type", "veth", "peer", "name",
-                    &devices[1], "netns", nb,
+                    "link",
+                    "add",
+                    &devices[0],
+                    "netns",
+                    na,
+                    "type",
+                    "veth",
+                    "peer",
+                    "name",
+                    &devices[1],
+                    "netns",
+                    nb,
                 ],
             )?;
         }
         let built = BuiltLink { spec: spec.clone(), backend, devices, line };
-        for (host, dev, peer, c) in [
-            (a, &built.devices[0], b, &spec.a_to_b),
-            (b, &built.devices[1], a, &spec.b_to_a),
-        ] {
+        for (host, dev, peer, c) in
+            [(a, &built.devices[0], b, &spec.a_to_b), (b, &built.devices[1], a, &spec.b_to_a)]
+        {
             let ns = host.namespace.name();
-            if c.rate_bps.is_some() && !backend.tun() {
-                // One packet per queued buffer, so the rate counts packets as the wire does.
+            if (c.rate_bps.is_some() || c.loss > 0.0) && !backend.tun() {
+                // One packet per buffer: a rate then counts packets as the wire does, and a
+                // loss drops one packet, not a batch of UDP or TCP segments sent as one.
                 run("ip", &["-n", ns, "link", "set", dev, "gso_max_segs", "1"])?;
             }
             // No IPv6 link-local address: a device that has one sends router and listener

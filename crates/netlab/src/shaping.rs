@@ -60,7 +60,11 @@ pub fn choose(
         return Err(LabError::Unsupported("a rate needs the kernel's tbf qdisc (sch_tbf)".into()));
     }
     if can.netem {
-        return Ok(if both.iter().all(|c| c.is_clear()) { Backend::Kernel } else { Backend::Netem });
+        return Ok(if both.iter().all(|c| c.is_clear()) {
+            Backend::Kernel
+        } else {
+            Backend::Netem
+        });
     }
     if loss && !can.nft {
         return Err(LabError::Unsupported(
@@ -160,11 +164,13 @@ pub fn ingress_losses(drops: &[(&str, f64)]) -> Option<String> {
     let mut text = String::from("table netdev wirespeed {\n");
     for (dev, share) in drops {
         let counter = loss_counter(dev);
-        // Parts per million: numgen draws a uniform 32-bit number, taken mod 1e6.
+        // Parts per million: numgen draws a uniform 32-bit number, taken mod 1e6. Only IP
+        // packets: a lost ARP request costs a second before it is asked again, which no
+        // wire's loss rate means.
         let ppm = (share * 1e6).round() as u64;
         text.push_str(&format!("  counter {counter} {{ }}\n"));
         text.push_str(&format!(
-            "  chain {counter} {{\n    type filter hook ingress device \"{dev}\" priority 0;\n    numgen random mod 1000000 < {ppm} counter name \"{counter}\" drop\n  }}\n"
+            "  chain {counter} {{\n    type filter hook ingress device \"{dev}\" priority 0;\n    meta protocol {{ ip, ip6 }} numgen random mod 1000000 < {ppm} counter name \"{counter}\" drop\n  }}\n"
         ));
     }
     text.push_str("}\n");
@@ -197,7 +203,9 @@ mod tests {
         assert_eq!(choose(&clear, &delay, &NETEM).unwrap(), Backend::Netem);
         assert_eq!(choose(&clear, &clear, &NETEM).unwrap(), Backend::Kernel);
         let bare = Abilities { tbf: false, netem: false, nft: false, tun: false };
-        for (c, says) in [(&rate_loss, "tbf"), (&cond(&[("loss", "1%")]), "nftables"), (&delay, "tun")] {
+        for (c, says) in
+            [(&rate_loss, "tbf"), (&cond(&[("loss", "1%")]), "nftables"), (&delay, "tun")]
+        {
             let e = choose(c, &clear, &bare).unwrap_err().to_string();
             assert!(e.contains(says), "{e}");
         }
@@ -226,7 +234,7 @@ mod tests {
         assert!(egress("to-b", &Conditions::default(), Backend::Netem).is_empty());
         assert!(egress("to-b", &n, Backend::DelayLine).len() == 1);
         let rules = ingress_losses(&[("to-a", 0.01)]).unwrap();
-        assert!(rules.contains("numgen random mod 1000000 < 10000 counter name \"loss_to_a\" drop"), "{rules}");
+        assert!(rules.contains("meta protocol { ip, ip6 } numgen random mod 1000000 < 10000 counter name \"loss_to_a\" drop"), "{rules}");
         assert!(ingress_losses(&[]).is_none());
     }
 }

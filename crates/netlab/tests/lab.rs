@@ -75,7 +75,12 @@ fn a_lab_is_built_whole_its_hosts_reach_each_other_and_it_is_removed_whole() {
             &["client", "server", "a host with a long name"],
             vec![
                 link("client", "server", Conditions::default(), Conditions::default()),
-                link("server", "a host with a long name", conditions(&[("rate", "50M")]), Conditions::default()),
+                link(
+                    "server",
+                    "a host with a long name",
+                    conditions(&[("rate", "50M")]),
+                    Conditions::default(),
+                ),
             ],
         ),
         without_netem(can),
@@ -109,12 +114,18 @@ fn a_spec_that_cannot_be_built_is_refused_before_anything_is_made() {
     for (bad, says) in [
         (spec(&[], vec![]), "1 to 250 hosts"),
         (spec(&["a", "a"], vec![]), "named twice"),
-        (spec(&["a"], vec![link("a", "b", Conditions::default(), Conditions::default())]), "no host"),
         (
-            spec(&["a", "b"], vec![
-                link("a", "b", Conditions::default(), Conditions::default()),
-                link("b", "a", Conditions::default(), Conditions::default()),
-            ]),
+            spec(&["a"], vec![link("a", "b", Conditions::default(), Conditions::default())]),
+            "no host",
+        ),
+        (
+            spec(
+                &["a", "b"],
+                vec![
+                    link("a", "b", Conditions::default(), Conditions::default()),
+                    link("b", "a", Conditions::default(), Conditions::default()),
+                ],
+            ),
             "linked twice",
         ),
     ] {
@@ -130,8 +141,7 @@ fn a_spec_that_cannot_be_built_is_refused_before_anything_is_made() {
         let e = Lab::build_with(&lossy, bare).unwrap_err().to_string();
         assert!(e.contains("refused-a to refused-b") && e.contains("nftables"), "{e}");
     }
-    let made: Vec<String> =
-        ours().into_iter().filter(|n| n.contains("-refused-")).collect();
+    let made: Vec<String> = ours().into_iter().filter(|n| n.contains("-refused-")).collect();
     assert!(made.is_empty(), "nothing was made: {made:?}");
 }
 
@@ -170,7 +180,10 @@ fn stream(from: &UdpSocket, to: &UdpSocket, count: u32) -> Vec<u32> {
 fn losses_are_dropped_by_nftables_and_counted_exactly() {
     let Some(can) = abilities() else { return };
     let lab = Lab::build_with(
-        &spec(&["a", "b"], vec![link("a", "b", conditions(&[("loss", "5%")]), Conditions::default())]),
+        &spec(
+            &["a", "b"],
+            vec![link("a", "b", conditions(&[("loss", "5%")]), Conditions::default())],
+        ),
         without_netem(can),
     )
     .unwrap();
@@ -229,7 +242,15 @@ fn the_delay_line_holds_duplicates_and_reorders_and_counts_it_all() {
 fn a_delay_line_adds_its_delay_to_a_round_trip() {
     let Some(can) = abilities() else { return };
     let lab = Lab::build_with(
-        &spec(&["a", "b"], vec![link("a", "b", Conditions::delay(Duration::from_millis(10)), Conditions::delay(Duration::from_millis(10)))]),
+        &spec(
+            &["a", "b"],
+            vec![link(
+                "a",
+                "b",
+                Conditions::delay(Duration::from_millis(10)),
+                Conditions::delay(Duration::from_millis(10)),
+            )],
+        ),
         without_netem(can),
     )
     .unwrap();
@@ -266,11 +287,22 @@ fn netem_carries_the_same_conditions_where_the_kernel_has_it() {
     let Some(can) = abilities() else { return };
     if !can.netem {
         // This kernel has no netem: the delay line carried every test above instead.
-        eprintln!("NOT RUN: netem is not in this kernel ({}); the delay-line tests cover its conditions", can.summary());
+        eprintln!(
+            "NOT RUN: netem is not in this kernel ({}); the delay-line tests cover its conditions",
+            can.summary()
+        );
         return;
     }
     let lab = Lab::build_with(
-        &spec(&["a", "b"], vec![link("a", "b", conditions(&[("delay", "5ms"), ("loss", "5%")]), Conditions::default())]),
+        &spec(
+            &["a", "b"],
+            vec![link(
+                "a",
+                "b",
+                conditions(&[("delay", "5ms"), ("loss", "5%")]),
+                Conditions::default(),
+            )],
+        ),
         can,
     )
     .unwrap();

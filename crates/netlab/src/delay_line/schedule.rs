@@ -81,11 +81,8 @@ impl Schedule {
         if self.chance(c.reorder) {
             return (now_ns, true);
         }
-        let spread = if c.jitter_ns > 0 {
-            (self.unit() * 2.0 - 1.0) * c.jitter_ns as f64
-        } else {
-            0.0
-        };
+        let spread =
+            if c.jitter_ns > 0 { (self.unit() * 2.0 - 1.0) * c.jitter_ns as f64 } else { 0.0 };
         let delay = (c.delay_ns as f64 + spread).max(0.0) as u64;
         (now_ns + delay, false)
     }
