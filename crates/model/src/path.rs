@@ -57,6 +57,50 @@ pub struct Conditions {
     pub queue_bytes: Option<u64>,
 }
 
+/// What one direction of an emulated link was asked to do and did during a run, kept with
+/// the run's results.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LinkRecord {
+    /// Sending host.
+    pub from: String,
+    /// Receiving host.
+    pub to: String,
+    /// The conditions asked for.
+    pub conditions: Conditions,
+    /// What carried them (`netem`, `tbf and nftables`, …).
+    pub carried_by: String,
+    /// Packets the loss filter dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub lost: Option<u64>,
+    /// Packets the rate limiter's queue (or netem) dropped.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub queue_drops: Option<u64>,
+    /// What the user-space delay line did.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub line: Option<LineCounts>,
+}
+
+/// What a user-space delay line did to the packets of one direction.
+#[derive(
+    Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema,
+)]
+pub struct LineCounts {
+    /// Packets taken in.
+    pub received: u64,
+    /// Packets handed on (copies included).
+    pub delivered: u64,
+    /// Packets taken twice.
+    pub duplicated: u64,
+    /// Packets sent ahead of the delayed ones.
+    pub reordered: u64,
+    /// Packets with a bit flipped.
+    pub corrupted: u64,
+    /// Packets dropped because the line held as many as it may.
+    pub overflowed: u64,
+    /// Packets the receiving device refused.
+    pub write_errors: u64,
+}
+
 fn is_zero(v: &u64) -> bool {
     *v == 0
 }
@@ -215,8 +259,20 @@ fn rate_text(bps: u64) -> String {
     format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// A size as the shortest plain text in binary units (`64KiB`, `1.5MiB`, `1600B`).
+fn size_text(bytes: u64) -> String {
+    let (value, unit) = match bytes {
+        b if b >= 1 << 30 => (b as f64 / (1u64 << 30) as f64, "GiB"),
+        b if b >= 1 << 20 => (b as f64 / (1u64 << 20) as f64, "MiB"),
+        b if b >= 1 << 10 => (b as f64 / 1024.0, "KiB"),
+        b => (b as f64, "B"),
+    };
+    let text = format!("{value:.3}");
+    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
 impl fmt::Display for Conditions {
-    /// `delay 20ms ±2ms, loss 1%, rate 100 Mbit/s, queue 64.0 KiB`, or `clear`.
+    /// `delay 20ms ±2ms, loss 1%, rate 100Mbit/s, queue 64KiB`, or `clear`.
     fn fmt(&self, f: &mut fmt::Formatter<'_>) -> fmt::Result {
         let mut parts = Vec::new();
         if self.delay_ns > 0 || self.jitter_ns > 0 {
@@ -240,7 +296,7 @@ impl fmt::Display for Conditions {
             parts.push(format!("rate {}", rate_text(rate)));
         }
         if let Some(queue) = self.queue_bytes {
-            parts.push(format!("queue {}", Bytes(queue)));
+            parts.push(format!("queue {}", size_text(queue)));
         }
         if parts.is_empty() {
             return f.write_str("clear");

@@ -141,4 +141,8 @@ pub struct Meta {
     /// Reports merged into this one (`wirespeed merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub merged: Option<crate::merge::MergeRecord>,
+    /// The emulated links the test ran over (a study on netns hosts): each direction's
+    /// conditions, what carried them and what they dropped.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub links: Vec<crate::path::LinkRecord>,
 }

@@ -9,11 +9,9 @@ use std::collections::BTreeMap;
 use std::net::Ipv4Addr;
 use std::sync::atomic::{AtomicU32, Ordering};
 
-use serde::Serialize;
-use wirespeed_model::path::Conditions;
+use wirespeed_model::path::{Conditions, LinkRecord};
 
 use crate::command::{run, run_with_input};
-use crate::delay_line::schedule::LineCounts;
 use crate::delay_line::{tun, DelayLine};
 use crate::kernel::Abilities;
 use crate::namespace::{self, Namespace, PREFIX};
@@ -64,28 +62,6 @@ struct BuiltLink {
     /// The device at each end: in `a` towards `b`, in `b` towards `a`.
     devices: [String; 2],
     line: Option<DelayLine>,
-}
-
-/// What one direction of a link did during a run, beside the conditions asked for.
-#[derive(Debug, Clone, PartialEq, Serialize)]
-pub struct DirectionRecord {
-    /// Sending host.
-    pub from: String,
-    /// Receiving host.
-    pub to: String,
-    /// The conditions asked for.
-    pub conditions: Conditions,
-    /// What carried them (`netem`, `tbf and nftables`, …).
-    pub carried_by: &'static str,
-    /// Packets the loss filter dropped.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub lost: Option<u64>,
-    /// Packets the rate limiter's queue (or netem) dropped.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub queue_drops: Option<u64>,
-    /// What the delay line did.
-    #[serde(skip_serializing_if = "Option::is_none")]
-    pub line: Option<LineCounts>,
 }
 
 /// A lab that exists; removed when dropped.
@@ -155,6 +131,25 @@ impl Lab {
         Self::build_with(spec, Abilities::of_this_machine())
     }
 
+    /// Refuses, before anything is made, what [`Lab::build`] would: a wrong spec, a process
+    /// without the privileges, a condition this machine cannot carry out.
+    pub fn check_buildable(spec: &LabSpec) -> Result<(), LabError> {
+        spec.check()?;
+        privilege::check()?;
+        Self::backends(spec, &Abilities::of_this_machine()).map(drop)
+    }
+
+    /// What carries each link of `spec`.
+    fn backends(spec: &LabSpec, abilities: &Abilities) -> Result<Vec<Backend>, LabError> {
+        spec.links
+            .iter()
+            .map(|l| {
+                shaping::choose(&l.a_to_b, &l.b_to_a, abilities)
+                    .map_err(|e| LabError::Unsupported(format!("{} to {}: {e}", l.a, l.b)))
+            })
+            .collect()
+    }
+
     /// Builds `spec` using only `abilities` (a test can refuse netem to try the delay line).
     pub fn build_with(spec: &LabSpec, abilities: Abilities) -> Result<Lab, LabError> {
         spec.check()?;
@@ -164,14 +159,7 @@ impl Lab {
             tracing::info!("removed namespaces left by stopped runs: {}", stale.join(", "));
         }
         // Choose every link's backend before anything is made.
-        let backends = spec
-            .links
-            .iter()
-            .map(|l| {
-                shaping::choose(&l.a_to_b, &l.b_to_a, &abilities)
-                    .map_err(|e| LabError::Unsupported(format!("{} to {}: {e}", l.a, l.b)))
-            })
-            .collect::<Result<Vec<_>, _>>()?;
+        let backends = Self::backends(spec, &abilities)?;
         let seq = LABS.fetch_add(1, Ordering::Relaxed);
         let mut lab = Lab { links: Vec::new(), hosts: Vec::new(), abilities };
         for (i, name) in spec.hosts.iter().enumerate() {
@@ -309,7 +297,7 @@ impl Lab {
 
     /// Every direction of every link: its conditions, what carried them and what it did so
     /// far (drops counted by nftables and the queues, the delay line's counts).
-    pub fn record(&self) -> Vec<DirectionRecord> {
+    pub fn record(&self) -> Vec<LinkRecord> {
         let mut out = Vec::new();
         for l in &self.links {
             let (ia, ib) = (self.index(&l.spec.a), self.index(&l.spec.b));
@@ -324,11 +312,11 @@ impl Lab {
                 let queue_drops = (!c.is_clear())
                     .then(|| qdisc_drops(self.hosts[from].namespace.name(), sender_dev))
                     .flatten();
-                out.push(DirectionRecord {
+                out.push(LinkRecord {
                     from: self.hosts[from].name.clone(),
                     to: self.hosts[to].name.clone(),
                     conditions: *c,
-                    carried_by: l.backend.describe(),
+                    carried_by: l.backend.describe().to_string(),
                     lost,
                     queue_drops,
                     line: counts.map(|c| c[k]),

@@ -10,6 +10,7 @@ pub mod check;
 pub mod execute;
 pub mod load;
 pub mod matrix;
+pub mod paths;
 pub mod process;
 pub mod quick;
 pub mod ready;

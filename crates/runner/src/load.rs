@@ -6,7 +6,7 @@ use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::Rule;
 use crate::matrix::{self, Plan};
-use crate::scenario::{Entry, FixtureKind, Scenario, System, Workload};
+use crate::scenario::{Entry, FixtureKind, HostsMode, Scenario, System, Workload};
 use crate::template::{self, FixturePart, Placeholder};
 use wirespeed_model::metrics::FASTEST;
 
@@ -63,6 +63,9 @@ pub fn parse(file: &str, text: &str, kinds: &[&str]) -> Result<Loaded, ScenarioE
     // A problem about `name` is reported on the line that first mentions it.
     let at = |name: &str, message: String| err(line_of(text, &format!("\"{name}\"")), message);
     check(&scenario, kinds).map_err(|(name, message)| at(&name, message))?;
+    check_hosts(&scenario).map_err(|(name, message)| at(&name, message))?;
+    crate::paths::check(&scenario)
+        .map_err(|e| err(line_of_condition(text, &e.key), format!("path condition {e}")))?;
     // An expansion error names what it is about first, in quotes: its line is that name's.
     let plan = matrix::expand(&scenario).map_err(|m| {
         let named = m.split('"').nth(1).and_then(|n| line_of(text, &format!("\"{n}\"")));
@@ -70,6 +73,110 @@ pub fn parse(file: &str, text: &str, kinds: &[&str]) -> Result<Loaded, ScenarioE
     })?;
     placeholders(&scenario, &plan).map_err(|(name, message)| at(&name, message))?;
     Ok(Loaded { scenario, plan })
+}
+
+/// The line of the first `KEY = …` inside a `[network]` or `[[link]]` table.
+fn line_of_condition(text: &str, key: &str) -> Option<usize> {
+    let mut inside = false;
+    for (i, line) in text.lines().enumerate() {
+        let line = line.trim();
+        if line.starts_with('[') {
+            inside = line == "[network]" || line == "[[link]]";
+        } else if inside
+            && line.strip_prefix(key).is_some_and(|rest| rest.trim_start().starts_with('='))
+        {
+            return Some(i + 1);
+        }
+    }
+    None
+}
+
+/// Hosts and links: unique names, every `host = …` a `[[host]]`, links between two different
+/// known hosts and at most one per direction, and what each way of placing hosts needs.
+fn check_hosts(s: &Scenario) -> Result<(), (String, String)> {
+    let mut names = BTreeSet::new();
+    for h in &s.host {
+        if !names.insert(h.name.as_str()) {
+            return Err((h.name.clone(), format!("two hosts are named {:?}", h.name)));
+        }
+    }
+    let placed = s
+        .system
+        .iter()
+        .flat_map(|sys| {
+            sys.process
+                .iter()
+                .map(move |p| (format!("system {:?}, process {:?}", sys.name, p.role), &p.host))
+        })
+        .chain(s.workload.iter().map(|w| (format!("workload {:?}", w.name), &w.host)))
+        .chain(s.fixture.iter().map(|f| (format!("fixture {:?}", f.name), &f.host)));
+    let mode = s.hosts_mode();
+    for (what, host) in placed {
+        match host {
+            Some(h) if !names.contains(h.as_str()) => {
+                return Err((h.clone(), format!("{what}: host {h:?} is not a [[host]]")))
+            }
+            None if mode != HostsMode::Local && !s.host.is_empty() => {
+                return Err((
+                    mode.name().into(),
+                    format!("{what} has no host: with hosts = {:?} each process, workload and fixture names its host", mode.name()),
+                ))
+            }
+            _ => {}
+        }
+    }
+    let mut directions = BTreeSet::new();
+    for link in &s.link {
+        let Some((a, b)) = link.ends() else {
+            return Err((
+                "[[link]]".into(),
+                "a [[link]] needs between = [\"A\", \"B\"], or from and to".into(),
+            ));
+        };
+        for end in [a, b] {
+            if !names.contains(end.as_str()) {
+                return Err((
+                    end.clone(),
+                    format!("a [[link]] names {end:?}, which is not a [[host]]"),
+                ));
+            }
+        }
+        if a == b {
+            return Err((a.clone(), format!("a [[link]] joins {a:?} to itself")));
+        }
+        let ways = if link.both_ways() { vec![(a, b), (b, a)] } else { vec![(a, b)] };
+        for (from, to) in ways {
+            if !directions.insert((from, to)) {
+                return Err((from.clone(), format!("two [[link]]s carry {from} to {to}")));
+            }
+        }
+    }
+    match mode {
+        HostsMode::Netns | HostsMode::Ssh if s.host.is_empty() => Err((
+            mode.name().into(),
+            format!("hosts = {:?} needs [[host]]s to place roles on", mode.name()),
+        )),
+        HostsMode::Ssh if !s.link.is_empty() || s.network.is_some() => Err((
+            "ssh".into(),
+            "emulated links need hosts = \"netns\"; between ssh hosts the path is the real one"
+                .into(),
+        )),
+        HostsMode::Ssh => match s.host.iter().find(|h| h.ssh.is_none()) {
+            Some(h) => Err((h.name.clone(), format!("host {:?} has no ssh destination", h.name))),
+            None => Ok(()),
+        },
+        HostsMode::Netns => match s.workload.iter().find(|w| w.kind == "vegeta") {
+            Some(w) => Err((
+                w.name.clone(),
+                format!(
+                    "workload {:?}: vegeta loads run on this machine only, not on netns hosts",
+                    w.name
+                ),
+            )),
+            None => Ok(()),
+        },
+        _ => Ok(()),
+    }
 }
 
 /// Checks that need the whole file: `(a name to find the line by, message)`.
@@ -201,6 +308,7 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
             }
             Some(Placeholder::Fixture(f, _)) => fixtures.contains(f),
             Some(Placeholder::ScenarioDir | Placeholder::RunDir) => true,
+            Some(Placeholder::HostAddr(h)) => s.host.iter().any(|x| x.name == h),
             Some(Placeholder::Var(v)) => cell.vars.contains_key(v),
             None => false,
         };
@@ -209,7 +317,7 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
             if let Some(bad) = template::placeholders(text).into_iter().find(|n| !known(n)) {
                 return Err((
                     system.name.clone(),
-                    format!("system {:?}: {{{bad}}} is not a port, file, fixture or axis variable it has", cell.name),
+                    format!("system {:?}: {{{bad}}} is not a port, file, fixture, host or axis variable it has", cell.name),
                 ));
             }
         }
@@ -226,6 +334,7 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
             let bad = template::placeholders(text).into_iter().find(|n| match Placeholder::of(n) {
                 Some(Placeholder::Fixture(f, _)) => !fixtures.contains(f),
                 Some(Placeholder::ScenarioDir) => false,
+                Some(Placeholder::HostAddr(h)) => !s.host.iter().any(|x| x.name == h),
                 _ => true,
             });
             if let Some(bad) = bad {

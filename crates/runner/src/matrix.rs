@@ -29,8 +29,11 @@ pub struct WorkloadCell {
     pub workload: usize,
     /// Every option with one value.
     pub options: BTreeMap<String, toml::Value>,
-    /// The swept options and the values chosen, as in the name.
+    /// The swept options and the values chosen, as in the name (a swept path condition
+    /// too: `loss`, or `LINK.loss` for a `[[link]]`'s).
     pub swept: Vec<(String, String)>,
+    /// The value chosen for each swept path condition, by its label.
+    pub path: BTreeMap<String, toml::Value>,
 }
 
 /// One measured run.
@@ -143,10 +146,31 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, String> {
     Ok(cells)
 }
 
+/// The swept conditions of the scenario's paths, each with its label: `KEY` for
+/// `[network]`'s, `LINK.KEY` for a `[[link]]`'s.
+pub fn path_sweeps(s: &Scenario) -> Vec<(String, &Vec<toml::Value>)> {
+    fn arrays(c: &BTreeMap<String, toml::Value>) -> Vec<(String, &Vec<toml::Value>)> {
+        c.iter()
+            .filter_map(|(k, v)| match v {
+                toml::Value::Array(a) => Some((k.clone(), a)),
+                _ => None,
+            })
+            .collect()
+    }
+    let mut out: Vec<(String, &Vec<toml::Value>)> =
+        s.network.as_ref().map(arrays).unwrap_or_default();
+    for link in &s.link {
+        let label = link.label();
+        out.extend(arrays(&link.conditions).into_iter().map(|(k, a)| (format!("{label}.{k}"), a)));
+    }
+    out
+}
+
 fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
     let mut cells = Vec::new();
+    let paths = path_sweeps(s);
     for (index, w) in s.workload.iter().enumerate() {
-        let swept: Vec<(&String, &Vec<toml::Value>)> = w
+        let mut swept: Vec<(&String, &Vec<toml::Value>)> = w
             .options
             .iter()
             .filter_map(|(k, v)| match v {
@@ -154,6 +178,8 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
                 _ => None,
             })
             .collect();
+        let options_swept = swept.len();
+        swept.extend(paths.iter().map(|(label, values)| (label, *values)));
         for (k, values) in &swept {
             if values.is_empty() || values.iter().any(|v| scalar_text(v).is_none()) {
                 return Err(format!("workload {:?}: {k} must list words or numbers", w.name));
@@ -163,9 +189,14 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
         for combo in product(&lists) {
             let mut options = w.options.clone();
             let mut chosen = Vec::new();
-            for ((k, _), v) in swept.iter().zip(combo) {
+            let mut path = BTreeMap::new();
+            for (i, ((k, _), v)) in swept.iter().zip(combo).enumerate() {
                 chosen.push(((*k).clone(), scalar_text(&v).unwrap_or_default()));
-                options.insert((*k).clone(), v);
+                if i < options_swept {
+                    options.insert((*k).clone(), v);
+                } else {
+                    path.insert((*k).clone(), v);
+                }
             }
             let name = if chosen.is_empty() {
                 w.name.clone()
@@ -176,7 +207,7 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
             if cells.iter().any(|c: &WorkloadCell| c.name == name) {
                 return Err(format!("two workloads are named {name:?}"));
             }
-            cells.push(WorkloadCell { name, workload: index, options, swept: chosen });
+            cells.push(WorkloadCell { name, workload: index, options, swept: chosen, path });
         }
     }
     Ok(cells)

@@ -25,6 +25,16 @@ pub struct Scenario {
     /// Built-in backends the systems forward to.
     #[serde(default)]
     pub fixture: Vec<Fixture>,
+    /// The hosts roles and loads are placed on; none: everything runs on this machine.
+    #[serde(default)]
+    pub host: Vec<Host>,
+    /// Emulated paths between pairs of hosts (`hosts = "netns"`).
+    #[serde(default)]
+    pub link: Vec<Link>,
+    /// The path between every pair of hosts that has no `[[link]]` of its own.
+    #[serde(default)]
+    #[schemars(with = "Option<BTreeMap<String, serde_json::Value>>")]
+    pub network: Option<Conditions>,
     /// Systems under test.
     #[serde(default)]
     pub system: Vec<System>,
@@ -90,6 +100,105 @@ pub struct RunSettings {
     /// Seed of `shuffle`.
     #[serde(default = "one")]
     pub seed: u64,
+    /// What the `[[host]]`s are: `local` (all on this machine, links not emulated), `netns`
+    /// (each a network namespace on this machine, joined by emulated links) or `ssh` (reached
+    /// through OpenSSH). Default: `ssh` when a host names an ssh destination, else `local`.
+    #[serde(default)]
+    pub hosts: Option<HostsMode>,
+}
+
+/// What a scenario's hosts are.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(rename_all = "snake_case")]
+pub enum HostsMode {
+    /// Every role on this machine; links are not emulated.
+    Local,
+    /// Each host a network namespace on this machine, pairs joined by emulated links.
+    Netns,
+    /// Each host reached through OpenSSH.
+    Ssh,
+}
+
+impl HostsMode {
+    /// Its name as written.
+    pub fn name(self) -> &'static str {
+        match self {
+            HostsMode::Local => "local",
+            HostsMode::Netns => "netns",
+            HostsMode::Ssh => "ssh",
+        }
+    }
+}
+
+/// A host of a study.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct Host {
+    /// Its name: what `host = "…"` and `{host.NAME.addr}` say.
+    pub name: String,
+    /// `hosts = "ssh"`: the destination `ssh` is given (`user@lab-1`, or a `Host` of the
+    /// user's `~/.ssh/config`, with its keys and jump hosts).
+    #[serde(default)]
+    pub ssh: Option<String>,
+    /// The address the other hosts reach it at (`hosts = "ssh"`; a netns host's is given).
+    #[serde(default)]
+    pub address: Option<String>,
+    /// The `wirespeed` program on the host (default: `wirespeed` on its PATH).
+    #[serde(default)]
+    pub wirespeed: Option<String>,
+    /// Kubernetes node labels its Pods are placed by (`kubernetes.io/hostname = "node-1"`).
+    #[serde(default)]
+    pub labels: BTreeMap<String, String>,
+}
+
+/// The conditions of a path as written: `delay`, `jitter`, `loss`, `duplicate`, `reorder`,
+/// `corrupt`, `rate`, `queue` (a list of values is a sweep).
+pub type Conditions = BTreeMap<String, toml::Value>;
+
+/// An emulated path between two hosts: the same both ways (`between`), or one way (`from` and
+/// `to`). (Its other keys are conditions, checked by name when the file is read.)
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
+pub struct Link {
+    /// Its name in swept values' labels (default `A-B`).
+    #[serde(default)]
+    pub name: Option<String>,
+    /// The two hosts, both directions alike.
+    #[serde(default)]
+    pub between: Option<[String; 2]>,
+    /// The sending host of a one-way link.
+    #[serde(default)]
+    pub from: Option<String>,
+    /// The receiving host of a one-way link.
+    #[serde(default)]
+    pub to: Option<String>,
+    /// What the path does.
+    #[serde(flatten)]
+    #[schemars(with = "BTreeMap<String, serde_json::Value>")]
+    pub conditions: Conditions,
+}
+
+impl Link {
+    /// Its two ends in order (`from`, `to` or `between`); `None` when neither way is given.
+    pub fn ends(&self) -> Option<(&String, &String)> {
+        match (&self.between, &self.from, &self.to) {
+            (Some([a, b]), None, None) => Some((a, b)),
+            (None, Some(a), Some(b)) => Some((a, b)),
+            _ => None,
+        }
+    }
+
+    /// True when it applies both ways.
+    pub fn both_ways(&self) -> bool {
+        self.between.is_some()
+    }
+
+    /// Its name in labels.
+    pub fn label(&self) -> String {
+        self.name.clone().unwrap_or_else(|| match self.ends() {
+            Some((a, b)) => format!("{a}-{b}"),
+            None => "link".into(),
+        })
+    }
 }
 
 fn three() -> u32 {
@@ -109,6 +218,7 @@ impl Default for RunSettings {
             retries: 0,
             order: Order::Interleave,
             seed: 1,
+            hosts: None,
         }
     }
 }
@@ -177,6 +287,10 @@ pub struct Fixture {
     /// dns: a zone file to serve instead of the generated one.
     #[serde(default)]
     pub zone: Option<String>,
+    /// The host it runs on (as a `wirespeed server` process there); default: in-process on
+    /// this machine.
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// Where a system takes the load: one address, or one per workload target.
@@ -280,6 +394,9 @@ pub struct Process {
     /// Extra environment.
     #[serde(default)]
     pub env: BTreeMap<String, String>,
+    /// The host it runs on (default: this machine).
+    #[serde(default)]
+    pub host: Option<String>,
 }
 
 /// A system under test.
@@ -375,6 +492,10 @@ pub struct Workload {
     /// Which of a system's named entries it loads.
     #[serde(default)]
     pub target: Option<String>,
+    /// The host the load runs on (as a `wirespeed` command there); default: in-process on
+    /// this machine.
+    #[serde(default)]
+    pub host: Option<String>,
     /// Programs that must be on PATH (a load generator such as vegeta); without them the
     /// workload's runs are skipped, not failed.
     #[serde(default)]
@@ -415,6 +536,16 @@ impl ReportSettings {
 }
 
 impl Scenario {
+    /// What its hosts are: as `run.hosts` says, else `ssh` when a host has an ssh
+    /// destination, else `local`.
+    pub fn hosts_mode(&self) -> HostsMode {
+        self.run.hosts.unwrap_or(if self.host.iter().any(|h| h.ssh.is_some()) {
+            HostsMode::Ssh
+        } else {
+            HostsMode::Local
+        })
+    }
+
     /// The scenario cut down to check that it runs, not to measure: one repeat, no warm-up or
     /// cool-down, each sweep cut to its first, middle and last value, and each workload's length option
     /// (`length(kind)` gives its name and short value: `time` = `1s` for bandwidth) set short.

@@ -18,6 +18,8 @@ pub enum Placeholder<'a> {
     /// `{run.dir}`: the run's own directory (its processes' working directory), for the state
     /// a server keeps (pid files, databases).
     RunDir,
+    /// `{host.NAME.addr}`: the address other hosts reach host NAME at.
+    HostAddr(&'a str),
     /// `{NAME}`: a variable from the system's axes.
     Var(&'a str),
 }
@@ -48,6 +50,7 @@ impl<'a> Placeholder<'a> {
             ["fixture", f, "zone"] => Self::Fixture(f, FixturePart::Zone),
             ["scenario", "dir"] => Self::ScenarioDir,
             ["run", "dir"] => Self::RunDir,
+            ["host", h, "addr"] => Self::HostAddr(h),
             [var] => Self::Var(var),
             _ => return None,
         })
@@ -128,6 +131,7 @@ mod tests {
             Some(Placeholder::Fixture("sink", FixturePart::Port))
         );
         assert_eq!(Placeholder::of("mode"), Some(Placeholder::Var("mode")));
+        assert_eq!(Placeholder::of("host.server.addr"), Some(Placeholder::HostAddr("server")));
         for bad in ["fixture.sink.ip", "port.a.b", "x.y"] {
             assert_eq!(Placeholder::of(bad), None, "{bad}");
         }

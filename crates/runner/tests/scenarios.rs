@@ -162,3 +162,31 @@ fn smoke_keeps_every_system_and_the_ends_of_each_sweep_for_one_short_repeat() {
     let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(names, ["qps[clients=1]", "qps[clients=8]", "qps[clients=64]"]);
 }
+
+#[test]
+fn link_sweeps_are_axes_and_each_direction_gets_its_conditions() {
+    let path = Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/valid/hosts_netns.toml");
+    let loaded =
+        parse("hosts_netns.toml", &std::fs::read_to_string(path).unwrap(), WORKLOAD_KINDS).unwrap();
+    // Two systems × (two losses × two rates) × two repeats.
+    assert_eq!(loaded.plan.runs.len(), 16);
+    let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
+    assert_eq!(
+        names,
+        [
+            "down[loss=0%,server-client.rate=10Mbit]",
+            "down[loss=0%,server-client.rate=100Mbit]",
+            "down[loss=1%,server-client.rate=10Mbit]",
+            "down[loss=1%,server-client.rate=100Mbit]",
+        ]
+    );
+    let cell = &loaded.plan.workloads[3];
+    let spec = wirespeed_runner::paths::lab_spec(&loaded.scenario, &cell.path).unwrap();
+    assert_eq!(spec.hosts, ["client", "server"]);
+    let link = &spec.links[0];
+    assert_eq!((link.a.as_str(), link.b.as_str()), ("client", "server"));
+    // Client to server: the network's delay and loss; server to client: the link's rate and
+    // queue on top.
+    assert_eq!(link.a_to_b.to_string(), "delay 10ms, loss 1%");
+    assert_eq!(link.b_to_a.to_string(), "delay 10ms, loss 1%, rate 100Mbit/s, queue 64KiB");
+}

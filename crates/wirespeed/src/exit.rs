@@ -10,7 +10,7 @@
 //! | 5 | the test failed while running (server gone or aborted, a data stream failed) |
 //! | 6 | the peer broke the protocol (not a wirespeed server, malformed messages) |
 //! | 7 | the test ran but its results could not be saved |
-//! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace) |
+//! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace; network namespaces for a study's netns hosts, or an emulated condition this kernel cannot carry out) |
 //! | 9 | a saved run asked for does not exist (or nothing has been saved yet) |
 //! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched); a PostgreSQL one that cannot be reached or refuses the login |
 //! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
@@ -87,6 +87,12 @@ pub(crate) fn code_of(err: &anyhow::Error) -> u8 {
             }
             if e.downcast_ref::<Usage>().is_some() {
                 return Some(USAGE);
+            }
+            if let Some(lab) = e.downcast_ref::<wirespeed_netlab::LabError>() {
+                use wirespeed_netlab::LabError;
+                if matches!(lab, LabError::NotPermitted(_) | LabError::Unsupported(_)) {
+                    return Some(NOT_PERMITTED);
+                }
             }
             if e.downcast_ref::<crate::member::NotStarted>().is_some()
                 || e.downcast_ref::<wirespeed_model::merge::MergeError>().is_some()

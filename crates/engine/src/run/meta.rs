@@ -23,6 +23,7 @@ pub fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr
         member: None,
         histograms: None,
         merged: None,
+        links: Vec::new(),
     }
 }
 

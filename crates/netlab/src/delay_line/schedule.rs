@@ -7,32 +7,13 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use serde::{Deserialize, Serialize};
 use wirespeed_model::compare::SplitMix;
 use wirespeed_model::path::Conditions;
+pub use wirespeed_model::path::LineCounts;
 
 /// Most packets held at once: beyond it (a fast sender into a long delay) packets are dropped
 /// and counted as overflow, so the line's memory is bounded.
 pub const MAX_HELD: usize = 200_000;
-
-/// What a delay line did to the packets of one direction.
-#[derive(Debug, Clone, Copy, Default, PartialEq, Eq, Serialize, Deserialize)]
-pub struct LineCounts {
-    /// Packets taken in.
-    pub received: u64,
-    /// Packets handed on (copies included).
-    pub delivered: u64,
-    /// Packets taken twice.
-    pub duplicated: u64,
-    /// Packets sent ahead of the delayed ones.
-    pub reordered: u64,
-    /// Packets with a bit flipped.
-    pub corrupted: u64,
-    /// Packets dropped because the line held [`MAX_HELD`] already.
-    pub overflowed: u64,
-    /// Packets the receiving device refused.
-    pub write_errors: u64,
-}
 
 /// A packet waiting for its time.
 #[derive(Debug, PartialEq, Eq, PartialOrd, Ord)]

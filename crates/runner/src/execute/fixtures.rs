@@ -36,7 +36,9 @@ impl Fixtures {
             stop: CancellationToken::new(),
             tasks: Vec::new(),
         };
-        for f in &s.fixture {
+        // A fixture on a netns host runs there, as a process of each run (`placement.rs`).
+        let here = s.hosts_mode() != crate::scenario::HostsMode::Netns;
+        for f in s.fixture.iter().filter(|f| here || f.host.is_none()) {
             let addr =
                 fixtures.start_one(f, out).with_context(|| format!("fixture {:?}", f.name))?;
             fixtures.addrs.insert(f.name.clone(), addr);
@@ -93,7 +95,7 @@ impl Fixtures {
 }
 
 /// A DNS fixture's zone: the file it names, or a generated zone written under `out`.
-fn zone_file(f: &Fixture, out: &Path) -> Result<PathBuf> {
+pub(crate) fn zone_file(f: &Fixture, out: &Path) -> Result<PathBuf> {
     if let Some(path) = &f.zone {
         return Ok(std::path::absolute(path)?);
     }

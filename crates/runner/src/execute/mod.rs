@@ -11,23 +11,27 @@
 //! [`Workloads`], so all of this runs in tests without spawning the binary.
 
 mod fixtures;
+mod placement;
 mod system;
 
 use std::collections::BTreeMap;
 use std::future::Future;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::time::Duration;
 
 use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::units::parse_duration;
 use wirespeed_model::Report;
+use wirespeed_netlab::Lab;
 
 use self::fixtures::Fixtures;
+use self::placement::Placement;
 use self::system::Bindings;
 use crate::matrix::{Plan, Run};
 use crate::process::{Started, STOP_GRACE};
 use crate::sample::{Sample, Sampler, Wanted};
+use crate::scenario::{HostsMode, Scenario};
 use crate::Loaded;
 
 /// How a workload cell becomes a test and runs.
@@ -47,6 +51,12 @@ pub trait Workloads {
         words: &[String],
         cancel: CancellationToken,
     ) -> impl Future<Output = Result<Report>>;
+
+    /// The `wirespeed` program hosts run for a load or a fixture placed on them; none when
+    /// only in-process runs are possible.
+    fn program(&self) -> Option<PathBuf> {
+        None
+    }
 }
 
 /// How one run ended.
@@ -89,6 +99,13 @@ pub async fn run_all(
     cancel: CancellationToken,
     mut done: impl FnMut(&Plan, &Run, &Outcome),
 ) -> Result<Vec<(Run, Outcome)>> {
+    if loaded.scenario.hosts_mode() == HostsMode::Netns {
+        // Every lab the runs will build, refused now rather than run by run.
+        for cell in &loaded.plan.workloads {
+            let spec = crate::paths::lab_spec(&loaded.scenario, &cell.path)?;
+            tokio::task::block_in_place(|| Lab::check_buildable(&spec))?;
+        }
+    }
     let fixtures = Fixtures::start(&loaded.scenario, places.out).await?;
     let mut results = Vec::new();
     for run in &loaded.plan.runs {
@@ -165,15 +182,56 @@ struct One<'a, W> {
 }
 
 impl<W: Workloads> One<'_, W> {
-    /// Start to finish; never leaves a process behind.
+    /// Start to finish; never leaves a process (or, on netns hosts, a namespace) behind.
     async fn run(&self, cancel: CancellationToken) -> Outcome {
+        let s = &self.loaded.scenario;
+        let wcell = &self.loaded.plan.workloads[self.run.workload];
+        if s.hosts_mode() != HostsMode::Netns {
+            return self.run_placed(&Placement::here(s), cancel).await;
+        }
+        // A lab of this run's own, with the path conditions its cell chose.
+        let built =
+            crate::paths::lab_spec(s, &wcell.path).map_err(|e| e.to_string()).and_then(|spec| {
+                tokio::task::block_in_place(|| Lab::build(&spec)).map_err(|e| e.to_string())
+            });
+        let lab = match built {
+            Ok(lab) => lab,
+            Err(e) => return Outcome::Failed(format!("building the hosts: {e}")),
+        };
+        let outcome = self.run_placed(&Placement::lab(&lab), cancel).await;
+        let links = lab.record();
+        tokio::task::block_in_place(|| drop(lab));
+        match outcome {
+            Outcome::Done(mut report, samples) => {
+                report.meta.links = links;
+                let _ = std::fs::write(
+                    self.dir.join("report.json"),
+                    serde_json::to_string_pretty(&report).unwrap_or_default(),
+                );
+                Outcome::Done(report, samples)
+            }
+            other => other,
+        }
+    }
+
+    /// The run on hosts as `placement` has them.
+    async fn run_placed(&self, placement: &Placement<'_>, cancel: CancellationToken) -> Outcome {
         let s = &self.loaded.scenario;
         let cell = &self.loaded.plan.systems[self.run.system];
         let system = &s.system[cell.system];
+        let program = self.workloads.program();
+        let fixtures = tokio::task::block_in_place(|| {
+            placement.start_fixtures(s, program.as_deref(), self.places.out, self.dir)
+        });
+        let (mut fixture_processes, placed) = match fixtures {
+            Ok(f) => f,
+            Err(e) => return Outcome::Failed(e),
+        };
         let b = match Bindings::allocate(
             system,
             &cell.vars,
             self.fixtures,
+            (placed, placement.addrs.clone()),
             self.places.scenario_dir,
             self.dir,
         ) {
@@ -186,8 +244,8 @@ impl<W: Workloads> One<'_, W> {
         if let Some(why) = missing {
             return Outcome::Skipped(why);
         }
-        let started =
-            system::write_files(system, &b).and_then(|()| system::start_processes(system, &b));
+        let started = system::write_files(system, &b)
+            .and_then(|()| system::start_processes(system, &b, placement));
         let mut started = match started {
             Ok(started) => started,
             Err(e) => return Outcome::Failed(e),
@@ -198,11 +256,16 @@ impl<W: Workloads> One<'_, W> {
         let sampler = (!s.sample.metrics.is_empty())
             .then(|| Sampler::start(roles, interval, Wanted::of(&s.sample.metrics)));
         let report = match self.command_line(&b) {
-            Ok(line) => self.load(&line, &cancel).await,
+            Ok(line) => self.load(&line, placement, &cancel).await,
             Err(e) => Err(e),
         };
         let samples = sampler.map(Sampler::finish).unwrap_or_default();
         let crashed = stop(&mut started);
+        stop(&mut fixture_processes);
+        let report = report.map(|mut r| {
+            r.meta.notes.extend(placement_notes(s, placement));
+            r
+        });
         let _ = std::fs::write(
             self.dir.join("samples.json"),
             serde_json::to_string_pretty(&samples).unwrap_or_default(),
@@ -252,7 +315,12 @@ impl<W: Workloads> One<'_, W> {
 
     /// The warm-up (the same load, cut off after `run.warmup`, its result thrown away), then
     /// the measured load.
-    async fn load(&self, line: &[String], cancel: &CancellationToken) -> Result<Report, String> {
+    async fn load(
+        &self,
+        line: &[String],
+        placement: &Placement<'_>,
+        cancel: &CancellationToken,
+    ) -> Result<Report, String> {
         let warmup =
             self.loaded.scenario.run.warmup.as_deref().and_then(|t| parse_duration(t).ok());
         if let Some(warmup) = warmup {
@@ -264,11 +332,69 @@ impl<W: Workloads> One<'_, W> {
                     stop.cancel();
                 })
             };
-            let _ = self.workloads.run(line, stop).await;
+            let _ = self.load_once(line, placement, stop).await;
             timer.abort();
         }
-        self.workloads.run(line, cancel.clone()).await.map_err(|e| format!("{e:#}"))
+        self.load_once(line, placement, cancel.clone()).await.map_err(|e| format!("{e:#}"))
     }
+
+    /// One run of the load: in-process, or as a command on the workload's host.
+    async fn load_once(
+        &self,
+        line: &[String],
+        placement: &Placement<'_>,
+        cancel: CancellationToken,
+    ) -> Result<Report> {
+        let s = &self.loaded.scenario;
+        let w = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
+        let host = w.host.as_deref();
+        if !placement.elsewhere(host) {
+            return self.workloads.run(line, cancel).await;
+        }
+        let program =
+            self.workloads.program().context("no wirespeed program to run the load on its host")?;
+        placement::run_there(&placement.prefix(host), &program, line, cancel).await
+    }
+}
+
+/// What a reader of a run's report should know of where it ran: each placed role's host and
+/// the load's, and links that were written but not emulated.
+fn placement_notes(s: &Scenario, placement: &Placement<'_>) -> Vec<String> {
+    if s.host.is_empty() {
+        return Vec::new();
+    }
+    let mut notes = Vec::new();
+    let mode = s.hosts_mode();
+    let at = |h: &str| placement.addrs.get(h).cloned().unwrap_or_default();
+    if mode == HostsMode::Local {
+        if !s.link.is_empty() || s.network.is_some() {
+            notes.push("bench: hosts = \"local\": every role ran on this machine and the links were not emulated".into());
+        }
+        return notes;
+    }
+    let mut roles: BTreeMap<&str, Vec<String>> = BTreeMap::new();
+    for sys in &s.system {
+        for p in &sys.process {
+            if let Some(h) = &p.host {
+                roles.entry(h).or_default().push(p.role.clone());
+            }
+        }
+    }
+    for f in &s.fixture {
+        if let Some(h) = &f.host {
+            roles.entry(h).or_default().push(format!("fixture {}", f.name));
+        }
+    }
+    for (host, what) in roles {
+        notes.push(format!("bench: on host {host} ({}): {}", at(host), what.join(", ")));
+    }
+    for w in &s.workload {
+        if let Some(h) = &w.host {
+            notes.push(format!("bench: load {} from host {h} ({})", w.name, at(h)));
+        }
+    }
+    notes.dedup();
+    notes
 }
 
 /// Stops the processes, last started first; what each that had died under load said (a

@@ -8,8 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::dir_name;
 use super::fixtures::Fixtures;
+use super::placement::Placement;
 use crate::process::{self, Started};
-use crate::ready::{self, Probe};
+use crate::ready::Probe;
 use crate::scenario::System;
 use crate::template::{self, FixturePart, Placeholder};
 use crate::words;
@@ -19,18 +20,24 @@ pub(crate) struct Bindings<'a> {
     ports: BTreeMap<String, u16>,
     files: BTreeMap<String, PathBuf>,
     fixtures: &'a Fixtures,
+    /// Fixtures started on hosts for this run, by name.
+    placed: BTreeMap<String, SocketAddr>,
+    /// Every host's address.
+    hosts: BTreeMap<String, String>,
     vars: &'a BTreeMap<String, String>,
     scenario_dir: &'a Path,
     dir: &'a Path,
 }
 
 impl<'a> Bindings<'a> {
-    /// A free port for every `{port.NAME}` the system's templates use, and a file in `dir`
-    /// for each of its `file.NAME`s.
+    /// A free port for every `{port.NAME}` the system's templates use, a file in `dir` for
+    /// each of its `file.NAME`s, the fixtures started on hosts for this run and the hosts'
+    /// addresses.
     pub(crate) fn allocate(
         system: &System,
         vars: &'a BTreeMap<String, String>,
         fixtures: &'a Fixtures,
+        (placed, hosts): (BTreeMap<String, SocketAddr>, BTreeMap<String, String>),
         scenario_dir: &'a Path,
         dir: &'a Path,
     ) -> Result<Self, String> {
@@ -52,12 +59,12 @@ impl<'a> Bindings<'a> {
             .keys()
             .map(|k| (k.clone(), dir.join(format!("{}.conf", dir_name(k)))))
             .collect();
-        Ok(Self { ports, files, fixtures, vars, scenario_dir, dir })
+        Ok(Self { ports, files, fixtures, placed, hosts, vars, scenario_dir, dir })
     }
 
     /// The value of placeholder `name`, if this run has one.
     fn lookup(&self, name: &str) -> Option<String> {
-        let fixture = |f: &str| self.fixtures.addrs.get(f);
+        let fixture = |f: &str| self.placed.get(f).or_else(|| self.fixtures.addrs.get(f));
         match Placeholder::of(name)? {
             Placeholder::Port(p) => self.ports.get(p).map(u16::to_string),
             Placeholder::File(f) => self.files.get(f).map(|p| p.display().to_string()),
@@ -69,6 +76,7 @@ impl<'a> Bindings<'a> {
             }
             Placeholder::ScenarioDir => Some(self.scenario_dir.display().to_string()),
             Placeholder::RunDir => Some(self.dir.display().to_string()),
+            Placeholder::HostAddr(h) => self.hosts.get(h).cloned(),
             Placeholder::Var(v) => self.vars.get(v).cloned(),
         }
     }
@@ -98,9 +106,13 @@ pub(crate) fn write_files(system: &System, b: &Bindings<'_>) -> Result<(), Strin
     Ok(())
 }
 
-/// Starts the system's processes in order, each ready before the next; on a failure the ones
-/// already started are stopped as they are dropped.
-pub(crate) fn start_processes(system: &System, b: &Bindings<'_>) -> Result<Vec<Started>, String> {
+/// Starts the system's processes in order, each on its host and ready before the next; on a
+/// failure the ones already started are stopped as they are dropped.
+pub(crate) fn start_processes(
+    system: &System,
+    b: &Bindings<'_>,
+    placement: &Placement<'_>,
+) -> Result<Vec<Started>, String> {
     let mut started = Vec::new();
     for p in &system.process {
         let launched = (|| {
@@ -111,14 +123,11 @@ pub(crate) fn start_processes(system: &System, b: &Bindings<'_>) -> Result<Vec<S
                 .map(|(k, v)| Ok((k, b.render(&v)?)))
                 .collect::<Result<BTreeMap<_, _>, String>>()?;
             let argv = words::split(&b.render(&p.cmd)?)?;
-            let mut proc =
-                process::spawn(&p.role, &argv, &env, b.dir).map_err(|e| e.to_string())?;
-            if let Some(r) = &p.ready {
-                let (probe, timeout) = Probe::from_ready(r, |t| b.render(t))?;
-                tokio::task::block_in_place(|| ready::wait(&mut proc, &probe, timeout))
-                    .map_err(|e| e.to_string())?;
-            }
-            Ok::<_, String>(proc)
+            let probe = match &p.ready {
+                Some(r) => Some(Probe::from_ready(r, |t| b.render(t))?),
+                None => None,
+            };
+            placement.start(&p.role, p.host.as_deref(), &argv, &env, b.dir, probe)
         })();
         started.push(launched.map_err(|e| format!("{}: {e}", p.role))?);
     }
@@ -126,7 +135,7 @@ pub(crate) fn start_processes(system: &System, b: &Bindings<'_>) -> Result<Vec<S
 }
 
 /// A TCP port free on loopback now, whose UDP port is free too.
-fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, String> {
     for _ in 0..100 {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         let port = tcp.local_addr().map_err(|e| e.to_string())?.port();

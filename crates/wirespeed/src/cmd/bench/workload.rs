@@ -34,6 +34,11 @@ impl Workloads for InProcess {
         }
         run(words, cancel).await
     }
+
+    fn program(&self) -> Option<std::path::PathBuf> {
+        // This very binary: hosts on this machine (network namespaces) run the same build.
+        std::env::current_exe().ok()
+    }
 }
 
 /// The words of the command line for `kind` aimed at `entry` with `options` (vegeta's, for a
