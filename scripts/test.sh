@@ -13,6 +13,12 @@ command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-l
 # ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).
 command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
 command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+# nftables: a study's emulated links drop packets at random with it where the kernel has no
+# netem (crates/netlab).
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
+# tc (iproute2) sets the links' rates; OpenSSH's server and client: hosts reached over ssh.
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
 # curl: the client the HTTP fixture is tested with.
 command -v curl >/dev/null 2>&1 || need_apt+=(curl)
 # socat: an echo service for latency --external.
