@@ -14,11 +14,12 @@ pub mod paths;
 pub mod process;
 pub mod quick;
 pub mod ready;
+pub mod role;
 pub mod sample;
 pub mod scenario;
 pub mod template;
 pub mod version;
 pub mod words;
 
-pub use load::{parse, Loaded, ScenarioError};
+pub use load::{parse, parse_placed, Loaded, ScenarioError};
 pub use scenario::Scenario;

@@ -51,15 +51,28 @@ fn line_of(text: &str, needle: &str) -> Option<usize> {
 /// Parses and checks `text`, read from `file`; a workload's `kind` must be one of `kinds`
 /// (the binary's test subcommands: the runner does not know them).
 pub fn parse(file: &str, text: &str, kinds: &[&str]) -> Result<Loaded, ScenarioError> {
+    parse_placed(file, text, kinds, None)
+}
+
+/// [`parse`], with the hosts' mode set to `hosts` whatever the file says (`bench --hosts`).
+pub fn parse_placed(
+    file: &str,
+    text: &str,
+    kinds: &[&str],
+    hosts: Option<HostsMode>,
+) -> Result<Loaded, ScenarioError> {
     let err = |line: Option<usize>, message: String| ScenarioError {
         file: file.to_string(),
         line,
         message,
     };
-    let scenario: Scenario = toml::from_str(text).map_err(|e| {
+    let mut scenario: Scenario = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         err(line, e.message().trim().to_string())
     })?;
+    if hosts.is_some() {
+        scenario.run.hosts = hosts;
+    }
     // A problem about `name` is reported on the line that first mentions it.
     let at = |name: &str, message: String| err(line_of(text, &format!("\"{name}\"")), message);
     check(&scenario, kinds).map_err(|(name, message)| at(&name, message))?;

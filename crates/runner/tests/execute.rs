@@ -111,7 +111,7 @@ async fn runs_start_systems_skip_missing_programs_keep_files_and_resume() {
     let loaded = wirespeed_runner::parse("relay.toml", SCENARIO, &["latency"]).unwrap();
     let tmp = tempfile::tempdir().unwrap();
     let out = std::path::absolute(tmp.path()).unwrap();
-    let places = Places { scenario_dir: &out, out: &out, resume: false };
+    let places = Places { scenario_dir: &out, out: &out, resume: false, ssh_config: None };
     let workloads = ShortLatency::default();
     let mut seen = Vec::new();
     let results =

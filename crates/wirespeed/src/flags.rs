@@ -80,6 +80,24 @@ pub(crate) enum Command {
     Retention(RetentionArgs),
     /// Run a scenario file (systems × workloads, TOML): side-by-side studies, or show its matrix.
     Bench(BenchArgs),
+    /// A study's role on this host, as `wirespeed bench` asks for it over ssh: start, probe
+    /// and sample a process (or pass a load's report through) until standard input closes.
+    #[command(hide = true)]
+    Role(RoleArgs),
+}
+
+/// `wirespeed role` (internal: the runner's side of a host).
+#[derive(Debug, Args)]
+pub(crate) struct RoleArgs {
+    /// The role as JSON (runner::role::RoleSpec).
+    #[arg(long, value_name = "JSON", conflicts_with = "load")]
+    pub spec: Option<String>,
+    /// Run ARGV as a load: its output passed through, interrupted when standard input closes.
+    #[arg(long, requires = "argv")]
+    pub load: bool,
+    /// The load's command line.
+    #[arg(last = true, value_name = "ARGV")]
+    pub argv: Vec<String>,
 }
 
 /// `wirespeed k8s`.
@@ -176,6 +194,14 @@ pub(crate) struct BenchArgs {
     /// load 1 s, each sweep cut to its first, middle and last value.
     #[arg(long)]
     pub smoke: bool,
+    /// Where the [[host]]s are, whatever the file says: local (all on this machine), netns
+    /// (network namespaces on this machine, with emulated links; needs root) or ssh.
+    #[arg(long, value_name = "MODE", value_parser = ["local", "netns", "ssh"])]
+    pub hosts: Option<String>,
+    /// The ssh client configuration for hosts = "ssh" (given to ssh as -F; default: yours,
+    /// ~/.ssh/config).
+    #[arg(long, value_name = "FILE")]
+    pub ssh_config: Option<PathBuf>,
     /// Results database for the finished runs: an SQLite file (default: the user's data
     /// directory) or a shared PostgreSQL one (postgres://USER@HOST/DB).
     #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]

@@ -106,7 +106,8 @@ impl Command {
             | Command::K8s(_)
             | Command::Rm(_)
             | Command::Retention(_)
-            | Command::Bench(_) => return None,
+            | Command::Bench(_)
+            | Command::Role(_) => return None,
         })
     }
 }

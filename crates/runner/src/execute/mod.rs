@@ -12,6 +12,7 @@
 
 mod fixtures;
 mod placement;
+mod ssh;
 mod system;
 
 use std::collections::BTreeMap;
@@ -26,10 +27,10 @@ use wirespeed_model::Report;
 use wirespeed_netlab::Lab;
 
 use self::fixtures::Fixtures;
-use self::placement::Placement;
+use self::placement::{Placement, RoleProcess};
+use self::ssh::{HostState, Ssh};
 use self::system::Bindings;
 use crate::matrix::{Plan, Run};
-use crate::process::{Started, STOP_GRACE};
 use crate::sample::{Sample, Sampler, Wanted};
 use crate::scenario::{HostsMode, Scenario};
 use crate::Loaded;
@@ -81,6 +82,8 @@ pub struct Places<'a> {
     pub out: &'a Path,
     /// Keep runs whose report is already there.
     pub resume: bool,
+    /// The config file ssh is given for `hosts = "ssh"` (`-F`); none: the user's own.
+    pub ssh_config: Option<&'a Path>,
 }
 
 /// A run id as a directory name.
@@ -106,6 +109,27 @@ pub async fn run_all(
             tokio::task::block_in_place(|| Lab::check_buildable(&spec))?;
         }
     }
+    // Ssh hosts, each asked once, in parallel, whether it answers and has wirespeed.
+    let ssh: BTreeMap<String, Ssh> = match loaded.scenario.hosts_mode() {
+        HostsMode::Ssh => loaded
+            .scenario
+            .host
+            .iter()
+            .map(|h| (h.name.clone(), Ssh::new(h, places.ssh_config)))
+            .collect(),
+        _ => BTreeMap::new(),
+    };
+    let states: BTreeMap<String, HostState> = tokio::task::block_in_place(|| {
+        std::thread::scope(|scope| {
+            let asked: Vec<_> =
+                ssh.iter().map(|(n, h)| (n.clone(), scope.spawn(|| h.check()))).collect();
+            asked
+                .into_iter()
+                .map(|(n, t)| (n, t.join().unwrap_or(HostState::Down("the check panicked".into()))))
+                .collect()
+        })
+    });
+    let hosts = SshHosts { ssh: &ssh, states: &states };
     let fixtures = Fixtures::start(&loaded.scenario, places.out).await?;
     let mut results = Vec::new();
     for run in &loaded.plan.runs {
@@ -117,7 +141,15 @@ pub async fn run_all(
         let outcome = match places.resume.then(|| kept(&dir)).flatten() {
             Some(kept) => kept,
             None => {
-                let one = One { loaded, run, fixtures: &fixtures, places, dir: &dir, workloads };
+                let one = One {
+                    loaded,
+                    run,
+                    fixtures: &fixtures,
+                    places,
+                    dir: &dir,
+                    workloads,
+                    hosts: &hosts,
+                };
                 attempts(loaded.scenario.run.retries, &cancel, || one.run(cancel.clone())).await
             }
         };
@@ -171,6 +203,12 @@ async fn attempts<F: Future<Output = Outcome>>(
     }
 }
 
+/// The ssh hosts of a scenario and what each said when asked.
+struct SshHosts<'a> {
+    ssh: &'a BTreeMap<String, Ssh>,
+    states: &'a BTreeMap<String, HostState>,
+}
+
 /// One run of one cell.
 struct One<'a, W> {
     loaded: &'a Loaded,
@@ -179,6 +217,7 @@ struct One<'a, W> {
     places: &'a Places<'a>,
     dir: &'a Path,
     workloads: &'a W,
+    hosts: &'a SshHosts<'a>,
 }
 
 impl<W: Workloads> One<'_, W> {
@@ -186,8 +225,10 @@ impl<W: Workloads> One<'_, W> {
     async fn run(&self, cancel: CancellationToken) -> Outcome {
         let s = &self.loaded.scenario;
         let wcell = &self.loaded.plan.workloads[self.run.workload];
-        if s.hosts_mode() != HostsMode::Netns {
-            return self.run_placed(&Placement::here(s), cancel).await;
+        match s.hosts_mode() {
+            HostsMode::Local => return self.run_placed(&Placement::here(s), cancel).await,
+            HostsMode::Ssh => return self.run_ssh(cancel).await,
+            HostsMode::Netns => {}
         }
         // A lab of this run's own, with the path conditions its cell chose.
         let built =
@@ -214,6 +255,67 @@ impl<W: Workloads> One<'_, W> {
         }
     }
 
+    /// The hosts this run needs: its system's processes', the placed fixtures', the load's.
+    fn hosts_needed(&self) -> Vec<&str> {
+        let s = &self.loaded.scenario;
+        let system = &s.system[self.loaded.plan.systems[self.run.system].system];
+        let w = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
+        let mut hosts: Vec<&str> = system
+            .process
+            .iter()
+            .filter_map(|p| p.host.as_deref())
+            .chain(s.fixture.iter().filter_map(|f| f.host.as_deref()))
+            .chain(w.host.as_deref())
+            .collect();
+        hosts.sort_unstable();
+        hosts.dedup();
+        hosts
+    }
+
+    /// A run on ssh hosts: failed when one it needs is down, skipped when one lacks
+    /// wirespeed; its files in a directory of its own on each host.
+    async fn run_ssh(&self, cancel: CancellationToken) -> Outcome {
+        for host in self.hosts_needed() {
+            match self.hosts.states.get(host) {
+                Some(HostState::Down(why)) => return Outcome::Failed(why.clone()),
+                Some(HostState::NoProgram(why)) => return Outcome::Skipped(why.clone()),
+                _ => {}
+            }
+        }
+        let s = &self.loaded.scenario;
+        let remote_dir = PathBuf::from("/tmp/wirespeed-bench")
+            .join(dir_name(&s.scenario.name))
+            .join(std::process::id().to_string())
+            .join(self.dir.file_name().unwrap_or_default());
+        let interval = parse_duration(&s.sample.interval).unwrap_or(Duration::from_secs(1));
+        let sample =
+            (!s.sample.metrics.is_empty()).then(|| (interval, Wanted::of(&s.sample.metrics)));
+        let placement = Placement::ssh(s, self.hosts.ssh, remote_dir, sample);
+        self.run_placed(&placement, cancel).await
+    }
+
+    /// The first program `requires` names that a host of the run lacks (ssh hosts are asked;
+    /// this machine's PATH is looked at otherwise).
+    fn missing_on_hosts(
+        &self,
+        placement: &Placement<'_>,
+        requires: &[String],
+        hosts: &[Option<&str>],
+        b: &Bindings<'_>,
+    ) -> Option<String> {
+        let remote: Vec<&Ssh> = hosts.iter().filter_map(|h| placement.ssh_host(*h)).collect();
+        if remote.is_empty() {
+            return system::missing_program(requires, b);
+        }
+        requires.iter().find_map(|program| {
+            let program = b.render(program).unwrap_or_else(|_| program.clone());
+            remote
+                .iter()
+                .find(|h| !h.has(&program))
+                .map(|h| format!("{program} is not installed on host {}", h.name))
+        })
+    }
+
     /// The run on hosts as `placement` has them.
     async fn run_placed(&self, placement: &Placement<'_>, cancel: CancellationToken) -> Outcome {
         let s = &self.loaded.scenario;
@@ -227,30 +329,49 @@ impl<W: Workloads> One<'_, W> {
             Ok(f) => f,
             Err(e) => return Outcome::Failed(e),
         };
+        // On ssh hosts, `{run.dir}` and the config files are the run's directory there.
+        let files_dir = placement.remote_dir.as_deref().unwrap_or(self.dir);
         let b = match Bindings::allocate(
             system,
             &cell.vars,
             self.fixtures,
             (placed, placement.addrs.clone()),
             self.places.scenario_dir,
-            self.dir,
+            files_dir,
         ) {
             Ok(b) => b,
             Err(e) => return Outcome::Failed(e),
         };
         let workload = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
-        let missing = system::missing_program(&system.requires, &b)
-            .or_else(|| system::missing_program(&workload.requires, &b));
+        let process_hosts: Vec<Option<&str>> =
+            system.process.iter().map(|p| p.host.as_deref()).collect();
+        let missing = tokio::task::block_in_place(|| {
+            self.missing_on_hosts(placement, &system.requires, &process_hosts, &b).or_else(|| {
+                self.missing_on_hosts(
+                    placement,
+                    &workload.requires,
+                    &[workload.host.as_deref()],
+                    &b,
+                )
+            })
+        });
         if let Some(why) = missing {
             return Outcome::Skipped(why);
         }
-        let started = system::write_files(system, &b)
-            .and_then(|()| system::start_processes(system, &b, placement));
+        let started = system::rendered_files(system, &b)
+            .and_then(|files| {
+                tokio::task::block_in_place(|| placement.put_files(&files, &process_hosts))
+            })
+            .and_then(|()| system::start_processes(system, &b, placement, self.dir));
         let mut started = match started {
             Ok(started) => started,
             Err(e) => return Outcome::Failed(e),
         };
-        let roles = started.iter().map(|p| (p.role.clone(), p.pid)).collect();
+        let roles = started
+            .iter()
+            .chain(&fixture_processes)
+            .filter_map(|p| Some((p.role().to_string(), p.local_pid()?)))
+            .collect();
         let interval = parse_duration(&s.sample.interval).unwrap_or(Duration::from_secs(1));
         // `metrics = []` turns sampling off.
         let sampler = (!s.sample.metrics.is_empty())
@@ -259,9 +380,10 @@ impl<W: Workloads> One<'_, W> {
             Ok(line) => self.load(&line, placement, &cancel).await,
             Err(e) => Err(e),
         };
-        let samples = sampler.map(Sampler::finish).unwrap_or_default();
-        let crashed = stop(&mut started);
-        stop(&mut fixture_processes);
+        let mut samples = sampler.map(Sampler::finish).unwrap_or_default();
+        let (crashed, remote) = stop(&mut started);
+        let (_, remote_fixtures) = stop(&mut fixture_processes);
+        samples.extend(remote.into_iter().chain(remote_fixtures));
         let report = report.map(|mut r| {
             r.meta.notes.extend(placement_notes(s, placement));
             r
@@ -351,9 +473,8 @@ impl<W: Workloads> One<'_, W> {
         if !placement.elsewhere(host) {
             return self.workloads.run(line, cancel).await;
         }
-        let program =
-            self.workloads.program().context("no wirespeed program to run the load on its host")?;
-        placement::run_there(&placement.prefix(host), &program, line, cancel).await
+        let program = self.workloads.program();
+        placement::run_there(placement, host, program.as_deref(), line, cancel).await
     }
 }
 
@@ -398,24 +519,17 @@ fn placement_notes(s: &Scenario, placement: &Placement<'_>) -> Vec<String> {
 }
 
 /// Stops the processes, last started first; what each that had died under load said (a
-/// process that died fails the run, whatever the workload saw).
-fn stop(started: &mut [Started]) -> Vec<String> {
+/// process that died fails the run, whatever the workload saw), and the samples the ssh hosts
+/// took of theirs.
+fn stop(started: &mut [RoleProcess]) -> (Vec<String>, Vec<Sample>) {
     let crashed = started
         .iter_mut()
         .filter_map(|p| {
-            p.exited().map(|st| {
-                format!(
-                    "{} exited ({st}) during the run; its log ends:\n{}",
-                    p.role,
-                    p.log_tail(10)
-                )
-            })
+            let role = p.role().to_string();
+            p.exited().map(|why| format!("{role} {why}"))
         })
         .collect();
-    tokio::task::block_in_place(|| {
-        for p in started.iter_mut().rev() {
-            p.stop(STOP_GRACE);
-        }
-    });
-    crashed
+    let samples =
+        tokio::task::block_in_place(|| started.iter_mut().rev().flat_map(|p| p.stop()).collect());
+    (crashed, samples)
 }

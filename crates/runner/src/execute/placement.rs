@@ -7,8 +7,9 @@
 
 use std::collections::BTreeMap;
 use std::net::SocketAddr;
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::Stdio;
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tokio::io::AsyncReadExt;
@@ -17,53 +18,145 @@ use wirespeed_model::Report;
 use wirespeed_netlab::Lab;
 
 use super::fixtures::zone_file;
-use crate::process::{self, Started};
+use super::ssh::{RemoteRole, Ssh};
+use crate::process::{self, Started, STOP_GRACE};
 use crate::ready::{self, Probe};
-use crate::scenario::{Fixture, FixtureKind, Scenario};
+use crate::role::RoleSpec;
+use crate::sample::{Sample, Wanted};
+use crate::scenario::{Fixture, FixtureKind, Ready, Scenario};
+
+/// What the hosts of a run are.
+enum Hosts<'a> {
+    /// All this machine.
+    Here,
+    /// The namespaces of a lab on this machine.
+    Lab(&'a Lab),
+    /// Machines reached over ssh, by name.
+    Ssh(&'a BTreeMap<String, Ssh>),
+}
 
 /// The hosts of one run.
 pub(crate) struct Placement<'a> {
-    lab: Option<&'a Lab>,
+    hosts: Hosts<'a>,
     /// Every `[[host]]`'s address, as `{host.NAME.addr}` gives it.
     pub(crate) addrs: BTreeMap<String, String>,
+    /// The run's directory on ssh hosts (the same path on each).
+    pub(crate) remote_dir: Option<PathBuf>,
+    /// How often roles on ssh hosts sample themselves, and what.
+    sample: Option<(Duration, Wanted)>,
+}
+
+/// A process of a run: on this machine (a namespace of it included), or on an ssh host.
+#[derive(Debug)]
+pub(crate) enum RoleProcess {
+    /// Started here.
+    Local(Started),
+    /// Started on an ssh host.
+    Remote(RemoteRole),
+}
+
+impl RoleProcess {
+    /// Its label (`role`, or `role@host` when placed).
+    pub(crate) fn role(&self) -> &str {
+        match self {
+            RoleProcess::Local(p) => &p.role,
+            RoleProcess::Remote(r) => &r.role,
+        }
+    }
+
+    /// Its pid, when this machine's `/proc` samples it.
+    pub(crate) fn local_pid(&self) -> Option<u32> {
+        match self {
+            RoleProcess::Local(p) => Some(p.pid),
+            RoleProcess::Remote(_) => None,
+        }
+    }
+
+    /// How it ended, if it did by itself.
+    pub(crate) fn exited(&mut self) -> Option<String> {
+        match self {
+            RoleProcess::Local(p) => p.exited().map(|st| {
+                format!("exited ({st}) during the run; its log ends:\n{}", p.log_tail(10))
+            }),
+            RoleProcess::Remote(r) => r.exited().map(|why| format!("{why} (during the run)")),
+        }
+    }
+
+    /// Stops it; the samples its host took (none for a local one: this machine samples those).
+    pub(crate) fn stop(&mut self) -> Vec<Sample> {
+        match self {
+            RoleProcess::Local(p) => {
+                p.stop(STOP_GRACE);
+                Vec::new()
+            }
+            RoleProcess::Remote(r) => r.stop(),
+        }
+    }
 }
 
 impl<'a> Placement<'a> {
     /// Hosts of `s` that are all this machine (`hosts = "local"`, or no hosts).
     pub(crate) fn here(s: &Scenario) -> Self {
         let addrs = s.host.iter().map(|h| (h.name.clone(), "127.0.0.1".to_string())).collect();
-        Self { lab: None, addrs }
+        Self { hosts: Hosts::Here, addrs, remote_dir: None, sample: None }
     }
 
     /// Hosts that are the namespaces of `lab`.
     pub(crate) fn lab(lab: &'a Lab) -> Self {
         let addrs = lab.hosts().iter().map(|h| (h.name.clone(), h.address.to_string())).collect();
-        Self { lab: Some(lab), addrs }
+        Self { hosts: Hosts::Lab(lab), addrs, remote_dir: None, sample: None }
+    }
+
+    /// Hosts reached over ssh; the run's files go to `remote_dir` on each.
+    pub(crate) fn ssh(
+        s: &Scenario,
+        hosts: &'a BTreeMap<String, Ssh>,
+        remote_dir: PathBuf,
+        sample: Option<(Duration, Wanted)>,
+    ) -> Self {
+        let addrs = s
+            .host
+            .iter()
+            .map(|h| {
+                let dest = h.ssh.as_deref().unwrap_or(&h.name);
+                let host = dest.rsplit('@').next().unwrap_or(dest);
+                (h.name.clone(), h.address.clone().unwrap_or_else(|| host.to_string()))
+            })
+            .collect();
+        Self { hosts: Hosts::Ssh(hosts), addrs, remote_dir: Some(remote_dir), sample }
     }
 
     /// True when `host` is not this machine.
     pub(crate) fn elsewhere(&self, host: Option<&str>) -> bool {
-        self.lab.is_some() && host.is_some()
+        !matches!(self.hosts, Hosts::Here) && host.is_some()
     }
 
-    /// The words that run a command on `host`, before the command's own.
+    /// The ssh host `host`, when it is one.
+    pub(crate) fn ssh_host(&self, host: Option<&str>) -> Option<&Ssh> {
+        match (&self.hosts, host) {
+            (Hosts::Ssh(all), Some(h)) => all.get(h),
+            _ => None,
+        }
+    }
+
+    /// The words that run a command on `host` of a lab, before the command's own.
     pub(crate) fn prefix(&self, host: Option<&str>) -> Vec<String> {
-        match (self.lab, host) {
-            (Some(lab), Some(h)) => {
+        match (&self.hosts, host) {
+            (Hosts::Lab(lab), Some(h)) => {
                 lab.host(h).map(|h| h.namespace.exec_prefix()).unwrap_or_default()
             }
             _ => Vec::new(),
         }
     }
 
-    /// Runs `f` on `host`: on a thread inside its namespace, or here.
+    /// Runs `f` on `host` of a lab: on a thread inside its namespace; elsewhere, here.
     pub(crate) fn within<T: Send>(
         &self,
         host: Option<&str>,
         f: impl FnOnce() -> T + Send,
     ) -> Result<T, String> {
-        match (self.lab, host) {
-            (Some(lab), Some(h)) => {
+        match (&self.hosts, host) {
+            (Hosts::Lab(lab), Some(h)) => {
                 let host = lab.host(h).ok_or_else(|| format!("no host {h:?} in the lab"))?;
                 host.namespace.within(f).map_err(|e| e.to_string())
             }
@@ -71,8 +164,35 @@ impl<'a> Placement<'a> {
         }
     }
 
-    /// Starts `argv` as `role` on `host` in `dir` and waits for `probe`; the label its
-    /// samples carry is `role@host` when it is placed.
+    /// Writes a run's config files where its processes are: here, or on each of `hosts`.
+    pub(crate) fn put_files(
+        &self,
+        files: &[(PathBuf, String)],
+        hosts: &[Option<&str>],
+    ) -> Result<(), String> {
+        let remote: Vec<&Ssh> = hosts.iter().filter_map(|h| self.ssh_host(*h)).collect();
+        if matches!(self.hosts, Hosts::Ssh(_)) {
+            let mut done = Vec::new();
+            for ssh in remote {
+                if done.contains(&&ssh.name) {
+                    continue;
+                }
+                for (path, content) in files {
+                    ssh.upload(&path.display().to_string(), content.as_bytes())?;
+                }
+                done.push(&ssh.name);
+            }
+            return Ok(());
+        }
+        for (path, content) in files {
+            std::fs::write(path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+        }
+        Ok(())
+    }
+
+    /// Starts `argv` as `role` on `host`, with its logs in `dir` (this machine's run
+    /// directory), and waits for `ready`; the label its samples carry is `role@host` when it
+    /// is placed.
     pub(crate) fn start(
         &self,
         role: &str,
@@ -80,8 +200,32 @@ impl<'a> Placement<'a> {
         argv: &[String],
         env: &BTreeMap<String, String>,
         dir: &Path,
-        probe: Option<(Probe, std::time::Duration)>,
-    ) -> Result<Started, String> {
+        ready: Option<Ready>,
+    ) -> Result<RoleProcess, String> {
+        let probe = match &ready {
+            Some(r) => Some(Probe::from_ready(r, |t| Ok(t.to_string()))?),
+            None => None,
+        };
+        if let Some(ssh) = self.ssh_host(host) {
+            let (sample_ms, wanted) = match self.sample {
+                Some((every, wanted)) => (Some(every.as_millis() as u64), wanted),
+                None => (None, Wanted { memory: false, cpu: false }),
+            };
+            let spec = RoleSpec {
+                role: role.to_string(),
+                dir: self.remote_dir.clone().unwrap_or_else(|| dir.to_path_buf()),
+                argv: argv.to_vec(),
+                env: env.clone(),
+                ready,
+                sample_ms,
+                memory: wanted.memory,
+                cpu: wanted.cpu,
+            };
+            let timeout = probe.map_or(ready::DEFAULT_TIMEOUT, |(_, t)| t);
+            let remote =
+                tokio::task::block_in_place(|| RemoteRole::start(ssh, &spec, timeout, dir))?;
+            return Ok(RoleProcess::Remote(remote));
+        }
         let mut words = self.prefix(host);
         words.extend_from_slice(argv);
         let mut proc = process::spawn(role, &words, env, dir).map_err(|e| e.to_string())?;
@@ -94,32 +238,54 @@ impl<'a> Placement<'a> {
             })?;
             waited.map_err(|e| e.to_string())?;
         }
-        Ok(proc)
+        Ok(RoleProcess::Local(proc))
     }
 
     /// Starts the fixtures of `s` that are placed on a host, each a `wirespeed server`
-    /// (`program`) process there; their processes and addresses.
+    /// process there (`program` here, the host's own `wirespeed` on an ssh host); their
+    /// processes and addresses.
     pub(crate) fn start_fixtures(
         &self,
         s: &Scenario,
         program: Option<&Path>,
         out: &Path,
         dir: &Path,
-    ) -> Result<(Vec<Started>, BTreeMap<String, SocketAddr>), String> {
+    ) -> Result<(Vec<RoleProcess>, BTreeMap<String, SocketAddr>), String> {
         let mut started = Vec::new();
         let mut addrs = BTreeMap::new();
         for f in s.fixture.iter().filter(|f| self.elsewhere(f.host.as_deref())) {
-            let program = program
-                .ok_or_else(|| format!("fixture {:?}: no wirespeed program to run", f.name))?;
-            let (argv, port) = fixture_command(f, program, out)?;
             let host = f.host.as_deref();
+            let ssh = self.ssh_host(host);
+            let program = match (ssh, program) {
+                (Some(ssh), _) => PathBuf::from(&ssh.program),
+                (None, Some(p)) => p.to_path_buf(),
+                (None, None) => {
+                    return Err(format!("fixture {:?}: no wirespeed program to run", f.name))
+                }
+            };
+            let (mut argv, port) = fixture_command(f, &program, out)?;
+            if let (Some(ssh), FixtureKind::Dns) = (ssh, f.kind) {
+                // Its zone goes with it: the host cannot read this machine's files.
+                let local = argv.last().cloned().unwrap_or_default();
+                let content = std::fs::read(&local).map_err(|e| format!("{local}: {e}"))?;
+                let there = self
+                    .remote_dir
+                    .clone()
+                    .unwrap_or_default()
+                    .join(format!("fixture-{}.zone", f.name))
+                    .display()
+                    .to_string();
+                ssh.upload(&there, &content)?;
+                if let Some(last) = argv.last_mut() {
+                    *last = there;
+                }
+            }
             let ip = self.addrs.get(host.unwrap_or_default()).cloned().unwrap_or_default();
             let addr: SocketAddr =
                 format!("{ip}:{port}").parse().map_err(|e| format!("fixture {:?}: {e}", f.name))?;
-            let local = SocketAddr::from(([127, 0, 0, 1], port));
-            let probe = Some((Probe::Tcp(vec![local]), ready::DEFAULT_TIMEOUT));
+            let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
             let role = format!("fixture-{}", f.name);
-            started.push(self.start(&role, host, &argv, &BTreeMap::new(), dir, probe)?);
+            started.push(self.start(&role, host, &argv, &BTreeMap::new(), dir, Some(ready))?);
             addrs.insert(f.name.clone(), addr);
         }
         Ok((started, addrs))
@@ -153,28 +319,46 @@ fn fixture_command(f: &Fixture, program: &Path, out: &Path) -> Result<(Vec<Strin
     Ok((argv, port))
 }
 
-/// Runs the test `words` stand for (`wirespeed KIND …`) as `program` on a host (`prefix`),
-/// its JSON report read from its standard output. Cancelling sends it SIGINT: the test ends
-/// early and still reports what it measured.
+/// Runs the test `words` stand for (`wirespeed KIND …`) on `host` as a `wirespeed` command
+/// there (`program` in a lab; the host's own over ssh, inside `wirespeed role --load`), its
+/// JSON report read from its standard output. Cancelling interrupts it (SIGINT in a lab; over
+/// ssh, its standard input closes and the host interrupts it): the test ends early and still
+/// reports what it measured.
 pub(crate) async fn run_there(
-    prefix: &[String],
-    program: &Path,
+    placement: &Placement<'_>,
+    host: Option<&str>,
+    program: Option<&Path>,
     words: &[String],
     cancel: CancellationToken,
 ) -> Result<Report> {
-    let mut argv: Vec<String> = prefix.to_vec();
-    argv.push(program.display().to_string());
-    argv.extend(words.iter().skip(1).cloned());
-    argv.extend(["--format".into(), "json".into()]);
-    let mut child = tokio::process::Command::new(&argv[0])
-        .args(&argv[1..])
-        .stdin(Stdio::null())
+    let test_words = words.iter().skip(1).cloned().chain(["--format".into(), "json".into()]);
+    let ssh = placement.ssh_host(host);
+    let command = match ssh {
+        Some(ssh) => {
+            let mut remote = vec![ssh.program.clone(), "role".into(), "--load".into(), "--".into()];
+            remote.push(ssh.program.clone());
+            remote.extend(test_words);
+            ssh.command(&remote)
+        }
+        None => {
+            let program = program.context("no wirespeed program to run the load on its host")?;
+            let mut argv = placement.prefix(host);
+            argv.push(program.display().to_string());
+            argv.extend(test_words);
+            let mut c = std::process::Command::new(&argv[0]);
+            c.args(&argv[1..]);
+            c
+        }
+    };
+    let mut child = tokio::process::Command::from(command)
+        .stdin(if ssh.is_some() { Stdio::piped() } else { Stdio::null() })
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .kill_on_drop(true)
         .spawn()
-        .with_context(|| format!("running {}", argv[0]))?;
+        .context("running the load on its host")?;
     let (mut stdout, mut stderr) = (child.stdout.take(), child.stderr.take());
+    let mut stdin = child.stdin.take();
     let read = async {
         let (mut out, mut err) = (Vec::new(), Vec::new());
         if let Some(s) = stdout.as_mut() {
@@ -188,9 +372,11 @@ pub(crate) async fn run_there(
     let pid = child.id();
     let interrupt = async {
         cancel.cancelled().await;
-        if let Some(pid) = pid {
-            // SAFETY: kill(2) touches no memory; the child is ours and not yet reaped.
-            unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+        if stdin.take().is_none() {
+            if let Some(pid) = pid {
+                // SAFETY: kill(2) touches no memory; the child is ours and not yet reaped.
+                unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
+            }
         }
         std::future::pending::<()>().await
     };
@@ -201,7 +387,8 @@ pub(crate) async fn run_there(
     let status = child.wait().await?;
     if out.is_empty() || !status.success() && serde_json::from_slice::<Report>(&out).is_err() {
         let said = String::from_utf8_lossy(&err);
-        bail!("the load on its host exited ({status}): {}", said.trim());
+        let said = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");
+        bail!("the load on host {} exited ({status}): {said}", host.unwrap_or("?"));
     }
     serde_json::from_slice(&out).context("the load's JSON report")
 }

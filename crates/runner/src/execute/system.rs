@@ -8,10 +8,9 @@ use std::path::{Path, PathBuf};
 
 use super::dir_name;
 use super::fixtures::Fixtures;
-use super::placement::Placement;
-use crate::process::{self, Started};
-use crate::ready::Probe;
-use crate::scenario::System;
+use super::placement::{Placement, RoleProcess};
+use crate::process;
+use crate::scenario::{OneOrMore, Ready, System};
 use crate::template::{self, FixturePart, Placeholder};
 use crate::words;
 
@@ -96,14 +95,42 @@ pub(crate) fn missing_program(requires: &[String], b: &Bindings<'_>) -> Option<S
     })
 }
 
-/// Renders and writes the system's config files.
-pub(crate) fn write_files(system: &System, b: &Bindings<'_>) -> Result<(), String> {
-    for (name, content) in &system.file {
-        b.render(content)
-            .and_then(|c| std::fs::write(&b.files[name], c).map_err(|e| e.to_string()))
-            .map_err(|e| format!("file.{name}: {e}"))?;
-    }
-    Ok(())
+/// The system's config files rendered, each with its path (on the hosts that run its
+/// processes).
+pub(crate) fn rendered_files(
+    system: &System,
+    b: &Bindings<'_>,
+) -> Result<Vec<(PathBuf, String)>, String> {
+    system
+        .file
+        .iter()
+        .map(|(name, content)| {
+            let text = b.render(content).map_err(|e| format!("file.{name}: {e}"))?;
+            Ok((b.files[name].clone(), text))
+        })
+        .collect()
+}
+
+/// A probe with its templates filled in.
+fn rendered_ready(r: &Ready, b: &Bindings<'_>) -> Result<Ready, String> {
+    let one = |t: &Option<String>| t.as_deref().map(|t| b.render(t)).transpose();
+    let many = |t: &Option<OneOrMore>| {
+        t.as_ref()
+            .map(|m| {
+                let items =
+                    m.items().into_iter().map(|i| b.render(i)).collect::<Result<Vec<_>, _>>()?;
+                Ok::<_, String>(OneOrMore::More(items))
+            })
+            .transpose()
+    };
+    Ok(Ready {
+        tcp: many(&r.tcp)?,
+        udp: one(&r.udp)?,
+        http: one(&r.http)?,
+        dns: one(&r.dns)?,
+        log: many(&r.log)?,
+        timeout: r.timeout.clone(),
+    })
 }
 
 /// Starts the system's processes in order, each on its host and ready before the next; on a
@@ -112,7 +139,8 @@ pub(crate) fn start_processes(
     system: &System,
     b: &Bindings<'_>,
     placement: &Placement<'_>,
-) -> Result<Vec<Started>, String> {
+    logs: &Path,
+) -> Result<Vec<RoleProcess>, String> {
     let mut started = Vec::new();
     for p in &system.process {
         let launched = (|| {
@@ -123,11 +151,8 @@ pub(crate) fn start_processes(
                 .map(|(k, v)| Ok((k, b.render(&v)?)))
                 .collect::<Result<BTreeMap<_, _>, String>>()?;
             let argv = words::split(&b.render(&p.cmd)?)?;
-            let probe = match &p.ready {
-                Some(r) => Some(Probe::from_ready(r, |t| b.render(t))?),
-                None => None,
-            };
-            placement.start(&p.role, p.host.as_deref(), &argv, &env, b.dir, probe)
+            let ready = p.ready.as_ref().map(|r| rendered_ready(r, b)).transpose()?;
+            placement.start(&p.role, p.host.as_deref(), &argv, &env, logs, ready)
         })();
         started.push(launched.map_err(|e| format!("{}: {e}", p.role))?);
     }

@@ -8,6 +8,7 @@ mod k8s;
 mod merge;
 mod prune;
 mod quick;
+mod role;
 mod server;
 mod show;
 mod web;
@@ -37,6 +38,7 @@ pub(crate) fn run(command: Command) -> Result<u8> {
         Command::Retention(args) => return prune::retention(args),
         Command::Merge(args) => return merge::run(*args),
         Command::K8s(crate::flags::K8sCommand::Job(args)) => return k8s::job(*args),
+        Command::Role(args) => return role::run(&args),
         Command::Bench(args) => match bench::inspect(&args)? {
             Some(code) => return Ok(code),
             None => Command::Bench(args),

@@ -13,6 +13,7 @@ use anyhow::{Context, Result};
 use wirespeed_runner::check::Rule;
 use wirespeed_runner::execute::{self, Outcome, Places};
 use wirespeed_runner::matrix::{Plan, Run};
+use wirespeed_runner::scenario::HostsMode;
 use wirespeed_runner::template;
 
 use crate::exit;
@@ -35,7 +36,13 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
         std::fs::read_to_string(path).with_context(|| format!("reading {}", path.display()))?;
     let mut kinds = TestKind::workload_names();
     kinds.push(vegeta_load::KIND);
-    let mut loaded = wirespeed_runner::parse(&path.display().to_string(), &text, &kinds)?;
+    let hosts = args.hosts.as_deref().map(|h| match h {
+        "netns" => HostsMode::Netns,
+        "ssh" => HostsMode::Ssh,
+        _ => HostsMode::Local,
+    });
+    let mut loaded =
+        wirespeed_runner::parse_placed(&path.display().to_string(), &text, &kinds, hosts)?;
     check_workloads(&loaded).with_context(|| path.display().to_string())?;
     if args.smoke {
         loaded.smoke(smoke_length);
@@ -82,7 +89,12 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let (mut failed_checks, mut unsaved) = (0usize, 0usize);
     let cancel = super::interrupt_token();
     let scenario_name = loaded.scenario.scenario.name.clone();
-    let places = Places { scenario_dir: &scenario_dir, out: &out, resume: args.resume };
+    let places = Places {
+        scenario_dir: &scenario_dir,
+        out: &out,
+        resume: args.resume,
+        ssh_config: args.ssh_config.as_deref(),
+    };
     let versions = check_versions(&loaded)?;
     let results = execute::run_all(
         &loaded,
