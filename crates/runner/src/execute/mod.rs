@@ -381,8 +381,9 @@ impl<W: Workloads> One<'_, W> {
             Err(e) => Err(e),
         };
         let mut samples = sampler.map(Sampler::finish).unwrap_or_default();
-        let (crashed, remote) = stop(&mut started);
-        let (_, remote_fixtures) = stop(&mut fixture_processes);
+        let (mut crashed, remote) = stop(&mut started);
+        let (fixtures_crashed, remote_fixtures) = stop(&mut fixture_processes);
+        crashed.extend(fixtures_crashed);
         samples.extend(remote.into_iter().chain(remote_fixtures));
         let report = report.map(|mut r| {
             r.meta.notes.extend(placement_notes(s, placement));

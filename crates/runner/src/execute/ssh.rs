@@ -313,7 +313,13 @@ impl RemoteRole {
         if let Some(reader) = self.reader.take() {
             let _ = reader.join();
         }
-        std::mem::take(&mut self.heard.lock().unwrap_or_else(|e| e.into_inner()).samples)
+        let mut samples =
+            std::mem::take(&mut self.heard.lock().unwrap_or_else(|e| e.into_inner()).samples);
+        // Labelled as this machine labels a placed role's samples.
+        for s in &mut samples {
+            s.role.clone_from(&self.role);
+        }
+        samples
     }
 }
 
