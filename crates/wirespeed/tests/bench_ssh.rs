@@ -213,7 +213,7 @@ entry = "{{fixture.auth.addr}}"
 name = "wirespeed"
 entry = "{{host.server.addr}}:{{port.dns}}"
 file.note = "zone served by {{host.server.addr}}"
-process = [ {{ role = "dns", host = "server", cmd = "{bin} server -p {{port.main}} --dns {{port.dns}} --zone-origin example.test", ready = {{ dns = "{{port.dns}}" }} }} ]
+process = [ {{ role = "dns", host = "server", cmd = "{bin} server -p {{port.main}} --dns {{port.dns}}", ready = {{ dns = "{{port.dns}}" }} }} ]
 [[system]]
 name = "refused"
 entry = "{{host.locked.addr}}:53"

@@ -159,14 +159,41 @@ pub(crate) fn start_processes(
     Ok(started)
 }
 
-/// A TCP port free on loopback now, whose UDP port is free too.
+/// Ports handed out lately, never handed out again soon: a port taken by a process on
+/// another host (a namespace, an ssh host) is free on this machine's loopback, and two roles
+/// of one run must not be given the same one.
+static HANDED_OUT: std::sync::Mutex<std::collections::VecDeque<u16>> =
+    std::sync::Mutex::new(std::collections::VecDeque::new());
+
+/// How many recent ports [`HANDED_OUT`] remembers.
+const REMEMBERED: usize = 4096;
+
+/// A TCP port free on loopback now, whose UDP port is free too, and not handed out lately.
 pub(crate) fn free_port() -> Result<u16, String> {
-    for _ in 0..100 {
+    let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
+    for _ in 0..1000 {
         let tcp = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
         let port = tcp.local_addr().map_err(|e| e.to_string())?.port();
-        if std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+        if !handed.contains(&port) && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
+            if handed.len() >= REMEMBERED {
+                handed.pop_front();
+            }
+            handed.push_back(port);
             return Ok(port);
         }
     }
     Err("no free port on loopback".into())
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn ports_handed_out_in_a_row_are_all_different_even_when_none_is_kept_open() {
+        // A port is free here again as soon as it is handed out (its process binds it on
+        // another host); it must still not be handed out twice.
+        let ports: BTreeSet<u16> = (0..200).map(|_| free_port().unwrap()).collect();
+        assert_eq!(ports.len(), 200);
+    }
 }
