@@ -83,6 +83,12 @@ if ! command -v kubernetes-validate >/dev/null 2>&1; then
   echo "== installing kubernetes-validate"
   python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
 fi
+# ansible-core: a study written as a playbook (`bench --ansible`) is run with Ansible itself
+# against the tests' ssh hosts.
+if ! command -v ansible-playbook >/dev/null 2>&1; then
+  echo "== installing ansible-core"
+  python3 -m pip install --quiet --disable-pip-version-check ansible-core==2.17.14
+fi
 # cargo-nextest: runs the test binaries side by side, and the example studies alone
 # (.config/nextest.toml), so a busy machine does not decide their checks.
 if ! command -v cargo-nextest >/dev/null 2>&1; then

@@ -20,6 +20,7 @@ pub mod scenario;
 pub mod template;
 pub mod version;
 pub mod words;
+pub mod yaml;
 
 pub use load::{parse, parse_placed, Loaded, ScenarioError};
 pub use scenario::Scenario;

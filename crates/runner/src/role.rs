@@ -50,6 +50,16 @@ pub struct RoleSpec {
     /// CPU time in the samples.
     #[serde(default)]
     pub cpu: bool,
+    /// Started in the background (by an Ansible playbook): standard input is not watched,
+    /// `ROLE.role.pid` in `dir` holds this process's pid (a SIGTERM to it stops the role),
+    /// and is removed when the role has stopped.
+    #[serde(default)]
+    pub detached: bool,
+}
+
+/// The file a detached role keeps its pid in.
+pub fn pid_file(spec: &RoleSpec) -> PathBuf {
+    spec.dir.join(format!("{}.role.pid", spec.role))
 }
 
 /// One step, as a line of JSON on standard output.
@@ -110,6 +120,21 @@ pub fn run(spec: &RoleSpec, stop: &AtomicBool) -> i32 {
         say(&RoleEvent::NotReady { why: format!("{}: {e}", spec.dir.display()) });
         return 1;
     }
+    if !spec.detached {
+        return supervise(spec, stop, &stdin_closed());
+    }
+    let pid_file = pid_file(spec);
+    if let Err(e) = std::fs::write(&pid_file, std::process::id().to_string()) {
+        say(&RoleEvent::NotReady { why: format!("{}: {e}", pid_file.display()) });
+        return 1;
+    }
+    let code = supervise(spec, stop, &Arc::new(AtomicBool::new(false)));
+    let _ = std::fs::remove_file(&pid_file);
+    code
+}
+
+/// Starts, probes and samples the role until `stop` or `closed`, or until it exits.
+fn supervise(spec: &RoleSpec, stop: &AtomicBool, closed: &AtomicBool) -> i32 {
     let mut proc = match process::spawn(&spec.role, &spec.argv, &spec.env, &spec.dir) {
         Ok(p) => p,
         Err(e) => {
@@ -117,7 +142,6 @@ pub fn run(spec: &RoleSpec, stop: &AtomicBool) -> i32 {
             return 1;
         }
     };
-    let closed = stdin_closed();
     let started = Instant::now();
     if let Some(r) = &spec.ready {
         let waited = Probe::from_ready(r, |t| Ok(t.to_string())).and_then(|(probe, timeout)| {

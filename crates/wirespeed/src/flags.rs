@@ -202,6 +202,11 @@ pub(crate) struct BenchArgs {
     /// ~/.ssh/config).
     #[arg(long, value_name = "FILE")]
     pub ssh_config: Option<PathBuf>,
+    /// Write the study as an Ansible playbook and inventory into DIR instead of running it
+    /// (ssh hosts); `ansible-playbook -i DIR/inventory.ini DIR/study.yml` runs it, and
+    /// `bench FILE --resume --out DIR/results` summarizes what it kept.
+    #[arg(long, value_name = "DIR")]
+    pub ansible: Option<PathBuf>,
     /// Results database for the finished runs: an SQLite file (default: the user's data
     /// directory) or a shared PostgreSQL one (postgres://USER@HOST/DB).
     #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]

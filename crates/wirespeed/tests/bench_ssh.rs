@@ -103,7 +103,7 @@ impl Lab {
                 std::fs::write(
                     &conf,
                     format!(
-                        "ListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nLogLevel ERROR\n",
+                        "ListenAddress {}\nHostKey {}\nAuthorizedKeysFile {}\nPidFile none\nUsePAM no\nStrictModes no\nPermitRootLogin prohibit-password\nPasswordAuthentication no\nKbdInteractiveAuthentication no\nSubsystem sftp internal-sftp\nLogLevel ERROR\n",
                         addrs[i],
                         d.join("host_key").display(),
                         d.join("authorized_keys").display()
@@ -340,4 +340,76 @@ fn a_host_that_dies_mid_run_fails_its_runs_and_the_study_goes_on() {
     assert!(text.contains("Connection refused"), "the later runs say why: {text}");
     assert_eq!(out.status.code(), Some(5), "{text}");
     assert!(lab.leftovers(0).is_empty(), "the client host kept {:?}", lab.leftovers(0));
+}
+
+#[test]
+fn the_study_written_as_an_ansible_playbook_runs_with_ansible_on_the_same_hosts() {
+    let Some(()) = common::pypi_tool(&["ansible-playbook", "--version"], "ansible-core") else {
+        return;
+    };
+    let Some(lab) = Lab::new(&["client", "server", "spare"]) else { return };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    // The systems on the client and server hosts only.
+    let text = scenario(&lab, "2s");
+    let cut = text.find("[[system]]\nname = \"refused\"").unwrap();
+    let rest = &text[text.find("[[workload]]").unwrap()..];
+    std::fs::write(&file, format!("{}{rest}", &text[..cut])).unwrap();
+    let playbook = dir.path().join("ansible");
+    let config = lab.config.to_str().unwrap();
+    let out = common::client(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--ansible",
+        playbook.to_str().unwrap(),
+        "--ssh-config",
+        config,
+    ]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let inventory = std::fs::read_to_string(playbook.join("inventory.ini")).unwrap();
+    assert!(inventory.contains("server ansible_host=lab-server"), "{inventory}");
+    // Ansible's own run of it, against the same hosts.
+    let ran = Command::new("ansible-playbook")
+        .args(["-i", "inventory.ini", "study.yml"])
+        // This machine's Python for the modules (a pyenv shim on PATH would be found first).
+        .args(["-e", "ansible_python_interpreter=/usr/bin/python3"])
+        .current_dir(&playbook)
+        .env("ANSIBLE_NOCOLOR", "1")
+        .env("ANSIBLE_HOST_KEY_CHECKING", "False")
+        .env("ANSIBLE_LOCAL_TEMP", dir.path().join("ansible-tmp"))
+        // Its ssh connection masters of its own: one left by an earlier test (60 s) would
+        // lead to a host that is gone.
+        .env("ANSIBLE_SSH_CONTROL_PATH_DIR", dir.path().join("ansible-cp"))
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&ran.stdout);
+    assert!(ran.status.success(), "{said}\n{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(said.contains("failed=0"), "{said}");
+    let results = playbook.join("results");
+    for run in ["fixture_qps_r1", "wirespeed_qps_r1"] {
+        let report = std::fs::read_to_string(results.join("runs").join(run).join("report.json"));
+        let report: serde_json::Value = serde_json::from_str(&report.unwrap()).unwrap();
+        let s = &report["summary"];
+        assert!(s["completed"].as_u64().unwrap() > 500, "{run}: {} {}", s["completed"], s["lost"]);
+        assert!(!results.join("runs").join(run).join("failed.txt").exists());
+    }
+    assert!(results.join("runs/wirespeed_qps_r1/dns@server.events").exists());
+    // wirespeed summarizes what the playbook kept, samples included.
+    let summary = common::client(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--resume",
+        "--out",
+        results.to_str().unwrap(),
+        "--ssh-config",
+        config,
+        "--no-save",
+    ]);
+    let text = String::from_utf8_lossy(&summary.stdout);
+    assert_eq!(summary.status.code(), Some(0), "{text}");
+    assert!(text.contains("2 runs: 0 done, 2 kept"), "{text}");
+    assert!(text.contains("dns@server"), "the role's samples are in the summary: {text}");
+    for i in 0..2 {
+        assert!(lab.leftovers(i).is_empty(), "host {i} kept {:?}", lab.leftovers(i));
+    }
 }

@@ -36,14 +36,24 @@ impl Fixtures {
             stop: CancellationToken::new(),
             tasks: Vec::new(),
         };
-        // A fixture on a netns host runs there, as a process of each run (`placement.rs`).
-        let here = s.hosts_mode() != crate::scenario::HostsMode::Netns;
+        // A fixture on a host runs there, as a process of each run (`placement.rs`).
+        let here = s.hosts_mode() == crate::scenario::HostsMode::Local;
         for f in s.fixture.iter().filter(|f| here || f.host.is_none()) {
             let addr =
                 fixtures.start_one(f, out).with_context(|| format!("fixture {:?}", f.name))?;
             fixtures.addrs.insert(f.name.clone(), addr);
         }
         Ok(fixtures)
+    }
+
+    /// No fixture at all (every one runs on its host).
+    pub(crate) fn none() -> Self {
+        Self {
+            addrs: BTreeMap::new(),
+            zones: BTreeMap::new(),
+            stop: CancellationToken::new(),
+            tasks: Vec::new(),
+        }
     }
 
     /// Binds and spawns one fixture; its address.

@@ -10,6 +10,7 @@
 //! What a workload is (a wirespeed command line run in-process) is the caller's, through
 //! [`Workloads`], so all of this runs in tests without spawning the binary.
 
+pub mod ansible;
 mod fixtures;
 mod placement;
 mod ssh;
@@ -161,14 +162,36 @@ pub async fn run_all(
 }
 
 /// A run finished by an earlier invocation: its report and samples, if its report is there.
+/// (A run an Ansible playbook made has its hosts' event files instead of `samples.json`: their
+/// samples are read from those.)
 fn kept(dir: &Path) -> Option<Outcome> {
     let text = std::fs::read_to_string(dir.join("report.json")).ok()?;
     let report = serde_json::from_str::<Report>(&text).ok()?;
     let samples = std::fs::read_to_string(dir.join("samples.json"))
         .ok()
         .and_then(|text| serde_json::from_str(&text).ok())
-        .unwrap_or_default();
+        .unwrap_or_else(|| event_samples(dir));
     Some(Outcome::Kept(Box::new(report), samples))
+}
+
+/// The samples in a run directory's `ROLE@HOST.events` files, labelled `ROLE@HOST`.
+fn event_samples(dir: &Path) -> Vec<Sample> {
+    let Ok(entries) = std::fs::read_dir(dir) else { return Vec::new() };
+    let mut samples = Vec::new();
+    for path in entries.filter_map(|e| Some(e.ok()?.path())) {
+        let Some(label) = path.file_name().and_then(|n| n.to_str()?.strip_suffix(".events")) else {
+            continue;
+        };
+        let text = std::fs::read_to_string(&path).unwrap_or_default();
+        for line in text.lines() {
+            if let Ok(crate::role::RoleEvent::Sample(mut s)) = serde_json::from_str(line) {
+                s.role = label.to_string();
+                samples.push(s);
+            }
+        }
+    }
+    samples.sort_by_key(|s| s.at_ms);
+    samples
 }
 
 /// Runs `attempt` until it does not fail, at most `1 + retries` times. A run that succeeded
@@ -415,25 +438,7 @@ impl<W: Workloads> One<'_, W> {
 
     /// The workload's command line, its entry and option values rendered.
     fn command_line(&self, b: &Bindings<'_>) -> Result<Vec<String>, String> {
-        let s = &self.loaded.scenario;
-        let cell = &self.loaded.plan.systems[self.run.system];
-        let wcell = &self.loaded.plan.workloads[self.run.workload];
-        let w = &s.workload[wcell.workload];
-        let entry = s.system[cell.system]
-            .entry
-            .for_target(w.target.as_deref())
-            .ok_or_else(|| format!("no entry for target {:?}", w.target))
-            .and_then(|e| b.render(e))?;
-        // Option values are templates too (`datafile = "{scenario.dir}/queries.txt"`).
-        let options = wcell
-            .options
-            .iter()
-            .map(|(k, v)| match v {
-                toml::Value::String(t) => Ok((k.clone(), toml::Value::String(b.render(t)?))),
-                v => Ok((k.clone(), v.clone())),
-            })
-            .collect::<Result<BTreeMap<_, _>, String>>()?;
-        self.workloads.command_line(&w.kind, &entry, &options).map_err(|e| format!("{e:#}"))
+        workload_line(self.loaded, self.run, b, self.workloads)
     }
 
     /// The warm-up (the same load, cut off after `run.warmup`, its result thrown away), then
@@ -477,6 +482,34 @@ impl<W: Workloads> One<'_, W> {
         let program = self.workloads.program();
         placement::run_there(placement, host, program.as_deref(), line, cancel).await
     }
+}
+
+/// The command line of `run`'s workload, its entry and option values rendered.
+pub(crate) fn workload_line(
+    loaded: &Loaded,
+    run: &Run,
+    b: &Bindings<'_>,
+    workloads: &impl Workloads,
+) -> Result<Vec<String>, String> {
+    let s = &loaded.scenario;
+    let cell = &loaded.plan.systems[run.system];
+    let wcell = &loaded.plan.workloads[run.workload];
+    let w = &s.workload[wcell.workload];
+    let entry = s.system[cell.system]
+        .entry
+        .for_target(w.target.as_deref())
+        .ok_or_else(|| format!("no entry for target {:?}", w.target))
+        .and_then(|e| b.render(e))?;
+    // Option values are templates too (`datafile = "{scenario.dir}/queries.txt"`).
+    let options = wcell
+        .options
+        .iter()
+        .map(|(k, v)| match v {
+            toml::Value::String(t) => Ok((k.clone(), toml::Value::String(b.render(t)?))),
+            v => Ok((k.clone(), v.clone())),
+        })
+        .collect::<Result<BTreeMap<_, _>, String>>()?;
+    workloads.command_line(&w.kind, &entry, &options).map_err(|e| format!("{e:#}"))
 }
 
 /// What a reader of a run's report should know of where it ran: each placed role's host and

@@ -220,6 +220,7 @@ impl<'a> Placement<'a> {
                 sample_ms,
                 memory: wanted.memory,
                 cpu: wanted.cpu,
+                detached: false,
             };
             let timeout = probe.map_or(ready::DEFAULT_TIMEOUT, |(_, t)| t);
             let remote =
@@ -293,7 +294,11 @@ impl<'a> Placement<'a> {
 }
 
 /// The `wirespeed server` command line of a placed fixture, and the port its service takes.
-fn fixture_command(f: &Fixture, program: &Path, out: &Path) -> Result<(Vec<String>, u16), String> {
+pub(crate) fn fixture_command(
+    f: &Fixture,
+    program: &Path,
+    out: &Path,
+) -> Result<(Vec<String>, u16), String> {
     let free = || super::system::free_port();
     let main = free()?;
     let mut argv = vec![program.display().to_string(), "server".into(), "-p".into()];

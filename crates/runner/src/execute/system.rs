@@ -112,7 +112,7 @@ pub(crate) fn rendered_files(
 }
 
 /// A probe with its templates filled in.
-fn rendered_ready(r: &Ready, b: &Bindings<'_>) -> Result<Ready, String> {
+pub(crate) fn rendered_ready(r: &Ready, b: &Bindings<'_>) -> Result<Ready, String> {
     let one = |t: &Option<String>| t.as_deref().map(|t| b.render(t)).transpose();
     let many = |t: &Option<OneOrMore>| {
         t.as_ref()

@@ -13,15 +13,28 @@ use crate::flags::RoleArgs;
 /// Runs the role; its exit code.
 pub(crate) fn run(args: &RoleArgs) -> Result<u8> {
     let stop = Arc::new(AtomicBool::new(false));
-    for signal in [libc::SIGTERM, libc::SIGINT, libc::SIGHUP] {
+    let spec: Option<RoleSpec> =
+        args.spec.as_deref().map(serde_json::from_str).transpose().context("--spec")?;
+    let detached = spec.as_ref().is_some_and(|s| s.detached);
+    if detached {
+        // Started in the background by a playbook's shell: a session of its own, so the end
+        // of the one that started it (and its SIGHUP) does not end the role.
+        // SAFETY: setsid(2) has no memory effects; it fails harmlessly for a group leader.
+        unsafe { libc::setsid() };
+        // SAFETY: ignoring a signal changes no memory.
+        unsafe { libc::signal(libc::SIGHUP, libc::SIG_IGN) };
+    }
+    let signals: &[libc::c_int] = if detached {
+        &[libc::SIGTERM, libc::SIGINT]
+    } else {
+        &[libc::SIGTERM, libc::SIGINT, libc::SIGHUP]
+    };
+    for &signal in signals {
         // A signal only sets the flag; the loops look at it every few milliseconds.
         signal_hook_flag(signal, &stop)?;
     }
-    let code = match (&args.spec, args.load) {
-        (Some(json), false) => {
-            let spec: RoleSpec = serde_json::from_str(json).context("--spec")?;
-            role::run(&spec, &stop)
-        }
+    let code = match (&spec, args.load) {
+        (Some(spec), false) => role::run(spec, &stop),
         (None, true) => role::run_load(&args.argv, &stop),
         _ => bail!("give --spec JSON, or --load -- ARGV"),
     };

@@ -23,10 +23,47 @@ use crate::test_kinds::TestKind;
 /// `wirespeed bench` without a runtime: the schema, and a scenario listed or dry-run; `None`
 /// when the scenario is to be run.
 pub(super) fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
+    if let Some(dir) = &args.ansible {
+        return ansible(args, dir).map(Some);
+    }
     if !(args.schema || args.list || args.dry_run) {
         return Ok(None);
     }
     show(args).map(Some)
+}
+
+/// `--ansible DIR`: the study as a playbook and inventory, for ssh hosts.
+fn ansible(args: &BenchArgs, dir: &std::path::Path) -> Result<u8> {
+    let loaded = load(args)?;
+    let mode = loaded.scenario.hosts_mode();
+    if mode != HostsMode::Ssh {
+        anyhow::bail!(
+            "--ansible writes a playbook for ssh hosts; this study's hosts are {:?} (give each [[host]] an ssh destination, or --hosts ssh)",
+            mode.name()
+        );
+    }
+    let path = args.scenario.as_ref().context("a scenario file is needed")?;
+    let scenario_dir = std::path::absolute(path)?
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::Path::to_path_buf);
+    let results = std::path::absolute(dir.join("results"))?;
+    let places = Places {
+        scenario_dir: &scenario_dir,
+        out: &results,
+        resume: false,
+        ssh_config: args.ssh_config.as_deref(),
+    };
+    execute::ansible::write(&loaded, &places, &workload::InProcess, dir, path)?;
+    crate::output::write_stdout(
+        format!(
+            "wrote {d}/study.yml and {d}/inventory.ini ({} runs); run them with `ansible-playbook -i {d}/inventory.ini {d}/study.yml`
+",
+            loaded.plan.runs.len(),
+            d = dir.display()
+        )
+        .as_bytes(),
+    )?;
+    Ok(exit::OK)
 }
 
 /// Loads and checks the scenario file of `args`.
