@@ -129,6 +129,22 @@ fn wirespeed(lab: &Lab, kind: &str, args: &[&str]) -> Value {
     client_json(lab, BIN, &all)
 }
 
+/// Writes a figure down in the test's output, for docs/network-emulation.md.
+#[allow(clippy::print_stderr)] // the figures beside the checks, for the record
+fn note(line: String) {
+    eprintln!("FIGURE {line}");
+}
+
+/// Stock iperf3 (server in the server host, client in the client host) with `args`: its JSON.
+fn stock_iperf3(lab: &Lab, args: &[&str]) -> Value {
+    let _iperf3 = start_server(lab, "iperf3", &["-s", "-p", "5201"]);
+    let target = lab.host("server").unwrap().address.to_string();
+    let mut all = vec!["-c", target.as_str()];
+    all.extend_from_slice(args);
+    all.push("-J");
+    client_json(lab, "iperf3", &all)
+}
+
 fn within(measured: f64, expected: f64, share: f64) -> bool {
     (measured / expected - 1.0).abs() <= share
 }
@@ -152,19 +168,16 @@ fn bandwidth_through_a_100_mbit_rate_measures_the_rate_less_the_headers() {
     assert!(within(udp_bps, udp_expected, 0.02), "UDP: {udp_bps} against {udp_expected}");
     drop(_server);
     // Stock iperf3 through the same link, for the record.
-    let _iperf3 = start_server(&lab, "iperf3", &["-s", "-p", "5201"]);
-    let target = lab.host("server").unwrap().address.to_string();
-    let stock = client_json(&lab, "iperf3", &["-c", &target, "-t", "5", "-O", "1", "-J"]);
+    let stock = stock_iperf3(&lab, &["-t", "5", "-O", "1"]);
     let stock_bps = stock["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0);
-    #[allow(clippy::print_stderr)] // the stock tool's figure, for the record
-    {
-        eprintln!(
-            "100 Mbit/s link, TCP: wirespeed {:.2} Mbit/s, iperf3 {:.2} Mbit/s, payload share {:.2}",
-            tcp_bps / 1e6,
-            stock_bps / 1e6,
-            tcp_expected / 1e6
-        );
-    }
+    note(format!(
+        "100 Mbit/s link: TCP wirespeed {:.2} Mbit/s, iperf3 {:.2}, payload share {:.2}; UDP wirespeed {:.2}, payload share {:.2}",
+        tcp_bps / 1e6,
+        stock_bps / 1e6,
+        tcp_expected / 1e6,
+        udp_bps / 1e6,
+        udp_expected / 1e6
+    ));
     assert!(within(stock_bps, tcp_expected, 0.05), "iperf3 sees the same link: {stock_bps}");
 }
 
@@ -184,6 +197,11 @@ fn latency_through_20_ms_each_way_has_a_40_ms_round_trip_over_tcp_and_udp() {
         let received = report["summary"]["received"].as_u64().unwrap();
         assert!(received >= 50, "a round trip every 40 ms for 3 s: {received}");
         assert!((p50 - 40e6).abs() <= 1e6, "udp {udp}: p50 {p50} ns, not 40 ms ± 1 ms");
+        note(format!(
+            "20 ms each way, {}: RTT p50 {:.3} ms",
+            if udp { "UDP" } else { "TCP" },
+            p50 / 1e6
+        ));
     }
     let record = lab.record();
     assert_eq!(
@@ -213,6 +231,16 @@ fn a_1_percent_loss_over_100k_datagrams_reads_as_1_percent() {
     // what it dropped is at least what the test saw lost, and not many more.
     let dropped = lab.record()[0].lost.unwrap();
     assert!(dropped >= lost && dropped <= lost + lost / 20 + 5, "filter {dropped}, test {lost}");
+    drop(_server);
+    let stock = stock_iperf3(&lab, &["-u", "-l", "64", "-b", "30M", "-t", "3"]);
+    let sum = &stock["end"]["sum"];
+    note(format!(
+        "1% loss: wirespeed {lost} of {sent} ({:.3}%), the filter dropped {dropped}; iperf3 {} of {} ({:.3}%)",
+        ratio * 100.0,
+        sum["lost_packets"],
+        sum["packets"],
+        sum["lost_percent"].as_f64().unwrap_or(f64::NAN)
+    ));
 }
 
 #[test]
@@ -229,6 +257,17 @@ fn duplicates_and_reordering_show_in_their_own_counters() {
     assert_eq!(s["lost_packets"].as_u64(), Some(0), "nothing is lost: {s}");
     assert!((duplicates / sent - 0.01).abs() <= 0.003, "{duplicates} duplicates of {sent}");
     assert!(out_of_order / sent >= 0.01, "{out_of_order} out of order of {sent}");
+    note(format!(
+        "1% duplicated, 2% reordered: wirespeed {duplicates} duplicates, {out_of_order} out of order, {} lost of {sent}",
+        s["lost_packets"]
+    ));
+    drop(_server);
+    let stock = stock_iperf3(&lab, &["-u", "-l", "200", "-b", "20M", "-t", "3"]);
+    let sum = &stock["end"]["sum"];
+    note(format!(
+        "  iperf3 on the same link: {} lost, {} out of order of {} (it has no duplicate counter)",
+        sum["lost_packets"], stock["end"]["streams"][0]["udp"]["out_of_order"], sum["packets"]
+    ));
     let line = lab.record()[0].line;
     if let Some(line) = line {
         // The line also duplicated a few of the control connection's packets.
@@ -277,4 +316,7 @@ fn dns_over_a_lossy_link_counts_exactly_the_queries_the_link_lost() {
     assert!(sent > 2_000, "{sent} queries sent");
     assert!(lost > 0);
     assert_eq!(lost, dropped, "the test's lost queries are the link's drops");
+    note(format!(
+        "3% loss each way, DNS: {lost} of {sent} queries lost, the filters dropped {dropped}"
+    ));
 }
