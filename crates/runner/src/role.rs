@@ -181,6 +181,12 @@ fn supervise(spec: &RoleSpec, stop: &AtomicBool, closed: &AtomicBool) -> i32 {
     }
 }
 
+/// Tries `ready`'s probe once (a log probe has no log to read here, and fails).
+pub fn probe_once(ready: &Ready) -> anyhow::Result<bool> {
+    let (probe, _) = Probe::from_ready(ready, |t| Ok(t.to_string())).map_err(anyhow::Error::msg)?;
+    Ok(probe.ok(""))
+}
+
 /// Runs a load (a wirespeed test printing its report) with its output passed through; a
 /// closed standard input or `stop` interrupts it. Its exit code.
 pub fn run_load(argv: &[String], stop: &AtomicBool) -> i32 {

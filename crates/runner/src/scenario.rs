@@ -425,6 +425,9 @@ pub struct System {
     /// A command that prints its program's version, recorded with the results.
     #[serde(default)]
     pub version: Option<VersionCommand>,
+    /// The container image its processes run in (`bench --k8s`; default: `--image`'s).
+    #[serde(default)]
+    pub image: Option<String>,
 }
 
 /// How to ask a system's program for its version.

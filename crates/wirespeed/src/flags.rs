@@ -90,8 +90,12 @@ pub(crate) enum Command {
 #[derive(Debug, Args)]
 pub(crate) struct RoleArgs {
     /// The role as JSON (runner::role::RoleSpec).
-    #[arg(long, value_name = "JSON", conflicts_with = "load")]
+    #[arg(long, value_name = "JSON", conflicts_with_all = ["load", "probe"])]
     pub spec: Option<String>,
+    /// Try a readiness probe (a scenario's `ready` table as JSON) once: exit 0 when it
+    /// answers, 1 when not (a Kubernetes exec probe).
+    #[arg(long, value_name = "JSON", conflicts_with = "load")]
+    pub probe: Option<String>,
     /// Run ARGV as a load: its output passed through, interrupted when standard input closes.
     #[arg(long, requires = "argv")]
     pub load: bool,
@@ -205,8 +209,20 @@ pub(crate) struct BenchArgs {
     /// Write the study as an Ansible playbook and inventory into DIR instead of running it
     /// (ssh hosts); `ansible-playbook -i DIR/inventory.ini DIR/study.yml` runs it, and
     /// `bench FILE --resume --out DIR/results` summarizes what it kept.
-    #[arg(long, value_name = "DIR")]
+    #[arg(long, value_name = "DIR", conflicts_with = "k8s")]
     pub ansible: Option<PathBuf>,
+    /// Write the study as Kubernetes manifests into DIR instead of running it: per run, Pods
+    /// and Services for the systems (placed by each host's labels) and an Indexed Job for the
+    /// load, and DIR/run.sh to apply them in order.
+    #[arg(long, value_name = "DIR", requires = "image")]
+    pub k8s: Option<PathBuf>,
+    /// --k8s: the image with wirespeed in it (fixtures, probes, the load, and systems without
+    /// an `image` of their own).
+    #[arg(long, value_name = "IMAGE")]
+    pub image: Option<String>,
+    /// --k8s: the namespace of the objects (default: kubectl's current one).
+    #[arg(long, value_name = "NAME")]
+    pub namespace: Option<String>,
     /// Results database for the finished runs: an SQLite file (default: the user's data
     /// directory) or a shared PostgreSQL one (postgres://USER@HOST/DB).
     #[arg(long, value_name = "PATH|URL", env = "WIRESPEED_DB")]

@@ -9,7 +9,7 @@ mod common;
 #[path = "../../engine/tests/common/netns.rs"]
 mod netns;
 
-use std::path::Path;
+use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
@@ -210,4 +210,135 @@ fn a_job_that_could_not_run_is_refused_before_it_is_printed() {
     let out =
         client(&["k8s", "job", "--members", "2", "--image", "x", "--", "http", "http://sut/"]);
     assert!(String::from_utf8_lossy(&out.stderr).contains("need a common start"));
+}
+
+/// Every YAML document of `path`, as JSON (read by PyYAML).
+fn yaml_documents(path: &Path) -> Vec<serde_json::Value> {
+    let out = Command::new("python3")
+        .args([
+            "-c",
+            "import json, sys, yaml; print(json.dumps(list(yaml.safe_load_all(open(sys.argv[1])))))",
+        ])
+        .arg(path)
+        .output()
+        .unwrap();
+    serde_json::from_str(&ok(&out)).unwrap()
+}
+
+#[test]
+fn a_study_written_as_manifests_validates_and_places_each_role_by_its_hosts_labels() {
+    let Some(()) = common::pypi_tool(&["kubernetes-validate", "--version"], "kubernetes-validate")
+    else {
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("study.toml");
+    std::fs::write(
+        &file,
+        r#"
+[scenario]
+name = "DNS across nodes"
+[run]
+repeat = 2
+[[host]]
+name = "client"
+labels = { "wirespeed/role" = "load" }
+[[host]]
+name = "server"
+labels = { "kubernetes.io/hostname" = "node-2" }
+[[fixture]]
+name = "auth"
+kind = "dns"
+host = "server"
+[[system]]
+name = "fixture"
+entry = "{fixture.auth.addr}"
+[[system]]
+name = "unbound"
+image = "registry.example/unbound:1.17"
+entry = "{host.server.addr}:{port.dns}"
+file.conf = "server:\n  port: {port.dns}\n  interface: 0.0.0.0\n"
+process = [ { role = "dns", host = "server", cmd = "unbound -d -c {file.conf}", ready = { dns = "{port.dns}" } } ]
+[[workload]]
+name = "qps"
+kind = "dns"
+host = "client"
+clients = [1, 8]
+time-limit = "10s"
+"#,
+    )
+    .unwrap();
+    let out_dir = dir.path().join("k8s");
+    let out = client(&[
+        "bench",
+        file.to_str().unwrap(),
+        "--k8s",
+        out_dir.to_str().unwrap(),
+        "--image",
+        "registry.example/wirespeed:1",
+        "--namespace",
+        "lab",
+    ]);
+    ok(&out);
+    let mut files: Vec<_> = std::fs::read_dir(&out_dir)
+        .unwrap()
+        .map(|e| e.unwrap().path())
+        .filter(|p| p.extension().is_some_and(|e| e == "yaml"))
+        .collect();
+    files.sort();
+    // 2 systems × 2 cells × 2 repeats, a systems file and a load file each.
+    assert_eq!(files.len(), 16, "{files:?}");
+    let valid = Command::new("kubernetes-validate")
+        .args(["--strict", "-k", "1.34.0"])
+        .args(&files)
+        .output()
+        .unwrap();
+    ok(&valid);
+    let script = out_dir.join("run.sh");
+    ok(&Command::new("sh").arg("-n").arg(&script).output().unwrap());
+    let run_sh = std::fs::read_to_string(&script).unwrap();
+    assert_eq!(run_sh.lines().filter(|l| l.starts_with("run ")).count(), 8, "{run_sh}");
+    // The unbound run: its config in a ConfigMap, its Pod on the server's node with a DNS
+    // probe, a Service per host, the load's Job on the load nodes aimed at the Service.
+    let systems = files
+        .iter()
+        .find(|f| f.to_string_lossy().contains("unbound_qps_clients=8__r1.systems"))
+        .unwrap();
+    let docs = yaml_documents(systems);
+    let kind = |k: &str| docs.iter().filter(|d| d["kind"] == k).collect::<Vec<_>>();
+    let config = kind("ConfigMap")[0];
+    let conf = config["data"]["conf.conf"].as_str().unwrap();
+    assert!(conf.starts_with("server:\n  port: "), "{conf}");
+    let pods = kind("Pod");
+    let unbound = pods.iter().find(|p| p["metadata"]["labels"]["wirespeed/role"] == "dns").unwrap();
+    let container = &unbound["spec"]["containers"][0];
+    assert_eq!(container["image"], "registry.example/unbound:1.17");
+    assert_eq!(container["command"][0], "unbound");
+    assert_eq!(container["command"][3], "/run/wirespeed/conf.conf");
+    assert_eq!(container["readinessProbe"]["exec"]["command"][1], "role");
+    assert_eq!(unbound["spec"]["nodeSelector"]["kubernetes.io/hostname"], "node-2");
+    assert_eq!(unbound["metadata"]["namespace"], "lab");
+    let fixture =
+        pods.iter().find(|p| p["metadata"]["labels"]["wirespeed/role"] == "fixture-auth").unwrap();
+    assert_eq!(fixture["spec"]["containers"][0]["image"], "registry.example/wirespeed:1");
+    assert!(fixture["spec"]["containers"][0]["readinessProbe"]["tcpSocket"]["port"].is_u64());
+    let services = kind("Service");
+    assert_eq!(services.len(), 1, "the server host's Service");
+    let service = services[0]["metadata"]["name"].as_str().unwrap().to_string();
+    assert!(service.ends_with("-server"), "{service}");
+    let load =
+        yaml_documents(&PathBuf::from(systems.to_string_lossy().replace(".systems.", ".load.")));
+    let job = &load[0];
+    assert_eq!(job["kind"], "Job");
+    assert_eq!(job["spec"]["completionMode"], "Indexed");
+    let pod = &job["spec"]["template"]["spec"];
+    assert_eq!(pod["nodeSelector"]["wirespeed/role"], "load");
+    let args: Vec<&str> = pod["containers"][0]["args"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .filter_map(|a| a.as_str())
+        .collect();
+    assert_eq!(&args[..3], ["dns", "--server", service.as_str()], "{args:?}");
+    assert!(args.windows(2).any(|w| w == ["--clients", "8"]), "{args:?}");
 }

@@ -21,7 +21,7 @@ use serde_json::{json, Value};
 use super::fixtures::Fixtures;
 use super::placement::{fixture_command, Placement};
 use super::ssh::Ssh;
-use super::system::{self, Bindings};
+use super::system::{self, Bindings, FixtureAt};
 use super::{dir_name, workload_line, Places, Workloads};
 use crate::matrix::Run;
 use crate::ready;
@@ -152,7 +152,7 @@ fn play(
         let program = PathBuf::from(&ssh[host].program);
         let (argv, port) = fixture_command(f, &program, places.out).map_err(anyhow::Error::msg)?;
         let ip = placement.addrs.get(host).cloned().unwrap_or_default();
-        placed.insert(f.name.clone(), format!("{ip}:{port}").parse()?);
+        placed.insert(f.name.clone(), FixtureAt { host: ip, port });
         let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
         let role = format!("fixture-{}", f.name);
         roles.push(Started {

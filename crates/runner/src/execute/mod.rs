@@ -12,6 +12,7 @@
 
 pub mod ansible;
 mod fixtures;
+pub mod k8s;
 mod placement;
 mod ssh;
 mod system;

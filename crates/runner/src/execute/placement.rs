@@ -6,7 +6,6 @@
 //! back. Fixtures with a host run as `wirespeed server` processes on it.
 
 use std::collections::BTreeMap;
-use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -19,6 +18,7 @@ use wirespeed_netlab::Lab;
 
 use super::fixtures::zone_file;
 use super::ssh::{RemoteRole, Ssh};
+use super::system::FixtureAt;
 use crate::process::{self, Started, STOP_GRACE};
 use crate::ready::{self, Probe};
 use crate::role::RoleSpec;
@@ -251,7 +251,7 @@ impl<'a> Placement<'a> {
         program: Option<&Path>,
         out: &Path,
         dir: &Path,
-    ) -> Result<(Vec<RoleProcess>, BTreeMap<String, SocketAddr>), String> {
+    ) -> Result<(Vec<RoleProcess>, BTreeMap<String, FixtureAt>), String> {
         let mut started = Vec::new();
         let mut addrs = BTreeMap::new();
         for f in s.fixture.iter().filter(|f| self.elsewhere(f.host.as_deref())) {
@@ -282,8 +282,7 @@ impl<'a> Placement<'a> {
                 }
             }
             let ip = self.addrs.get(host.unwrap_or_default()).cloned().unwrap_or_default();
-            let addr: SocketAddr =
-                format!("{ip}:{port}").parse().map_err(|e| format!("fixture {:?}: {e}", f.name))?;
+            let addr = FixtureAt { host: ip, port };
             let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
             let role = format!("fixture-{}", f.name);
             started.push(self.start(&role, host, &argv, &BTreeMap::new(), dir, Some(ready))?);

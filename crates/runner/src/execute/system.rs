@@ -14,13 +14,39 @@ use crate::scenario::{OneOrMore, Ready, System};
 use crate::template::{self, FixturePart, Placeholder};
 use crate::words;
 
+/// Where a fixture is: a host (an IP address, or a name such as a Kubernetes Service) and a
+/// port.
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub(crate) struct FixtureAt {
+    /// The host part.
+    pub(crate) host: String,
+    /// The port.
+    pub(crate) port: u16,
+}
+
+impl FixtureAt {
+    /// At a socket address.
+    pub(crate) fn of(a: &SocketAddr) -> Self {
+        Self { host: a.ip().to_string(), port: a.port() }
+    }
+
+    /// `HOST:PORT` (an IPv6 address in brackets).
+    pub(crate) fn addr(&self) -> String {
+        if self.host.contains(':') {
+            format!("[{}]:{}", self.host, self.port)
+        } else {
+            format!("{}:{}", self.host, self.port)
+        }
+    }
+}
+
 /// Everything a template of one run can name.
 pub(crate) struct Bindings<'a> {
     ports: BTreeMap<String, u16>,
     files: BTreeMap<String, PathBuf>,
     fixtures: &'a Fixtures,
     /// Fixtures started on hosts for this run, by name.
-    placed: BTreeMap<String, SocketAddr>,
+    placed: BTreeMap<String, FixtureAt>,
     /// Every host's address.
     hosts: BTreeMap<String, String>,
     vars: &'a BTreeMap<String, String>,
@@ -36,7 +62,7 @@ impl<'a> Bindings<'a> {
         system: &System,
         vars: &'a BTreeMap<String, String>,
         fixtures: &'a Fixtures,
-        (placed, hosts): (BTreeMap<String, SocketAddr>, BTreeMap<String, String>),
+        (placed, hosts): (BTreeMap<String, FixtureAt>, BTreeMap<String, String>),
         scenario_dir: &'a Path,
         dir: &'a Path,
     ) -> Result<Self, String> {
@@ -61,15 +87,22 @@ impl<'a> Bindings<'a> {
         Ok(Self { ports, files, fixtures, placed, hosts, vars, scenario_dir, dir })
     }
 
+    /// The ports allocated for the run's `{port.NAME}`s.
+    pub(crate) fn ports(&self) -> Vec<u16> {
+        self.ports.values().copied().collect()
+    }
+
     /// The value of placeholder `name`, if this run has one.
     fn lookup(&self, name: &str) -> Option<String> {
-        let fixture = |f: &str| self.placed.get(f).or_else(|| self.fixtures.addrs.get(f));
+        let fixture = |f: &str| {
+            self.placed.get(f).cloned().or_else(|| self.fixtures.addrs.get(f).map(FixtureAt::of))
+        };
         match Placeholder::of(name)? {
             Placeholder::Port(p) => self.ports.get(p).map(u16::to_string),
             Placeholder::File(f) => self.files.get(f).map(|p| p.display().to_string()),
-            Placeholder::Fixture(f, FixturePart::Addr) => fixture(f).map(SocketAddr::to_string),
-            Placeholder::Fixture(f, FixturePart::Port) => fixture(f).map(|a| a.port().to_string()),
-            Placeholder::Fixture(f, FixturePart::Host) => fixture(f).map(|a| a.ip().to_string()),
+            Placeholder::Fixture(f, FixturePart::Addr) => fixture(f).map(|a| a.addr()),
+            Placeholder::Fixture(f, FixturePart::Port) => fixture(f).map(|a| a.port.to_string()),
+            Placeholder::Fixture(f, FixturePart::Host) => fixture(f).map(|a| a.host),
             Placeholder::Fixture(f, FixturePart::Zone) => {
                 self.fixtures.zones.get(f).map(|p| p.display().to_string())
             }

@@ -33,10 +33,14 @@ pub(crate) fn run(args: &RoleArgs) -> Result<u8> {
         // A signal only sets the flag; the loops look at it every few milliseconds.
         signal_hook_flag(signal, &stop)?;
     }
+    if let Some(json) = &args.probe {
+        let ready = serde_json::from_str(json).context("--probe")?;
+        return Ok(if role::probe_once(&ready)? { 0 } else { 1 });
+    }
     let code = match (&spec, args.load) {
         (Some(spec), false) => role::run(spec, &stop),
         (None, true) => role::run_load(&args.argv, &stop),
-        _ => bail!("give --spec JSON, or --load -- ARGV"),
+        _ => bail!("give --spec JSON, --probe JSON, or --load -- ARGV"),
     };
     Ok(u8::try_from(code).unwrap_or(1))
 }

@@ -26,10 +26,39 @@ pub(super) fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
     if let Some(dir) = &args.ansible {
         return ansible(args, dir).map(Some);
     }
+    if let Some(dir) = &args.k8s {
+        return k8s(args, dir).map(Some);
+    }
     if !(args.schema || args.list || args.dry_run) {
         return Ok(None);
     }
     show(args).map(Some)
+}
+
+/// `--k8s DIR`: the study as Kubernetes manifests, a pair of files per run, and `run.sh`.
+fn k8s(args: &BenchArgs, dir: &std::path::Path) -> Result<u8> {
+    let loaded = load(args)?;
+    let path = args.scenario.as_ref().context("a scenario file is needed")?;
+    let scenario_dir = std::path::absolute(path)?
+        .parent()
+        .map_or_else(|| std::path::PathBuf::from("/"), std::path::Path::to_path_buf);
+    let results = std::path::absolute(dir.join("results"))?;
+    let places =
+        Places { scenario_dir: &scenario_dir, out: &results, resume: false, ssh_config: None };
+    let options = execute::k8s::K8sOptions {
+        image: args.image.as_deref().context("--k8s needs --image")?,
+        namespace: args.namespace.as_deref(),
+    };
+    execute::k8s::write(&loaded, &places, &workload::InProcess, &options, dir)?;
+    crate::output::write_stdout(
+        format!(
+            "wrote the manifests of {} runs into {d}; {d}/run.sh applies them in order (kubectl)\n",
+            loaded.plan.runs.len(),
+            d = dir.display()
+        )
+        .as_bytes(),
+    )?;
+    Ok(exit::OK)
 }
 
 /// `--ansible DIR`: the study as a playbook and inventory, for ssh hosts.
