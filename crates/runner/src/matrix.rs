@@ -147,8 +147,13 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, String> {
 }
 
 /// The swept conditions of the scenario's paths, each with its label: `KEY` for
-/// `[network]`'s, `LINK.KEY` for a `[[link]]`'s.
+/// `[network]`'s, `LINK.KEY` for a `[[link]]`'s (none when the hosts are this machine).
 pub fn path_sweeps(s: &Scenario) -> Vec<(String, &Vec<toml::Value>)> {
+    // On hosts that are this machine the links are not emulated: sweeping them would run the
+    // same cell again under another name.
+    if s.hosts_mode() == crate::scenario::HostsMode::Local {
+        return Vec::new();
+    }
     fn arrays(c: &BTreeMap<String, toml::Value>) -> Vec<(String, &Vec<toml::Value>)> {
         c.iter()
             .filter_map(|(k, v)| match v {

@@ -16,6 +16,7 @@ use std::path::{Path, PathBuf};
 use std::sync::Mutex;
 
 use serde_json::Value;
+use wirespeed_runner::scenario::HostsMode;
 
 /// One example at a time, under `cargo test` too: each one loads both cores.
 static ALONE: Mutex<()> = Mutex::new(());
@@ -40,10 +41,15 @@ const WORKLOAD_KINDS: &[&str] =
 /// Runs `name` with `--smoke`; checks the listing, the exit code, and that each cell finished
 /// or was skipped as its programs say. Returns the summary's cells and the output directory.
 fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
+    smoke_on(name, None)
+}
+
+/// [`smoke`], with the scenario's hosts made `hosts` (`--hosts`).
+fn smoke_on(name: &str, hosts: Option<HostsMode>) -> (Vec<Value>, tempfile::TempDir) {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let path = example(name);
     let text = std::fs::read_to_string(&path).unwrap();
-    let mut loaded = wirespeed_runner::parse(name, &text, WORKLOAD_KINDS).unwrap();
+    let mut loaded = wirespeed_runner::parse_placed(name, &text, WORKLOAD_KINDS, hosts).unwrap();
     assert!(!loaded.plan.systems.is_empty() && !loaded.plan.runs.is_empty(), "{name}");
 
     let listed = common::client(&["bench", path.to_str().unwrap(), "--list"]);
@@ -56,14 +62,18 @@ fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
     // The cells --smoke keeps (its lengths change no cell).
     loaded.smoke(|_| None);
     let dir = tempfile::tempdir().unwrap();
-    let out = common::client(&[
+    let mut args = vec![
         "bench",
         path.to_str().unwrap(),
         "--smoke",
         "--no-save",
         "--out",
         dir.path().to_str().unwrap(),
-    ]);
+    ];
+    if let Some(h) = hosts {
+        args.extend(["--hosts", h.name()]);
+    }
+    let out = common::client(&args);
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -172,6 +182,31 @@ fn examples_dns_servers() {
     let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(md.contains("## qps: Queries/s as % of bind9 by clients"), "{md}");
     assert!(md.contains("## qps: Queries/s as % of fastest by clients"), "{md}");
+}
+
+#[test]
+fn examples_dns_servers_across_netns_hosts() {
+    if let Err(e) = wirespeed_netlab::privilege::check() {
+        skip::missing(&e.to_string(), "run as root");
+        return;
+    }
+    let (cells, dir) = smoke_on("dns-servers.toml", Some(HostsMode::Netns));
+    assert_eq!(cells.len(), 7 * 3 * 2, "seven servers, three client counts, two links");
+    // Every run's report keeps both directions of its link, as the cell asked.
+    let runs: Vec<_> =
+        std::fs::read_dir(dir.path().join("runs")).unwrap().map(|e| e.unwrap().path()).collect();
+    let mut checked = 0;
+    for run in runs {
+        let Ok(text) = std::fs::read_to_string(run.join("report.json")) else { continue };
+        let report: Value = serde_json::from_str(&text).unwrap();
+        let links = report["meta"]["links"].as_array().unwrap();
+        assert_eq!(links.len(), 2, "{}", run.display());
+        let delayed = run.to_string_lossy().contains("delay=0.1ms");
+        let delay = links[0]["conditions"]["delay_ns"].as_u64().unwrap_or(0);
+        assert_eq!(delay, if delayed { 100_000 } else { 0 }, "{}", run.display());
+        checked += 1;
+    }
+    assert!(checked >= 2 * 3, "{checked} runs");
 }
 
 #[test]

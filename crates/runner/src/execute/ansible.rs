@@ -152,7 +152,10 @@ fn play(
         let program = PathBuf::from(&ssh[host].program);
         let (argv, port) = fixture_command(f, &program, places.out).map_err(anyhow::Error::msg)?;
         let ip = placement.addrs.get(host).cloned().unwrap_or_default();
-        placed.insert(f.name.clone(), FixtureAt { host: ip, port });
+        // A DNS fixture's zone is copied beside it (below), where its host's processes read it.
+        let zone = (f.kind == crate::scenario::FixtureKind::Dns)
+            .then(|| remote.join(format!("fixture-{}.zone", f.name)).display().to_string());
+        placed.insert(f.name.clone(), FixtureAt { host: ip, port, zone });
         let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
         let role = format!("fixture-{}", f.name);
         roles.push(Started {

@@ -186,17 +186,23 @@ fn run_objects(
         let host_name = host.clone().unwrap_or_else(|| "fixtures".into());
         let (mut argv, port) =
             fixture_command(f, Path::new("wirespeed"), places.out).map_err(anyhow::Error::msg)?;
+        let mut zone = None;
         if f.kind == FixtureKind::Dns {
-            let zone = argv.last().cloned().unwrap_or_default();
+            let local = argv.last().cloned().unwrap_or_default();
             let key = format!("fixture-{}.zone", label(&f.name, 40));
-            config
-                .insert(key.clone(), std::fs::read_to_string(&zone).with_context(|| zone.clone())?);
+            config.insert(
+                key.clone(),
+                std::fs::read_to_string(&local).with_context(|| local.clone())?,
+            );
+            // In the ConfigMap every Pod of the run mounts.
+            let there = files_dir.join(&key).display().to_string();
             if let Some(last) = argv.last_mut() {
-                *last = files_dir.join(&key).display().to_string();
+                last.clone_from(&there);
             }
+            zone = Some(there);
         }
         let svc = addrs.get(&host_name).cloned().unwrap_or_else(|| service(&host_name));
-        placed.insert(f.name.clone(), FixtureAt { host: svc, port });
+        placed.insert(f.name.clone(), FixtureAt { host: svc, port, zone });
         ports.entry(host_name.clone()).or_default().push(port);
         let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
         pods.push((

@@ -282,7 +282,8 @@ impl<'a> Placement<'a> {
                 }
             }
             let ip = self.addrs.get(host.unwrap_or_default()).cloned().unwrap_or_default();
-            let addr = FixtureAt { host: ip, port };
+            let zone = (f.kind == FixtureKind::Dns).then(|| argv.last().cloned()).flatten();
+            let addr = FixtureAt { host: ip, port, zone };
             let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
             let role = format!("fixture-{}", f.name);
             started.push(self.start(&role, host, &argv, &BTreeMap::new(), dir, Some(ready))?);

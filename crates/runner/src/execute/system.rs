@@ -22,12 +22,14 @@ pub(crate) struct FixtureAt {
     pub(crate) host: String,
     /// The port.
     pub(crate) port: u16,
+    /// A DNS fixture's zone file, where the processes of its host read it.
+    pub(crate) zone: Option<String>,
 }
 
 impl FixtureAt {
     /// At a socket address.
     pub(crate) fn of(a: &SocketAddr) -> Self {
-        Self { host: a.ip().to_string(), port: a.port() }
+        Self { host: a.ip().to_string(), port: a.port(), zone: None }
     }
 
     /// `HOST:PORT` (an IPv6 address in brackets).
@@ -103,9 +105,11 @@ impl<'a> Bindings<'a> {
             Placeholder::Fixture(f, FixturePart::Addr) => fixture(f).map(|a| a.addr()),
             Placeholder::Fixture(f, FixturePart::Port) => fixture(f).map(|a| a.port.to_string()),
             Placeholder::Fixture(f, FixturePart::Host) => fixture(f).map(|a| a.host),
-            Placeholder::Fixture(f, FixturePart::Zone) => {
-                self.fixtures.zones.get(f).map(|p| p.display().to_string())
-            }
+            Placeholder::Fixture(f, FixturePart::Zone) => self
+                .placed
+                .get(f)
+                .and_then(|a| a.zone.clone())
+                .or_else(|| self.fixtures.zones.get(f).map(|p| p.display().to_string())),
             Placeholder::ScenarioDir => Some(self.scenario_dir.display().to_string()),
             Placeholder::RunDir => Some(self.dir.display().to_string()),
             Placeholder::HostAddr(h) => self.hosts.get(h).cloned(),
