@@ -105,9 +105,9 @@ fn words(parts: &[&str]) -> Vec<String> {
 /// The `tc` commands (each the words after `tc -n NS`) that give `dev`'s egress the
 /// conditions `c` of its direction, under `backend`; none for a clear direction.
 pub fn egress(dev: &str, c: &Conditions, backend: Backend) -> Vec<Vec<String>> {
-    // A veth's packets carry a 14-byte Ethernet header the rate must not count; a TUN's
-    // carry none.
-    let overhead = if backend.tun() { "0" } else { "-14" };
+    // A veth's packets carry a 14-byte Ethernet header the rate must not count (a size table
+    // takes it off); a TUN's carry none, and need no table (tc refuses one of overhead 0).
+    let stab: &[&str] = if backend.tun() { &[] } else { &["stab", "overhead", "-14"] };
     let tbf = |parent: &[&str], rate: u64| {
         let mut w = words(&["qdisc", "add", "dev", dev]);
         w.extend(words(parent));
@@ -119,7 +119,8 @@ pub fn egress(dev: &str, c: &Conditions, backend: Backend) -> Vec<Vec<String>> {
     match backend {
         Backend::Netem if !c.is_clear() => {
             let mut netem = words(&["qdisc", "add", "dev", dev, "root", "handle", "1:"]);
-            netem.extend(words(&["stab", "overhead", overhead, "netem", "limit", "100000"]));
+            netem.extend(words(stab));
+            netem.extend(words(&["netem", "limit", "100000"]));
             if c.delay_ns > 0 || c.jitter_ns > 0 {
                 netem.extend(words(&["delay", &format!("{}us", c.delay_ns / 1000)]));
                 if c.jitter_ns > 0 {
@@ -144,7 +145,11 @@ pub fn egress(dev: &str, c: &Conditions, backend: Backend) -> Vec<Vec<String>> {
         }
         Backend::Netem => Vec::new(),
         Backend::Kernel | Backend::DelayLine => match c.rate_bps {
-            Some(rate) => vec![tbf(&["root", "handle", "1:", "stab", "overhead", overhead], rate)],
+            Some(rate) => {
+                let mut root = vec!["root", "handle", "1:"];
+                root.extend_from_slice(stab);
+                vec![tbf(&root, rate)]
+            }
             None => Vec::new(),
         },
     }
@@ -221,7 +226,7 @@ mod tests {
         );
         assert_eq!(
             line(&egress("to-b", &c, Backend::DelayLine)[0]),
-            "qdisc add dev to-b root handle 1: stab overhead 0 tbf rate 100000000bit burst 12500 limit 65536"
+            "qdisc add dev to-b root handle 1: tbf rate 100000000bit burst 12500 limit 65536"
         );
         let n = cond(&[("delay", "20ms"), ("jitter", "1ms"), ("loss", "0.5%"), ("rate", "10M")]);
         assert_eq!(

@@ -145,10 +145,30 @@ fn a_spec_that_cannot_be_built_is_refused_before_anything_is_made() {
     assert!(made.is_empty(), "nothing was made: {made:?}");
 }
 
-/// Sends `count` datagrams from `from` to `to` (paced so no socket buffer overflows) while a
-/// thread takes them in; what arrived, as sequence numbers in arrival order.
+/// Gives `socket` a receive buffer of 16 MiB (SO_RCVBUFFORCE: these tests run as root), so a
+/// receiving thread that a busy machine leaves waiting drops nothing.
+fn deep_buffer(socket: &UdpSocket) {
+    use std::os::fd::AsRawFd;
+    let size: libc::c_int = 16 << 20;
+    // SAFETY: setsockopt with a pointer to a live c_int and its size.
+    let rc = unsafe {
+        libc::setsockopt(
+            socket.as_raw_fd(),
+            libc::SOL_SOCKET,
+            libc::SO_RCVBUFFORCE,
+            (&size as *const libc::c_int).cast(),
+            size_of::<libc::c_int>() as libc::socklen_t,
+        )
+    };
+    assert_eq!(rc, 0, "SO_RCVBUFFORCE: {}", std::io::Error::last_os_error());
+}
+
+/// Sends `count` datagrams from `from` to `to` (paced, into a deep receive buffer, so none is
+/// lost on the way into the receiver) while a thread takes them in; what arrived, as sequence
+/// numbers in arrival order.
 fn stream(from: &UdpSocket, to: &UdpSocket, count: u32) -> Vec<u32> {
     let target = to.local_addr().unwrap();
+    deep_buffer(to);
     to.set_read_timeout(Some(Duration::from_millis(500))).unwrap();
     std::thread::scope(|s| {
         let receiver = s.spawn(|| {
@@ -164,9 +184,9 @@ fn stream(from: &UdpSocket, to: &UdpSocket, count: u32) -> Vec<u32> {
         let started = Instant::now();
         for i in 0..count {
             from.send_to(&i.to_be_bytes(), target).unwrap();
-            if i % 200 == 199 {
-                // About 100k datagrams a second at most.
-                let due = Duration::from_micros(u64::from(i) * 10);
+            if i % 100 == 99 {
+                // About 20k datagrams a second at most.
+                let due = Duration::from_micros(u64::from(i) * 50);
                 if let Some(wait) = due.checked_sub(started.elapsed()) {
                     std::thread::sleep(wait);
                 }
@@ -315,4 +335,31 @@ fn netem_carries_the_same_conditions_where_the_kernel_has_it() {
     assert_eq!(record[0].carried_by, "netem");
     let share = 1.0 - got.len() as f64 / 10_000.0;
     assert!((0.035..0.065).contains(&share), "5% asked, {share} lost");
+}
+
+#[test]
+fn a_rate_limits_a_delay_line_link_too() {
+    // Regression: tc refused the rate limiter's size table on a TUN device (overhead 0).
+    let Some(can) = abilities() else { return };
+    let lab = Lab::build_with(
+        &spec(
+            &["a", "b"],
+            vec![link(
+                "a",
+                "b",
+                conditions(&[("delay", "1ms"), ("rate", "10Mbit")]),
+                Conditions::default(),
+            )],
+        ),
+        without_netem(can),
+    )
+    .unwrap();
+    let ns = lab.host("a").unwrap().namespace.name().to_string();
+    let out = std::process::Command::new("tc")
+        .args(["-n", &ns, "qdisc", "show", "dev", "to-b"])
+        .output()
+        .unwrap();
+    let shown = String::from_utf8_lossy(&out.stdout);
+    assert!(shown.contains("tbf") && shown.contains("rate 10Mbit"), "{shown}");
+    assert_eq!(lab.record()[0].carried_by, "tbf, nftables and the user-space delay line");
 }

@@ -73,7 +73,19 @@ fn smoke_on(name: &str, hosts: Option<HostsMode>) -> (Vec<Value>, tempfile::Temp
     if let Some(h) = hosts {
         args.extend(["--hosts", h.name()]);
     }
-    let out = common::client(&args);
+    // Examples that run wirespeed's own server find this build first on PATH.
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    let path_var = std::env::join_paths(
+        std::iter::once(bin_dir.to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let out = std::process::Command::new(common::BIN)
+        .args(&args)
+        .env("NO_COLOR", "1")
+        .env("PATH", path_var)
+        .output()
+        .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert_eq!(
         out.status.code(),
@@ -210,6 +222,29 @@ fn examples_dns_servers_across_netns_hosts() {
 }
 
 #[test]
+fn examples_ethr_hosts_on_one_machine_and_across_netns_hosts() {
+    let (cells, _dir) = smoke("ethr-hosts.toml");
+    assert_eq!(cells.len(), 7, "seven tests, one system");
+    if let Err(e) = wirespeed_netlab::privilege::check() {
+        skip::missing(&e.to_string(), "run as root");
+        return;
+    }
+    let (cells, dir) = smoke_on("ethr-hosts.toml", Some(HostsMode::Netns));
+    assert_eq!(cells.len(), 7);
+    // Through the 1 Gbit/s link, a TCP stream carries at most its payload's share of it.
+    let report: Value = serde_json::from_str(
+        &std::fs::read_to_string(
+            dir.path().join("runs/wirespeed_tcp-bandwidth_parallel=1__r1/report.json"),
+        )
+        .unwrap(),
+    )
+    .unwrap();
+    let bps = report["summary"]["received_bps"].as_f64().unwrap();
+    assert!(bps > 0.0 && bps <= 1e9 * 1448.0 / 1500.0 * 1.02, "{bps}");
+    assert_eq!(report["meta"]["links"][0]["conditions"]["rate_bps"], 1_000_000_000u64);
+}
+
+#[test]
 fn examples_gost_and_frp_run_every_cell() {
     for name in ["gost-transports.toml", "gost-http.toml", "frp-transports.toml", "frp-http.toml"] {
         let (cells, _dir) = smoke(name);
@@ -248,6 +283,7 @@ fn every_example_is_exercised_here() {
         names,
         [
             "dns-servers.toml",
+            "ethr-hosts.toml",
             "frp-http.toml",
             "frp-transports.toml",
             "gost-http.toml",
