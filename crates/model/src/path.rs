@@ -237,38 +237,28 @@ fn percent(share: f64) -> String {
     format!("{}%", text.trim_end_matches('0').trim_end_matches('.'))
 }
 
+/// `value` in the largest of `units` (each `(size, name)`, largest first) it reaches, with as
+/// few decimals as it needs (`20ms`, `1.5Gbit/s`, `64KiB`); the last unit when it reaches none.
+fn shortest(value: u64, units: &[(u64, &str)]) -> String {
+    let (size, unit) =
+        units.iter().find(|(size, _)| value >= *size).copied().unwrap_or(units[units.len() - 1]);
+    let text = format!("{:.3}", value as f64 / size as f64);
+    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+}
+
 /// A duration in nanoseconds as the shortest plain text (`20ms`, `200us`, `1.5s`).
 fn duration_text(ns: u64) -> String {
-    let (value, unit) = match ns {
-        n if n >= 1_000_000_000 => (n as f64 / 1e9, "s"),
-        n if n >= 1_000_000 => (n as f64 / 1e6, "ms"),
-        n => (n as f64 / 1e3, "us"),
-    };
-    let text = format!("{value:.3}");
-    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+    shortest(ns, &[(1_000_000_000, "s"), (1_000_000, "ms"), (1_000, "us")])
 }
 
 /// A rate as the shortest plain text (`100Mbit/s`, `1.5Gbit/s`).
 fn rate_text(bps: u64) -> String {
-    let (value, unit) = match bps {
-        b if b >= 1_000_000_000 => (b as f64 / 1e9, "Gbit/s"),
-        b if b >= 1_000_000 => (b as f64 / 1e6, "Mbit/s"),
-        b => (b as f64 / 1e3, "kbit/s"),
-    };
-    let text = format!("{value:.3}");
-    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+    shortest(bps, &[(1_000_000_000, "Gbit/s"), (1_000_000, "Mbit/s"), (1_000, "kbit/s")])
 }
 
 /// A size as the shortest plain text in binary units (`64KiB`, `1.5MiB`, `1600B`).
 fn size_text(bytes: u64) -> String {
-    let (value, unit) = match bytes {
-        b if b >= 1 << 30 => (b as f64 / (1u64 << 30) as f64, "GiB"),
-        b if b >= 1 << 20 => (b as f64 / (1u64 << 20) as f64, "MiB"),
-        b if b >= 1 << 10 => (b as f64 / 1024.0, "KiB"),
-        b => (b as f64, "B"),
-    };
-    let text = format!("{value:.3}");
-    format!("{}{unit}", text.trim_end_matches('0').trim_end_matches('.'))
+    shortest(bytes, &[(1 << 30, "GiB"), (1 << 20, "MiB"), (1 << 10, "KiB"), (1, "B")])
 }
 
 impl fmt::Display for Conditions {

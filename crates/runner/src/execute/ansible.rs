@@ -175,25 +175,11 @@ fn play(
     .map_err(anyhow::Error::msg)?;
     for p in &system.process {
         let host = p.host.clone().unwrap_or_default();
-        let mut env = system.env.clone();
-        env.extend(p.env.clone());
-        let env = env
-            .into_iter()
-            .map(|(k, v)| Ok((k, b.render(&v)?)))
-            .collect::<Result<BTreeMap<_, _>, String>>()
-            .map_err(anyhow::Error::msg)?;
-        let argv = crate::words::split(&b.render(&p.cmd).map_err(anyhow::Error::msg)?)
-            .map_err(anyhow::Error::msg)?;
-        let ready = p
-            .ready
-            .as_ref()
-            .map(|r| system::rendered_ready(r, &b))
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
+        let r = system::rendered_process(system, p, &b).map_err(anyhow::Error::msg)?;
         roles.push(Started {
             label: format!("{}@{host}", p.role),
             host,
-            spec: role_spec(&p.role, argv, env, ready),
+            spec: role_spec(&p.role, r.argv, r.env, r.ready),
         });
     }
     let mut block = vec![json!({

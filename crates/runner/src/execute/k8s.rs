@@ -28,7 +28,7 @@ use crate::Loaded;
 const FILES: &str = "/run/wirespeed";
 
 /// `text` as an RFC 1123 label of at most `max` characters.
-fn label(text: &str, max: usize) -> String {
+pub fn label(text: &str, max: usize) -> String {
     let mapped: String = text
         .to_ascii_lowercase()
         .chars()
@@ -235,22 +235,8 @@ fn run_objects(
             .clone()
             .or_else(|| s.host.first().map(|h| h.name.clone()))
             .unwrap_or_else(|| "system".into());
-        let mut env = system.env.clone();
-        env.extend(p.env.clone());
-        let env = env
-            .into_iter()
-            .map(|(k, v)| Ok((k, b.render(&v)?)))
-            .collect::<Result<BTreeMap<_, _>, String>>()
-            .map_err(anyhow::Error::msg)?;
-        let argv = crate::words::split(&b.render(&p.cmd).map_err(anyhow::Error::msg)?)
-            .map_err(anyhow::Error::msg)?;
-        let ready = p
-            .ready
-            .as_ref()
-            .map(|r| system::rendered_ready(r, &b))
-            .transpose()
-            .map_err(anyhow::Error::msg)?;
-        pods.push((p.role.clone(), host, argv, env, ready, image.clone()));
+        let r = system::rendered_process(system, p, &b).map_err(anyhow::Error::msg)?;
+        pods.push((p.role.clone(), host, r.argv, r.env, r.ready, image.clone()));
     }
     for port in b.ports() {
         for (_, host, ..) in &pods {

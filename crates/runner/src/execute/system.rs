@@ -10,7 +10,7 @@ use super::dir_name;
 use super::fixtures::Fixtures;
 use super::placement::{Placement, RoleProcess};
 use crate::process;
-use crate::scenario::{OneOrMore, Ready, System};
+use crate::scenario::{OneOrMore, Process, Ready, System};
 use crate::template::{self, FixturePart, Placeholder};
 use crate::words;
 
@@ -132,6 +132,33 @@ pub(crate) fn missing_program(requires: &[String], b: &Bindings<'_>) -> Option<S
     })
 }
 
+/// A process of a system with its templates filled in: its words, environment and probe.
+pub(crate) struct RenderedProcess {
+    /// The command line, split into words.
+    pub(crate) argv: Vec<String>,
+    /// The system's environment and its own.
+    pub(crate) env: BTreeMap<String, String>,
+    /// Its readiness probe.
+    pub(crate) ready: Option<Ready>,
+}
+
+/// `p` of `system` rendered with `b`.
+pub(crate) fn rendered_process(
+    system: &System,
+    p: &Process,
+    b: &Bindings<'_>,
+) -> Result<RenderedProcess, String> {
+    let mut env = system.env.clone();
+    env.extend(p.env.clone());
+    let env = env
+        .into_iter()
+        .map(|(k, v)| Ok((k, b.render(&v)?)))
+        .collect::<Result<BTreeMap<_, _>, String>>()?;
+    let argv = words::split(&b.render(&p.cmd)?)?;
+    let ready = p.ready.as_ref().map(|r| rendered_ready(r, b)).transpose()?;
+    Ok(RenderedProcess { argv, env, ready })
+}
+
 /// The system's config files rendered, each with its path (on the hosts that run its
 /// processes).
 pub(crate) fn rendered_files(
@@ -180,17 +207,9 @@ pub(crate) fn start_processes(
 ) -> Result<Vec<RoleProcess>, String> {
     let mut started = Vec::new();
     for p in &system.process {
-        let launched = (|| {
-            let mut env = system.env.clone();
-            env.extend(p.env.clone());
-            let env = env
-                .into_iter()
-                .map(|(k, v)| Ok((k, b.render(&v)?)))
-                .collect::<Result<BTreeMap<_, _>, String>>()?;
-            let argv = words::split(&b.render(&p.cmd)?)?;
-            let ready = p.ready.as_ref().map(|r| rendered_ready(r, b)).transpose()?;
-            placement.start(&p.role, p.host.as_deref(), &argv, &env, logs, ready)
-        })();
+        let launched = rendered_process(system, p, b).and_then(|r| {
+            placement.start(&p.role, p.host.as_deref(), &r.argv, &r.env, logs, r.ready)
+        });
         started.push(launched.map_err(|e| format!("{}: {e}", p.role))?);
     }
     Ok(started)

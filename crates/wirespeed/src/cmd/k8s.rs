@@ -117,18 +117,7 @@ fn is_dns_label(text: &str) -> bool {
 
 /// `text` made an RFC 1123 label of at most `max` characters.
 fn dns_label(text: &str, max: usize) -> String {
-    let mapped: String = text
-        .to_ascii_lowercase()
-        .chars()
-        .map(|c| if c.is_ascii_lowercase() || c.is_ascii_digit() { c } else { '-' })
-        .take(max)
-        .collect();
-    let trimmed = mapped.trim_matches('-');
-    if trimmed.is_empty() {
-        "wirespeed".into()
-    } else {
-        trimmed.into()
-    }
+    wirespeed_runner::execute::k8s::label(text, max)
 }
 
 /// `text` made a label value: at most 63 of letters, digits, '-', '_' and '.', starting and
