@@ -182,6 +182,64 @@ fn bandwidth_through_a_100_mbit_rate_measures_the_rate_less_the_headers() {
 }
 
 #[test]
+fn tcp_over_a_long_path_fills_the_rate_both_ways() {
+    // 100 Mbit/s with 40 ms round trip wants 500 kB in flight: a receiver whose window is held
+    // below that shows here (regression: SO_RCVLOWAT clamped it to 128 KiB, 26 Mbit/s).
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = conditions(&[("rate", "100Mbit"), ("delay", "20ms")]);
+    let Some(lab) = lab(path, path) else { return };
+    let _server = start_server(&lab, BIN, &["server", "-p", "5201"]);
+    let expected = 100e6 * 1448.0 / 1500.0;
+    let mut figures = Vec::new();
+    for reverse in [false, true] {
+        let mut args = vec!["-t", "6", "-O", "2"];
+        if reverse {
+            args.push("-R");
+        }
+        let report = wirespeed(&lab, "bandwidth", &args);
+        let bps = report["summary"]["received_bps"].as_f64().unwrap();
+        assert!(
+            bps >= 0.9 * expected && bps <= 1.02 * expected,
+            "reverse {reverse}: {bps} bit/s against {expected}"
+        );
+        figures.push(bps);
+    }
+    drop(_server);
+    let stock = stock_iperf3(&lab, &["-t", "6", "-O", "2"]);
+    let stock_bps = stock["end"]["sum_received"]["bits_per_second"].as_f64().unwrap_or(0.0);
+    note(format!(
+        "100 Mbit/s, 20 ms each way: TCP upload {:.2} Mbit/s, download {:.2}, iperf3 upload {:.2}, payload share {:.2}",
+        figures[0] / 1e6,
+        figures[1] / 1e6,
+        stock_bps / 1e6,
+        expected / 1e6
+    ));
+}
+
+#[test]
+fn a_test_whose_buffers_take_seconds_to_drain_ends_with_every_byte() {
+    // A 16 MB window at 20 Mbit/s: when the sender stops, its buffer still holds about seven
+    // seconds of data, which arrives at the path's rate (regression: both ends gave the streams
+    // a fixed five seconds and aborted the test, whichever way it ran).
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let path = conditions(&[("rate", "20Mbit")]);
+    let Some(lab) = lab(path, path) else { return };
+    let _server = start_server(&lab, BIN, &["server", "-p", "5201"]);
+    for reverse in [false, true] {
+        let mut args = vec!["-t", "2", "-w", "16M"];
+        if reverse {
+            args.push("-R");
+        }
+        let report = wirespeed(&lab, "bandwidth", &args);
+        let summary = &report["summary"];
+        let sent = summary["sent_bytes"].as_u64().unwrap();
+        let received = summary["received_bytes"].as_u64().unwrap();
+        assert!(sent > 8_000_000, "reverse {reverse}: only {sent} bytes sent");
+        assert_eq!(received, sent, "reverse {reverse}: every byte sent arrives");
+    }
+}
+
+#[test]
 fn latency_through_20_ms_each_way_has_a_40_ms_round_trip_over_tcp_and_udp() {
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let delay = conditions(&[("delay", "20ms")]);

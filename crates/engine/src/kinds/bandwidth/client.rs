@@ -22,7 +22,7 @@ use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
-use super::workers::{self, Role, Side};
+use super::workers::{self, Finishing, Role, Side};
 use crate::error::ClientError;
 use crate::net::framed::Framed;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
@@ -30,8 +30,9 @@ use crate::net::streams::{open_tcp, open_udp};
 use crate::run::intervals::Tick;
 use crate::server::ctx::Attached;
 
-/// How long to wait for the server's results after `Stop`.
-const RESULTS_TIMEOUT: Duration = Duration::from_secs(15);
+/// How long to wait for the server's results after `Stop`: the server may spend up to
+/// [`workers::FINISH_LIMIT`] letting its receivers drain a slow path, and then answers.
+const RESULTS_TIMEOUT: Duration = workers::FINISH_LIMIT.saturating_add(Duration::from_secs(15));
 
 /// Everything a bandwidth client needs.
 #[derive(Debug, Clone)]
@@ -177,12 +178,10 @@ async fn stop(
     })??;
     // The server has stopped sending by now: TCP receivers see EOF, UDP receivers drain.
     side.drain();
-    let finished = tokio::time::timeout(Duration::from_secs(5), async {
-        side.wait_role(Role::Send).await;
-        side.wait_role(Role::Recv).await;
-    })
-    .await;
-    if finished.is_err() {
+    let mut finishing = Finishing::new();
+    let finished = side.finish_role(Role::Send, &mut finishing).await
+        && side.finish_role(Role::Recv, &mut finishing).await;
+    if !finished {
         return Err(ClientError::Stream(
             "local data streams did not finish after the server's results".into(),
         ));

@@ -18,7 +18,7 @@ use wirespeed_proto::control::{
 };
 use wirespeed_proto::datagram::Wire;
 
-use super::workers::{self, Role, Side};
+use super::workers::{self, Finishing, Role, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
 use crate::run::intervals::{Clock, Ending, Tick, Timers};
@@ -30,8 +30,6 @@ use crate::server::ctx::Ctx;
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
 /// Grace after a time-based test's end before the server gives up on the client's `Stop`.
 const STOP_GRACE: Duration = Duration::from_secs(15);
-/// How long stream ends may take to finish after `Stop`.
-const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
 
 /// Runs an accepted-to-be bandwidth test: validates and limits the spec, registers the session,
 /// collects the streams and runs them.
@@ -270,13 +268,12 @@ async fn finish(
     at_omit: Vec<StreamTotals>,
 ) -> Result<ServerResults, Ended> {
     side.stop_sending();
-    let finished = tokio::time::timeout(FINISH_TIMEOUT, async {
-        side.wait_role(Role::Send).await;
+    let mut finishing = Finishing::new();
+    let finished = side.finish_role(Role::Send, &mut finishing).await && {
         side.drain();
-        side.wait_role(Role::Recv).await;
-    })
-    .await;
-    if finished.is_err() {
+        side.finish_role(Role::Recv, &mut finishing).await
+    };
+    if !finished {
         return Err(abort("the data streams did not finish after stop"));
     }
     if let Some(err) = side.first_error() {

@@ -43,6 +43,43 @@ const TCP_READ_BUF: usize = 256 * 1024;
 /// tenfold on loopback and raised single-stream throughput by about a fifth on two cores.
 const TCP_WAKE_BYTES: u32 = 128 * 1024;
 
+/// How long stream ends may go without moving a byte while they finish after `Stop`. What is
+/// still queued when the senders stop (socket buffers, a relay's buffers, a bottleneck's queue)
+/// drains at the path's rate: seconds on a slow path behind a relay (regression: a fixed five
+/// seconds aborted a 1-second test through a tcp forward on a 30 ms, 100 Mbit/s path), so
+/// only a stall, or [`FINISH_LIMIT`], ends the wait.
+pub(crate) const FINISH_STALL: Duration = Duration::from_secs(5);
+/// The longest the stream ends may take to finish after `Stop`, moving or not.
+pub(crate) const FINISH_LIMIT: Duration = Duration::from_secs(60);
+/// How often finishing looks at the byte counts.
+const FINISH_LOOK: Duration = Duration::from_millis(250);
+
+/// The watch over one side's finishing: when it began, and when a byte last moved.
+#[derive(Debug)]
+pub(crate) struct Finishing {
+    began: Instant,
+    moved: u64,
+    moved_at: Instant,
+}
+
+impl Finishing {
+    pub(crate) fn new() -> Self {
+        let now = Instant::now();
+        Self { began: now, moved: 0, moved_at: now }
+    }
+
+    /// Takes the side's byte count; false once nothing moved for [`FINISH_STALL`] or the
+    /// finishing has lasted [`FINISH_LIMIT`].
+    fn still_moving(&mut self, moved: u64) -> bool {
+        let now = Instant::now();
+        if moved != self.moved {
+            self.moved = moved;
+            self.moved_at = now;
+        }
+        now - self.moved_at < FINISH_STALL && now - self.began < FINISH_LIMIT
+    }
+}
+
 /// State shared between one side's control task and its data threads.
 #[derive(Debug)]
 pub(crate) struct Shared {
@@ -274,6 +311,26 @@ impl Side {
         }
     }
 
+    /// Bytes every end has counted so far, both ways: how finishing ends see progress.
+    fn moved(&self) -> u64 {
+        self.ends.iter().map(|e| e.counters.snapshot().bytes).sum()
+    }
+
+    /// Waits until every end with `role` has finished, as long as `finishing` allows: false
+    /// when the ends stopped moving data or took too long in all.
+    pub(crate) async fn finish_role(&mut self, role: Role, finishing: &mut Finishing) -> bool {
+        loop {
+            match tokio::time::timeout(FINISH_LOOK, self.wait_role(role)).await {
+                Ok(()) => return true,
+                Err(_) => {
+                    if !finishing.still_moving(self.moved()) {
+                        return false;
+                    }
+                }
+            }
+        }
+    }
+
     /// Sum of CPU time the workers that ended used: (user, system) nanoseconds.
     pub(crate) fn cpu_ns(&self) -> (u64, u64) {
         self.done.iter().fold((0, 0), |(u, s), d| (u + d.cpu_user_ns, s + d.cpu_system_ns))
@@ -448,21 +505,26 @@ impl Job {
         // Only when nothing caps the rate or the window: a paced stream should be counted as it
         // arrives, and a fixed small buffer might never hold the low-water mark (the read then
         // waits for the POLL timeout). EOF and the timeout still return whatever is queued.
-        if self.spec.bitrate_bps == 0 && self.spec.window.is_none() {
-            let _ = sys::set_int(
-                self.socket.as_raw_fd(),
-                libc::SOL_SOCKET,
-                libc::SO_RCVLOWAT,
-                TCP_WAKE_BYTES as libc::c_int,
-            );
-        }
-        let mut buf = PageBuf::zeroed(TCP_READ_BUF);
         let fd = self.socket.as_raw_fd();
+        let wake = if self.spec.bitrate_bps == 0 && self.spec.window.is_none() {
+            TCP_WAKE_BYTES
+        } else {
+            0
+        };
+        // The mark starts as high as the buffer allows and follows it up as autotuning grows it
+        // (see `raise_rcvlowat` for why it must not go higher), looked at every few reads.
+        let mut mark = sys::raise_rcvlowat(fd, wake, 0);
+        let mut reads: u32 = 0;
+        let mut buf = PageBuf::zeroed(TCP_READ_BUF);
         let quick_ack = self.spec.window.is_some();
         loop {
             match (&*self.socket).read(&mut buf) {
                 Ok(0) => return Ok(()),
                 Ok(n) => {
+                    reads = reads.wrapping_add(1);
+                    if mark < wake && reads.is_multiple_of(16) {
+                        mark = sys::raise_rcvlowat(fd, wake, mark);
+                    }
                     self.counters.add(n as u64, 0);
                     self.counters.touch(self.shared.now_ns());
                     if quick_ack {
