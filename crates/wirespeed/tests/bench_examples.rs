@@ -252,6 +252,60 @@ fn examples_gost_and_frp_run_every_cell() {
     }
 }
 
+/// The links of every run's report under `dir`, with the run's directory name.
+fn run_links(dir: &Path) -> Vec<(String, Vec<Value>)> {
+    let mut out = Vec::new();
+    for entry in std::fs::read_dir(dir.join("runs")).unwrap() {
+        let run = entry.unwrap().path();
+        let Ok(text) = std::fs::read_to_string(run.join("report.json")) else { continue };
+        let report: Value = serde_json::from_str(&text).unwrap();
+        let name = run.file_name().unwrap().to_string_lossy().into_owned();
+        out.push((name, report["meta"]["links"].as_array().unwrap().clone()));
+    }
+    out
+}
+
+#[test]
+fn examples_gost_transports_across_a_lossy_wide_area_path() {
+    if let Err(e) = wirespeed_netlab::privilege::check() {
+        skip::missing(&e.to_string(), "run as root");
+        return;
+    }
+    let (cells, dir) = smoke_on("gost-transports.toml", Some(HostsMode::Netns));
+    assert_eq!(cells.len(), 14 * 3 * 2, "fourteen paths, three tests, two losses");
+    let runs = run_links(dir.path());
+    assert!(runs.len() >= 14 * 3 * 2, "{} runs", runs.len());
+    for (run, links) in runs {
+        assert_eq!(links.len(), 2, "{run}");
+        let lossy = run.contains("loss=0.5");
+        for link in &links {
+            let c = &link["conditions"];
+            assert_eq!((c["delay_ns"].as_u64(), c["rate_bps"].as_u64()), (Some(15_000_000), Some(100_000_000)), "{run}");
+            let loss = c["loss"].as_f64().unwrap_or(0.0);
+            assert!((loss - if lossy { 0.005 } else { 0.0 }).abs() < 1e-9, "{run}: {loss}");
+        }
+    }
+}
+
+#[test]
+fn examples_rathole_vs_frp_under_loss() {
+    let (cells, _dir) = smoke("rathole-vs-frp-loss.toml");
+    assert_eq!(cells.len(), 4 * 4, "four paths, four tests; the loss sweep is not run locally");
+    if let Err(e) = wirespeed_netlab::privilege::check() {
+        skip::missing(&e.to_string(), "run as root");
+        return;
+    }
+    let (cells, dir) = smoke_on("rathole-vs-frp-loss.toml", Some(HostsMode::Netns));
+    assert_eq!(cells.len(), 4 * 4 * 2);
+    for (run, links) in run_links(dir.path()) {
+        let loss = links[0]["conditions"]["loss"].as_f64().unwrap_or(0.0);
+        assert!((loss - if run.contains("loss=1") { 0.01 } else { 0.0 }).abs() < 1e-9, "{run}");
+    }
+    // frp over kcp (UDP) crossed the path in every cell, or was skipped in all for want of frp.
+    let kcp = cells_of(&cells, "frp-kcp");
+    assert!(kcp.iter().all(|c| c["values"][0].is_number()) || kcp.iter().all(|c| c["skipped"] == 1));
+}
+
 #[test]
 fn examples_rathole_vs_frp() {
     let (cells, dir) = smoke("rathole-vs-frp.toml");
@@ -290,6 +344,7 @@ fn every_example_is_exercised_here() {
             "gost-transports.toml",
             "rathole-http.toml",
             "rathole-transports.toml",
+            "rathole-vs-frp-loss.toml",
             "rathole-vs-frp.toml"
         ]
     );
