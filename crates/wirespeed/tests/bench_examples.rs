@@ -280,7 +280,11 @@ fn examples_gost_transports_across_a_lossy_wide_area_path() {
         let lossy = run.contains("loss=0.5");
         for link in &links {
             let c = &link["conditions"];
-            assert_eq!((c["delay_ns"].as_u64(), c["rate_bps"].as_u64()), (Some(15_000_000), Some(100_000_000)), "{run}");
+            assert_eq!(
+                (c["delay_ns"].as_u64(), c["rate_bps"].as_u64()),
+                (Some(15_000_000), Some(100_000_000)),
+                "{run}"
+            );
             let loss = c["loss"].as_f64().unwrap_or(0.0);
             assert!((loss - if lossy { 0.005 } else { 0.0 }).abs() < 1e-9, "{run}: {loss}");
         }
@@ -303,7 +307,9 @@ fn examples_rathole_vs_frp_under_loss() {
     }
     // frp over kcp (UDP) crossed the path in every cell, or was skipped in all for want of frp.
     let kcp = cells_of(&cells, "frp-kcp");
-    assert!(kcp.iter().all(|c| c["values"][0].is_number()) || kcp.iter().all(|c| c["skipped"] == 1));
+    assert!(
+        kcp.iter().all(|c| c["values"][0].is_number()) || kcp.iter().all(|c| c["skipped"] == 1)
+    );
 }
 
 #[test]
