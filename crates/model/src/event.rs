@@ -9,6 +9,7 @@ use crate::kinds::dns::DnsInterval;
 use crate::kinds::http::HttpInterval;
 use crate::kinds::latency::LatencyInterval;
 use crate::kinds::ping::PingProbe;
+use crate::kinds::rpm::RpmInterval;
 use crate::kinds::trace::TraceRound;
 use crate::report::{Meta, Report, ReportBody};
 use crate::spec::TestSpec;
@@ -39,6 +40,8 @@ pub enum Event {
     HttpInterval(HttpInterval),
     /// A DNS load interval is complete.
     DnsInterval(DnsInterval),
+    /// An interval of a responsiveness test's leg is complete.
+    RpmInterval(RpmInterval),
     /// Something the user should know that does not stop the test.
     Notice(String),
     /// The test finished; the full report.
@@ -68,6 +71,9 @@ impl Event {
             }
             ReportBody::Dns(r) => {
                 events.extend(r.intervals.iter().cloned().map(Event::DnsInterval))
+            }
+            ReportBody::Rpm(r) => {
+                events.extend(r.intervals.iter().cloned().map(Event::RpmInterval))
             }
         }
         events.push(Event::End(Box::new(report.clone())));

@@ -57,6 +57,8 @@ crate::named! {
         Http = "http",
         /// DNS load ([`crate::kinds::dns`]).
         Dns = "dns",
+        /// Responsiveness under working conditions ([`crate::kinds::rpm`]).
+        Rpm = "rpm",
     }
 }
 

@@ -170,7 +170,7 @@ impl TestSpec {
                 s.max_qps = s.max_qps.map(per);
                 TestSpec::Dns(Box::new(s))
             }
-            TestSpec::Ping(_) | TestSpec::Trace(_) => {
+            TestSpec::Ping(_) | TestSpec::Trace(_) | TestSpec::Rpm(_) => {
                 return Err(ShareError(format!(
                     "a {} measures a path, not load: it does not run as a member",
                     self.kind()

@@ -21,6 +21,8 @@ pub enum Unit {
     Ratio,
     /// A plain count.
     Count,
+    /// Round trips per minute (responsiveness).
+    Rpm,
 }
 
 impl Unit {
@@ -32,6 +34,7 @@ impl Unit {
             Unit::Nanos => "ns",
             Unit::Ratio => "ratio",
             Unit::Count => "count",
+            Unit::Rpm => "RPM",
         }
     }
 
@@ -42,6 +45,7 @@ impl Unit {
             "ns" => Unit::Nanos,
             "ratio" => Unit::Ratio,
             "count" => Unit::Count,
+            "RPM" => Unit::Rpm,
             other => Unit::PerSecond(Events::from_name(other)?),
         })
     }

@@ -40,6 +40,8 @@ pub enum ReportBody {
     Http(crate::kinds::http::HttpReport),
     /// A DNS load test.
     Dns(crate::kinds::dns::DnsReport),
+    /// A responsiveness (RPM) test.
+    Rpm(crate::kinds::rpm::RpmReport),
 }
 
 impl ReportBody {
@@ -53,6 +55,7 @@ impl ReportBody {
             ReportBody::Trace(r) => r,
             ReportBody::Http(r) => r,
             ReportBody::Dns(r) => r,
+            ReportBody::Rpm(r) => r,
         }
     }
 
@@ -66,6 +69,7 @@ impl ReportBody {
             ReportBody::Trace(r) => TestSpec::Trace(r.spec.clone()),
             ReportBody::Http(r) => TestSpec::Http(Box::new(r.spec.clone())),
             ReportBody::Dns(r) => TestSpec::Dns(Box::new(r.spec.clone())),
+            ReportBody::Rpm(r) => TestSpec::Rpm(Box::new(r.spec.clone())),
         }
     }
 }

@@ -24,6 +24,8 @@ pub enum TestSpec {
     Http(Box<crate::kinds::http::HttpSpec>),
     /// DNS load: queries per second, loss and latency against any DNS server.
     Dns(Box<crate::kinds::dns::DnsSpec>),
+    /// Responsiveness under working conditions (RPM) against an HTTP/2 server.
+    Rpm(Box<crate::kinds::rpm::RpmSpec>),
 }
 
 impl TestSpec {
@@ -37,6 +39,7 @@ impl TestSpec {
             TestSpec::Trace(s) => s,
             TestSpec::Http(s) => s.as_ref(),
             TestSpec::Dns(s) => s.as_ref(),
+            TestSpec::Rpm(s) => s.as_ref(),
         }
     }
 

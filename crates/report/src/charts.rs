@@ -73,6 +73,7 @@ pub fn display_unit(unit: Unit, max: f64) -> (f64, String) {
         }
         Unit::Ratio => (0.01, "%".into()),
         Unit::Count => (1.0, String::new()),
+        Unit::Rpm => (1.0, "RPM".into()),
     }
 }
 

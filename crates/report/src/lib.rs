@@ -224,7 +224,7 @@ mod schema_tests {
     use wirespeed_model::rules::Protocol;
     use wirespeed_model::Report;
 
-    use crate::kinds::{cps, dns, http, latency, ping, trace};
+    use crate::kinds::{cps, dns, http, latency, ping, rpm, trace};
 
     /// One report of every kind (bandwidth both ways and over both transports), as the
     /// renderers' tests build them.
@@ -238,6 +238,7 @@ mod schema_tests {
             trace::tests::report(),
             http::tests::report(),
             dns::tests::report(),
+            rpm::tests::report(),
         ]
     }
 

@@ -59,6 +59,7 @@ pub fn figure(v: f64, unit: Unit) -> String {
         Unit::Nanos => nanos(v),
         Unit::Ratio => percent(v),
         Unit::Count => format!("{v:.0}"),
+        Unit::Rpm => format!("{v:.0} RPM"),
     }
 }
 

@@ -18,6 +18,7 @@ use wirespeed_engine::kinds::http::client::HttpOptions;
 use wirespeed_engine::kinds::http::fixture::{self, FixtureConfig};
 use wirespeed_engine::kinds::latency::client::LatencyOptions;
 use wirespeed_engine::kinds::ping::client::PingOptions;
+use wirespeed_engine::kinds::rpm::{RpmOptions, Urls};
 use wirespeed_engine::kinds::trace::client::TraceOptions;
 use wirespeed_engine::kinds::Client;
 use wirespeed_engine::net::handshake::Endpoint;
@@ -30,6 +31,7 @@ use wirespeed_model::kinds::dns::DnsSpec;
 use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::kinds::ping::{PingMode, PingSpec};
+use wirespeed_model::kinds::rpm::RpmSpec;
 use wirespeed_model::kinds::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::rules::Protocol;
 use wirespeed_proto::dns::zone::Zone;
@@ -195,6 +197,7 @@ fn plan(f: &Fixtures, t: Timing) -> Vec<(&'static str, Result<Client, String>)> 
         ("DNS queries (UDP)", dns(f.dns, t)),
         ("Web download (LibreSpeed)", web(f.web, false, t)),
         ("Web upload (LibreSpeed)", web(f.web, true, t)),
+        ("Responsiveness (RPM)", Ok(responsiveness(f.web, t))),
     ]
 }
 
@@ -270,6 +273,26 @@ fn web(port: u16, upload: bool, t: Timing) -> Result<Client, String> {
     Ok(Client::Http(Box::new(HttpOptions::single(spec, body, VERSION)?)))
 }
 
+/// The responsiveness test against the web speed test's configuration: download then upload,
+/// each leg as long as one test (at least the moving average and one interval more, with
+/// intervals a fifth of it).
+fn responsiveness(port: u16, t: Timing) -> Client {
+    let url = format!("http://127.0.0.1:{port}/.well-known/nq");
+    let mut spec = RpmSpec::new(url.clone());
+    spec.interval_ns = (t.duration_ns / 5).clamp(100_000_000, 1_000_000_000);
+    spec.leg_time_ns = t.duration_ns.max(spec.interval_ns * u64::from(spec.moving_average + 1));
+    Client::Rpm(Box::new(RpmOptions {
+        spec,
+        urls: Urls::Config(url),
+        tls: Default::default(),
+        family: None,
+        bind: None,
+        allow_other_hosts: false,
+        connect_timeout: Duration::from_secs(5),
+        version: VERSION.into(),
+    }))
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -287,6 +310,7 @@ mod tests {
             Client::Trace(_) => "trace",
             Client::Http(_) => "http",
             Client::Dns(_) => "dns",
+            Client::Rpm(_) => "rpm",
         }
     }
 
@@ -301,7 +325,10 @@ mod tests {
         kinds.sort_unstable();
         kinds.dedup();
         // Every kind but iperf3's protocol, which needs a stock iperf3 server.
-        assert_eq!(kinds, ["bandwidth", "cps", "dns", "http", "latency", "ping", "pps", "trace"]);
+        assert_eq!(
+            kinds,
+            ["bandwidth", "cps", "dns", "http", "latency", "ping", "pps", "rpm", "trace"]
+        );
         f.stop().await;
     }
 

@@ -4,6 +4,7 @@
 //! it hands to the connection into the test's meter.
 
 use std::convert::Infallible;
+use std::net::IpAddr;
 use std::pin::Pin;
 use std::sync::Arc;
 use std::task::{Context, Poll};
@@ -12,7 +13,7 @@ use std::time::Instant;
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 
-use crate::limits::StreamSlot;
+use crate::limits::{Limits, StreamSlot};
 use crate::meter::Meter;
 
 /// One MiB: LibreSpeed's chunk.
@@ -39,6 +40,9 @@ pub struct Garbage {
     left: u32,
     next: usize,
     meter: Option<Arc<Meter>>,
+    /// Charged chunk by chunk to this visitor's transfer budget; the body ends early when it
+    /// runs out (the responsiveness test's large object, whose size is not known up front).
+    charged: Option<(Arc<Limits>, IpAddr)>,
     /// Held until the body is done or dropped (the client went away): the per-client cap.
     _slot: StreamSlot,
 }
@@ -51,7 +55,13 @@ impl Garbage {
         meter: Option<Arc<Meter>>,
         slot: StreamSlot,
     ) -> Self {
-        Self { blocks, left: chunks, next: 0, meter, _slot: slot }
+        Self { blocks, left: chunks, next: 0, meter, charged: None, _slot: slot }
+    }
+
+    /// The same download, charged to `(limits, client)` as it is sent rather than up front.
+    pub fn charged(mut self, to: (Arc<Limits>, IpAddr)) -> Self {
+        self.charged = Some(to);
+        self
     }
 }
 
@@ -98,6 +108,14 @@ impl Body for WebBody {
             Self::Garbage(g) => {
                 if g.left == 0 {
                     return Poll::Ready(None);
+                }
+                if let Some((limits, client)) = &g.charged {
+                    if limits.charge(*client, CHUNK as u64, Instant::now()).is_err() {
+                        // Out of budget: the answer stops short of its length, which the
+                        // client sees as a cut transfer.
+                        g.left = 0;
+                        return Poll::Ready(None);
+                    }
                 }
                 g.left -= 1;
                 let chunk = g.blocks[g.next % g.blocks.len()].clone();

@@ -17,6 +17,7 @@ pub mod librespeed;
 pub mod limits;
 pub mod meter;
 pub mod respond;
+pub mod responsiveness;
 pub mod routes;
 pub mod telemetry;
 
@@ -68,6 +69,9 @@ pub struct WebConfig {
     pub store: Option<Arc<Mutex<Store>>>,
     /// This server's name in server lists.
     pub name: String,
+    /// Serve TLS (HTTP/2 and HTTP/1.1 by ALPN) with these settings; `None`: plain TCP, where
+    /// HTTP/2 is spoken with prior knowledge.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 impl Default for WebConfig {
@@ -82,6 +86,7 @@ impl Default for WebConfig {
             admin_hash: None,
             store: None,
             name: "wirespeed".into(),
+            tls: None,
         }
     }
 }
@@ -93,6 +98,8 @@ pub struct State {
     pub config: WebConfig,
     /// Per-client budgets.
     pub limits: Arc<Limits>,
+    /// The responsiveness endpoints' probes and transfers at once.
+    pub rpm_limits: Arc<Limits>,
     /// Admin password attempts: 10 a minute per client.
     pub admin_attempts: Arc<Limits>,
     /// Tests being measured.
@@ -109,6 +116,7 @@ impl State {
     pub fn new(config: WebConfig) -> Arc<Self> {
         Arc::new(Self {
             limits: Limits::new(config.limits),
+            rpm_limits: responsiveness::limits(config.limits),
             admin_attempts: Limits::new(LimitConfig {
                 requests_per_minute: 10,
                 bytes_per_hour: 0,
@@ -185,6 +193,7 @@ pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: Cance
         head_timeout: Some(HEADER_TIMEOUT),
         shutdown_grace: Some(Duration::from_secs(1)),
         delivery: true,
+        tls: state.config.tls.clone(),
     };
     serve(listeners, options, shutdown, move |peer, req| handle(state.clone(), peer, req)).await;
 }
@@ -208,8 +217,10 @@ async fn handle(
     };
     // Downloads and uploads are budgeted by bytes and by transfers at once; everything else
     // by requests.
+    // The responsiveness endpoints have budgets of their own (probes come 100 a second).
     let streaming =
-        matches!(route, Route::Garbage) || (route == Route::Empty && req.method() == Method::POST);
+        matches!(route, Route::Garbage | Route::NqSmall | Route::NqLarge | Route::NqUpload)
+            || (route == Route::Empty && req.method() == Method::POST);
     if !streaming {
         if let Err(refusal) = state.limits.request(client, now) {
             return Ok(respond::finish(respond::too_many(refusal, false), cors));
@@ -245,6 +256,10 @@ async fn handle(
         Route::ApiResults => api::results(&ctx, false).await,
         Route::ApiResultsCsv => api::results(&ctx, true).await,
         Route::ApiResultById => api::result_by_id(&ctx, req).await,
+        Route::NqConfig => responsiveness::config(&ctx, &req),
+        Route::NqSmall => responsiveness::small(&ctx, req.method()),
+        Route::NqLarge => responsiveness::large(&ctx, req.method()),
+        Route::NqUpload => responsiveness::upload(&ctx, req).await,
         Route::ResultsPage => assets::results_page(req.uri().path()),
         Route::Asset(a) => assets::serve(a),
     };

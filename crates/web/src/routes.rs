@@ -31,6 +31,14 @@ pub enum Route {
     ApiResultsCsv,
     /// One saved result: `DELETE` with the admin password.
     ApiResultById,
+    /// The responsiveness configuration (`/.well-known/nq`).
+    NqConfig,
+    /// The responsiveness test's small object.
+    NqSmall,
+    /// The responsiveness test's large object.
+    NqLarge,
+    /// The responsiveness test's upload sink.
+    NqUpload,
     /// An embedded file.
     Asset(Asset),
 }
@@ -65,6 +73,10 @@ pub fn route(path: &str) -> Option<Route> {
         "/results/json" => Route::ResultJson,
         "/results" | "/results/index" | "/results/stats" | "/stats" => Route::ResultsPage,
         "/.well-known/librespeed" | "/servers.json" | "/server-list.json" => Route::ServerList,
+        "/.well-known/nq" => Route::NqConfig,
+        "/nq/small" => Route::NqSmall,
+        "/nq/large" => Route::NqLarge,
+        "/nq/upload" => Route::NqUpload,
         "/api/start" => Route::ApiStart,
         "/api/progress" => Route::ApiProgress,
         "/api/result" => Route::ApiResult,

@@ -15,6 +15,7 @@
 //! | 10 | the results database cannot be used: corrupt, another program's, or from a newer wirespeed (it is left untouched); a PostgreSQL one that cannot be reached or refuses the login |
 //! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
 //! | 12 | a member of a run (`--members`) did not start: it came late or twice, the barrier timed out or the run was aborted, or its clock is off by more than `--max-clock-error`; and `merge` refused a partial or mismatched run |
+//! | 13 | `rpm`: a leg never reached working conditions (goodput or responsiveness still varied at its time limit); the report, saved, says so and gives the last interval's figures |
 //! | 130 | a test interrupted by the user (results so far are still reported); `server` and `web` exit 0 when stopped |
 
 use wirespeed_engine::ClientError;
@@ -47,6 +48,8 @@ pub(crate) const CHECKS_FAILED: u8 = 11;
 /// A member of a run did not start (late, twice, barrier timed out, clock too far off), or
 /// `merge` refused a partial or mismatched run.
 pub(crate) const MEMBER_REFUSED: u8 = 12;
+/// A responsiveness test whose load or responsiveness never stabilized.
+pub(crate) const UNSTABLE: u8 = 13;
 /// Interrupted by the user.
 pub(crate) const INTERRUPTED: u8 = 130;
 

@@ -58,6 +58,10 @@ pub(crate) enum Command {
     Http(Box<HttpArgs>),
     /// Load a DNS server like dnsperf: queries/s, loss, response codes and latency over UDP, TCP or DoT, closed loop (-q) or open loop (--rate).
     Dns(Box<DnsArgs>),
+    /// Measure responsiveness under working conditions (RPM, as Apple's networkQuality and
+    /// Cloudflare's mach do) against any server that publishes the configuration, a
+    /// `wirespeed web` among them: idle and loaded latency, throughput, a bufferbloat grade.
+    Rpm(Box<RpmArgs>),
     /// Run every test kind against a server started in-process on loopback, and print one table.
     Quick(QuickArgs),
     /// List saved runs, newest first, filtered by kind, target, tag or time.
@@ -629,6 +633,89 @@ pub(crate) struct PingArgs {
     /// Where the host is and how to reach it.
     #[command(flatten)]
     pub connect: ConnectArgs,
+    /// Output options.
+    #[command(flatten)]
+    pub output: OutputArgs,
+}
+
+/// Which legs `wirespeed rpm` runs.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, ValueEnum)]
+pub(crate) enum RpmModeArg {
+    /// Download under load, then upload under load (as mach and `networkQuality -s`).
+    Sequential,
+    /// Both at once, one responsiveness (networkQuality's default).
+    Parallel,
+    /// Download only.
+    Download,
+    /// Upload only.
+    Upload,
+}
+
+/// `wirespeed rpm`.
+#[derive(Debug, Args)]
+pub(crate) struct RpmArgs {
+    /// The responsiveness configuration's URL (what `networkQuality -C` and `mach rpm -c`
+    /// take); a URL with no path means the server's /.well-known/nq. Not needed with
+    /// --large, --small and --upload.
+    #[arg(value_name = "URL", required_unless_present_all = ["large", "small", "upload"])]
+    pub url: Option<String>,
+    /// The large object downloads fetch (instead of the configuration's).
+    #[arg(long, value_name = "URL", requires_all = ["small", "upload"], conflicts_with = "url")]
+    pub large: Option<String>,
+    /// The small object probes fetch.
+    #[arg(long, value_name = "URL", requires_all = ["large", "upload"])]
+    pub small: Option<String>,
+    /// Where uploads go.
+    #[arg(long, value_name = "URL", requires_all = ["large", "small"])]
+    pub upload: Option<String>,
+    /// Which legs run.
+    #[arg(short = 'm', long, value_enum, default_value_t = RpmModeArg::Sequential)]
+    pub mode: RpmModeArg,
+    /// Longest a leg runs before it reports what it has (working conditions not reached).
+    #[arg(short = 't', long, default_value = "20", value_name = "DURATION")]
+    pub time: String,
+    /// Most load-generating connections per direction.
+    #[arg(long, default_value_t = 16, value_name = "N")]
+    pub max_connections: u32,
+    /// Interval of the algorithm (the draft's ID).
+    #[arg(short, long, default_value = "1", value_name = "DURATION")]
+    pub interval: String,
+    /// Intervals in the moving averages (the draft's MAD).
+    #[arg(long, default_value_t = 4, value_name = "N")]
+    pub moving_average: u32,
+    /// Largest variation of the last moving averages that counts as stable (the draft's SDT).
+    #[arg(long, default_value = "5%", value_name = "PERCENT")]
+    pub stability: String,
+    /// Share of probes kept by the trimmed mean (the slowest are dropped).
+    #[arg(long, default_value = "95%", value_name = "PERCENT")]
+    pub trim: String,
+    /// Most probes a second, self and foreign together (the draft's MPS).
+    #[arg(long, default_value_t = 100, value_name = "N")]
+    pub probe_rate: u32,
+    /// Probes on new connections before any load, for the idle latency.
+    #[arg(long, default_value_t = 10, value_name = "N")]
+    pub idle_probes: u32,
+    /// Follow a configuration whose URLs name another host than its own.
+    #[arg(long)]
+    pub allow_other_hosts: bool,
+    /// https://: accept any server certificate.
+    #[arg(short = 'k', long)]
+    pub insecure: bool,
+    /// https://: trust the certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
+    pub cacert: Option<PathBuf>,
+    /// https://: the name sent in SNI and verified, instead of the URL's host.
+    #[arg(long, value_name = "NAME")]
+    pub sni: Option<String>,
+    /// Use IPv4 only.
+    #[arg(short = '4', long = "ipv4", conflicts_with = "ipv6")]
+    pub ipv4: bool,
+    /// Use IPv6 only.
+    #[arg(short = '6', long = "ipv6")]
+    pub ipv6: bool,
+    /// How long connecting (TCP and TLS) may take.
+    #[arg(long, default_value = "5s", value_name = "DURATION")]
+    pub connect_timeout: String,
     /// Output options.
     #[command(flatten)]
     pub output: OutputArgs,

@@ -13,6 +13,7 @@ use wirespeed_engine::kinds::http::requests::Request;
 use wirespeed_engine::kinds::latency::client::LatencyOptions;
 use wirespeed_engine::kinds::ping::client::PingOptions;
 use wirespeed_engine::kinds::ping::probes::http_target;
+use wirespeed_engine::kinds::rpm::{Config as RpmUrls, RpmOptions, Urls};
 use wirespeed_engine::kinds::trace::client::TraceOptions;
 use wirespeed_engine::net::handshake::Endpoint;
 use wirespeed_engine::net::handshake::Family;
@@ -26,6 +27,7 @@ use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_model::kinds::http::TargetsFile;
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::kinds::ping::{PingMode, PingSpec};
+use wirespeed_model::kinds::rpm::{RpmMode, RpmSpec};
 use wirespeed_model::kinds::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::units::{parse_bitrate, parse_bytes, parse_duration};
@@ -35,7 +37,7 @@ use wirespeed_proto::http_url::HttpUrl;
 
 use crate::flags::{
     BandwidthArgs, ConnectArgs, CpsArgs, DnsArgs, HttpArgs, IcmpSocketArg, LatencyArgs, PingArgs,
-    PpsArgs, ServerArgs, TargetsFormatArg, TraceArgs, TraceProtoArg,
+    PpsArgs, RpmArgs, RpmModeArg, ServerArgs, TargetsFormatArg, TraceArgs, TraceProtoArg,
 };
 
 /// Default port of the wirespeed server (the same as iperf3's).
@@ -295,6 +297,88 @@ pub(crate) fn ping(args: &PingArgs, version: &str) -> Result<PingOptions> {
         IcmpSocketArg::Raw => IcmpSocketKind::Raw,
     };
     Ok(PingOptions { spec, endpoint, icmp_socket })
+}
+
+/// A share given as `5%` or `0.05`.
+fn fraction(flag: &str, text: &str) -> Result<f64> {
+    let t = text.trim();
+    let value = match t.strip_suffix('%') {
+        Some(p) => p.trim().parse::<f64>().map(|v| v / 100.0),
+        None => t.parse::<f64>(),
+    };
+    value
+        .ok()
+        .filter(|v| v.is_finite())
+        .with_context(|| format!("{flag} {text}: give a share such as 5% or 0.05"))
+}
+
+/// The configuration URL of `wirespeed rpm URL`: a URL without a path means the server's
+/// `/.well-known/nq` (where Apple's and wirespeed's servers publish it).
+pub(crate) fn rpm_config_url(url: &str) -> Result<String> {
+    let parsed = HttpUrl::parse(url).map_err(anyhow::Error::msg)?;
+    Ok(if parsed.path == "/" && !url.trim_end().ends_with("/?") {
+        format!("{}/.well-known/nq", parsed.origin())
+    } else {
+        url.trim().to_string()
+    })
+}
+
+/// `wirespeed rpm` flags → options.
+pub(crate) fn rpm(args: &RpmArgs, version: &str) -> Result<RpmOptions> {
+    let urls = match (&args.url, &args.large, &args.small, &args.upload) {
+        (_, Some(large), Some(small), Some(upload)) => {
+            for u in [large, small, upload] {
+                HttpUrl::parse(u).map_err(anyhow::Error::msg)?;
+            }
+            Urls::Given(RpmUrls {
+                large: large.clone(),
+                small: small.clone(),
+                upload: upload.clone(),
+            })
+        }
+        (Some(url), ..) => Urls::Config(rpm_config_url(url)?),
+        _ => bail!("give the configuration's URL, or --large, --small and --upload"),
+    };
+    let target = match &urls {
+        Urls::Config(u) => u.clone(),
+        Urls::Given(c) => c.small.clone(),
+    };
+    let mut spec = RpmSpec::new(target);
+    spec.mode = match args.mode {
+        RpmModeArg::Sequential => RpmMode::Sequential,
+        RpmModeArg::Parallel => RpmMode::Parallel,
+        RpmModeArg::Download => RpmMode::Download,
+        RpmModeArg::Upload => RpmMode::Upload,
+    };
+    spec.leg_time_ns = nanos("--time", &args.time)?;
+    spec.interval_ns = nanos("--interval", &args.interval)?;
+    spec.max_connections = args.max_connections;
+    spec.moving_average = args.moving_average;
+    spec.stability = fraction("--stability", &args.stability)?;
+    spec.trim = fraction("--trim", &args.trim)?;
+    spec.probes_per_second = args.probe_rate;
+    spec.idle_probes = args.idle_probes;
+    spec.validate()?;
+    let family = match (args.ipv4, args.ipv6) {
+        (true, _) => Some(Family::V4),
+        (_, true) => Some(Family::V6),
+        _ => None,
+    };
+    Ok(RpmOptions {
+        spec,
+        urls,
+        tls: TlsOptions {
+            cacert: args.cacert.clone(),
+            insecure: args.insecure,
+            server_name: args.sni.clone(),
+            ..TlsOptions::default()
+        },
+        family,
+        bind: None,
+        allow_other_hosts: args.allow_other_hosts,
+        connect_timeout: duration("--connect-timeout", &args.connect_timeout)?,
+        version: version.to_string(),
+    })
 }
 
 /// `wirespeed trace` flags → options.

@@ -11,7 +11,7 @@ use wirespeed_model::{Report, ReportBody};
 use crate::exit;
 use crate::flags::{
     BandwidthArgs, Command, CpsArgs, DnsArgs, HttpArgs, LatencyArgs, MemberArgs, OutputArgs,
-    PingArgs, PpsArgs, TraceArgs,
+    PingArgs, PpsArgs, RpmArgs, TraceArgs,
 };
 use crate::resolve;
 
@@ -35,6 +35,8 @@ wirespeed_model::named! {
         Http = "http",
         /// `wirespeed dns`.
         Dns = "dns",
+        /// `wirespeed rpm`.
+        Rpm = "rpm",
     }
 }
 
@@ -43,7 +45,11 @@ impl TestKind {
     /// `None` for a kind that ends by itself.
     pub(crate) fn time_flag(self) -> Option<&'static str> {
         match self {
-            TestKind::Bandwidth | TestKind::Pps | TestKind::Latency | TestKind::Cps => Some("time"),
+            TestKind::Bandwidth
+            | TestKind::Pps
+            | TestKind::Latency
+            | TestKind::Cps
+            | TestKind::Rpm => Some("time"),
             TestKind::Http => Some("duration"),
             TestKind::Dns => Some("time-limit"),
             TestKind::Ping => Some("deadline"),
@@ -95,6 +101,7 @@ impl Command {
             Command::Trace(a) => (TestKind::Trace, a.as_ref()),
             Command::Http(a) => (TestKind::Http, a.as_ref()),
             Command::Dns(a) => (TestKind::Dns, a.as_ref()),
+            Command::Rpm(a) => (TestKind::Rpm, a.as_ref()),
             Command::Server(_)
             | Command::Web(_)
             | Command::Quick(_)
@@ -240,6 +247,25 @@ impl TestArgs for DnsArgs {
                 exit::PROTOCOL
             }
             ReportBody::Dns(d) if d.summary.completed == 0 => exit::UNREACHABLE,
+            _ => exit::OK,
+        }
+    }
+}
+
+impl TestArgs for RpmArgs {
+    fn output(&self) -> &OutputArgs {
+        &self.output
+    }
+
+    fn client(&self, version: &str) -> Result<Client> {
+        Ok(Client::Rpm(Box::new(resolve::rpm(self, version)?)))
+    }
+
+    /// A run whose legs never reached working conditions is reported, and fails: its RPM is
+    /// the last interval's, not a stable one.
+    fn judge(&self, report: &Report) -> u8 {
+        match &report.body {
+            ReportBody::Rpm(r) if !r.summary.working_conditions => exit::UNSTABLE,
             _ => exit::OK,
         }
     }

@@ -9,6 +9,7 @@ pub mod dns;
 pub mod http;
 pub mod latency;
 pub mod ping;
+pub mod rpm;
 pub mod trace;
 
 use tokio::sync::mpsc::UnboundedSender;
@@ -37,6 +38,8 @@ pub enum Client {
     Http(Box<http::client::HttpOptions>),
     /// DNS load.
     Dns(Box<dns::client::DnsOptions>),
+    /// Responsiveness under working conditions.
+    Rpm(Box<rpm::RpmOptions>),
 }
 
 impl Client {
@@ -50,6 +53,7 @@ impl Client {
             Client::Trace(o) => TestSpec::Trace(o.spec.clone()),
             Client::Http(o) => TestSpec::Http(Box::new(o.spec.clone())),
             Client::Dns(o) => TestSpec::Dns(Box::new(o.spec.clone())),
+            Client::Rpm(o) => TestSpec::Rpm(Box::new(o.spec.clone())),
         }
     }
 
@@ -103,6 +107,7 @@ pub async fn run(
         Client::Trace(o) => trace::client::run(o, events, cancel).await,
         Client::Http(o) => http::client::run(*o, events, cancel).await,
         Client::Dns(o) => dns::client::run(*o, events, cancel).await,
+        Client::Rpm(o) => rpm::run(*o, events, cancel).await,
     }
 }
 

@@ -1,6 +1,7 @@
-//! The TLS client settings of `wirespeed http`: which certificates to trust (the system's
-//! store, a `--cacert` file, or none with `--insecure`), a client certificate (`--cert` and
-//! `--key`), and the ALPN protocols to offer.
+//! TLS settings: the client's of `wirespeed http`, `dns` and `rpm` (which certificates to
+//! trust — the system's store, a `--cacert` file, or none with `--insecure` — a client
+//! certificate (`--cert` and `--key`), and the ALPN protocols to offer), and a server's
+//! (`web --tls-cert`: a certificate chain and key, HTTP/2 and HTTP/1.1 by ALPN).
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -76,6 +77,23 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> io::Result<Arc<Client
         _ => return Err(bad("--cert and --key".into(), "give both or neither")),
     };
     config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
+/// A server's TLS settings from a PEM certificate chain and its PEM private key, offering
+/// HTTP/2 then HTTP/1.1 by ALPN.
+pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
+    let chain = certificates(cert)?;
+    let key = PrivateKeyDer::from_pem_file(key)
+        .map_err(|e| bad(format!("--tls-key {}", key.display()), e))?;
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_safe_default_protocol_versions()
+        .map_err(|e| bad("TLS".into(), e))?
+        .with_no_client_auth()
+        .with_single_cert(chain, key)
+        .map_err(|e| bad("--tls-cert/--tls-key".into(), e))?;
+    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
     Ok(Arc::new(config))
 }
 

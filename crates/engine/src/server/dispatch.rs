@@ -35,7 +35,11 @@ pub(super) async fn serve_test(
         TestSpec::Latency(spec) => latency::server::run(ctl, state, ctx, spec, peer).await,
         TestSpec::Cps(spec) => cps::server::run(ctl, state, ctx, spec, peer).await,
         // A UDP ping runs as a latency test; nothing else of ping's, or trace's, needs a server.
-        TestSpec::Ping(_) | TestSpec::Trace(_) | TestSpec::Http(_) | TestSpec::Dns(_) => Err(refuse(
+        TestSpec::Ping(_)
+        | TestSpec::Trace(_)
+        | TestSpec::Http(_)
+        | TestSpec::Dns(_)
+        | TestSpec::Rpm(_) => Err(refuse(
             ctl,
             RefuseCode::Limit,
             "ping, trace, http and dns are not server-side tests (UDP ping starts a latency test)"

@@ -12,4 +12,5 @@ pub mod dns;
 pub mod http;
 pub mod latency;
 pub mod ping;
+pub mod rpm;
 pub mod trace;

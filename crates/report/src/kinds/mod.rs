@@ -13,6 +13,7 @@ pub(crate) mod dns;
 pub(crate) mod http;
 pub(crate) mod latency;
 pub(crate) mod ping;
+pub(crate) mod rpm;
 pub(crate) mod trace;
 
 use std::io::{self, Write};
@@ -78,6 +79,7 @@ pub(crate) fn view(spec: &TestSpec) -> Box<dyn View> {
         TestSpec::Trace(s) => Box::new(trace::TraceView::new(s)),
         TestSpec::Http(s) => Box::new(http::HttpView(s.as_ref().clone())),
         TestSpec::Dns(s) => Box::new(dns::DnsView(s.as_ref().clone())),
+        TestSpec::Rpm(s) => Box::new(rpm::RpmView(s.as_ref().clone())),
     }
 }
 

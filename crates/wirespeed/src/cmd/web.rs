@@ -53,6 +53,10 @@ pub(super) fn config(o: &WebOptions) -> Result<WebConfig> {
         admin_hash: o.admin_password_hash.clone(),
         store,
         name: o.name.clone(),
+        tls: match (&o.tls_cert, &o.tls_key) {
+            (Some(cert), Some(key)) => Some(wirespeed_engine::net::tls::server_config(cert, key)?),
+            _ => None,
+        },
     })
 }
 

@@ -53,6 +53,13 @@ pub(crate) struct WebOptions {
     /// Do not save results.
     #[arg(long)]
     pub no_save: bool,
+    /// Serve HTTPS with this certificate chain (PEM), with --tls-key: HTTP/2 and HTTP/1.1 by
+    /// ALPN, as the responsiveness clients (networkQuality, mach) expect.
+    #[arg(long, value_name = "FILE", requires = "tls_key")]
+    pub tls_cert: Option<PathBuf>,
+    /// The certificate's private key (PEM).
+    #[arg(long, value_name = "FILE", requires = "tls_cert")]
+    pub tls_key: Option<PathBuf>,
 }
 
 /// `wirespeed web`.

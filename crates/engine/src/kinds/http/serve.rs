@@ -1,11 +1,13 @@
-//! Serving HTTP with hyper — HTTP/1.1 and h2c told apart on one port — for the HTTP fixture
-//! and the web speed test: an accept loop per listener, a task per connection, optional limits
-//! on how long a client may take to send a request head, and shutdown that lets requests in
-//! flight finish (within a grace period, when one is set).
+//! Serving HTTP with hyper — HTTP/1.1 and h2c told apart on one port, or both over TLS chosen
+//! by ALPN — for the HTTP fixture and the web speed test: an accept loop per listener, a task
+//! per connection, optional limits on how long a client may take to send a request head (and
+//! to finish its TLS handshake), and shutdown that lets requests in flight finish (within a
+//! grace period, when one is set).
 
 use std::convert::Infallible;
 use std::future::Future;
 use std::net::SocketAddr;
+use std::sync::Arc;
 use std::time::Duration;
 
 use http_body::Body;
@@ -20,7 +22,7 @@ use tokio_util::task::TaskTracker;
 use super::delivered::Tapped;
 
 /// How connections are served.
-#[derive(Debug, Clone, Copy)]
+#[derive(Debug, Clone)]
 pub struct ServeOptions {
     /// What the server is, in log lines ("HTTP fixture", "web").
     pub label: &'static str,
@@ -32,6 +34,8 @@ pub struct ServeOptions {
     /// Count what each connection's peer acknowledges: its requests carry the connection's
     /// [`super::delivered::DeliveryTap`] in their extensions.
     pub delivery: bool,
+    /// Serve TLS with these settings (ALPN picks HTTP/2 or HTTP/1.1); `None`: plain TCP.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// Serves `handler` on every listener until `shutdown`, then waits for the connections.
@@ -54,11 +58,18 @@ pub async fn serve<F, Fut, B>(
     }
     let tasks = TaskTracker::new();
     let label = options.label;
+    let acceptor = options.tls.clone().map(tokio_rustls::TlsAcceptor::from);
     for listener in listeners {
         // The accept loop and every connection it takes are tracked alike, so shutdown waits
         // for all of them.
-        let (builder, shutdown, connections, handler) =
-            (builder.clone(), shutdown.clone(), tasks.clone(), handler.clone());
+        let (builder, shutdown, connections, handler, options, acceptor) = (
+            builder.clone(),
+            shutdown.clone(),
+            tasks.clone(),
+            handler.clone(),
+            options.clone(),
+            acceptor.clone(),
+        );
         tasks.spawn(async move {
             loop {
                 let (stream, peer) = tokio::select! {
@@ -74,10 +85,12 @@ pub async fn serve<F, Fut, B>(
                     },
                 };
                 let _ = stream.set_nodelay(true);
-                let (builder, shutdown, handler) =
-                    (builder.clone(), shutdown.clone(), handler.clone());
+                let (builder, shutdown, handler, acceptor) =
+                    (builder.clone(), shutdown.clone(), handler.clone(), acceptor.clone());
+                let (head_timeout, shutdown_grace, delivery) =
+                    (options.head_timeout, options.shutdown_grace, options.delivery);
                 connections.spawn(async move {
-                    if let Some(t) = options.head_timeout {
+                    if let Some(t) = head_timeout {
                         // hyper's head timeout starts with the first byte: a client that connects and
                         // says nothing would otherwise hold the socket for ever.
                         let mut first = [0u8; 1];
@@ -88,7 +101,7 @@ pub async fn serve<F, Fut, B>(
                             return;
                         }
                     }
-                    let stream = Tapped::new(stream, options.delivery);
+                    let stream = Tapped::new(stream, delivery);
                     let tap = stream.tap();
                     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                         if let Some(tap) = &tap {
@@ -96,21 +109,22 @@ pub async fn serve<F, Fut, B>(
                         }
                         handler(peer, req)
                     });
-                    let conn = builder.serve_connection(TokioIo::new(stream), service);
-                    tokio::pin!(conn);
-                    let served = tokio::select! {
-                        r = conn.as_mut() => r,
-                        _ = shutdown.cancelled() => {
-                            conn.as_mut().graceful_shutdown();
-                            match options.shutdown_grace {
-                                Some(g) => tokio::time::timeout(g, conn).await.unwrap_or(Ok(())),
-                                None => conn.await,
-                            }
-                        }
+                    let Some(acceptor) = acceptor else {
+                        let conn = builder.serve_connection(TokioIo::new(stream), service);
+                        return finish(conn, &shutdown, shutdown_grace, peer, label).await;
                     };
-                    if let Err(e) = served {
-                        tracing::debug!(%peer, "{label} connection ended: {e}");
-                    }
+                    // The handshake gets the head's time limit: a client that stalls in it
+                    // holds a socket like one that stalls before its request.
+                    let limit = head_timeout.unwrap_or(Duration::from_secs(30));
+                    let tls = match tokio::time::timeout(limit, acceptor.accept(stream)).await {
+                        Ok(Ok(tls)) => tls,
+                        Ok(Err(e)) => {
+                            return tracing::debug!(%peer, "{label} TLS handshake failed: {e}")
+                        }
+                        Err(_) => return tracing::debug!(%peer, "{label} TLS handshake timed out"),
+                    };
+                    let conn = builder.serve_connection(TokioIo::new(tls), service);
+                    finish(conn, &shutdown, shutdown_grace, peer, label).await
                 });
             }
         });
@@ -118,4 +132,51 @@ pub async fn serve<F, Fut, B>(
     shutdown.cancelled().await;
     tasks.close();
     tasks.wait().await;
+}
+
+/// Drives one connection to its end, or at shutdown lets it finish within `grace`.
+async fn finish<C, E>(
+    conn: C,
+    shutdown: &CancellationToken,
+    grace: Option<Duration>,
+    peer: SocketAddr,
+    label: &str,
+) where
+    C: Future<Output = Result<(), E>> + GracefulConnection,
+    E: std::fmt::Display,
+{
+    tokio::pin!(conn);
+    let served = tokio::select! {
+        r = conn.as_mut() => r,
+        _ = shutdown.cancelled() => {
+            conn.as_mut().shutdown_gracefully();
+            match grace {
+                Some(g) => tokio::time::timeout(g, conn).await.unwrap_or(Ok(())),
+                None => conn.await,
+            }
+        }
+    };
+    if let Err(e) = served {
+        tracing::debug!(%peer, "{label} connection ended: {e}");
+    }
+}
+
+/// hyper's auto connection over any stream, as [`finish`] asks it to shut down.
+trait GracefulConnection {
+    fn shutdown_gracefully(self: std::pin::Pin<&mut Self>);
+}
+
+impl<I, S, B> GracefulConnection for auto::Connection<'_, I, S, TokioExecutor>
+where
+    S: hyper::service::Service<Request<Incoming>, Response = Response<B>>,
+    S::Future: Send + 'static,
+    S::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    B: Body + Send + 'static,
+    B::Data: Send,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+    I: hyper::rt::Read + hyper::rt::Write + Unpin + 'static,
+{
+    fn shutdown_gracefully(self: std::pin::Pin<&mut Self>) {
+        self.graceful_shutdown();
+    }
 }

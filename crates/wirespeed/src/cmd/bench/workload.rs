@@ -60,6 +60,8 @@ pub(super) fn command_line(
             words.push(entry.into())
         }
         TestKind::Http => words.push(format!("http://{entry}/")),
+        // A system's entry HOST:PORT: its configuration at the well-known path.
+        TestKind::Rpm => words.push(format!("http://{entry}/.well-known/nq")),
         TestKind::Dns => {
             // `--dry-run` shows an address it cannot know yet as `<fixture.NAME.addr>`: its
             // host and port are shown the same way.

@@ -1,0 +1,262 @@
+//! The responsiveness test (`wirespeed rpm`): the client side of draft-ietf-ippm-responsiveness
+//! against any server that publishes its configuration (Apple's, Cloudflare's, a self-hosted
+//! wirespeed `web`): the configuration read, idle latency from probes on new connections,
+//! then each leg under load ([`leg`]) over HTTP/2 connections ([`conn`], [`load`]).
+
+pub mod conn;
+mod leg;
+mod load;
+
+use std::net::IpAddr;
+use std::time::{Duration, Instant, SystemTime};
+
+use http_body_util::BodyExt;
+use hyper::Request;
+use rustls_pki_types::ServerName;
+use tokio::sync::mpsc::UnboundedSender;
+use tokio_util::sync::CancellationToken;
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::kinds::rpm::{
+    grade, rating, responsiveness, ProbeTimes, RpmReport, RpmSpec, RpmSummary,
+};
+use wirespeed_model::{Event, Report, ReportBody, TestSpec};
+use wirespeed_proto::http_url::HttpUrl;
+
+use crate::error::ClientError;
+use crate::net::handshake::{resolve, Family};
+use crate::net::tls::{client_config, TlsOptions};
+
+pub use conn::Config;
+
+/// Largest configuration document read.
+const MAX_CONFIG_BYTES: usize = 64 * 1024;
+
+/// Where a responsiveness test's URLs come from.
+#[derive(Debug, Clone)]
+pub enum Urls {
+    /// A configuration document at this URL.
+    Config(String),
+    /// Given directly.
+    Given(Config),
+}
+
+/// A responsiveness test to run.
+#[derive(Debug, Clone)]
+pub struct RpmOptions {
+    /// What to run.
+    pub spec: RpmSpec,
+    /// Where the load and probes go.
+    pub urls: Urls,
+    /// TLS settings for `https://` URLs.
+    pub tls: TlsOptions,
+    /// Restrict to one IP version.
+    pub family: Option<Family>,
+    /// Local address to send from.
+    pub bind: Option<IpAddr>,
+    /// Accept a configuration whose URLs name another host than the configuration's own.
+    pub allow_other_hosts: bool,
+    /// How long connecting may take.
+    pub connect_timeout: Duration,
+    /// This client's version.
+    pub version: String,
+}
+
+/// Runs a responsiveness test; each interval goes to `events` as it ends.
+pub async fn run(
+    opts: RpmOptions,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
+    let start_wall = SystemTime::now();
+    let test_start = Instant::now();
+    let mut spec = opts.spec.clone();
+    spec.target = HttpUrl::redacted(&spec.target);
+    let config = match &opts.urls {
+        Urls::Given(c) => c.clone(),
+        Urls::Config(url) => fetch_config(url, &opts).await?,
+    };
+    let parse = |what: &str, u: &str| {
+        HttpUrl::parse(u).map_err(|e| ClientError::Protocol(format!("the {what} URL {e}")))
+    };
+    let (large, small, upload) = (
+        parse("large", &config.large)?,
+        parse("small", &config.small)?,
+        parse("upload", &config.upload)?,
+    );
+    if large.origin() != small.origin() || large.origin() != upload.origin() {
+        return Err(ClientError::Protocol(format!(
+            "the configuration's URLs are on more than one server ({}, {}, {}); a responsiveness \
+             test loads and probes one",
+            large.origin(),
+            small.origin(),
+            upload.origin()
+        )));
+    }
+    let server = server_for(&small, &opts).await?;
+    let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, Some(server.addr));
+    let _ = events
+        .send(Event::Start { spec: TestSpec::Rpm(Box::new(spec.clone())), meta: meta.clone() });
+
+    // Idle: new connections one after another, nothing else on the path.
+    let (mut idle, mut idle_times) = (RttHistogram::default(), Vec::new());
+    for _ in 0..spec.idle_probes {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let probe = conn::foreign_probe(&server, &small).await;
+        match probe {
+            Ok(f) => {
+                idle.record(f.phases.tcp_ns);
+                idle_times.push(f);
+            }
+            Err(why) if idle_times.is_empty() => return Err(first_failure(&server, why)),
+            Err(why) => meta.notes.push(format!("an idle probe failed: {why}")),
+        }
+    }
+    let tm = |v: Vec<f64>| wirespeed_model::kinds::rpm::trimmed_mean(&v, spec.trim).unwrap_or(0.0);
+    let idle_rpm = responsiveness(&ProbeTimes {
+        tcp_ns: tm(idle_times.iter().map(|f| f.phases.tcp_ns as f64).collect()),
+        tls_ns: tm(idle_times.iter().map(|f| f.phases.tls_ns as f64).collect()),
+        http_ns: tm(idle_times.iter().map(|f| f.http_ns as f64).collect()),
+        self_ns: tm(idle_times.iter().map(|f| f.http_ns as f64).collect()),
+    });
+
+    let mut legs = Vec::new();
+    let mut intervals = Vec::new();
+    for &direction in spec.mode.legs() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let plan = leg::LegPlan {
+            spec: &spec,
+            server: &server,
+            large: &large,
+            small: &small,
+            upload: &upload,
+            direction,
+            test_start,
+        };
+        let (leg, leg_intervals) = leg::run(plan, &events, &cancel).await;
+        let moved = leg_intervals.iter().any(|i| i.download_bytes + i.upload_bytes > 0);
+        if !moved && leg.failures > 0 {
+            let why = leg.last_failure.clone().unwrap_or_default();
+            return Err(ClientError::ServerGone(format!(
+                "the {} leg's load never moved a byte: {why}",
+                direction.name()
+            )));
+        }
+        if leg.failures > 0 {
+            meta.notes.push(format!(
+                "{} leg: {} load connections or probes failed (last: {})",
+                direction.name(),
+                leg.failures,
+                leg.last_failure.as_deref().unwrap_or("?")
+            ));
+        }
+        legs.push(leg);
+        intervals.extend(leg_intervals);
+    }
+    if cancel.is_cancelled() {
+        meta.notes.push("interrupted: the test was stopped early by the user".into());
+    }
+    let working_conditions = !legs.is_empty() && legs.iter().all(|l| l.working_conditions);
+    if !working_conditions && !cancel.is_cancelled() {
+        let which: Vec<&str> =
+            legs.iter().filter(|l| !l.working_conditions).map(|l| l.direction.name()).collect();
+        meta.notes.push(format!(
+            "working conditions not reached ({} leg): goodput or responsiveness still varied \
+             by more than {:.0} % at the time limit; the RPM is the last interval's",
+            which.join(", "),
+            spec.stability * 100.0
+        ));
+    }
+    let rpm = legs.iter().filter_map(|l| l.rpm).reduce(f64::min);
+    let idle_stats = idle.stats();
+    let added_latency_ns =
+        legs.iter().map(|l| l.loaded.p50_ns.saturating_sub(idle_stats.p50_ns)).max().unwrap_or(0);
+    let summary = RpmSummary {
+        large_url: HttpUrl::redacted(&config.large),
+        small_url: HttpUrl::redacted(&config.small),
+        upload_url: HttpUrl::redacted(&config.upload),
+        protocol: "HTTP/2".into(),
+        idle: idle_stats,
+        idle_rpm,
+        legs,
+        rpm,
+        working_conditions,
+        added_latency_ns,
+        grade: grade(added_latency_ns).into(),
+        rating: rating(rpm).into(),
+    };
+    let report = Report { body: ReportBody::Rpm(RpmReport { spec, intervals, summary }), meta };
+    let _ = events.send(Event::End(Box::new(report.clone())));
+    Ok(report)
+}
+
+/// The error for the first connection of a test that failed.
+fn first_failure(server: &conn::Server, why: String) -> ClientError {
+    if why.starts_with("cannot connect") || why.contains("timed out") {
+        ClientError::Connect { addr: server.addr, cause: std::io::Error::other(why) }
+    } else {
+        ClientError::Protocol(why)
+    }
+}
+
+/// The server `url` names: resolved, with its TLS settings.
+async fn server_for(url: &HttpUrl, opts: &RpmOptions) -> Result<conn::Server, ClientError> {
+    let addr = resolve(&url.host, url.port, opts.family).await?[0];
+    let tls = if url.secure {
+        let config = client_config(&opts.tls, &[b"h2"]).map_err(ClientError::local("TLS"))?;
+        let name = opts.tls.server_name.clone().unwrap_or_else(|| url.host.clone());
+        let name = ServerName::try_from(name.clone()).map_err(|e| {
+            ClientError::Protocol(format!("'{name}' is not a TLS server name: {e}"))
+        })?;
+        Some((config, name))
+    } else {
+        None
+    };
+    Ok(conn::Server { addr, tls, origin: url.origin(), connect_timeout: opts.connect_timeout })
+}
+
+/// Fetches and reads the configuration at `url`; its URLs must name the same host unless
+/// `allow_other_hosts` (a configuration is someone else's document: it must not turn this
+/// test's load on a third party unasked).
+async fn fetch_config(url: &str, opts: &RpmOptions) -> Result<Config, ClientError> {
+    let at = HttpUrl::parse(url).map_err(ClientError::Protocol)?;
+    let server = server_for(&at, opts).await?;
+    let (mut sender, _) =
+        conn::connect(&server).await.map_err(|why| first_failure(&server, why))?;
+    let request = Request::get(format!("{}{}", server.origin, at.path))
+        .body(conn::no_body())
+        .map_err(|e| ClientError::Protocol(format!("request: {e}")))?;
+    let fetched = async {
+        sender.ready().await.map_err(|e| e.to_string())?;
+        let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
+        let status = response.status();
+        let limited = http_body_util::Limited::new(response.into_body(), MAX_CONFIG_BYTES);
+        let body = limited.collect().await.map_err(|e| e.to_string())?.to_bytes();
+        Ok::<_, String>((status, body))
+    };
+    let (status, body) = tokio::time::timeout(Duration::from_secs(10), fetched)
+        .await
+        .map_err(|_| ClientError::ServerGone(format!("no configuration from {url} within 10 s")))?
+        .map_err(|e| ClientError::Protocol(format!("fetching the configuration {url}: {e}")))?;
+    if status != hyper::StatusCode::OK {
+        return Err(ClientError::Protocol(format!(
+            "the configuration {url} answered {status}: is this a responsiveness server?"
+        )));
+    }
+    let config = Config::parse(&body).map_err(ClientError::Protocol)?;
+    if !opts.allow_other_hosts {
+        for u in [&config.large, &config.small, &config.upload] {
+            let parsed = HttpUrl::parse(u).map_err(ClientError::Protocol)?;
+            if parsed.host != at.host {
+                return Err(ClientError::Protocol(format!(
+                    "the configuration at {url} sends the test to another host ({u}); pass \
+                     --allow-other-hosts to follow it"
+                )));
+            }
+        }
+    }
+    Ok(config)
+}
