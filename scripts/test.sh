@@ -32,6 +32,11 @@ command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
 command -v npm >/dev/null 2>&1 || need_apt+=(npm)
 # script (a pseudo-terminal for the live panel's test) is in bsdutils, which Debian always has.
 command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
+# cmake and libclang: Cloudflare's mach (below) builds BoringSSL with them.
+command -v mach >/dev/null 2>&1 || {
+  command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+  ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
+}
 # Real DNS servers `wirespeed dns` is checked against.
 [ -x /usr/sbin/unbound ] || need_apt+=(unbound)
 [ -x /usr/sbin/nsd ] || need_apt+=(nsd)
@@ -70,6 +75,13 @@ fi
 if ! command -v rathole >/dev/null 2>&1; then
   echo "== installing rathole"
   cargo install rathole --version 0.5.0 --quiet
+fi
+# Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
+# web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
+# defaults reach Cloudflare).
+if ! command -v mach >/dev/null 2>&1; then
+  echo "== installing mach (cf-mach)"
+  cargo install cf-mach --version 0.4.0 --quiet
 fi
 # Python's hdrhistogram: an HdrHistogram library that is not ours, to check merged members'
 # histograms exact against every raw sample.

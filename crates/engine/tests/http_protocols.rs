@@ -29,21 +29,11 @@ fn counted(url: String, n: u64) -> HttpSpec {
     s
 }
 
-/// A self-signed certificate for localhost and 127.0.0.1, written to `dir`.
-fn certificate(dir: &std::path::Path) -> TlsFiles {
-    let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
-    let cert = rcgen::generate_simple_self_signed(names).unwrap();
-    let files = TlsFiles { cert: dir.join("cert.pem"), key: dir.join("key.pem"), client_ca: None };
-    std::fs::write(&files.cert, cert.cert.pem()).unwrap();
-    std::fs::write(&files.key, cert.key_pair.serialize_pem()).unwrap();
-    files
-}
-
 /// nginx with a TLS listener (HTTP/1.1 and h2 by ALPN) on a self-signed certificate: the
 /// directory holding it, the certificate, nginx, and its https:// URL.
 fn tls_nginx() -> Option<(tempfile::TempDir, TlsFiles, Nginx, String)> {
     let dir = tempfile::tempdir().unwrap();
-    let files = certificate(dir.path());
+    let files = TlsFiles::self_signed(dir.path());
     let nginx = Nginx::start_with(Some(&files))?;
     let url = format!("https://localhost:{}/", nginx.tls_port.unwrap());
     Some((dir, files, nginx, url))

@@ -32,7 +32,26 @@ pub(crate) struct TlsFiles {
     pub client_ca: Option<PathBuf>,
 }
 
+impl TlsFiles {
+    /// A self-signed certificate for localhost and 127.0.0.1, written to `dir`.
+    pub(crate) fn self_signed(dir: &std::path::Path) -> Self {
+        let names = vec!["localhost".to_string(), "127.0.0.1".to_string()];
+        let cert = rcgen::generate_simple_self_signed(names).unwrap();
+        let files = Self { cert: dir.join("cert.pem"), key: dir.join("key.pem"), client_ca: None };
+        std::fs::write(&files.cert, cert.cert.pem()).unwrap();
+        std::fs::write(&files.key, cert.key_pair.serialize_pem()).unwrap();
+        files
+    }
+}
+
 impl Nginx {
+    /// Writes `content` to `path` under the document root (what it serves at `/path`).
+    pub(crate) fn put(&self, path: &str, content: &str) {
+        let file = self.dir.join("html").join(path.trim_start_matches('/'));
+        std::fs::create_dir_all(file.parent().unwrap()).unwrap();
+        std::fs::write(file, content).unwrap();
+    }
+
     /// Starts nginx, or returns `None` (after saying why) when it is not installed.
     pub(crate) fn start() -> Option<Self> {
         Self::start_with(None)

@@ -73,8 +73,11 @@ pub(super) fn spawn(
     config: WebConfig,
     shutdown: CancellationToken,
 ) -> tokio::task::JoinHandle<()> {
+    let scheme = if config.tls.is_some() { "https" } else { "http" };
     for a in listeners.iter().filter_map(|l| l.local_addr().ok()) {
-        tracing::info!("web speed test on http://{a}/ (results at /results)");
+        tracing::info!(
+            "web speed test on {scheme}://{a}/ (results at /results, responsiveness at /.well-known/nq)"
+        );
     }
     if config.store.is_none() {
         tracing::info!("results are not saved (--no-save)");

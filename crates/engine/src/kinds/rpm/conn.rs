@@ -87,9 +87,9 @@ where
     S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
 {
     let mut builder = hyper::client::conn::http2::Builder::new(TokioExecutor::new());
-    // Windows sized from the measured bandwidth-delay product, as browsers' large windows
-    // are: a fixed 64 KiB window would cap the load far below the path on long paths.
-    builder.timer(TokioTimer::new()).adaptive_window(true);
+    // hyper's windows (2 MiB a stream, 5 MiB the connection), as Cloudflare's client has
+    // them: how much the server may queue ahead of a self probe is part of what is measured.
+    builder.timer(TokioTimer::new());
     let (sender, conn) = builder
         .handshake(TokioIo::new(stream))
         .await
