@@ -181,6 +181,39 @@ impl Lab {
         self.hosts.iter().position(|h| h.name == name).unwrap_or_default()
     }
 
+    /// Routes `from`'s packets for `to` through `via` (a host `from` has a link to, and that
+    /// has one to `to`), and has `via` forward them: a router in the middle, whose queues fill
+    /// as a bottleneck router's do. A sending host's own rate limiter never fills for TCP:
+    /// the kernel keeps each socket's packets in it to about a millisecond (TCP small queues),
+    /// so a deep queue on the sender's egress is not bufferbloat; on a router it is.
+    pub fn route_via(&self, from: &str, to: &str, via: &str) -> Result<(), LabError> {
+        let unknown = |n: &str| LabError::Spec(format!("no host {n} in the lab"));
+        let host = |n: &str| self.hosts.iter().position(|h| h.name == n).ok_or_else(|| unknown(n));
+        let (f, t, v) = (host(from)?, host(to)?, host(via)?);
+        let linked = |x: usize, y: usize| {
+            self.links.iter().any(|l| {
+                let (a, b) = (self.index(&l.spec.a), self.index(&l.spec.b));
+                (a, b) == (x, y) || (a, b) == (y, x)
+            })
+        };
+        if !linked(f, v) || !linked(v, t) {
+            return Err(LabError::Spec(format!(
+                "{from} reaches {to} through {via} only if {via} has a link to each"
+            )));
+        }
+        let ns = self.hosts[v].namespace.name();
+        run("ip", &["netns", "exec", ns, "sysctl", "-q", "-w", "net.ipv4.ip_forward=1"])?;
+        let (dev, gateway) = (self.device(v), self.hosts[v].address.to_string());
+        let dest = format!("{}/32", self.hosts[t].address);
+        let src = self.hosts[f].address.to_string();
+        let ns = self.hosts[f].namespace.name();
+        run(
+            "ip",
+            &["-n", ns, "route", "add", &dest, "via", &gateway, "dev", &dev, "onlink", "src", &src],
+        )?;
+        Ok(())
+    }
+
     /// The device in host `at` towards host `peer`: `to-PEER`, made unique with the peer's
     /// number when names collide after cutting.
     fn device(&self, peer: usize) -> String {

@@ -45,6 +45,9 @@ use crate::routes::Route;
 /// How long a client has to send a request head, on a new or a kept-alive connection.
 const HEADER_TIMEOUT: Duration = Duration::from_secs(10);
 
+/// Unsent bytes a connection keeps in its socket at most (TCP_NOTSENT_LOWAT).
+pub const NOTSENT_LOWAT: u32 = 16 * 1024;
+
 /// Largest `ckSize` LibreSpeed allows (MiB per download request).
 pub const MAX_CHUNKS: u32 = 1024;
 
@@ -193,6 +196,9 @@ pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: Cance
         head_timeout: Some(HEADER_TIMEOUT),
         shutdown_grace: Some(Duration::from_secs(1)),
         delivery: true,
+        // A responsiveness probe's answer (and a page's) queues behind at most this much of a
+        // download on its connection, as the draft asks of servers.
+        notsent_lowat: Some(NOTSENT_LOWAT),
         tls: state.config.tls.clone(),
     };
     serve(listeners, options, shutdown, move |peer, req| handle(state.clone(), peer, req)).await;

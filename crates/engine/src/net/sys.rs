@@ -46,6 +46,12 @@ pub(crate) fn set_int(
     .map(drop)
 }
 
+/// Keeps at most `bytes` of a TCP socket's data unsent in its buffer (TCP_NOTSENT_LOWAT): the
+/// writer is woken only below it, so what it writes next waits behind that much at most.
+pub(crate) fn set_notsent_lowat(fd: RawFd, bytes: u32) -> io::Result<()> {
+    set_int(fd, libc::IPPROTO_TCP, libc::TCP_NOTSENT_LOWAT, bytes.min(i32::MAX as u32) as i32)
+}
+
 /// Reads an integer socket option.
 fn get_int(fd: RawFd, level: libc::c_int, name: libc::c_int) -> io::Result<libc::c_int> {
     let mut value: libc::c_int = 0;

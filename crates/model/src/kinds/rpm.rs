@@ -284,8 +284,8 @@ pub struct RpmSummary {
     pub rpm: Option<f64>,
     /// Whether every leg reached working conditions.
     pub working_conditions: bool,
-    /// Latency added by load: the largest of the legs' median loaded latency less the idle
-    /// median, nanoseconds.
+    /// Latency added by load: the largest of the legs' loaded latency at working conditions
+    /// (the trimmed mean of the last window's self probes) less the idle median, nanoseconds.
     pub added_latency_ns: u64,
     /// A bufferbloat grade from the added latency (A+ under 5 ms, A 30, B 60, C 200, D 400,
     /// else F).
@@ -425,12 +425,11 @@ impl KindReport for RpmReport {
         let samples: Vec<f64> = self.intervals.iter().filter_map(|i| i.rpm).collect();
         let loaded: Vec<f64> =
             self.intervals.iter().filter_map(|i| i.loaded_p50_ns.map(|v| v as f64)).collect();
-        let worst_loaded =
-            self.summary.legs.iter().map(|l| l.loaded.p50_ns).max().unwrap_or(0) as f64;
+        let worst_loaded = self.summary.legs.iter().map(|l| l.times.self_ns).fold(0.0, f64::max);
         let mut m = vec![
             metric("rpm", "Responsiveness", Unit::Rpm, Better::Higher)
                 .of(self.summary.rpm.unwrap_or(f64::NAN), samples),
-            metric("loaded_latency_p50_ns", "Loaded latency p50", Unit::Nanos, Better::Lower)
+            metric("loaded_latency_ns", "Loaded latency", Unit::Nanos, Better::Lower)
                 .of(worst_loaded, loaded),
             metric("idle_latency_p50_ns", "Idle latency p50", Unit::Nanos, Better::Lower)
                 .of(self.summary.idle.p50_ns as f64, Vec::new()),

@@ -67,11 +67,12 @@ fn leg_line(leg: &RpmLeg) -> String {
     };
     let spread = leg.rpm_spread.map_or(String::new(), |s| format!(" ±{:.1} %", s * 100.0));
     format!(
-        "{:<9} {} RPM{spread} ({:?} confidence{}), {throughput}, loaded latency p50 {} p90 {}",
+        "{:<9} {} RPM{spread} ({:?} confidence{}), {throughput}, loaded latency {} (whole leg p50 {}, p90 {})",
         leg.direction.name(),
         rpm_text(leg.rpm),
         leg.confidence,
         if leg.working_conditions { "" } else { ", working conditions not reached" },
+        nanos(leg.times.self_ns),
         nanos(leg.loaded.p50_ns as f64),
         nanos(leg.loaded.p90_ns as f64),
     )

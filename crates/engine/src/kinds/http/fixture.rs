@@ -73,6 +73,7 @@ pub async fn run(
         head_timeout: Some(shared.config.head_timeout),
         shutdown_grace: None,
         delivery: false,
+        notsent_lowat: None,
         tls: None,
     };
     serve(listeners, options, shutdown, move |_peer, req| answer(shared.clone(), req)).await;

@@ -34,6 +34,10 @@ pub struct ServeOptions {
     /// Count what each connection's peer acknowledges: its requests carry the connection's
     /// [`super::delivered::DeliveryTap`] in their extensions.
     pub delivery: bool,
+    /// Most bytes a connection keeps unsent in its socket (TCP_NOTSENT_LOWAT), so that an
+    /// answer queued behind a download waits for the network, not for a deep socket buffer;
+    /// `None`: the system's default (no limit).
+    pub notsent_lowat: Option<u32>,
     /// Serve TLS with these settings (ALPN picks HTTP/2 or HTTP/1.1); `None`: plain TCP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
 }
@@ -85,6 +89,10 @@ pub async fn serve<F, Fut, B>(
                     },
                 };
                 let _ = stream.set_nodelay(true);
+                if let Some(bytes) = options.notsent_lowat {
+                    use std::os::fd::AsRawFd;
+                    let _ = crate::net::sys::set_notsent_lowat(stream.as_raw_fd(), bytes);
+                }
                 let (builder, shutdown, handler, acceptor) =
                     (builder.clone(), shutdown.clone(), handler.clone(), acceptor.clone());
                 let (head_timeout, shutdown_grace, delivery) =

@@ -36,6 +36,9 @@ pub(super) struct Server {
     pub connect_timeout: Duration,
 }
 
+/// Unsent bytes a connection keeps in its socket at most (TCP_NOTSENT_LOWAT).
+const NOTSENT_LOWAT: u32 = 16 * 1024;
+
 /// A connection's phases, nanoseconds.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Phases {
@@ -57,6 +60,10 @@ pub(super) async fn connect(server: &Server) -> Result<(SendRequest<ReqBody>, Ph
             .map_err(|_| format!("connecting to {} timed out", server.addr))?
             .map_err(|e| format!("cannot connect to {}: {e}", server.addr))?;
     let _ = tcp.set_nodelay(true);
+    // An upload's next bytes, and a self probe's request behind them, wait for the network
+    // rather than in a deep socket buffer of our own.
+    let _ =
+        crate::net::sys::set_notsent_lowat(std::os::fd::AsRawFd::as_raw_fd(&tcp), NOTSENT_LOWAT);
     let tcp_ns = started.elapsed().as_nanos() as u64;
     let Some((config, name)) = &server.tls else {
         return Ok((h2_over(tcp, "prior knowledge").await?, Phases { tcp_ns, tls_ns: 0 }));

@@ -1,6 +1,5 @@
 //! One leg of a responsiveness test, as draft-ietf-ippm-responsiveness lays it out: load
-//! connections added one an interval (per direction) until the moving average of goodput is
-//! stable, probes sent all along (foreign and self in turn, at most the probe rate), and at
+//! connections added one an interval (per direction) up to the most allowed, probes sent all along (foreign and self in turn, at most the probe rate), and at
 //! each interval's end the responsiveness of the window behind it; the leg ends once goodput
 //! and responsiveness are both stable (working conditions) or at its time limit.
 
@@ -157,7 +156,9 @@ pub(super) async fn run(
                 if !goodput_stable && stable(&goodputs, mad, spec.stability) {
                     goodput_stable = true;
                 }
-                if !goodput_stable && load.opened < spec.max_connections * ways.len() as u32 {
+                // The draft adds a connection at every interval, stable goodput or not: the
+                // load keeps growing until responsiveness, too, is stable.
+                if load.opened < spec.max_connections * ways.len() as u32 {
                     for &w in ways {
                         load.add(w);
                     }

@@ -172,8 +172,13 @@ pub async fn run(
     }
     let rpm = legs.iter().filter_map(|l| l.rpm).reduce(f64::min);
     let idle_stats = idle.stats();
-    let added_latency_ns =
-        legs.iter().map(|l| l.loaded.p50_ns.saturating_sub(idle_stats.p50_ns)).max().unwrap_or(0);
+    // Loaded latency at working conditions: the last window's self probes, from which the
+    // RPM was computed (the leg's whole distribution includes the ramp, before the queue is full).
+    let added_latency_ns = legs
+        .iter()
+        .map(|l| (l.times.self_ns as u64).saturating_sub(idle_stats.p50_ns))
+        .max()
+        .unwrap_or(0);
     let summary = RpmSummary {
         large_url: HttpUrl::redacted(&config.large),
         small_url: HttpUrl::redacted(&config.small),
