@@ -1,0 +1,132 @@
+#!/usr/bin/env bash
+# Runs every check wirespeed has: installs what the tests need on a fresh Debian machine
+# (only what is missing), then formatting, lints and the whole test suite.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+# Programs cargo installs below (librespeed-cli, rathole) are looked up on PATH by the tests.
+export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
+
+need_apt=()
+command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
+command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
+command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
+# ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).
+command -v ip >/dev/null 2>&1 || [ -x /usr/sbin/ip ] || need_apt+=(iproute2)
+command -v setpriv >/dev/null 2>&1 || need_apt+=(util-linux)
+# nftables: a study's emulated links drop packets at random with it where the kernel has no
+# netem (crates/netlab).
+command -v nft >/dev/null 2>&1 || [ -x /usr/sbin/nft ] || need_apt+=(nftables)
+# tc (iproute2) sets the links' rates; OpenSSH's server and client: hosts reached over ssh.
+[ -x /usr/sbin/sshd ] || need_apt+=(openssh-server)
+command -v ssh >/dev/null 2>&1 || need_apt+=(openssh-client)
+# curl: the client the HTTP fixture is tested with.
+command -v curl >/dev/null 2>&1 || need_apt+=(curl)
+# socat: an echo service for latency --external.
+command -v socat >/dev/null 2>&1 || need_apt+=(socat)
+# Chromium: HTML reports are opened headless and their charts must render.
+[ -x /usr/bin/chromium ] || need_apt+=(chromium)
+# mmdblookup (libmaxminddb): reads back the GeoIP databases the web tests write.
+command -v mmdblookup >/dev/null 2>&1 || need_apt+=(mmdb-bin)
+# Node.js and npm: playwright-core drives Chromium through the web speed test's pages.
+command -v node >/dev/null 2>&1 || need_apt+=(nodejs)
+command -v npm >/dev/null 2>&1 || need_apt+=(npm)
+# script (a pseudo-terminal for the live panel's test) is in bsdutils, which Debian always has.
+command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
+# cmake and libclang: Cloudflare's mach (below) builds BoringSSL with them.
+command -v mach >/dev/null 2>&1 || {
+  command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
+  ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
+}
+# Real DNS servers `wirespeed dns` is checked against.
+[ -x /usr/sbin/unbound ] || need_apt+=(unbound)
+[ -x /usr/sbin/nsd ] || need_apt+=(nsd)
+[ -x /usr/sbin/knotd ] || need_apt+=(knot)
+[ -x /usr/sbin/named ] || need_apt+=(bind9)
+# PostgreSQL's server: the shared results store is tested against a real one, which the tests
+# start on a private port as the `postgres` user the package creates (its own service stays off).
+ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)
+# rathole's TLS transport links OpenSSL (native-tls): its headers and pkg-config, to build it.
+command -v rathole >/dev/null 2>&1 || {
+  command -v pkg-config >/dev/null 2>&1 || need_apt+=(pkg-config)
+  [ -e /usr/include/openssl/ssl.h ] || need_apt+=(libssl-dev)
+}
+if [ ${#need_apt[@]} -gt 0 ]; then
+  echo "== installing ${need_apt[*]}"
+  export DEBIAN_FRONTEND=noninteractive
+  # The DNS servers' packages would start system services on port 53: the tests start
+  # their own, so keep the packages from starting anything while they install.
+  added_policy=0
+  if [ ! -e /usr/sbin/policy-rc.d ]; then
+    printf '#!/bin/sh\nexit 101\n' > /usr/sbin/policy-rc.d
+    chmod +x /usr/sbin/policy-rc.d
+    added_policy=1
+  fi
+  apt-get update -qq
+  apt-get install -y -qq "${need_apt[@]}" >/dev/null
+  [ "$added_policy" = 1 ] && rm -f /usr/sbin/policy-rc.d
+fi
+# librespeed-cli: the real LibreSpeed command-line client the web speed test is checked with.
+if ! command -v librespeed-cli >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/librespeed-cli" ]; then
+  echo "== installing librespeed-cli"
+  cargo install librespeed-cli --locked --quiet
+fi
+# rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
+# 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
+if ! command -v rathole >/dev/null 2>&1; then
+  echo "== installing rathole"
+  cargo install rathole --version 0.5.0 --quiet
+fi
+# Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
+# web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
+# defaults reach Cloudflare).
+if ! command -v mach >/dev/null 2>&1; then
+  echo "== installing mach (cf-mach)"
+  cargo install cf-mach --version 0.4.0 --quiet
+fi
+# Python's hdrhistogram: an HdrHistogram library that is not ours, to check merged members'
+# histograms exact against every raw sample.
+if ! python3 -c 'import hdrh.histogram' >/dev/null 2>&1; then
+  echo "== installing the hdrhistogram Python package"
+  python3 -m pip install --quiet --disable-pip-version-check hdrhistogram==0.10.8
+fi
+# kubernetes-validate (with PyYAML): checks `wirespeed k8s job`'s manifests offline against
+# Kubernetes' own schemas (no cluster runs here).
+if ! command -v kubernetes-validate >/dev/null 2>&1; then
+  echo "== installing kubernetes-validate"
+  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
+fi
+# ansible-core: a study written as a playbook (`bench --ansible`) is run with Ansible itself
+# against the tests' ssh hosts.
+if ! command -v ansible-playbook >/dev/null 2>&1; then
+  echo "== installing ansible-core"
+  python3 -m pip install --quiet --disable-pip-version-check ansible-core==2.17.14
+fi
+# cargo-nextest: runs the test binaries side by side, and the example studies alone
+# (.config/nextest.toml), so a busy machine does not decide their checks.
+if ! command -v cargo-nextest >/dev/null 2>&1; then
+  echo "== installing cargo-nextest"
+  cargo install cargo-nextest --locked --quiet
+fi
+# playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
+browser_tests=crates/wirespeed/tests/browser
+if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then
+  echo "== installing playwright-core"
+  (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
+fi
+# The Go programs the studies measure (gost, frp, vegeta, CoreDNS, dnsproxy), built from the
+# Go module proxy at pinned versions into one directory (only what is missing), then on PATH.
+if ! command -v go >/dev/null 2>&1; then
+  echo "scripts/test.sh: go is needed to build the studies' programs (scripts/peers.sh)" >&2
+  exit 1
+fi
+peers_bin=$(scripts/peers.sh | tail -1)
+export PATH="$peers_bin:$PATH"
+rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+
+# The toolchain of the declared rust-version, for the build at it below.
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+rustup toolchain list 2>/dev/null | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+
+# A test whose peer or privilege is missing fails here instead of skipping.
+export WIRESPEED_REQUIRE_PEERS=1
