@@ -70,7 +70,7 @@ impl Drop for StockServer {
 }
 
 fn opts(addr: SocketAddr, spec: BandwidthSpec) -> ClientOptions {
-    ClientOptions { spec, endpoint: common::endpoint(addr) }
+    ClientOptions { spec, endpoint: common::endpoint(addr), latency: false }
 }
 
 async fn run(addr: SocketAddr, spec: BandwidthSpec) -> Result<BandwidthReport, ClientError> {

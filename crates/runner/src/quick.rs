@@ -167,7 +167,9 @@ fn plan(f: &Fixtures, t: Timing) -> Vec<(&'static str, Result<Client, String>)> 
         spec.length = length.unwrap_or(spec.length);
         spec.duration_ns = t.duration_ns;
         spec.interval_ns = t.interval_ns;
-        Ok(Client::Bandwidth(ClientOptions { spec, endpoint: endpoint.clone() }))
+        // Latency under load beside every bandwidth row: bufferbloat shows in the table.
+        let latency = true;
+        Ok(Client::Bandwidth(ClientOptions { spec, endpoint: endpoint.clone(), latency }))
     };
     let latency = |protocol| {
         let mut spec = LatencySpec::new("127.0.0.1", protocol);

@@ -307,6 +307,7 @@ pub fn report(ms: u64, bps: f64) -> Report {
                     total: figures.clone(),
                     streams: vec![],
                 }],
+                probe_rtt: None,
             }],
             summary: BandwidthSummary {
                 primary: FlowSummary {
@@ -321,6 +322,7 @@ pub fn report(ms: u64, bps: f64) -> Report {
                 reverse: None,
                 client_cpu: CpuUsage::default(),
                 server_cpu: None,
+                latency: None,
             },
         }),
         meta: Meta { version: "0.1.0".into(), start_unix_ms: ms, ..Default::default() },

@@ -34,6 +34,7 @@ fn big_report(ms: u64) -> Report {
             omitted: false,
             measured_at: None,
             flows: vec![flow(f64::from(i) * 1e6)],
+            probe_rtt: None,
         })
         .collect();
     Report {
@@ -53,6 +54,7 @@ fn big_report(ms: u64) -> Report {
                 reverse: None,
                 client_cpu: CpuUsage::default(),
                 server_cpu: None,
+                latency: None,
             },
         }),
         meta: Meta { version: "0.1.0".into(), start_unix_ms: ms, ..Default::default() },

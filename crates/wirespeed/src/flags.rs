@@ -454,6 +454,11 @@ pub(crate) struct BandwidthArgs {
     /// Send TCP data with sendfile() instead of write(): one copy fewer on the sender.
     #[arg(short = 'Z', long)]
     pub zerocopy: bool,
+    /// Also probe the path's round trip (a TCP handshake with the server's port on a new
+    /// connection) 10 times before the test and every 100 ms during it: idle against loaded
+    /// latency per interval and in the summary, so a bufferbloated path shows in one run.
+    #[arg(long, conflicts_with = "iperf3")]
+    pub latency: bool,
     /// The server is a stock `iperf3 -s`: speak iperf3's protocol (same options, same report).
     #[arg(long)]
     pub iperf3: bool,

@@ -174,7 +174,7 @@ pub(crate) fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOpt
     spec.dscp = args.dscp.as_deref().map(parse_dscp).transpose()?;
     spec.zerocopy = args.zerocopy;
     spec.validate()?;
-    Ok(ClientOptions { spec, endpoint })
+    Ok(ClientOptions { spec, endpoint, latency: args.latency })
 }
 
 /// A target and the connection flags → where the server is.
@@ -217,7 +217,7 @@ pub(crate) fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
     spec.omit_ns = nanos("--omit", &args.omit)?;
     spec.interval_ns = nanos("--interval", &args.interval)?;
     spec.validate()?;
-    Ok(ClientOptions { spec, endpoint })
+    Ok(ClientOptions { spec, endpoint, latency: false })
 }
 
 /// `wirespeed latency` flags → client options.

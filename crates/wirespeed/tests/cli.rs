@@ -21,6 +21,41 @@ fn json_output_has_the_documented_shape_and_exit_0() {
 }
 
 #[test]
+fn latency_beside_a_bandwidth_test_is_probed_per_interval_and_summed_up() {
+    let s = server(&[]);
+    let target = format!("127.0.0.1:{}", s.1);
+    let args =
+        ["bw", &target, "-R", "-t", "1", "-i", "0.25", "--latency", "-f", "json", "--no-save"];
+    let out = client(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    let l = &v["summary"]["latency"];
+    assert_eq!(l["idle"]["count"], 10, "{l}");
+    assert_eq!(l["failed"], 0, "{l}");
+    // Ten probes a second over the second measured, each in the interval it ended in.
+    let loaded = l["loaded"]["count"].as_u64().unwrap();
+    assert!((5..=12).contains(&loaded), "{loaded} probes");
+    let per_interval: u64 = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["probe_rtt"]["count"].as_u64().unwrap())
+        .sum();
+    assert!(per_interval >= loaded, "{per_interval} in intervals, {loaded} in the summary");
+    assert!(l["loaded"]["p50_ns"].as_u64().unwrap() > 0);
+    // Text: a line per interval and the summary's.
+    let out = client(&["bw", &target, "-t", "0.5", "-i", "0.25", "--latency", "--no-save"]);
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("[RTT]") && text.contains("Latency    idle p50"), "{text}");
+    // Without it, nothing is probed; a stock iperf3 server takes no extra connections.
+    let out = client(&["bw", &target, "-t", "0.3", "-f", "json", "--no-save"]);
+    let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
+    assert!(v["summary"].get("latency").is_none() && v["intervals"][0].get("probe_rtt").is_none());
+    let out = client(&["bw", &target, "--latency", "--iperf3", "--no-save"]);
+    assert_eq!(out.status.code(), Some(2));
+}
+
+#[test]
 fn every_format_renders_and_results_are_saved() {
     let s = server(&[]);
     let target = format!("127.0.0.1:{}", s.1);

@@ -7,6 +7,7 @@ pub(crate) mod framed;
 pub mod handshake;
 pub mod icmp;
 pub(crate) mod mmsg;
+pub mod probe;
 pub(crate) mod streams;
 pub(crate) mod sys;
 pub mod tls;

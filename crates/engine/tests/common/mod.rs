@@ -67,7 +67,7 @@ impl TestServer {
 
     /// Client options for `spec` against this server.
     pub(crate) fn opts(&self, spec: BandwidthSpec) -> ClientOptions {
-        ClientOptions { spec, endpoint: self.endpoint() }
+        ClientOptions { spec, endpoint: self.endpoint(), latency: false }
     }
 
     /// How a client reaches this server.

@@ -21,6 +21,7 @@ use wirespeed_proto::control::{
 use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
+use super::probing::Probing;
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Finishing, Role, Side};
 use crate::error::ClientError;
@@ -41,6 +42,9 @@ pub struct ClientOptions {
     pub spec: BandwidthSpec,
     /// The server.
     pub endpoint: Endpoint,
+    /// Probe the path's round trip on new connections before and during the test
+    /// (`--latency`).
+    pub latency: bool,
 }
 
 /// Runs one bandwidth test and returns its report. Events go to `events` as they happen;
@@ -62,6 +66,11 @@ pub async fn run(
     {
         return Err(protocol("the server changed the test's shape"));
     }
+    // Idle round trips first, while nothing of the test moves.
+    let probing = match opts.latency {
+        true => Some(Probing::idle(server_addr).await),
+        false => None,
+    };
     let sockets = {
         let spec = spec.clone();
         let bind = opts.endpoint.bind;
@@ -78,8 +87,9 @@ pub async fn run(
         .map_err(ClientError::local("starting data threads"))?;
     let _ =
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
+    let probing = probing.map(|p| p.start(side.shared.begin));
     let (intervals, summary, interrupted) =
-        drive(&mut ctl, &mut state, side, &spec, &events, &cancel).await?;
+        drive(&mut ctl, &mut state, side, &spec, probing, &events, &cancel).await?;
     if interrupted {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
@@ -95,10 +105,14 @@ async fn drive(
     state: &mut ClientState,
     mut side: Side,
     spec: &BandwidthSpec,
+    probing: Option<Probing>,
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
 ) -> Result<Outcome, ClientError> {
     let mut collector = Collector::new(spec.clone());
+    if let Some(p) = probing {
+        collector = collector.with_probes(Box::new(p));
+    }
     let mut schedule = Schedule::start(spec, &side);
     let timed = schedule.timed();
     let mut remote_sent_download = 0u64;

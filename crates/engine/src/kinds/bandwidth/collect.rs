@@ -5,8 +5,10 @@
 
 use std::collections::BTreeMap;
 
+use wirespeed_model::histogram::LatencyStats;
 use wirespeed_model::kinds::bandwidth::{
-    BandwidthInterval, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary, StreamFigures,
+    BandwidthInterval, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary, LoadedLatency,
+    StreamFigures,
 };
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::kinds::bandwidth::{Figures, SideDelta, Totals};
@@ -48,6 +50,16 @@ pub struct Collector {
     /// True when the server sends no ticks (an iperf3 server): intervals carry the client's
     /// side alone, and only the summary pairs both ends.
     client_only: bool,
+    /// `--latency`: the round trips probed beside the test.
+    probes: Option<Box<dyn ProbeWindow>>,
+}
+
+/// Round trips probed beside a test, by the test's time (nanoseconds since it began).
+pub trait ProbeWindow: std::fmt::Debug + Send {
+    /// The probes that ended in `[start_ns, end_ns)`, and how many of them failed.
+    fn between(&self, start_ns: u64, end_ns: u64) -> (LatencyStats, u64);
+    /// The probes before the test, and how many failed.
+    fn idle(&self) -> (LatencyStats, u64);
 }
 
 impl Collector {
@@ -58,6 +70,7 @@ impl Collector {
             local_ticks: Vec::new(),
             remote_ticks: BTreeMap::new(),
             emitted: 0,
+            probes: None,
             intervals: Vec::new(),
             client_only: false,
         }
@@ -110,6 +123,13 @@ impl Collector {
         (local, remote)
     }
 
+    /// Puts each interval's probed round trips in it, and the idle and loaded ones in the
+    /// summary.
+    pub fn with_probes(mut self, probes: Box<dyn ProbeWindow>) -> Self {
+        self.probes = Some(probes);
+        self
+    }
+
     fn interval(
         &self,
         i: usize,
@@ -148,6 +168,7 @@ impl Collector {
             omitted: start_ns < self.spec.omit_ns,
             measured_at: self.client_only.then_some(End::Client),
             flows,
+            probe_rtt: self.probes.as_ref().map(|p| p.between(start_ns, end_ns).0),
         }
     }
 
@@ -187,7 +208,17 @@ impl Collector {
         let iv =
             self.interval(n, last_end, end_ns, &local_end, &self.remote_ticks[&(n as u32)].clone());
         self.intervals.push(iv);
-        let summary = self.summary(local, server);
+        let mut summary = self.summary(local, server);
+        summary.latency = self.probes.as_ref().map(|p| {
+            let (idle, idle_failed) = p.idle();
+            let (loaded, failed) = p.between(self.spec.omit_ns, end_ns);
+            LoadedLatency {
+                added_ns: loaded.p50_ns.saturating_sub(idle.p50_ns),
+                idle,
+                loaded,
+                failed: failed + idle_failed,
+            }
+        });
         (self.intervals, summary)
     }
 
@@ -255,6 +286,7 @@ impl Collector {
                 server.cpu_system_ns,
                 server.wall_ns,
             )),
+            latency: None,
         }
     }
 }

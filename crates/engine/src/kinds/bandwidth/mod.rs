@@ -7,6 +7,7 @@
 //! - `workers`: the data threads of both halves.
 //! - [`collect`]: pairs both ends' counters into intervals and the summary.
 //! - `schedule`: the client's interval ticks, warm-up end and deadline.
+//! - `probing`: `--latency`, the round trips probed beside the test.
 
 pub mod client;
 pub mod collect;
@@ -14,6 +15,7 @@ mod counters;
 pub mod iperf3_client;
 mod iperf3_results;
 pub(crate) mod iperf3_server;
+mod probing;
 mod schedule;
 pub(crate) mod server;
 pub(crate) mod workers;

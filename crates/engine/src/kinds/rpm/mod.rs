@@ -1,7 +1,7 @@
 //! The responsiveness test (`wirespeed rpm`): the client side of draft-ietf-ippm-responsiveness
 //! against any server that publishes its configuration (Apple's, Cloudflare's, a self-hosted
 //! wirespeed `web`): the configuration read, idle latency from probes on new connections,
-//! then each leg under load ([`leg`]) over HTTP/2 connections ([`conn`], [`load`]).
+//! then each leg under load (`leg`) over HTTP/2 connections ([`conn`], `load`).
 
 pub mod conn;
 mod leg;

@@ -9,7 +9,7 @@ mod spec;
 pub use figures::{Figures, SideDelta, TcpSample, Totals};
 pub use report::{
     BandwidthInterval, BandwidthReport, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary,
-    StreamFigures,
+    LoadedLatency, StreamFigures,
 };
 pub use spec::{
     BandwidthSpec, Direction, End, Flow, DEFAULT_TCP_LENGTH, DEFAULT_UDP_BITRATE,
@@ -64,7 +64,11 @@ pub(crate) fn merge(
                     merge_flows(same)
                 })
                 .collect();
-            Ok::<_, std::convert::Infallible>(BandwidthInterval { flows, ..shape.clone() })
+            Ok::<_, std::convert::Infallible>(BandwidthInterval {
+                flows,
+                probe_rtt: None,
+                ..shape.clone()
+            })
         },
     );
     let Ok(intervals) = intervals;
@@ -103,6 +107,8 @@ pub(crate) fn merge(
             client_cpu: busiest(&mut parts.iter().map(|p| p.report.summary.client_cpu))
                 .unwrap_or_default(),
             server_cpu: busiest(&mut parts.iter().filter_map(|p| p.report.summary.server_cpu)),
+            // Each member probed its own path: no one figure stands for them all.
+            latency: None,
         },
     }
 }

@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use super::figures::Figures;
 use super::spec::{BandwidthSpec, End, Flow};
+use crate::histogram::LatencyStats;
 use crate::kind::{Kind, KindReport, KindSpec};
 use crate::metrics::{metric, rate_line, Better, Metric, RunSeries, Unit};
 use crate::rules::Protocol;
@@ -38,6 +39,10 @@ pub struct BandwidthInterval {
     pub measured_at: Option<End>,
     /// One entry per flow (upload, download).
     pub flows: Vec<FlowFigures>,
+    /// `--latency`: round trips of the probes (TCP handshakes on new connections) that ended
+    /// in this interval.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_rtt: Option<LatencyStats>,
 }
 
 impl BandwidthInterval {
@@ -95,6 +100,24 @@ pub struct BandwidthSummary {
     /// CPU used by the server's data streams for this test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub server_cpu: Option<CpuUsage>,
+    /// `--latency`: the path's round trip before the test and under its load.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub latency: Option<LoadedLatency>,
+}
+
+/// Round trips probed beside a bandwidth test (`--latency`): TCP handshakes with the server's
+/// port on new connections, before the test (idle) and every 100 ms during its measured part
+/// (loaded), as Flent's RRUL and the bufferbloat tests compare them.
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadedLatency {
+    /// Before the test.
+    pub idle: LatencyStats,
+    /// During the measured part (warm-up left out).
+    pub loaded: LatencyStats,
+    /// Loaded median less idle median, nanoseconds (0 when lower).
+    pub added_ns: u64,
+    /// Probes that failed or took over 2 s (a path so loaded a handshake times out).
+    pub failed: u64,
 }
 
 impl BandwidthSummary {

@@ -114,6 +114,14 @@ impl View for BandwidthView {
                         packet_rate(t.received_pps.unwrap_or(0.0))
                     ),
                 };
+                let details = match &b.summary.latency {
+                    Some(l) => format!(
+                        "{details}; idle RTT {}, loaded {}",
+                        nanos(l.idle.p50_ns as f64),
+                        nanos(l.loaded.p50_ns as f64)
+                    ),
+                    None => details,
+                };
                 (name, rate(t.sent_bps), rate(t.received_bps), details)
             })
             .collect()

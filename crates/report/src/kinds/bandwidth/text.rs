@@ -188,6 +188,18 @@ pub(super) fn interval(
         }
         writeln!(out, "{}", style.maybe_dim(iv.omitted, &line))?;
     }
+    // `--latency`: the probes of this interval, under its load.
+    if let Some(p) = &iv.probe_rtt {
+        let line = match p.count {
+            0 => format!("[RTT]    {start:.2}-{end:.2} s   no probe answered"),
+            n => format!(
+                "[RTT]    {start:.2}-{end:.2} s   new-connection RTT p50 {} max {} ({n} probes)",
+                nanos(p.p50_ns as f64),
+                nanos(p.max_ns as f64)
+            ),
+        };
+        writeln!(out, "{}", style.maybe_dim(iv.omitted, &line))?;
+    }
     Ok(())
 }
 
@@ -208,6 +220,19 @@ pub(super) fn summary(
         cpu(&s.client_cpu),
         s.server_cpu.map_or(String::new(), |c| format!("   server {}", cpu(&c)))
     )?;
+    if let Some(l) = &s.latency {
+        writeln!(
+            out,
+            "Latency    idle p50 {} ({} probes)   under load p50 {} p99 {} ({} probes)   added {}{}",
+            nanos(l.idle.p50_ns as f64),
+            l.idle.count,
+            nanos(l.loaded.p50_ns as f64),
+            nanos(l.loaded.p99_ns as f64),
+            l.loaded.count,
+            nanos(l.added_ns as f64),
+            if l.failed > 0 { format!("   {} probes failed", l.failed) } else { String::new() }
+        )?;
+    }
     Ok(())
 }
 
