@@ -123,8 +123,10 @@ pub(super) async fn get_all(
         .body(no_body())
         .map_err(|e| format!("request: {e}"))?;
     sender.ready().await.map_err(|e| format!("connection closed: {e}"))?;
-    let response =
-        sender.send_request(request).await.map_err(|e| format!("request failed: {e}"))?;
+    let response = sender.send_request(request).await.map_err(|e| match server.tls {
+        Some(_) => format!("request failed: {e}"),
+        None => format!("request failed (does the server speak HTTP/2 with prior knowledge?): {e}"),
+    })?;
     let status = response.status();
     let mut body = response.into_body();
     let mut n = 0u64;

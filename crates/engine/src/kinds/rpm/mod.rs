@@ -245,7 +245,15 @@ async fn fetch_config(url: &str, opts: &RpmOptions) -> Result<Config, ClientErro
     let (status, body) = tokio::time::timeout(Duration::from_secs(10), fetched)
         .await
         .map_err(|_| ClientError::ServerGone(format!("no configuration from {url} within 10 s")))?
-        .map_err(|e| ClientError::Protocol(format!("fetching the configuration {url}: {e}")))?;
+        .map_err(|e| match at.secure {
+            true => ClientError::Protocol(format!("fetching the configuration {url}: {e}")),
+            // Prior knowledge is refused only at the first request, by an HTTP/1 answer to
+            // the preface; the connection itself was made.
+            false => ClientError::Protocol(format!(
+                "fetching the configuration {url}: the server does not speak HTTP/2 with prior \
+                 knowledge (h2c): {e}"
+            )),
+        })?;
     if status != hyper::StatusCode::OK {
         return Err(ClientError::Protocol(format!(
             "the configuration {url} answered {status}: is this a responsiveness server?"
