@@ -82,6 +82,24 @@ fn rpm_against_the_web_server_over_h2c_is_reported_and_saved() {
     let store = wirespeed_store::Store::open(&db).unwrap();
     assert_eq!(common::newest_kind(&store), "rpm");
 
+    // Both directions at once: one leg, loading each way.
+    let mut args =
+        vec!["rpm", &url, "-m", "parallel", "--stability", "50%", "--no-save", "-f", "json"];
+    args.extend(SHORT);
+    let out = client(&args);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let v = json(&out);
+    let legs = v["summary"]["legs"].as_array().unwrap();
+    assert_eq!(legs.len(), 1);
+    assert_eq!(legs[0]["direction"], "both");
+    assert!(
+        legs[0]["download_bps"].as_f64().unwrap() > 0.0
+            && legs[0]["upload_bps"].as_f64().unwrap() > 0.0
+    );
+    let moved =
+        |key: &str| v["intervals"].as_array().unwrap().iter().any(|i| i[key].as_u64() > Some(0));
+    assert!(moved("download_bytes") && moved("upload_bytes"));
+
     // The text report names the grade and each leg.
     let mut args = vec!["rpm", &url, "--stability", "50%", "--no-save", "-m", "download"];
     args.extend(SHORT);
