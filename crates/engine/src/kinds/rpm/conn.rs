@@ -156,11 +156,26 @@ impl Foreign {
     }
 }
 
+/// Longest a probe's request may wait for its whole answer: a server that accepts and never
+/// answers fails the probe in seconds instead of holding the test.
+const PROBE_TIMEOUT: Duration = Duration::from_secs(10);
+
+/// `get_all` within [`PROBE_TIMEOUT`].
+async fn probe_get(
+    sender: &mut SendRequest<ReqBody>,
+    server: &Server,
+    small: &HttpUrl,
+) -> Result<u64, Failure> {
+    tokio::time::timeout(PROBE_TIMEOUT, get_all(sender, server, small))
+        .await
+        .map_err(|_| format!("no answer to a probe within {} s", PROBE_TIMEOUT.as_secs()))?
+}
+
 /// A foreign probe: a new connection to `server` and a GET of `small` on it.
 pub(super) async fn foreign_probe(server: &Server, small: &HttpUrl) -> Result<Foreign, Failure> {
     let (mut sender, phases) = connect(server).await?;
     let started = Instant::now();
-    get_all(&mut sender, server, small).await?;
+    probe_get(&mut sender, server, small).await?;
     Ok(Foreign { phases, http_ns: started.elapsed().as_nanos() as u64 })
 }
 
@@ -171,7 +186,7 @@ pub(super) async fn self_probe(
     small: &HttpUrl,
 ) -> Result<u64, Failure> {
     let started = Instant::now();
-    get_all(&mut sender, server, small).await?;
+    probe_get(&mut sender, server, small).await?;
     Ok(started.elapsed().as_nanos() as u64)
 }
 
