@@ -62,15 +62,24 @@ impl Lab {
             netns::skip::not_installed("sshd", "openssh-server");
             return None;
         }
-        let net = (std::process::id() % 200) + 20;
+        // The bridge's name claims the test's number: tests run side by side in processes
+        // whose ids may agree modulo 200, and the kernel makes one link of a name at most.
+        let start = std::process::id() % 200;
+        let (net, bridge) = (0..200)
+            .map(|k| (start + k) % 200 + 20)
+            .find_map(|net| {
+                let name = format!("wsb{net}");
+                let made =
+                    Command::new("ip").args(["link", "add", &name, "type", "bridge"]).output();
+                made.ok().filter(|o| o.status.success()).map(|_| (net, Bridge(name)))
+            })
+            .expect("a free bridge number");
         let dir = tempfile::tempdir().unwrap();
         let first = Netns::new(&format!("ssh{net}a"))?;
         let mut hosts = vec![first];
         for i in 1..names.len() {
             hosts.push(Netns::new(&format!("ssh{net}{i}")).unwrap());
         }
-        let bridge = Bridge(format!("wsb{net}"));
-        run("ip", &["link", "add", &bridge.0, "type", "bridge"]);
         run("ip", &["addr", "add", &format!("10.214.{net}.1/24"), "dev", &bridge.0]);
         run("ip", &["link", "set", &bridge.0, "up"]);
         let mut addrs = Vec::new();
