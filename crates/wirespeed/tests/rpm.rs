@@ -112,12 +112,8 @@ fn rpm_against_the_web_server_over_h2c_is_reported_and_saved() {
 #[test]
 fn rpm_over_tls_times_the_handshake_and_checks_the_certificate() {
     let dir = tempfile::tempdir().unwrap();
-    let cert =
-        rcgen::generate_simple_self_signed(vec!["localhost".into(), "127.0.0.1".into()]).unwrap();
-    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
-    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
-    let (c, k) = (cert_pem.to_str().unwrap(), key_pem.to_str().unwrap());
+    let (c, k) = certificate(dir.path(), &["localhost", "127.0.0.1"]);
+    let (c, k) = (c.as_str(), k.as_str());
     let w = web(&["--no-save", "--tls-cert", c, "--tls-key", k]);
     let url = format!("https://localhost:{}/", w.port);
 
@@ -194,17 +190,8 @@ fn cloudflares_mach_measures_the_web_server() {
         return;
     };
     let dir = tempfile::tempdir().unwrap();
-    let cert = rcgen::generate_simple_self_signed(vec!["127.0.0.1".into()]).unwrap();
-    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
-    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
-    let w = web(&[
-        "--no-save",
-        "--tls-cert",
-        cert_pem.to_str().unwrap(),
-        "--tls-key",
-        key_pem.to_str().unwrap(),
-    ]);
+    let (c, k) = certificate(dir.path(), &["127.0.0.1"]);
+    let w = web(&["--no-save", "--tls-cert", &c, "--tls-key", &k]);
     let config = format!("https://127.0.0.1:{}/.well-known/nq", w.port);
     // Its defaults reach Cloudflare: a local configuration and no score upload, always.
     let out = Command::new(mach)
@@ -218,6 +205,16 @@ fn cloudflares_mach_measures_the_web_server() {
         assert!(v[leg]["rpm"].as_f64().unwrap() > 0.0, "{v}");
         assert!(v[leg]["throughput"].as_f64().unwrap() > 0.0, "{v}");
     }
+}
+
+/// A self-signed certificate for `names` written to `dir`: the certificate's and key's paths.
+fn certificate(dir: &std::path::Path, names: &[&str]) -> (String, String) {
+    let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();
+    let cert = rcgen::generate_simple_self_signed(names).unwrap();
+    let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
+    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
+    (cert_pem.to_string_lossy().into(), key_pem.to_string_lossy().into())
 }
 
 /// The path of `program` on PATH.
