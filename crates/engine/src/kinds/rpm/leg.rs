@@ -240,17 +240,21 @@ fn window_times(
     since: Instant,
     trim: f64,
 ) -> ProbeTimes {
-    let recent_foreign: Vec<&Foreign> =
-        foreign.iter().filter(|(at, _)| *at >= since).map(|(_, f)| f).collect();
+    let recent = |at: &Instant| *at >= since;
+    let recent_foreign: Vec<Foreign> =
+        foreign.iter().filter(|(at, _)| recent(at)).map(|&(_, f)| f).collect();
+    let recent_self: Vec<u64> =
+        self_probes.iter().filter(|(at, _)| recent(at)).map(|&(_, ns)| ns).collect();
+    probe_times(&recent_foreign, &recent_self, trim)
+}
+
+/// Trimmed means of `foreign` probes' phases and of `self_ns` probe times.
+pub(super) fn probe_times(foreign: &[Foreign], self_ns: &[u64], trim: f64) -> ProbeTimes {
     let tm = |v: Vec<f64>| trimmed_mean(&v, trim).unwrap_or(0.0);
     ProbeTimes {
-        tcp_ns: tm(recent_foreign.iter().map(|f| f.phases.tcp_ns as f64).collect()),
-        tls_ns: tm(recent_foreign.iter().map(|f| f.phases.tls_ns as f64).collect()),
-        http_ns: tm(recent_foreign.iter().map(|f| f.http_ns as f64).collect()),
-        self_ns: tm(self_probes
-            .iter()
-            .filter(|(at, _)| *at >= since)
-            .map(|&(_, ns)| ns as f64)
-            .collect()),
+        tcp_ns: tm(foreign.iter().map(|f| f.phases.tcp_ns as f64).collect()),
+        tls_ns: tm(foreign.iter().map(|f| f.phases.tls_ns as f64).collect()),
+        http_ns: tm(foreign.iter().map(|f| f.http_ns as f64).collect()),
+        self_ns: tm(self_ns.iter().map(|&ns| ns as f64).collect()),
     }
 }

@@ -16,9 +16,7 @@ use rustls_pki_types::ServerName;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::histogram::RttHistogram;
-use wirespeed_model::kinds::rpm::{
-    grade, rating, responsiveness, ProbeTimes, RpmReport, RpmSpec, RpmSummary,
-};
+use wirespeed_model::kinds::rpm::{grade, rating, responsiveness, RpmReport, RpmSpec, RpmSummary};
 use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 use wirespeed_proto::http_url::HttpUrl;
 
@@ -113,13 +111,9 @@ pub async fn run(
             Err(why) => meta.notes.push(format!("an idle probe failed: {why}")),
         }
     }
-    let tm = |v: Vec<f64>| wirespeed_model::kinds::rpm::trimmed_mean(&v, spec.trim).unwrap_or(0.0);
-    let idle_rpm = responsiveness(&ProbeTimes {
-        tcp_ns: tm(idle_times.iter().map(|f| f.phases.tcp_ns as f64).collect()),
-        tls_ns: tm(idle_times.iter().map(|f| f.phases.tls_ns as f64).collect()),
-        http_ns: tm(idle_times.iter().map(|f| f.http_ns as f64).collect()),
-        self_ns: tm(idle_times.iter().map(|f| f.http_ns as f64).collect()),
-    });
+    // Idle, a request on a new connection stands for one on a loaded one.
+    let idle_http: Vec<u64> = idle_times.iter().map(|f| f.http_ns).collect();
+    let idle_rpm = responsiveness(&leg::probe_times(&idle_times, &idle_http, spec.trim));
 
     let mut legs = Vec::new();
     let mut intervals = Vec::new();
