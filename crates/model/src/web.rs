@@ -60,6 +60,17 @@ pub struct WebResult {
     pub ping_ms: Option<f64>,
     /// Jitter the client measured, ms.
     pub jitter_ms: Option<f64>,
+    /// Median round trip the client measured while it downloaded, ms (wirespeed's own page;
+    /// LibreSpeed clients do not measure it).
+    #[serde(default)]
+    pub latency_down_ms: Option<f64>,
+    /// Median round trip the client measured while it uploaded, ms.
+    #[serde(default)]
+    pub latency_up_ms: Option<f64>,
+    /// The bufferbloat grade of the latency the load added, as `wirespeed rpm` grades it
+    /// ([`latency_grade`]).
+    #[serde(default)]
+    pub latency_grade: Option<String>,
     /// True when `download_bps` is the server's own measurement.
     pub download_by_server: bool,
     /// True when `upload_bps` is the server's own measurement.
@@ -74,6 +85,21 @@ pub struct WebResult {
     pub lang: String,
     /// Which client sent it.
     pub source: WebSource,
+}
+
+/// The grade of the latency a load added to `idle_ms`: the larger of the download's and the
+/// upload's, on the scale `wirespeed rpm` uses ([`crate::kinds::rpm::grade`], Waveform's). A
+/// loaded round trip shorter than the idle one adds nothing. `None` without an idle figure or
+/// any loaded one.
+pub fn latency_grade(
+    idle_ms: Option<f64>,
+    down_ms: Option<f64>,
+    up_ms: Option<f64>,
+) -> Option<&'static str> {
+    let idle = idle_ms?;
+    let worst = down_ms.into_iter().chain(up_ms).reduce(f64::max)?;
+    let added_ns = ((worst - idle).max(0.0) * 1e6).min(u64::MAX as f64) as u64;
+    Some(crate::kinds::rpm::grade(added_ns))
 }
 
 /// The network a result is kept under: the address with its host part zeroed (`/24` for
@@ -107,5 +133,15 @@ mod tests {
         assert_eq!(network_of("::ffff:192.0.2.9".parse().unwrap()), "192.0.2.0/24");
         assert_eq!(network_of("::1".parse().unwrap()), "::/56");
         assert_eq!(WebSource::from_code(WebSource::Page.code()), Some(WebSource::Page));
+    }
+
+    #[test]
+    fn the_worse_direction_grades_the_added_latency() {
+        assert_eq!(latency_grade(Some(10.0), Some(12.0), Some(14.9)), Some("A+"));
+        assert_eq!(latency_grade(Some(10.0), Some(12.0), Some(75.0)), Some("C"));
+        assert_eq!(latency_grade(Some(10.0), Some(1100.0), None), Some("F"));
+        assert_eq!(latency_grade(Some(10.0), Some(5.0), Some(9.0)), Some("A+"), "nothing added");
+        assert_eq!(latency_grade(None, Some(50.0), Some(50.0)), None, "no idle figure");
+        assert_eq!(latency_grade(Some(10.0), None, None), None, "no loaded figure");
     }
 }

@@ -135,6 +135,9 @@ fn web_result(id: &str, ms: i64, network: &str) -> WebResult {
         user_agent: "test".into(),
         lang: "en".into(),
         source: WebSource::Page,
+        latency_down_ms: Some(41.5),
+        latency_up_ms: None,
+        latency_grade: Some("B".into()),
     }
 }
 

@@ -1,5 +1,5 @@
-// The results page: saved speed tests as a filterable table, and median speeds by ISP and by
-// region. Every stored string reaches the page through textContent, never as markup.
+// The results page: saved speed tests as a filterable table, median speeds by ISP and by
+// region, and median latency under load by ISP with its bufferbloat grade. Every stored string reaches the page through textContent, never as markup.
 'use strict';
 (function () {
   const $ = (id) => document.getElementById(id);
@@ -24,28 +24,41 @@
     return p.toString();
   }
 
-  function chart(id, title, groups) {
+  // A horizontal bar chart of the largest `groups`: one bar per dataset, `axis` under it.
+  function bars(id, title, axis, labels, datasets) {
     if (charts[id]) charts[id].destroy();
-    const top = groups.slice(0, 12);
     charts[id] = new Chart($(id), {
       type: 'bar',
-      data: {
-        labels: top.map((g) => `${g.name} (${g.count})`),
-        datasets: [
-          { label: 'Download', data: top.map((g) => (g.download_bps ?? 0) / 1e6), backgroundColor: css('--dl') },
-          { label: 'Upload', data: top.map((g) => (g.upload_bps ?? 0) / 1e6), backgroundColor: css('--ul') },
-        ],
-      },
+      data: { labels, datasets },
       options: {
         animation: false,
         indexAxis: 'y',
         plugins: { title: { display: true, text: title, color: css('--fg') }, legend: { labels: { color: css('--fg') } } },
         scales: {
-          x: { title: { display: true, text: 'Median (Mbit/s)', color: css('--muted') }, ticks: { color: css('--muted') } },
+          x: { title: { display: true, text: axis, color: css('--muted') }, ticks: { color: css('--muted') } },
           y: { ticks: { color: css('--fg') } },
         },
       },
     });
+  }
+
+  function speedChart(id, title, groups) {
+    const top = groups.slice(0, 12);
+    bars(id, title, 'Median (Mbit/s)', top.map((g) => `${g.name} (${g.count})`), [
+      { label: 'Download', data: top.map((g) => (g.download_bps ?? 0) / 1e6), backgroundColor: css('--dl') },
+      { label: 'Upload', data: top.map((g) => (g.upload_bps ?? 0) / 1e6), backgroundColor: css('--ul') },
+    ]);
+  }
+
+  // Idle against loaded round trips, each group labelled with its grade (groups that never
+  // measured latency under load, such as LibreSpeed clients', are left out).
+  function latencyChart(id, title, groups) {
+    const top = groups.filter((g) => g.latency_grade).slice(0, 12);
+    bars(id, title, 'Median round trip (ms)', top.map((g) => `${g.latency_grade} · ${g.name} (${g.count})`), [
+      { label: 'Idle', data: top.map((g) => g.ping_ms ?? 0), backgroundColor: css('--muted') },
+      { label: 'Loaded ↓', data: top.map((g) => g.latency_down_ms ?? 0), backgroundColor: css('--dl') },
+      { label: 'Loaded ↑', data: top.map((g) => g.latency_up_ms ?? 0), backgroundColor: css('--ul') },
+    ]);
   }
 
   async function remove(id, row) {
@@ -87,6 +100,9 @@
       cell(row, mbps(x.upload_bps) + (x.upload_by_server ? '' : ' *'), 'num');
       cell(row, ms(x.ping_ms), 'num');
       cell(row, ms(x.jitter_ms), 'num');
+      cell(row, ms(x.latency_down_ms), 'num');
+      cell(row, ms(x.latency_up_ms), 'num');
+      cell(row, x.latency_grade ?? '–', 'grade');
       cell(row, x.user_agent).title = x.lang;
       const actions = cell(row, '');
       if (data.admin) {
@@ -99,8 +115,9 @@
       }
       body.appendChild(row);
     }
-    chart('chart-isp', 'By ISP', data.by_isp);
-    chart('chart-region', 'By region', data.by_region);
+    speedChart('chart-isp', 'By ISP', data.by_isp);
+    speedChart('chart-region', 'By region', data.by_region);
+    latencyChart('chart-latency', 'Latency under load by ISP', data.by_isp);
     document.body.dataset.state = 'ready';
   }
 

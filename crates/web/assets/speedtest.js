@@ -1,14 +1,19 @@
 // wirespeed's speed-test page: ping and jitter, then download and upload over several
-// streams, with live gauges and a graph. Downloads are read as fetch streams (fast enough past
-// 1 Gbit/s, where XHR progress events are not); upload progress comes from the server's own
-// byte count, since a browser only knows what it handed to its socket. The result it saves is
-// what the server measured, under the token /api/start gave this test.
+// streams, with live gauges and a graph, and the latency under each load (bufferbloat).
+// Downloads are read as fetch streams (fast enough past 1 Gbit/s, where XHR progress events
+// are not); upload progress comes from the server's own byte count, since a browser only knows
+// what it handed to its socket. The result it saves is what the server measured, under the
+// token /api/start gave this test, with the latencies this browser measured.
 'use strict';
 (function () {
   const $ = (id) => document.getElementById(id);
   const GRACE = { download: 1.5, upload: 3 };
   const TICK_MS = 200;
+  // Pause between latency probes under load: about ten a second on a short path, one after
+  // another (each waits for the last), within the probe budget the server gives each visitor.
+  const PROBE_GAP_MS = 100;
   const series = { download: [], upload: [] };
+  const latencySeries = { download: [], upload: [] };
   let token = null;
 
   const rand = () => Math.random().toString(36).slice(2);
@@ -50,6 +55,13 @@
     c.fillText('Download', w - 150, 14);
     c.fillStyle = css('--ul');
     c.fillText('Upload', w - 80, 14);
+    // Latency under load on a second scale (right), dashed, in each direction's colour.
+    const lat = latencySeries.download.concat(latencySeries.upload);
+    const maxMs = Math.max(1, ...lat.map((p) => p[1])) * 1.1;
+    if (lat.length) {
+      c.fillStyle = css('--muted');
+      c.fillText(`┄ latency, top ${maxMs.toFixed(maxMs >= 10 ? 0 : 1)} ms`, w - 150, 30);
+    }
     for (const [name, color] of [['download', css('--dl')], ['upload', css('--ul')]]) {
       const pts = series[name];
       if (pts.length < 2) continue;
@@ -62,6 +74,20 @@
       });
       c.stroke();
     }
+    c.setLineDash([4, 3]);
+    for (const [name, color] of [['download', css('--dl')], ['upload', css('--ul')]]) {
+      const pts = latencySeries[name];
+      if (pts.length < 2) continue;
+      c.strokeStyle = color;
+      c.lineWidth = 1;
+      c.beginPath();
+      pts.forEach(([x, y], i) => {
+        const px = pad + (x / maxX) * (w - 2 * pad), py = h - pad - (y / maxMs) * (h - 2 * pad);
+        if (i === 0) c.moveTo(px, py); else c.lineTo(px, py);
+      });
+      c.stroke();
+    }
+    c.setLineDash([]);
   }
 
   async function getJson(url, init) {
@@ -71,30 +97,82 @@
     return JSON.parse(text);
   }
 
-  // Sequential GETs of the empty endpoint; each sample is the Resource Timing request-to-
-  // response-start where the browser gives it, else the wall time.
+  // One round trip: a GET of `path`, timed as the Resource Timing request-to-response-start
+  // where the browser gives it (not the time the request waited for a free connection, nor the
+  // page's own busy main thread), else the wall time.
+  async function roundTrip(path, signal) {
+    const url = `${path}?t=${token}&r=${rand()}`;
+    const t0 = performance.now();
+    const r = await fetch(url, { cache: 'no-store', signal });
+    await r.arrayBuffer();
+    if (!r.ok) throw new Error(`${path}: ${r.status}`);
+    let ms = performance.now() - t0;
+    const e = performance.getEntriesByName(new URL(url, location.href).href).pop();
+    if (e && e.responseStart > 0 && e.requestStart > 0 && e.responseStart - e.requestStart < ms) {
+      ms = e.responseStart - e.requestStart;
+    }
+    performance.clearResourceTimings();
+    return ms;
+  }
+
+  // Sequential GETs of the empty endpoint.
   async function ping(count) {
     const samples = [];
     for (let i = 0; i <= count; i++) {
-      const url = `backend/empty?t=${token}&r=${rand()}`;
-      const t0 = performance.now();
-      const r = await fetch(url, { cache: 'no-store' });
-      await r.arrayBuffer();
-      let ms = performance.now() - t0;
-      const e = performance.getEntriesByName(new URL(url, location.href).href).pop();
-      if (e && e.responseStart > 0 && e.requestStart > 0 && e.responseStart - e.requestStart < ms) {
-        ms = e.responseStart - e.requestStart;
-      }
+      const ms = await roundTrip('backend/empty');
       if (i > 0) samples.push(ms); // the first opens the connection
       $('ping').textContent = Math.min(...samples.concat([ms])).toFixed(2);
     }
-    performance.clearResourceTimings();
     const sorted = samples.slice().sort((a, b) => a - b);
     const median = sorted[Math.floor(sorted.length / 2)];
     let jitter = 0;
     for (let i = 1; i < samples.length; i++) jitter += Math.abs(samples[i] - samples[i - 1]);
     jitter /= Math.max(1, samples.length - 1);
     return { ping: median, jitter };
+  }
+
+  const median = (v) => {
+    if (!v.length) return null;
+    const s = v.slice().sort((a, b) => a - b), m = s.length >> 1;
+    return s.length % 2 ? s[m] : (s[m - 1] + s[m]) / 2;
+  };
+
+  // Latency under load: round trips to the server's small responsiveness object, one after
+  // another, for as long as `signal` lets it. On HTTP/2 they share the loaded connection; on
+  // HTTP/1.1 they take a connection of their own (see `loadStreams`). Each sample is kept
+  // with its time since `t0`; the figure is the median of those after the warm-up, as the
+  // throughput's.
+  async function loadedLatency(name, t0, signal) {
+    const samples = latencySeries[name];
+    const out = $(name === 'download' ? 'lat-dl' : 'lat-ul');
+    while (!signal.aborted) {
+      let ms;
+      try {
+        ms = await roundTrip('nq/small', signal);
+      } catch (e) {
+        if (signal.aborted) break;
+        throw e;
+      }
+      samples.push([(performance.now() - t0) / 1000, ms]);
+      out.textContent = measuredLatency(name).toFixed(1);
+      await sleep(PROBE_GAP_MS);
+    }
+  }
+
+  // The median loaded round trip of `name`: after the warm-up, or every sample when none
+  // finished after it (a queue so deep that a probe outlasts the measurement).
+  function measuredLatency(name) {
+    const all = latencySeries[name];
+    const settled = all.filter(([t]) => t >= GRACE[name]);
+    return median((settled.length ? settled : all).map(([, ms]) => ms));
+  }
+
+  // Streams a direction may use. A browser opens at most six HTTP/1.1 connections to a server
+  // and queues further requests, so over HTTP/1.1 one is left for the latency probes (and the
+  // upload's progress polls); HTTP/2 and HTTP/3 carry everything on one connection.
+  function loadStreams(asked) {
+    const nav = performance.getEntriesByType('navigation')[0];
+    return /^h[23]/.test((nav && nav.nextHopProtocol) || '') ? asked : Math.min(asked, 5);
   }
 
   // Runs `streams` copies of `worker` for `seconds`, sampling `bytes()` every tick; returns the
@@ -109,6 +187,7 @@
       await sleep(50);
     }
     const t0 = performance.now();
+    const probing = loadedLatency(name, t0, stop.signal).catch((e) => { failure = failure || e; });
     let graceBytes = null, graceT = 0, prevB = 0, prevT = t0, rate = 0;
     // Measured for `seconds` after the grace period, as LibreSpeed's time_dl_max/time_ul_max.
     while (performance.now() - t0 < (GRACE[name] + seconds) * 1000) {
@@ -124,9 +203,9 @@
       drawGraph();
     }
     stop.abort();
-    await Promise.all(workers);
+    await Promise.all(workers.concat([probing]));
     if (failure && (await bytes()) === 0) throw new Error(`${name} failed: ${failure.message}`);
-    return rate;
+    return { rate, latency: measuredLatency(name) };
   }
 
   async function download(streams, seconds) {
@@ -166,6 +245,8 @@
     $('start').disabled = true;
     $('saved').hidden = true;
     series.download = []; series.upload = [];
+    latencySeries.download = []; latencySeries.upload = [];
+    for (const id of ['lat-dl', 'lat-ul', 'grade']) $(id).textContent = '–';
     setState('running');
     try {
       const info = await getJson('api/start');
@@ -177,17 +258,21 @@
       $('ping').textContent = p.ping.toFixed(2);
       $('jitter').textContent = p.jitter.toFixed(2);
       status('Download…');
-      const dl = await download(intSetting('dl-streams', 1, 16), seconds);
+      const dl = await download(loadStreams(intSetting('dl-streams', 1, 16)), seconds);
       status('Upload…');
-      const ul = await upload(intSetting('ul-streams', 1, 16), seconds);
+      const ul = await upload(loadStreams(intSetting('ul-streams', 1, 16)), seconds);
       status('Saving…');
       const saved = await getJson('api/result', {
         method: 'POST',
         headers: { 'Content-Type': 'application/json' },
-        body: JSON.stringify({ t: token, download_bps: dl, upload_bps: ul, ping_ms: p.ping, jitter_ms: p.jitter }),
+        body: JSON.stringify({
+          t: token, download_bps: dl.rate, upload_bps: ul.rate, ping_ms: p.ping, jitter_ms: p.jitter,
+          latency_down_ms: dl.latency, latency_up_ms: ul.latency,
+        }),
       });
       if (saved.download_bps != null) $('dl').textContent = fmt(saved.download_bps);
       if (saved.upload_bps != null) $('ul').textContent = fmt(saved.upload_bps);
+      $('grade').textContent = saved.latency_grade || '–';
       $('result-id').textContent = saved.id;
       $('result-link').href = `results/?id=${encodeURIComponent(saved.id)}`;
       $('source-note').textContent = saved.download_by_server && saved.upload_by_server

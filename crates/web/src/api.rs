@@ -13,7 +13,7 @@ use hyper::{Method, Request, StatusCode};
 use serde::{Deserialize, Serialize};
 use serde_json::json;
 use wirespeed_model::units::parse_duration;
-use wirespeed_model::web::{network_of, WebResult, WebSource};
+use wirespeed_model::web::{latency_grade, network_of, WebResult, WebSource};
 use wirespeed_store::WebFilter;
 
 use crate::librespeed::{self, build_result, new_id, now_ms, Ctx};
@@ -77,6 +77,10 @@ struct PageClaims {
     ping_ms: Option<f64>,
     #[serde(default)]
     jitter_ms: Option<f64>,
+    #[serde(default)]
+    latency_down_ms: Option<f64>,
+    #[serde(default)]
+    latency_up_ms: Option<f64>,
 }
 
 /// A figure from the page: finite and within `0..=max`.
@@ -110,6 +114,8 @@ pub async fn result(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
             ul_mbps: checked("upload_bps", page.upload_bps, 1e13)?.map(|b| b / 1e6),
             ping_ms: checked("ping_ms", page.ping_ms, 1e7)?,
             jitter_ms: checked("jitter_ms", page.jitter_ms, 1e7)?,
+            latency_down_ms: checked("latency_down_ms", page.latency_down_ms, 1e7)?,
+            latency_up_ms: checked("latency_up_ms", page.latency_up_ms, 1e7)?,
         })
     })();
     let claims = match claims {
@@ -139,6 +145,12 @@ pub struct Group {
     pub upload_bps: Option<f64>,
     /// Median ping, ms.
     pub ping_ms: Option<f64>,
+    /// Median round trip while downloading, ms.
+    pub latency_down_ms: Option<f64>,
+    /// Median round trip while uploading, ms.
+    pub latency_up_ms: Option<f64>,
+    /// The grade of the medians' added latency (as one result's is graded).
+    pub latency_grade: Option<&'static str>,
 }
 
 fn median(mut v: Vec<f64>) -> Option<f64> {
@@ -161,12 +173,20 @@ pub fn groups(results: &[WebResult], key: impl Fn(&WebResult) -> String) -> Vec<
         .map(|(name, rs)| {
             let figures =
                 |f: fn(&WebResult) -> Option<f64>| median(rs.iter().filter_map(|r| f(r)).collect());
+            let (ping_ms, latency_down_ms, latency_up_ms) = (
+                figures(|r| r.ping_ms),
+                figures(|r| r.latency_down_ms),
+                figures(|r| r.latency_up_ms),
+            );
             Group {
                 name,
                 count: rs.len(),
                 download_bps: figures(|r| r.download_bps),
                 upload_bps: figures(|r| r.upload_bps),
-                ping_ms: figures(|r| r.ping_ms),
+                ping_ms,
+                latency_down_ms,
+                latency_up_ms,
+                latency_grade: latency_grade(ping_ms, latency_down_ms, latency_up_ms),
             }
         })
         .collect();
@@ -222,7 +242,8 @@ fn csv_text(s: &str) -> String {
 pub fn csv(results: &[WebResult]) -> String {
     let mut out = String::from(
         "id,time_utc,network,isp,country,region,download_mbps,upload_mbps,ping_ms,jitter_ms,\
-         download_by_server,upload_by_server,claimed_download_mbps,claimed_upload_mbps,user_agent,lang,source\n",
+         download_by_server,upload_by_server,claimed_download_mbps,claimed_upload_mbps,user_agent,lang,source,\
+         latency_down_ms,latency_up_ms,latency_grade\n",
     );
     let num = |v: Option<f64>, div: f64| v.map_or(String::new(), |v| format!("{:.3}", v / div));
     for r in results {
@@ -244,6 +265,9 @@ pub fn csv(results: &[WebResult]) -> String {
             csv_text(&r.user_agent),
             csv_text(&r.lang),
             r.source.code().to_string(),
+            num(r.latency_down_ms, 1.0),
+            num(r.latency_up_ms, 1.0),
+            r.latency_grade.clone().unwrap_or_default(),
         ];
         out.push_str(&wirespeed_report::csv::record(cells));
         out.push('\n');
@@ -394,6 +418,9 @@ mod tests {
             upload_bps: None,
             ping_ms: Some(2.0),
             jitter_ms: None,
+            latency_down_ms: None,
+            latency_up_ms: None,
+            latency_grade: None,
             download_by_server: true,
             upload_by_server: false,
             claimed_download_bps: None,
@@ -406,19 +433,29 @@ mod tests {
 
     #[test]
     fn groups_hold_medians_and_the_largest_come_first() {
-        let rs = [r("A", 1.0), r("B", 10.0), r("B", 30.0), r("B", 20.0)];
+        let mut rs = [r("A", 1.0), r("B", 10.0), r("B", 30.0), r("B", 20.0)];
+        // B's download latencies: 40, 52 and 80 ms over a 2 ms ping: 50 ms added, grade B.
+        for (r, ms) in rs[1..].iter_mut().zip([40.0, 80.0, 52.0]) {
+            r.latency_down_ms = Some(ms);
+        }
         let g = groups(&rs, |r| r.isp.clone());
         assert_eq!(g[0].name, "B");
         assert_eq!((g[0].count, g[0].download_bps, g[0].upload_bps), (3, Some(20.0), None));
         assert_eq!(g[1].download_bps, Some(1.0));
+        assert_eq!((g[0].latency_down_ms, g[0].latency_grade), (Some(52.0), Some("B")));
+        assert_eq!((g[1].latency_up_ms, g[1].latency_grade), (None, None), "A measured none");
         assert_eq!(region_of(&rs[0]), "Netherlands");
     }
 
     #[test]
     fn csv_rows_are_even_and_formulas_defused() {
-        let out = csv(&[r("Example, Net", 9e8)]);
+        let mut row = r("Example, Net", 9e8);
+        (row.latency_down_ms, row.latency_grade) = (Some(40.0), Some("B".into()));
+        let out = csv(&[row]);
         let lines: Vec<&str> = out.lines().collect();
         assert_eq!(lines.len(), 2);
+        assert!(lines[0].ends_with(",source,latency_down_ms,latency_up_ms,latency_grade"));
+        assert!(lines[1].ends_with(",page,40.000,,B"), "{}", lines[1]);
         assert!(lines[1].contains("\"Example, Net\""), "{}", lines[1]);
         assert!(lines[1].contains("\"'=HYPERLINK(\"\"http://x\"\")\""), "{}", lines[1]);
         assert!(lines[1].contains(",900.000,"), "{}", lines[1]);

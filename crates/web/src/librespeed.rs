@@ -13,7 +13,7 @@ use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use serde_json::json;
 use wirespeed_engine::kinds::http::delivered::DeliveryTap;
-use wirespeed_model::web::{network_of, WebResult, WebSource};
+use wirespeed_model::web::{latency_grade, network_of, WebResult, WebSource};
 
 use crate::body::{Garbage, WebBody, CHUNK};
 use crate::client_ip::local_label;
@@ -293,6 +293,10 @@ pub fn build_result(
         upload_bps: measured_ul.or(claimed_ul),
         ping_ms: claims.ping_ms,
         jitter_ms: claims.jitter_ms,
+        latency_down_ms: claims.latency_down_ms,
+        latency_up_ms: claims.latency_up_ms,
+        latency_grade: latency_grade(claims.ping_ms, claims.latency_down_ms, claims.latency_up_ms)
+            .map(str::to_string),
         download_by_server: measured_dl.is_some(),
         upload_by_server: measured_ul.is_some(),
         claimed_download_bps: claimed_dl,

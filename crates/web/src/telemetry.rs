@@ -23,6 +23,11 @@ pub struct Claims {
     pub ping_ms: Option<f64>,
     /// Jitter, ms.
     pub jitter_ms: Option<f64>,
+    /// Median round trip during the download, ms (wirespeed's page only: LibreSpeed's
+    /// telemetry has no such field).
+    pub latency_down_ms: Option<f64>,
+    /// Median round trip during the upload, ms (wirespeed's page only).
+    pub latency_up_ms: Option<f64>,
 }
 
 /// A figure field: empty and `Fail` mean "not measured"; anything else must be a number.
@@ -105,8 +110,13 @@ mod tests {
 
     #[test]
     fn urlencoded_and_multipart_give_the_same_claims() {
-        let want =
-            Claims { dl_mbps: Some(93.5), ul_mbps: None, ping_ms: Some(4.0), jitter_ms: Some(0.5) };
+        let want = Claims {
+            dl_mbps: Some(93.5),
+            ul_mbps: None,
+            ping_ms: Some(4.0),
+            jitter_ms: Some(0.5),
+            ..Claims::default()
+        };
         let url = block_on(parse(
             Some("application/x-www-form-urlencoded"),
             Bytes::from("ispinfo=%7B%7D&dl=93.50&ul=Fail&ping=4.00&jitter=0.50&log=&extra="),

@@ -1,8 +1,9 @@
 //! The speed-test page in real headless Chromium (Debian's, driven by playwright-core from npm;
 //! scripts/test.sh installs both): a full test over IPv4 and over IPv6, plausible figures on
 //! the page, the result saved with what the server measured, and the results page listing it
-//! with its charts drawn — and showing a stored `<img onerror>` as text, not markup; and the
-//! page on a phone-sized screen in dark mode.
+//! with its charts drawn — and showing a stored `<img onerror>` as text, not markup; the
+//! latency under load the page measured, shown, saved and graded; and the page on a
+//! phone-sized screen in dark mode.
 
 mod common;
 
@@ -61,6 +62,13 @@ fn a_full_test_in_chromium_is_saved_and_listed() {
         let ping = page["ping"].as_f64().unwrap();
         assert!(ping > 0.0 && ping < 1000.0, "{family} ping {ping}");
         assert!(page["jitter"].as_f64().unwrap() >= 0.0);
+        // Round trips under each load, each measured and shown, graded against the ping.
+        let (lat_down, lat_up) = (page["latDown"].as_f64(), page["latUp"].as_f64());
+        for lat in [lat_down, lat_up] {
+            assert!(lat.is_some_and(|ms| ms > 0.0 && ms < 1000.0), "{family}: {page}");
+        }
+        let grade = page["grade"].as_str().unwrap();
+        assert!(["A+", "A", "B", "C", "D", "F"].contains(&grade), "{family}: grade {grade}");
 
         // Saved, from what the server measured, and shown as the page showed it.
         let id = page["id"].as_str().unwrap();
@@ -73,11 +81,25 @@ fn a_full_test_in_chromium_is_saved_and_listed() {
         let saved_dl = r.download_bps.unwrap() / 1e6;
         assert!((shown_dl - saved_dl).abs() <= saved_dl * 0.01 + 0.01, "{shown_dl} vs {saved_dl}");
         assert_eq!(r.network, if family == "IPv4" { "127.0.0.0/24" } else { "::/56" });
+        // The latencies saved are those shown (the page rounds to 0.1 ms), with their grade.
+        let shown = |saved: Option<f64>, shown: Option<f64>| {
+            (saved.unwrap() - shown.unwrap()).abs() <= 0.051
+        };
+        assert!(shown(r.latency_down_ms, lat_down), "{r:?} vs {lat_down:?}");
+        assert!(shown(r.latency_up_ms, lat_up), "{r:?} vs {lat_up:?}");
+        assert_eq!(r.latency_grade.as_deref(), Some(grade));
+        assert_eq!(
+            r.latency_grade.as_deref(),
+            wirespeed_model::web::latency_grade(r.ping_ms, r.latency_down_ms, r.latency_up_ms)
+        );
 
         // The results page lists it, marked, with both charts drawn.
         assert_eq!(page["resultsState"], "ready");
         assert_eq!(page["marked"], serde_json::json!([id]));
-        assert_eq!(page["inkedCharts"], 2);
+        // Speeds by ISP and by region, latency by ISP (this result's group has it).
+        assert_eq!(page["inkedCharts"], 3);
+        let marked = &page["markedCells"][0];
+        assert!(marked.as_array().unwrap().iter().any(|c| c == grade), "{marked}");
         assert_eq!(page["injected"], 0, "markup in a stored field became elements");
         assert_eq!(page["pwned"], false);
         let rows = page["rows"].as_array().unwrap();

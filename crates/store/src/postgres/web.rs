@@ -14,7 +14,8 @@ use crate::StoreError;
 const WEB_LOCK: i64 = 0x7773_2d77_6562_2121;
 
 const COLUMNS: &str = "id, created_ms, network, isp, country, region, download_bps, upload_bps, ping_ms, jitter_ms, \
-     download_by_server, upload_by_server, claimed_download_bps, claimed_upload_bps, user_agent, lang, source";
+     download_by_server, upload_by_server, claimed_download_bps, claimed_upload_bps, user_agent, lang, source, \
+     latency_down_ms, latency_up_ms, latency_grade";
 
 fn from_row(r: &Row) -> Result<WebResult, postgres::Error> {
     let source: String = r.try_get(16)?;
@@ -36,6 +37,9 @@ fn from_row(r: &Row) -> Result<WebResult, postgres::Error> {
         user_agent: r.try_get(14)?,
         lang: r.try_get(15)?,
         source: WebSource::from_code(&source).unwrap_or(WebSource::Telemetry),
+        latency_down_ms: r.try_get(17)?,
+        latency_up_ms: r.try_get(18)?,
+        latency_grade: r.try_get(19)?,
     })
 }
 
@@ -60,7 +64,7 @@ impl Postgres {
             }
             tx.execute(
                 &format!(
-                    "INSERT INTO web_results ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17)"
+                    "INSERT INTO web_results ({COLUMNS}) VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12, $13, $14, $15, $16, $17, $18, $19, $20)"
                 ),
                 &[
                     &r.id,
@@ -80,6 +84,9 @@ impl Postgres {
                     &r.user_agent,
                     &r.lang,
                     &r.source.code(),
+                    &r.latency_down_ms,
+                    &r.latency_up_ms,
+                    &r.latency_grade,
                 ],
             )?;
             if policy.max_results > 0 {

@@ -39,6 +39,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0005_members.sql"),
         backfill: None,
     },
+    Migration {
+        name: "0006_web_latency",
+        sql: include_str!("migrations/0006_web_latency.sql"),
+        backfill: None,
+    },
 ];
 
 /// Applies every migration the database has not had.
@@ -169,6 +174,26 @@ mod tests {
             // And it works as a new one does.
             store.save(&report(30, 1.0), None).unwrap();
         }
+    }
+
+    #[test]
+    fn web_results_saved_before_latency_was_measured_read_back_without_it() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let mut conn = Connection::open(&path).unwrap();
+        to_version(&mut conn, "r.db", 5).unwrap();
+        conn.execute(
+            "INSERT INTO web_results (id, created_ms, network, isp, country, region, download_bps, ping_ms,
+             download_by_server, upload_by_server, user_agent, lang, source)
+             VALUES ('old', 1, '192.0.2.0/24', '', '', '', 9e8, 3.5, 1, 0, 'ua', 'en', 'telemetry')",
+            [],
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        let r = store.get_web("old").unwrap().unwrap();
+        assert_eq!((r.download_bps, r.ping_ms), (Some(9e8), Some(3.5)));
+        assert_eq!((r.latency_down_ms, r.latency_up_ms, r.latency_grade), (None, None, None));
     }
 
     #[test]

@@ -11,7 +11,8 @@ use crate::rows::{Budget, Taken, WebFilter, WebPolicy};
 use crate::StoreError;
 
 const COLUMNS: &str = "id, created_ms, network, isp, country, region, download_bps, upload_bps, ping_ms, jitter_ms, \
-     download_by_server, upload_by_server, claimed_download_bps, claimed_upload_bps, user_agent, lang, source";
+     download_by_server, upload_by_server, claimed_download_bps, claimed_upload_bps, user_agent, lang, source, \
+     latency_down_ms, latency_up_ms, latency_grade";
 
 fn from_row(r: &Row<'_>) -> rusqlite::Result<WebResult> {
     let source: String = r.get(16)?;
@@ -33,6 +34,9 @@ fn from_row(r: &Row<'_>) -> rusqlite::Result<WebResult> {
         user_agent: r.get(14)?,
         lang: r.get(15)?,
         source: WebSource::from_code(&source).unwrap_or(WebSource::Telemetry),
+        latency_down_ms: r.get(17)?,
+        latency_up_ms: r.get(18)?,
+        latency_grade: r.get(19)?,
     })
 }
 
@@ -46,7 +50,7 @@ impl Sqlite {
             }
             tx.execute(
                 &format!(
-                    "INSERT INTO web_results ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17)"
+                    "INSERT INTO web_results ({COLUMNS}) VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12, ?13, ?14, ?15, ?16, ?17, ?18, ?19, ?20)"
                 ),
                 params![
                     r.id,
@@ -65,7 +69,10 @@ impl Sqlite {
                     r.claimed_upload_bps,
                     r.user_agent,
                     r.lang,
-                    r.source.code()
+                    r.source.code(),
+                    r.latency_down_ms,
+                    r.latency_up_ms,
+                    r.latency_grade
                 ],
             )?;
             if policy.max_results > 0 {

@@ -1,9 +1,10 @@
 // Runs wirespeed's speed-test page in Debian's Chromium (headless, network closed) and then
-// its results page, and prints what they showed as one JSON object for web_browser.rs.
-//   node speedtest.mjs URL SECONDS SCREENSHOT_DIR
+// its results page, and prints what they showed as one JSON object for web_browser.rs (and,
+// with `page-only`, only the speed test, for netpath.rs's emulated paths).
+//   node speedtest.mjs URL SECONDS SCREENSHOT_DIR [page-only]
 import { chromium } from 'playwright-core';
 
-const [url, seconds = '4', shots = '.'] = process.argv.slice(2);
+const [url, seconds = '4', shots = '.', only = ''] = process.argv.slice(2);
 const browser = await chromium.launch({
   executablePath: process.env.CHROMIUM || '/usr/bin/chromium',
   args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking',
@@ -30,11 +31,23 @@ try {
     ul: parseFloat(await text('#ul')),
     ping: parseFloat(await text('#ping')),
     jitter: parseFloat(await text('#jitter')),
+    latDown: parseFloat(await text('#lat-dl')),
+    latUp: parseFloat(await text('#lat-ul')),
+    grade: await text('#grade'),
     id: await text('#result-id'),
     note: await text('#source-note'),
   });
   await page.screenshot({ path: `${shots}/speedtest.png`, fullPage: true });
+  if (only !== 'page-only') await resultsAndPhone(page);
+} catch (e) {
+  out.errors.push(`driver: ${e.message}`);
+} finally {
+  await browser.close();
+}
+console.log(JSON.stringify(out));
 
+// The results page the test's link leads to, then the speed-test page on a phone.
+async function resultsAndPhone(page) {
   await page.click('#result-link');
   await page.waitForFunction(() => ['ready', 'error'].includes(document.body.dataset.state));
   Object.assign(out, await page.evaluate(() => {
@@ -48,6 +61,7 @@ try {
       resultsState: document.body.dataset.state,
       rows: rows.map((r) => [...r.children].map((td) => td.textContent)),
       marked: rows.filter((r) => r.classList.contains('mark')).map((r) => r.dataset.id),
+      markedCells: rows.filter((r) => r.classList.contains('mark')).map((r) => [...r.children].map((td) => td.textContent)),
       inkedCharts: inked,
       injected: document.querySelectorAll('#rows img, #rows script, #rows b').length,
       pwned: window.__pwned === 1,
@@ -71,9 +85,4 @@ try {
   });
   await small.screenshot({ path: `${shots}/phone-dark.png`, fullPage: true });
   await phone.close();
-} catch (e) {
-  out.errors.push(`driver: ${e.message}`);
-} finally {
-  await browser.close();
 }
-console.log(JSON.stringify(out));
