@@ -539,6 +539,75 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
     }
 }
 
+/// wirespeed's speed-test page in headless Chromium (tests/browser/speedtest.mjs) from the
+/// client host: what the page showed, as JSON.
+fn browser_page(lab: &Lab, url: &str, seconds: &str) -> Value {
+    let dir = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/browser");
+    assert!(
+        dir.join("node_modules/playwright-core").exists(),
+        "playwright-core is not installed: run scripts/test.sh (npm ci in {})",
+        dir.display()
+    );
+    let shots = tempfile::tempdir().unwrap();
+    let out = lab
+        .host("client")
+        .unwrap()
+        .namespace
+        .command("node")
+        .args(["speedtest.mjs", url, seconds, shots.path().to_str().unwrap(), "page-only"])
+        .current_dir(&dir)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    assert!(out.status.success(), "{stdout}{}", String::from_utf8_lossy(&out.stderr));
+    let page: Value = serde_json::from_str(stdout.lines().last().unwrap_or(""))
+        .unwrap_or_else(|e| panic!("{e}: {stdout}"));
+    assert_eq!(page["errors"], serde_json::json!([]), "{page}");
+    assert_eq!(page["state"], "done", "{page}");
+    page
+}
+
+#[test]
+fn the_browser_test_tells_a_deep_queue_from_a_shallow_one() {
+    // The same router as the CLI's check (20 Mbit/s, 2.5 MB or 64 KiB of queue), and the
+    // speed-test page in Chromium on the client host: its latency under each load and its
+    // grade.
+    let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
+    let mut seen = Vec::new();
+    for (name, queue) in [("deep", "2500KB"), ("shallow", "64KiB")] {
+        let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", queue)]);
+        let Some(lab) = routed_lab(Conditions::default(), bottleneck, bottleneck) else { return };
+        let _reno = congestion_control(&lab, "reno");
+        let addr = lab.host("server").unwrap().address.to_string();
+        let _web = start_server(&lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
+        let page = browser_page(&lab, &format!("http://{addr}:5201/"), "4");
+        let figure = |k: &str| page[k].as_f64().unwrap_or_else(|| panic!("{k}: {page}"));
+        let (ping, down, up) = (figure("ping"), figure("latDown"), figure("latUp"));
+        let grade = page["grade"].as_str().unwrap().to_string();
+        note(format!(
+            "browser test in Chromium, 20 Mbit/s router with a {name} queue ({queue}): download {:.1} / upload {:.1} Mbit/s, ping {ping:.2} ms, loaded {down:.1} ms down / {up:.1} ms up, grade {grade}",
+            figure("dl"),
+            figure("ul"),
+        ));
+        // The page measured the path, not loopback. The server's figure can exceed the
+        // router's rate: Reno overflows the deep queue about 2 s in, the connections stall for
+        // a retransmission timeout, and what the kernel held behind the lost segments is read
+        // (and counted) after the warm-up's cut. 23.5 Mbit/s has been seen with 4 s measured;
+        // that defect is in the note of issue 24.
+        for k in ["dl", "ul"] {
+            assert!(figure(k) > 5.0 && figure(k) < 28.0, "{k}: {page}");
+        }
+        seen.push((down, up, grade));
+    }
+    let (deep, shallow) = (&seen[0], &seen[1]);
+    assert!(deep.0 > 5.0 * shallow.0, "download: deep {:.1} ms, shallow {:.1}", deep.0, shallow.0);
+    assert!(deep.1 > 5.0 * shallow.1, "upload: deep {:.1} ms, shallow {:.1}", deep.1, shallow.1);
+    assert_eq!(deep.2, "F", "1 s of queue");
+    let grades = ["A+", "A", "B", "C", "D", "F"];
+    let rank = |g: &str| grades.iter().position(|x| *x == g).unwrap();
+    assert!(rank(&deep.2) > rank(&shallow.2), "grades: deep {}, shallow {}", deep.2, shallow.2);
+}
+
 #[test]
 fn rpm_and_cloudflares_mach_agree_on_one_path() {
     // 20 Mbit/s, 10 ms each way and a short queue, over HTTPS: both clients load and probe
