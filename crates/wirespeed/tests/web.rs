@@ -178,7 +178,44 @@ fn bad_input_is_refused_and_nothing_is_stored_that_should_not_be() {
     assert!(r.text().contains("unknown or expired test token"));
     let r = w.post(ME, "/api/result", "", br#"{"t":"x","admin":true}"#);
     assert_eq!(r.status, 400, "unknown fields refused");
+    let token = w.get(ME, "/api/start").json()["token"].as_str().unwrap().to_string();
+    let r = w.post(
+        ME,
+        "/api/result",
+        "",
+        format!(r#"{{"t":"{token}","ping_ms":10,"latency_up_ms":-3}}"#).as_bytes(),
+    );
+    assert_eq!(r.status, 400);
+    assert!(r.text().starts_with("latency_up_ms: expected a number"), "{}", r.text());
     assert!(w.saved().is_empty(), "nothing saved from bad input");
+    // The grade is the server's, from the latencies (300 ms down over a 10 ms ping: D).
+    let r = w.post(
+        ME,
+        "/api/result",
+        "",
+        format!(r#"{{"t":"{token}","ping_ms":10,"latency_down_ms":300,"latency_up_ms":20.5,"latency_grade":"A+"}}"#)
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 400, "a grade is not the client's to give: {}", r.text());
+    let r = w.post(
+        ME,
+        "/api/result",
+        "",
+        format!(r#"{{"t":"{token}","ping_ms":10,"latency_down_ms":300,"latency_up_ms":20.5}}"#)
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 200, "{}", r.text());
+    assert_eq!(r.json()["latency_grade"], "D");
+    let saved = w.saved();
+    assert_eq!((saved[0].latency_down_ms, saved[0].latency_up_ms), (Some(300.0), Some(20.5)));
+    assert_eq!(saved[0].latency_grade.as_deref(), Some("D"));
+    assert!(w
+        .get(ME, "/api/results.csv")
+        .text()
+        .lines()
+        .nth(1)
+        .unwrap()
+        .ends_with(",300.000,20.500,D"));
 
     // Markup in every field a client controls is stored as text, and served as data: JSON
     // strings, CSV cells, and pages whose policy runs no script but this server's own.
@@ -192,6 +229,7 @@ fn bad_input_is_refused_and_nothing_is_stored_that_should_not_be() {
     assert_eq!(saved[0].isp, "localhost IPv4 access", "never the client's own ispinfo");
     assert_eq!(saved[0].download_bps, Some(93.5e6));
     assert!(!saved[0].download_by_server, "no download was measured");
+    assert_eq!(saved[0].latency_grade, None, "LibreSpeed's clients measure no loaded latency");
     let api = w.get(ME, "/api/results");
     assert!(api.header("content-type").unwrap().starts_with("application/json"));
     assert_eq!(api.json()["results"][0]["user_agent"], evil);
