@@ -632,6 +632,8 @@ fn rpm_and_cloudflares_mach_agree_on_one_path() {
     std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
     std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
     let (c, k) = (cert_pem.to_str().unwrap(), key_pem.to_str().unwrap());
+    let no_certs = dir.path().join("no-certs");
+    std::fs::create_dir(&no_certs).unwrap();
     let web = ["web", "-B", &addr, "-p", "5201", "--no-save", "--tls-cert", c, "--tls-key", k];
     let _web = start_server(&lab, BIN, &web);
     let config = format!("https://{addr}:5201/.well-known/nq");
@@ -642,13 +644,18 @@ fn rpm_and_cloudflares_mach_agree_on_one_path() {
             let p50_ms = leg["loaded"]["p50_ns"].as_f64().unwrap() / 1e6;
             ours.push((leg["rpm"].as_f64().unwrap(), p50_ms));
         }
-        // mach never reaches Cloudflare here: a local configuration, no score upload.
+        // mach never reaches Cloudflare here: a local configuration, no score upload. It
+        // loads its trust store for every new connection, inside its TLS timing: the
+        // system's (~150 certificates) costs ~10 ms a probe, which would count as network
+        // time; a store of the test's one certificate costs well under a millisecond.
         let args = ["rpm", "-c", &config, "--insecure", "--disable-aim-scores"];
         let out = lab
             .host("client")
             .unwrap()
             .namespace
             .command(mach.to_str().unwrap())
+            .env("SSL_CERT_FILE", &cert_pem)
+            .env("SSL_CERT_DIR", &no_certs)
             .args(args)
             .args(["--test-duration", "8000"])
             .output()
@@ -676,10 +683,13 @@ fn rpm_and_cloudflares_mach_agree_on_one_path() {
         ));
         // Downloads' self probes, timed alike by both, are close. On uploads ours are
         // shorter: wirespeed keeps its own unsent bytes to 16 KiB (TCP_NOTSENT_LOWAT), mach
-        // queues a socket buffer's worth ahead of each probe. The RPMs differ more (1.3 to 1.5
-        // times mach's over four runs): mach's foreign probes work out about half a round trip
-        // longer than ours (docs/metrics.md). The 10 % the issue asks is not reached; what is
-        // checked here is that both measure the same path within a factor of two.
+        // queues a socket buffer's worth ahead of each probe. The RPMs differ more: 1.18 to
+        // 1.22 times mach's down and 1.29 to 1.39 up with mach's trust store cut to one
+        // certificate (1.3 to 1.5 with the system's). The foreign probes' TCP and TLS phases
+        // agree (27-28 ms each on this path, from mach's debug log); mach's RPM works out as
+        // if its request phase took longer, which its output does not show. The 10 % the
+        // issue asks is not reached; what is checked here is that both measure the same path
+        // within a factor of two.
         if leg == 0 {
             assert!(within(la, lb, 0.4), "{name}: loaded latency {la:.1} ms, mach's {lb:.1}");
         } else {
