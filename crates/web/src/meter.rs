@@ -20,6 +20,8 @@ const MAX_METERS: usize = 1024;
 const IDLE: Duration = Duration::from_secs(120);
 /// Shortest stretch after the grace period that makes a figure.
 const MIN_MEASURED: Duration = Duration::from_secs(1);
+/// How far before the grace period's end a stall is looked for (see [`span_start`]).
+const STALL_LOOKBACK: usize = 30;
 
 /// Bytes over time in one direction.
 #[derive(Debug)]
@@ -61,19 +63,50 @@ impl Timeline {
     }
 
     /// Bits per second after the first `grace` (slow start, buffers filling), up to the last
-    /// byte; `None` when less than a second was measured after it.
+    /// byte; `None` when less than a second was measured after it. A stall that runs into the
+    /// grace period's end moves the start back to where the stall began ([`span_start`]).
     pub fn rate_bps(&self, grace: Duration) -> Option<f64> {
         self.first.get()?;
         let last =
             Duration::from_nanos(self.last_ns.load(Ordering::Relaxed)).min(BIN * BINS as u32);
         let from = (grace.as_nanos() / BIN.as_nanos()) as usize;
-        let start = BIN * from as u32;
-        if last < start + MIN_MEASURED {
+        if last < BIN * from as u32 + MIN_MEASURED {
             return None;
         }
         let until = ((last.as_nanos() / BIN.as_nanos()) as usize).min(BINS - 1);
-        let bytes: u64 = self.bins[from..=until].iter().map(|b| b.load(Ordering::Relaxed)).sum();
-        Some(bytes as f64 * 8.0 / (last - start).as_secs_f64())
+        let bins: Vec<u64> =
+            self.bins[..=until].iter().map(|b| b.load(Ordering::Relaxed)).collect();
+        let from = span_start(&bins, from);
+        let bytes: u64 = bins[from..].iter().sum();
+        Some(bytes as f64 * 8.0 / (last - BIN * from as u32).as_secs_f64())
+    }
+}
+
+/// The first bin of the measured span: `from` (the grace period's end), or earlier when a
+/// stall runs into it. A TCP connection that lost segments delivers nothing to the
+/// application until they are sent again (a retransmission timeout is a second or more on a
+/// path with a full queue), and then everything that arrived meanwhile at once; bytes are
+/// counted as they are read (or acknowledged in order), so a stall across the cut puts what
+/// arrived before it after it, and the rate overstates the path (23.5 Mbit/s was read through
+/// a 20 Mbit/s router). The span starts instead at the beginning of the largest shortfall
+/// ending at the cut: the bins, up to [`STALL_LOOKBACK`] back, whose deficit against the
+/// measured span's median bin is largest, if it comes to two bins' worth or more.
+fn span_start(bins: &[u64], from: usize) -> usize {
+    let Some(measured) = bins.get(from..).filter(|b| !b.is_empty()) else { return from };
+    let mut sorted = measured.to_vec();
+    sorted.sort_unstable();
+    let median = sorted[sorted.len() / 2] as i128;
+    let (mut deficit, mut best, mut start) = (0i128, 0i128, from);
+    for k in (from.saturating_sub(STALL_LOOKBACK)..from).rev() {
+        deficit += median - bins[k] as i128;
+        if deficit > best {
+            (best, start) = (deficit, k);
+        }
+    }
+    if best >= 2 * median && median > 0 {
+        start
+    } else {
+        from
     }
 }
 
@@ -185,6 +218,36 @@ mod tests {
         // Bins 1..=20 hold 20 MB over the 1.9 s from 0.1 s to the last byte at 2.0 s.
         assert!((bps - 20e6 * 8.0 / 1.9).abs() < 1.0, "{bps}");
         assert_eq!(t.rate_bps(Duration::from_millis(1500)), None, "only 0.5 s after grace");
+    }
+
+    #[test]
+    fn a_stall_across_the_cut_does_not_inflate_the_rate() {
+        // 1 MB a bin, a second of nothing (lost segments awaiting a timeout) ending at the
+        // 3 s cut, then that second's bytes read at once with the next second's, then 1 MB a
+        // bin again: 1 MB a bin throughout, as the path carried it.
+        let t = Timeline::default();
+        let t0 = Instant::now();
+        for i in 0..60u32 {
+            let n = match i {
+                20..30 => 0,
+                30..40 => 2_000_000,
+                _ => 1_000_000,
+            };
+            if n > 0 {
+                t.add(n, t0 + BIN * i);
+            }
+        }
+        let per_bin = t.rate_bps(Duration::from_secs(3)).unwrap() / 8.0 / 10.0;
+        // From the stall's start (2.0 s) to the last byte (5.9 s): 40 MB over 3.9 s (the
+        // fencepost of the steady case below), not 40 MB over the 2.9 s after the cut.
+        assert!((per_bin - 40e6 / 39.0).abs() < 1.0, "{per_bin} bytes a bin");
+        // Without the stall nothing moves: 30 MB from 3.0 s to 5.9 s.
+        let steady = Timeline::default();
+        for i in 0..60u32 {
+            steady.add(1_000_000, t0 + BIN * i);
+        }
+        let per_bin = steady.rate_bps(Duration::from_secs(3)).unwrap() / 8.0 / 10.0;
+        assert!((per_bin - 30e6 / 29.0).abs() < 1.0, "{per_bin}");
     }
 
     #[test]
