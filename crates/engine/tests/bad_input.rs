@@ -222,3 +222,71 @@ async fn idle_connections_do_not_lock_clients_out() {
     drop(idle);
     server.shutdown().await;
 }
+
+/// Reads one control frame from `s`.
+async fn read_frame(s: &mut TcpStream) -> wirespeed_proto::control::ServerMessage {
+    let mut len = [0u8; 4];
+    s.read_exact(&mut len).await.unwrap();
+    let mut body = vec![0u8; u32::from_be_bytes(len) as usize];
+    s.read_exact(&mut body).await.unwrap();
+    serde_json::from_slice(&body).unwrap()
+}
+
+/// Sends `echo` from `from` to the server's UDP port; the answer, if one came back.
+async fn echoed(
+    server: &TestServer,
+    from: &str,
+    echo: wirespeed_proto::datagram::UdpEcho,
+) -> Option<wirespeed_proto::datagram::UdpEcho> {
+    use wirespeed_proto::datagram::UdpEcho;
+    let socket = tokio::net::UdpSocket::bind(from).await.unwrap();
+    socket.send_to(&echo.encode(), server.addr).await.unwrap();
+    let mut buf = [0u8; 64];
+    let got = tokio::time::timeout(Duration::from_secs(2), socket.recv(&mut buf)).await;
+    got.ok().map(|n| UdpEcho::decode(&buf[..n.unwrap()]).unwrap())
+}
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn udp_echoes_are_answered_only_for_a_session_from_its_own_client() {
+    use wirespeed_proto::codec::{encode_frame, from_hex, SESSION_ID_LEN};
+    use wirespeed_proto::control::{ClientMessage, ServerMessage};
+    use wirespeed_proto::datagram::UdpEcho;
+    let server = TestServer::start("127.0.0.1:0", ServerConfig::default()).await;
+    // A control connection that starts a test and leaves it waiting for its streams: a
+    // session in progress.
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    let mut out = Vec::new();
+    encode_frame(&ClientMessage::Hello { version: "test".into() }, &mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+    assert!(matches!(read_frame(&mut s).await, ServerMessage::Challenge { .. }));
+    let start = ClientMessage::Start {
+        spec: wirespeed_model::spec::TestSpec::Bandwidth(spec(Protocol::Tcp, 1.0)),
+        auth: None,
+    };
+    out.clear();
+    encode_frame(&start, &mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+    let ServerMessage::Accepted { session, .. } = read_frame(&mut s).await else {
+        panic!("not accepted")
+    };
+    let session = from_hex::<SESSION_ID_LEN>(&session).unwrap();
+    let probe = UdpEcho { ack: false, session, seq: 7 };
+
+    // Its client gets its probe back, the same size; anyone else gets nothing.
+    assert_eq!(echoed(&server, "127.0.0.1:0", probe).await, Some(UdpEcho { ack: true, ..probe }));
+    assert_eq!(echoed(&server, "127.0.0.2:0", probe).await, None, "another address");
+    let unknown = UdpEcho { session: [9; SESSION_ID_LEN], ..probe };
+    assert_eq!(echoed(&server, "127.0.0.1:0", unknown).await, None, "no such session");
+    let answer = UdpEcho { ack: true, ..probe };
+    assert_eq!(echoed(&server, "127.0.0.1:0", answer).await, None, "an answer is not echoed");
+
+    // Once the session is over, its probes go unanswered too.
+    drop(s);
+    let t0 = std::time::Instant::now();
+    while echoed(&server, "127.0.0.1:0", probe).await.is_some() {
+        assert!(t0.elapsed() < Duration::from_secs(10), "the session outlived its client");
+    }
+    still_serves(&server).await;
+    server.shutdown().await;
+}

@@ -1,6 +1,6 @@
 //! UDP data: the 16-byte header every datagram carries, the hello that binds a UDP stream to a
-//! session, and [`ReceiverStats`], the receiver's loss, reordering, duplicate and jitter
-//! accounting.
+//! session, the echo that probes the round trip beside a test (`bandwidth --latency`), and
+//! [`ReceiverStats`], the receiver's loss, reordering, duplicate and jitter accounting.
 //!
 //! Header (big-endian): `seq: u64` (first datagram is 1) then `sent_ns: i64`, the sender's
 //! monotonic clock. Only differences of `sent_ns` are used, so the two ends' clocks need not agree.
@@ -18,6 +18,55 @@ pub const HELLO_MAGIC: [u8; 4] = *b"WSPU";
 pub const HELLO_ACK_MAGIC: [u8; 4] = *b"WSPA";
 /// Length of a hello or its answer.
 pub const HELLO_LEN: usize = 4 + SESSION_ID_LEN + 3;
+
+/// First bytes of an echo probe (client → server).
+pub const ECHO_MAGIC: [u8; 4] = *b"WSPE";
+/// First bytes of the answer to an echo probe (server → client).
+pub const ECHO_ACK_MAGIC: [u8; 4] = *b"WSPR";
+/// Length of an echo probe or its answer (never [`HELLO_LEN`], so the two cannot be confused).
+pub const ECHO_LEN: usize = 4 + SESSION_ID_LEN + 4;
+
+/// A round-trip probe sent to the server's UDP port during a test, and its answer. The server
+/// answers only a probe naming a session in progress, from that session's client address, and
+/// with a datagram of the same size: it is no reflector for anyone else's traffic, and
+/// amplifies nothing.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub struct UdpEcho {
+    /// True for the server's answer.
+    pub ack: bool,
+    /// The session id from `Accepted`.
+    pub session: [u8; SESSION_ID_LEN],
+    /// The probe's number, echoed back.
+    pub seq: u32,
+}
+
+impl UdpEcho {
+    /// Encodes the probe (or its answer).
+    pub fn encode(&self) -> [u8; ECHO_LEN] {
+        let mut out = [0u8; ECHO_LEN];
+        out[..4].copy_from_slice(if self.ack { &ECHO_ACK_MAGIC } else { &ECHO_MAGIC });
+        out[4..4 + SESSION_ID_LEN].copy_from_slice(&self.session);
+        out[4 + SESSION_ID_LEN..].copy_from_slice(&self.seq.to_be_bytes());
+        out
+    }
+
+    /// Decodes a probe or its answer.
+    pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
+        if buf.len() != ECHO_LEN {
+            return Err(DecodeError::Invalid(format!("UDP echo of {} bytes", buf.len())));
+        }
+        let ack = match &buf[..4] {
+            m if m == ECHO_MAGIC => false,
+            m if m == ECHO_ACK_MAGIC => true,
+            _ => return Err(DecodeError::Invalid("not a UDP echo".into())),
+        };
+        let mut session = [0u8; SESSION_ID_LEN];
+        session.copy_from_slice(&buf[4..4 + SESSION_ID_LEN]);
+        let mut seq = [0u8; 4];
+        seq.copy_from_slice(&buf[4 + SESSION_ID_LEN..]);
+        Ok(Self { ack, session, seq: u32::from_be_bytes(seq) })
+    }
+}
 
 /// Writes the header for datagram `seq` sent at `sent_ns` into the start of `buf`.
 ///
@@ -239,6 +288,20 @@ mod tests {
         assert_eq!(UdpHello::decode(&a.encode()).unwrap(), a);
         assert!(UdpHello::decode(&[0u8; HELLO_LEN]).is_err());
         assert!(UdpHello::decode(b"WSPU").is_err());
+    }
+
+    #[test]
+    fn echo_round_trip() {
+        let e = UdpEcho { ack: false, session: [7; 16], seq: 0xDEAD_BEEF };
+        assert_eq!(UdpEcho::decode(&e.encode()).unwrap(), e);
+        let a = UdpEcho { ack: true, ..e };
+        assert_eq!(UdpEcho::decode(&a.encode()).unwrap(), a);
+        assert_ne!(ECHO_LEN, HELLO_LEN);
+        assert!(UdpEcho::decode(&[0u8; ECHO_LEN]).is_err());
+        assert!(UdpEcho::decode(
+            &UdpHello { ack: false, session: [7; 16], flow: Flow::Upload, stream: 1 }.encode()
+        )
+        .is_err());
     }
 
     #[test]

@@ -29,7 +29,7 @@ pub mod iperf3;
 /// Version of the control protocol; a server refuses a client whose major version differs.
 pub const PROTOCOL_VERSION: u8 = 2;
 
-/// Feeds `data` to every decoder a peer's bytes can reach (preamble, data hello, UDP hello,
+/// Feeds `data` to every decoder a peer's bytes can reach (preamble, data hello, UDP hello and echo,
 /// control frames both ways with the order check, UDP receiver accounting, ICMP messages). For the fuzz
 /// target and the seeded test that runs its inputs in CI; none of it may panic.
 #[doc(hidden)]
@@ -38,6 +38,7 @@ pub fn exercise_decoders(data: &[u8]) {
     let _ = codec::Preamble::decode(data);
     let _ = codec::DataHello::decode(data);
     let _ = datagram::UdpHello::decode(data);
+    let _ = datagram::UdpEcho::decode(data);
     let _ = codec::decode_frame::<ServerMessage>(data);
     let mut state = ServerState::default();
     let mut rest = data;

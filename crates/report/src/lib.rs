@@ -140,6 +140,7 @@ pub(crate) mod fixtures {
                     })
                     .collect(),
                 probe_rtt: None,
+                probe_udp_rtt: None,
             })
             .collect();
         let summaries: Vec<FlowSummary> = flows
@@ -172,6 +173,7 @@ pub(crate) mod fixtures {
                     client_cpu: CpuUsage::from_nanos(100_000_000, 900_000_000, 2_000_000_000),
                     server_cpu: Some(CpuUsage::from_nanos(50_000_000, 950_000_000, 2_000_000_000)),
                     latency: None,
+                    udp_latency: None,
                 },
             }),
             meta: Meta {

@@ -308,6 +308,7 @@ pub fn report(ms: u64, bps: f64) -> Report {
                     streams: vec![],
                 }],
                 probe_rtt: None,
+                probe_udp_rtt: None,
             }],
             summary: BandwidthSummary {
                 primary: FlowSummary {
@@ -323,6 +324,7 @@ pub fn report(ms: u64, bps: f64) -> Report {
                 client_cpu: CpuUsage::default(),
                 server_cpu: None,
                 latency: None,
+                udp_latency: None,
             },
         }),
         meta: Meta { version: "0.1.0".into(), start_unix_ms: ms, ..Default::default() },

@@ -35,6 +35,7 @@ fn big_report(ms: u64) -> Report {
             measured_at: None,
             flows: vec![flow(f64::from(i) * 1e6)],
             probe_rtt: None,
+            probe_udp_rtt: None,
         })
         .collect();
     Report {
@@ -55,6 +56,7 @@ fn big_report(ms: u64) -> Report {
                 client_cpu: CpuUsage::default(),
                 server_cpu: None,
                 latency: None,
+                udp_latency: None,
             },
         }),
         meta: Meta { version: "0.1.0".into(), start_unix_ms: ms, ..Default::default() },

@@ -43,10 +43,24 @@ fn latency_beside_a_bandwidth_test_is_probed_per_interval_and_summed_up() {
         .sum();
     assert!(per_interval >= loaded, "{per_interval} in intervals, {loaded} in the summary");
     assert!(l["loaded"]["p50_ns"].as_u64().unwrap() > 0);
+    // UDP echoes the server answers, beside the handshakes, counted the same way.
+    let u = &v["summary"]["udp_latency"];
+    assert_eq!((u["idle"]["count"].as_u64(), u["failed"].as_u64()), (Some(10), Some(0)), "{u}");
+    let echoed = u["loaded"]["count"].as_u64().unwrap();
+    assert!((5..=12).contains(&echoed), "{echoed} echoes");
+    let per_interval: u64 = v["intervals"]
+        .as_array()
+        .unwrap()
+        .iter()
+        .map(|i| i["probe_udp_rtt"]["count"].as_u64().unwrap())
+        .sum();
+    assert!(per_interval >= echoed, "{per_interval} in intervals, {echoed} in the summary");
+    assert!(v["meta"]["notes"].as_array().is_none_or(|n| n.is_empty()), "{}", v["meta"]);
     // Text: a line per interval and the summary's.
     let out = client(&["bw", &target, "-t", "0.5", "-i", "0.25", "--latency", "--no-save"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[RTT]") && text.contains("Latency    idle p50"), "{text}");
+    assert!(text.contains("UDP echo p50") && text.contains("  UDP echo idle p50"), "{text}");
     // Without it, nothing is probed; a stock iperf3 server takes no extra connections.
     let out = client(&["bw", &target, "-t", "0.3", "-f", "json", "--no-save"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

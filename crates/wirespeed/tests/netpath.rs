@@ -476,19 +476,18 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
         let bw =
             wirespeed(&lab, "bandwidth", &["-R", "-P", "4", "-t", "5", "-O", "1", "--latency"]);
         drop(server);
-        let l = &bw["summary"]["latency"];
-        let (idle_ms, loaded_ms) = (
-            l["idle"]["p50_ns"].as_f64().unwrap() / 1e6,
-            l["loaded"]["p50_ns"].as_f64().unwrap() / 1e6,
-        );
+        let p50_ms = |l: &Value, at: &str| l[at]["p50_ns"].as_f64().unwrap() / 1e6;
+        let (l, u) = (&bw["summary"]["latency"], &bw["summary"]["udp_latency"]);
+        let (idle_ms, loaded_ms) = (p50_ms(l, "idle"), p50_ms(l, "loaded"));
+        let (udp_idle_ms, udp_loaded_ms) = (p50_ms(u, "idle"), p50_ms(u, "loaded"));
         let probed = bw["intervals"]
             .as_array()
             .unwrap()
             .iter()
             .filter(|i| i["probe_rtt"]["count"].as_u64() > Some(0));
         assert!(probed.count() >= 4, "every interval carries its probes");
-        bandwidth_latency.push((idle_ms, loaded_ms));
-        note(format!("bandwidth --latency -R, {name} queue: idle RTT {idle_ms:.2} ms, loaded {loaded_ms:.1} ms"));
+        bandwidth_latency.push((idle_ms, loaded_ms, udp_loaded_ms));
+        note(format!("bandwidth --latency -R, {name} queue: idle RTT {idle_ms:.2} ms, loaded {loaded_ms:.1} ms; UDP echo idle {udp_idle_ms:.2} ms, loaded {udp_loaded_ms:.1} ms"));
         let _web = start_server(&lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
         // Four connections a direction fill either queue; the draft's sixteen on a 64 KiB
         // drop-tail queue lose enough handshakes (a SYN is sent again after 1 s) that the
@@ -521,6 +520,9 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
         "loaded RTT: deep {bw_deep:?}, shallow {bw_shallow:?} ms"
     );
     assert!(bw_shallow.1 < 40.0, "shallow queue: {bw_shallow:?} ms");
+    // The UDP echoes wait in the same queue.
+    assert!(bw_deep.2 > 5.0 * bw_shallow.2, "UDP echo: deep {bw_deep:?}, shallow {bw_shallow:?}");
+    assert!(bw_shallow.2 < 40.0, "shallow queue: {bw_shallow:?} ms");
     let (deep, shallow) = (&seen[0], &seen[1]);
     assert!(shallow.0 >= 5.0 * deep.0, "RPM: shallow {:.0}, deep {:.0}", shallow.0, deep.0);
     let grades = ["A+", "A", "B", "C", "D", "F"];

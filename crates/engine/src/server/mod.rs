@@ -25,7 +25,7 @@ use tokio::net::{TcpListener, UdpSocket};
 use tokio::sync::Semaphore;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use wirespeed_proto::datagram::{UdpHello, HELLO_LEN};
+use wirespeed_proto::datagram::{UdpEcho, UdpHello, ECHO_LEN, HELLO_LEN};
 
 pub use ctx::{canonical, ServerConfig};
 pub use listeners::Listeners;
@@ -33,7 +33,7 @@ pub use listeners::Listeners;
 use ctx::{Attached, Ctx};
 use handshakes::Handshakes;
 use listeners::connect_udp_stream;
-use route::{attach, route, Route};
+use route::{attach, in_session, route, Route};
 
 /// Serves until `shutdown` is cancelled, then tells running tests to stop and waits for them.
 pub async fn run(
@@ -128,6 +128,15 @@ async fn udp_hello_loop(socket: UdpSocket, ctx: Arc<Ctx>) {
                 Err(_) => continue, // ICMP errors from earlier sends; nothing to do
             },
         };
+        if n == ECHO_LEN {
+            // A round-trip probe beside a test: answered, same size, to its session's client.
+            if let Ok(echo) = UdpEcho::decode(&buf[..n]) {
+                if !echo.ack && in_session(&ctx, peer.ip(), &echo.session) {
+                    let _ = socket.send_to(&UdpEcho { ack: true, ..echo }.encode(), peer).await;
+                }
+                continue;
+            }
+        }
         if n != HELLO_LEN {
             // Not our hello: someone else's protocol a kind claims, or noise.
             let _ = ctx.hooks.iter().any(|h| h.take_datagram(&buf[..n], local, peer, &ctx));

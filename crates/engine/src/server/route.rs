@@ -101,6 +101,14 @@ pub(crate) async fn read_more(
 
 /// Hands a data socket to the session it names, if that session exists and the socket comes
 /// from the same host as the session's control connection.
+/// True when `session` is a test in progress whose client is `from` (a UDP echo probe's
+/// answer goes to no one else).
+pub(super) fn in_session(ctx: &Ctx, from: IpAddr, session: &[u8; SESSION_ID_LEN]) -> bool {
+    ctx.sessions
+        .lock()
+        .is_ok_and(|s| s.get(session).is_some_and(|p| canonical(p.peer) == canonical(from)))
+}
+
 pub(super) fn attach(
     ctx: &Ctx,
     from: IpAddr,

@@ -68,7 +68,11 @@ pub async fn run(
     }
     // Idle round trips first, while nothing of the test moves.
     let probing = match opts.latency {
-        true => Some(Probing::idle(server_addr).await),
+        true => {
+            let (probing, note) = Probing::idle(server_addr, opts.endpoint.bind, session).await;
+            meta.notes.extend(note);
+            Some(probing)
+        }
         false => None,
     };
     let sockets = {

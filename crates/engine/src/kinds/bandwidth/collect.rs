@@ -60,6 +60,22 @@ pub trait ProbeWindow: std::fmt::Debug + Send {
     fn between(&self, start_ns: u64, end_ns: u64) -> (LatencyStats, u64);
     /// The probes before the test, and how many failed.
     fn idle(&self) -> (LatencyStats, u64);
+    /// As [`Self::between`] for the UDP echo probes; `None` where the server answers none.
+    fn udp_between(&self, start_ns: u64, end_ns: u64) -> Option<(LatencyStats, u64)>;
+    /// As [`Self::idle`] for the UDP echo probes; `None` where the server answers none.
+    fn udp_idle(&self) -> Option<(LatencyStats, u64)>;
+}
+
+/// Idle against loaded round trips, from the probes before the test and those between
+/// `(start_ns, end_ns)`.
+fn loaded_latency(idle: (LatencyStats, u64), loaded: (LatencyStats, u64)) -> LoadedLatency {
+    let ((idle, idle_failed), (loaded, failed)) = (idle, loaded);
+    LoadedLatency {
+        added_ns: loaded.p50_ns.saturating_sub(idle.p50_ns),
+        idle,
+        loaded,
+        failed: failed + idle_failed,
+    }
 }
 
 impl Collector {
@@ -169,6 +185,11 @@ impl Collector {
             measured_at: self.client_only.then_some(End::Client),
             flows,
             probe_rtt: self.probes.as_ref().map(|p| p.between(start_ns, end_ns).0),
+            probe_udp_rtt: self
+                .probes
+                .as_ref()
+                .and_then(|p| p.udp_between(start_ns, end_ns))
+                .map(|(stats, _)| stats),
         }
     }
 
@@ -209,16 +230,13 @@ impl Collector {
             self.interval(n, last_end, end_ns, &local_end, &self.remote_ticks[&(n as u32)].clone());
         self.intervals.push(iv);
         let mut summary = self.summary(local, server);
-        summary.latency = self.probes.as_ref().map(|p| {
-            let (idle, idle_failed) = p.idle();
-            let (loaded, failed) = p.between(self.spec.omit_ns, end_ns);
-            LoadedLatency {
-                added_ns: loaded.p50_ns.saturating_sub(idle.p50_ns),
-                idle,
-                loaded,
-                failed: failed + idle_failed,
-            }
-        });
+        let omit_ns = self.spec.omit_ns;
+        summary.latency =
+            self.probes.as_ref().map(|p| loaded_latency(p.idle(), p.between(omit_ns, end_ns)));
+        summary.udp_latency = self
+            .probes
+            .as_ref()
+            .and_then(|p| Some(loaded_latency(p.udp_idle()?, p.udp_between(omit_ns, end_ns)?)));
         (self.intervals, summary)
     }
 
@@ -287,6 +305,7 @@ impl Collector {
                 server.wall_ns,
             )),
             latency: None,
+            udp_latency: None,
         }
     }
 }

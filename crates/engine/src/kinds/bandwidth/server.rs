@@ -64,6 +64,8 @@ pub(crate) async fn run(
     sys::fill_random(&mut session);
     let expected = Flow::of(spec.direction).len() * usize::from(spec.parallel);
     let (attach_tx, attach_rx) = mpsc::channel(expected + 8);
+    // Registered until the test ends: streams attach by it, and the client's UDP echo
+    // probes (`--latency`) are answered while it is.
     let _registration = Registration::new(ctx, session, peer.ip(), attach_tx);
     let accepted = TestSpec::Bandwidth(spec.clone());
     ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: accepted, notes }).await?;
@@ -76,7 +78,6 @@ pub(crate) async fn run(
         }
         _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
     };
-    drop(_registration);
     run_test(ctl, &mut state, ctx, spec, sockets, peer, permit).await
 }
 

@@ -67,6 +67,7 @@ pub(crate) fn merge(
             Ok::<_, std::convert::Infallible>(BandwidthInterval {
                 flows,
                 probe_rtt: None,
+                probe_udp_rtt: None,
                 ..shape.clone()
             })
         },
@@ -109,6 +110,7 @@ pub(crate) fn merge(
             server_cpu: busiest(&mut parts.iter().filter_map(|p| p.report.summary.server_cpu)),
             // Each member probed its own path: no one figure stands for them all.
             latency: None,
+            udp_latency: None,
         },
     }
 }

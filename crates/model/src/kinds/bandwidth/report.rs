@@ -43,6 +43,10 @@ pub struct BandwidthInterval {
     /// in this interval.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub probe_rtt: Option<LatencyStats>,
+    /// `--latency`: round trips of the UDP echo probes that ended in this interval (absent
+    /// where the server does not answer them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe_udp_rtt: Option<LatencyStats>,
 }
 
 impl BandwidthInterval {
@@ -103,11 +107,16 @@ pub struct BandwidthSummary {
     /// `--latency`: the path's round trip before the test and under its load.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub latency: Option<LoadedLatency>,
+    /// `--latency`: the same from UDP echo probes (absent where the server does not answer
+    /// them).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub udp_latency: Option<LoadedLatency>,
 }
 
 /// Round trips probed beside a bandwidth test (`--latency`): TCP handshakes with the server's
-/// port on new connections, before the test (idle) and every 100 ms during its measured part
-/// (loaded), as Flent's RRUL and the bufferbloat tests compare them.
+/// port on new connections, or UDP echoes the server answers, before the test (idle) and every
+/// 100 ms during its measured part (loaded), as Flent's RRUL and the bufferbloat tests compare
+/// them.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct LoadedLatency {
     /// Before the test.

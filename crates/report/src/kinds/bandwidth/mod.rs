@@ -122,6 +122,14 @@ impl View for BandwidthView {
                     ),
                     None => details,
                 };
+                let details = match &b.summary.udp_latency {
+                    Some(l) => format!(
+                        "{details} (UDP {}, {})",
+                        nanos(l.idle.p50_ns as f64),
+                        nanos(l.loaded.p50_ns as f64)
+                    ),
+                    None => details,
+                };
                 (name, rate(t.sent_bps), rate(t.received_bps), details)
             })
             .collect()

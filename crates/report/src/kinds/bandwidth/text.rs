@@ -5,7 +5,7 @@ use std::io::{self, Write};
 
 use wirespeed_model::kinds::bandwidth::{
     BandwidthInterval, BandwidthSpec, BandwidthSummary, CpuUsage, Direction, End, Figures, Flow,
-    FlowSummary,
+    FlowSummary, LoadedLatency,
 };
 use wirespeed_model::rules::Protocol;
 
@@ -190,17 +190,42 @@ pub(super) fn interval(
     }
     // `--latency`: the probes of this interval, under its load.
     if let Some(p) = &iv.probe_rtt {
-        let line = match p.count {
-            0 => format!("[RTT]    {start:.2}-{end:.2} s   no probe answered"),
+        let mut line = match p.count {
+            0 => format!("[RTT]    {start:.2}-{end:.2} s   no new connection answered"),
             n => format!(
                 "[RTT]    {start:.2}-{end:.2} s   new-connection RTT p50 {} max {} ({n} probes)",
                 nanos(p.p50_ns as f64),
                 nanos(p.max_ns as f64)
             ),
         };
+        if let Some(u) = &iv.probe_udp_rtt {
+            line.push_str(&match u.count {
+                0 => "   UDP echo: none answered".to_string(),
+                n => format!(
+                    "   UDP echo p50 {} max {} ({n})",
+                    nanos(u.p50_ns as f64),
+                    nanos(u.max_ns as f64)
+                ),
+            });
+        }
         writeln!(out, "{}", style.maybe_dim(iv.omitted, &line))?;
     }
     Ok(())
+}
+
+/// A `Latency` line of the summary: `label`'s idle against loaded round trips.
+fn latency_line(label: &str, l: &LoadedLatency, out: &mut dyn Write) -> io::Result<()> {
+    writeln!(
+        out,
+        "{label:<11}idle p50 {} ({} probes)   under load p50 {} p99 {} ({} probes)   added {}{}",
+        nanos(l.idle.p50_ns as f64),
+        l.idle.count,
+        nanos(l.loaded.p50_ns as f64),
+        nanos(l.loaded.p99_ns as f64),
+        l.loaded.count,
+        nanos(l.added_ns as f64),
+        if l.failed > 0 { format!("   {} probes failed", l.failed) } else { String::new() }
+    )
 }
 
 /// The summary: each flow's totals and both ends' CPU use.
@@ -221,17 +246,10 @@ pub(super) fn summary(
         s.server_cpu.map_or(String::new(), |c| format!("   server {}", cpu(&c)))
     )?;
     if let Some(l) = &s.latency {
-        writeln!(
-            out,
-            "Latency    idle p50 {} ({} probes)   under load p50 {} p99 {} ({} probes)   added {}{}",
-            nanos(l.idle.p50_ns as f64),
-            l.idle.count,
-            nanos(l.loaded.p50_ns as f64),
-            nanos(l.loaded.p99_ns as f64),
-            l.loaded.count,
-            nanos(l.added_ns as f64),
-            if l.failed > 0 { format!("   {} probes failed", l.failed) } else { String::new() }
-        )?;
+        latency_line("Latency", l, out)?;
+    }
+    if let Some(l) = &s.udp_latency {
+        latency_line("  UDP echo", l, out)?;
     }
     Ok(())
 }
