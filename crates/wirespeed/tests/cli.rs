@@ -56,11 +56,17 @@ fn latency_beside_a_bandwidth_test_is_probed_per_interval_and_summed_up() {
         .sum();
     assert!(per_interval >= echoed, "{per_interval} in intervals, {echoed} in the summary");
     assert!(v["meta"]["notes"].as_array().is_none_or(|n| n.is_empty()), "{}", v["meta"]);
+    // The sender's kernel's own view, each interval: what it paced at and saw delivered.
+    for iv in v["intervals"].as_array().unwrap() {
+        let f = &iv["flows"][0];
+        assert!(f["pacing_bps"].as_u64() > Some(0) && f["delivery_bps"].as_u64() > Some(0), "{f}");
+    }
     // Text: a line per interval and the summary's.
     let out = client(&["bw", &target, "-t", "0.5", "-i", "0.25", "--latency", "--no-save"]);
     let text = String::from_utf8_lossy(&out.stdout);
     assert!(text.contains("[RTT]") && text.contains("Latency    idle p50"), "{text}");
     assert!(text.contains("UDP echo p50") && text.contains("  UDP echo idle p50"), "{text}");
+    assert!(text.contains("   delivery ") && text.contains(" pacing "), "{text}");
     // Without it, nothing is probed; a stock iperf3 server takes no extra connections.
     let out = client(&["bw", &target, "-t", "0.3", "-f", "json", "--no-save"]);
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();

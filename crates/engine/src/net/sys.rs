@@ -213,6 +213,12 @@ pub(crate) fn tcp_sample(fd: RawFd) -> Option<TcpSample> {
         cwnd_bytes: u64::from(info.tcpi_snd_cwnd) * u64::from(info.tcpi_snd_mss),
         rtt_ns: u64::from(info.tcpi_rtt) * 1000,
         rttvar_ns: u64::from(info.tcpi_rttvar) * 1000,
+        // The kernel gives both in bytes a second; u64::MAX pacing means "not paced".
+        pacing_bps: match info.tcpi_pacing_rate {
+            u64::MAX => 0,
+            r => r.saturating_mul(8),
+        },
+        delivery_bps: info.tcpi_delivery_rate.saturating_mul(8),
     })
 }
 

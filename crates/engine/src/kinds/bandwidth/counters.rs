@@ -22,6 +22,8 @@ pub(crate) struct Counters {
     cwnd: AtomicU64,
     rtt: AtomicU64,
     rttvar: AtomicU64,
+    pacing: AtomicU64,
+    delivery: AtomicU64,
     has_tcp: AtomicU64,
 }
 
@@ -67,6 +69,8 @@ impl Counters {
         self.cwnd.store(s.cwnd_bytes, Relaxed);
         self.rtt.store(s.rtt_ns, Relaxed);
         self.rttvar.store(s.rttvar_ns, Relaxed);
+        self.pacing.store(s.pacing_bps, Relaxed);
+        self.delivery.store(s.delivery_bps, Relaxed);
         self.has_tcp.store(1, Relaxed);
     }
 
@@ -84,6 +88,8 @@ impl Counters {
                 cwnd_bytes: self.cwnd.load(Relaxed),
                 rtt_ns: self.rtt.load(Relaxed),
                 rttvar_ns: self.rttvar.load(Relaxed),
+                pacing_bps: self.pacing.load(Relaxed),
+                delivery_bps: self.delivery.load(Relaxed),
             }),
         }
     }

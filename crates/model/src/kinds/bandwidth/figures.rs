@@ -40,6 +40,14 @@ pub struct TcpSample {
     pub rtt_ns: u64,
     /// Round-trip time variation in nanoseconds (`tcpi_rttvar`).
     pub rttvar_ns: u64,
+    /// The rate the kernel paces the socket at, bit/s (`tcpi_pacing_rate`; 0 when unknown,
+    /// as from a peer older than the field).
+    #[serde(default)]
+    pub pacing_bps: u64,
+    /// The rate the kernel last measured data being delivered at, bit/s
+    /// (`tcpi_delivery_rate`; 0 when unknown).
+    #[serde(default)]
+    pub delivery_bps: u64,
 }
 
 /// What one side counted on a stream over a span of time.
@@ -131,6 +139,14 @@ pub struct Figures {
     /// TCP: sender's RTT variation at the end of the span (mean over streams).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub rttvar_ns: Option<u64>,
+    /// TCP: the rate the sender's kernel paced at, at the end of the span, bit/s (summed over
+    /// streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub pacing_bps: Option<u64>,
+    /// TCP: the delivery rate the sender's kernel last measured, at the end of the span,
+    /// bit/s (summed over streams).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub delivery_bps: Option<u64>,
 }
 
 impl Figures {
@@ -172,6 +188,8 @@ impl Figures {
             f.cwnd_bytes = Some(tcp.cwnd_bytes);
             f.rtt_ns = Some(tcp.rtt_ns);
             f.rttvar_ns = Some(tcp.rttvar_ns);
+            f.pacing_bps = (tcp.pacing_bps > 0).then_some(tcp.pacing_bps);
+            f.delivery_bps = (tcp.delivery_bps > 0).then_some(tcp.delivery_bps);
         }
         f
     }
@@ -202,6 +220,8 @@ impl Figures {
             add_opt(&mut out.duplicate_packets, p.duplicate_packets);
             add_opt(&mut out.retransmits, p.retransmits);
             add_opt(&mut out.cwnd_bytes, p.cwnd_bytes);
+            add_opt(&mut out.pacing_bps, p.pacing_bps);
+            add_opt(&mut out.delivery_bps, p.delivery_bps);
             if let Some(r) = p.rtt_ns {
                 rtt.add(r);
             }
@@ -262,7 +282,13 @@ mod tests {
             bytes: 25,
             packets: 4,
             jitter_ns: 7.0,
-            tcp: Some(TcpSample { retransmits: 5, cwnd_bytes: 100, rtt_ns: 9, rttvar_ns: 1 }),
+            tcp: Some(TcpSample {
+                retransmits: 5,
+                cwnd_bytes: 100,
+                rtt_ns: 9,
+                rttvar_ns: 1,
+                ..Default::default()
+            }),
             ..Default::default()
         };
         let d = b.since(&a);

@@ -9,7 +9,7 @@ use crate::csv::{interval_cells, opt, record};
 /// The header line.
 pub(super) const COLUMNS: &str = "row,index,start_s,end_s,omitted,flow,sent_bytes,received_bytes,sent_bps,received_bps,\
 sent_packets,received_packets,sent_pps,received_pps,lost_packets,loss_ratio,out_of_order_packets,duplicate_packets,jitter_ns,\
-retransmits,cwnd_bytes,rtt_ns";
+retransmits,cwnd_bytes,rtt_ns,pacing_bps,delivery_bps";
 
 fn flow_name(f: Flow) -> &'static str {
     match f {
@@ -18,7 +18,7 @@ fn flow_name(f: Flow) -> &'static str {
     }
 }
 
-fn cells(f: &Figures) -> [String; 16] {
+fn cells(f: &Figures) -> [String; 18] {
     [
         f.sent_bytes.to_string(),
         f.received_bytes.to_string(),
@@ -36,6 +36,8 @@ fn cells(f: &Figures) -> [String; 16] {
         opt(f.retransmits),
         opt(f.cwnd_bytes),
         opt(f.rtt_ns),
+        opt(f.pacing_bps),
+        opt(f.delivery_bps),
     ]
 }
 

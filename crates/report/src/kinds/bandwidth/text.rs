@@ -208,6 +208,17 @@ pub(super) fn interval(
                 ),
             });
         }
+        // Beside them, what the sender's kernel made of the path (TCP_INFO at the end of the
+        // interval, first flow): the rate it measured delivered, and the rate it paced at.
+        let first = iv.flows.first().map(|f| &f.total);
+        if let Some(f) = first.filter(|f| f.delivery_bps.is_some() || f.pacing_bps.is_some()) {
+            let shown = |r: Option<u64>| r.map_or("-".into(), |r| rate(r as f64));
+            line.push_str(&format!(
+                "   delivery {} pacing {}",
+                shown(f.delivery_bps),
+                shown(f.pacing_bps)
+            ));
+        }
         writeln!(out, "{}", style.maybe_dim(iv.omitted, &line))?;
     }
     Ok(())
