@@ -62,31 +62,22 @@
       c.fillStyle = css('--muted');
       c.fillText(`┄ latency, top ${maxMs.toFixed(maxMs >= 10 ? 0 : 1)} ms`, w - 150, 30);
     }
-    for (const [name, color] of [['download', css('--dl')], ['upload', css('--ul')]]) {
-      const pts = series[name];
-      if (pts.length < 2) continue;
+    // Each direction's line: `pts` as [s, value] on a `top` scale, `width` wide.
+    const plot = (pts, color, top, width) => {
+      if (pts.length < 2) return;
       c.strokeStyle = color;
-      c.lineWidth = 2;
+      c.lineWidth = width;
       c.beginPath();
       pts.forEach(([x, y], i) => {
-        const px = pad + (x / maxX) * (w - 2 * pad), py = h - pad - (y / maxY) * (h - 2 * pad);
+        const px = pad + (x / maxX) * (w - 2 * pad), py = h - pad - (y / top) * (h - 2 * pad);
         if (i === 0) c.moveTo(px, py); else c.lineTo(px, py);
       });
       c.stroke();
-    }
+    };
+    const colors = [['download', css('--dl')], ['upload', css('--ul')]];
+    for (const [name, color] of colors) plot(series[name], color, maxY, 2);
     c.setLineDash([4, 3]);
-    for (const [name, color] of [['download', css('--dl')], ['upload', css('--ul')]]) {
-      const pts = latencySeries[name];
-      if (pts.length < 2) continue;
-      c.strokeStyle = color;
-      c.lineWidth = 1;
-      c.beginPath();
-      pts.forEach(([x, y], i) => {
-        const px = pad + (x / maxX) * (w - 2 * pad), py = h - pad - (y / maxMs) * (h - 2 * pad);
-        if (i === 0) c.moveTo(px, py); else c.lineTo(px, py);
-      });
-      c.stroke();
-    }
+    for (const [name, color] of colors) plot(latencySeries[name], color, maxMs, 1);
     c.setLineDash([]);
   }
 

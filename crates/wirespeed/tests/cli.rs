@@ -29,32 +29,22 @@ fn latency_beside_a_bandwidth_test_is_probed_per_interval_and_summed_up() {
     let out = client(&args);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let v: serde_json::Value = serde_json::from_slice(&out.stdout).unwrap();
-    let l = &v["summary"]["latency"];
-    assert_eq!(l["idle"]["count"], 10, "{l}");
-    assert_eq!(l["failed"], 0, "{l}");
-    // Ten probes a second over the second measured, each in the interval it ended in.
-    let loaded = l["loaded"]["count"].as_u64().unwrap();
-    assert!((5..=12).contains(&loaded), "{loaded} probes");
-    let per_interval: u64 = v["intervals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["probe_rtt"]["count"].as_u64().unwrap())
-        .sum();
-    assert!(per_interval >= loaded, "{per_interval} in intervals, {loaded} in the summary");
-    assert!(l["loaded"]["p50_ns"].as_u64().unwrap() > 0);
-    // UDP echoes the server answers, beside the handshakes, counted the same way.
-    let u = &v["summary"]["udp_latency"];
-    assert_eq!((u["idle"]["count"].as_u64(), u["failed"].as_u64()), (Some(10), Some(0)), "{u}");
-    let echoed = u["loaded"]["count"].as_u64().unwrap();
-    assert!((5..=12).contains(&echoed), "{echoed} echoes");
-    let per_interval: u64 = v["intervals"]
-        .as_array()
-        .unwrap()
-        .iter()
-        .map(|i| i["probe_udp_rtt"]["count"].as_u64().unwrap())
-        .sum();
-    assert!(per_interval >= echoed, "{per_interval} in intervals, {echoed} in the summary");
+    // TCP handshakes and UDP echoes, ten a second each over the second measured (each in the
+    // interval it ended in), and ten of each before it.
+    for (summary, per_interval) in [("latency", "probe_rtt"), ("udp_latency", "probe_udp_rtt")] {
+        let l = &v["summary"][summary];
+        assert_eq!((l["idle"]["count"].as_u64(), l["failed"].as_u64()), (Some(10), Some(0)), "{l}");
+        let loaded = l["loaded"]["count"].as_u64().unwrap();
+        assert!((5..=12).contains(&loaded), "{summary}: {loaded} probes");
+        let in_intervals: u64 = v["intervals"]
+            .as_array()
+            .unwrap()
+            .iter()
+            .map(|i| i[per_interval]["count"].as_u64().unwrap())
+            .sum();
+        assert!(in_intervals >= loaded, "{summary}: {in_intervals} in intervals, {loaded} in all");
+        assert!(l["loaded"]["p50_ns"].as_u64().unwrap() > 0);
+    }
     assert!(v["meta"]["notes"].as_array().is_none_or(|n| n.is_empty()), "{}", v["meta"]);
     // The sender's kernel's own view, each interval: what it paced at and saw delivered.
     for iv in v["intervals"].as_array().unwrap() {

@@ -8,7 +8,7 @@ mod text;
 
 use std::io::{self, Write};
 
-use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction};
+use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, LoadedLatency};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::{Event, Meta, Report, ReportBody};
 
@@ -114,22 +114,17 @@ impl View for BandwidthView {
                         packet_rate(t.received_pps.unwrap_or(0.0))
                     ),
                 };
-                let details = match &b.summary.latency {
-                    Some(l) => format!(
-                        "{details}; idle RTT {}, loaded {}",
-                        nanos(l.idle.p50_ns as f64),
-                        nanos(l.loaded.p50_ns as f64)
-                    ),
-                    None => details,
+                // Idle and loaded median round trips, where the run probed them.
+                let medians = |l: &LoadedLatency| {
+                    (nanos(l.idle.p50_ns as f64), nanos(l.loaded.p50_ns as f64))
                 };
-                let details = match &b.summary.udp_latency {
-                    Some(l) => format!(
-                        "{details} (UDP {}, {})",
-                        nanos(l.idle.p50_ns as f64),
-                        nanos(l.loaded.p50_ns as f64)
-                    ),
-                    None => details,
-                };
+                let mut details = details;
+                if let Some((idle, loaded)) = b.summary.latency.as_ref().map(medians) {
+                    details.push_str(&format!("; idle RTT {idle}, loaded {loaded}"));
+                }
+                if let Some((idle, loaded)) = b.summary.udp_latency.as_ref().map(medians) {
+                    details.push_str(&format!(" (UDP {idle}, {loaded})"));
+                }
                 (name, rate(t.sent_bps), rate(t.received_bps), details)
             })
             .collect()
