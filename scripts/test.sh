@@ -35,7 +35,9 @@ command -v script >/dev/null 2>&1 || need_apt+=(bsdutils)
 # cmake and libclang: Cloudflare's mach (below) builds BoringSSL with them.
 command -v mach >/dev/null 2>&1 || {
   command -v cmake >/dev/null 2>&1 || need_apt+=(cmake)
-  ls /usr/lib/llvm-*/lib/libclang*.so* >/dev/null 2>&1 || need_apt+=(libclang-dev)
+  # libclang itself: an image may have only libclang-cpp, which bindgen cannot use.
+  ls /usr/lib/llvm-*/lib/libclang.so* /usr/lib/*/libclang-[0-9]*.so* >/dev/null 2>&1 \
+    || need_apt+=(libclang-dev)
 }
 # Real DNS servers `wirespeed dns` is checked against.
 [ -x /usr/sbin/unbound ] || need_apt+=(unbound)
