@@ -64,7 +64,7 @@ impl Timeline {
 
     /// Bits per second after the first `grace` (slow start, buffers filling), up to the last
     /// byte; `None` when less than a second was measured after it. A stall that runs into the
-    /// grace period's end moves the start back to where the stall began ([`span_start`]).
+    /// grace period's end moves the start back to where the stall began (`span_start`).
     pub fn rate_bps(&self, grace: Duration) -> Option<f64> {
         self.first.get()?;
         let last =

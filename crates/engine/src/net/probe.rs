@@ -138,7 +138,7 @@ impl Prober {
 
     /// Starts echo probes of `session` on `socket` (see [`echo_socket`]): one every
     /// [`PROBE_EVERY`] whether or not the last was answered, each failed when unanswered after
-    /// [`PROBE_TIMEOUT`].
+    /// `PROBE_TIMEOUT`.
     pub fn echo(socket: UdpSocket, session: [u8; SESSION_ID_LEN]) -> Self {
         let samples: Samples = Arc::default();
         let kept = samples.clone();
