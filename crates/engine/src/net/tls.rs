@@ -83,6 +83,15 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> io::Result<Arc<Client
 /// A server's TLS settings from a PEM certificate chain and its PEM private key, offering
 /// HTTP/2 then HTTP/1.1 by ALPN.
 pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerConfig>> {
+    server_config_for(cert, key, &[b"h2", b"http/1.1"])
+}
+
+/// A server's TLS settings as [`server_config`]'s, offering `alpn` (QUIC's protocols, say).
+pub fn server_config_for(
+    cert: &Path,
+    key: &Path,
+    alpn: &[&[u8]],
+) -> io::Result<Arc<rustls::ServerConfig>> {
     let chain = certificates(cert)?;
     let key = PrivateKeyDer::from_pem_file(key)
         .map_err(|e| bad(format!("--tls-key {}", key.display()), e))?;
@@ -93,7 +102,7 @@ pub fn server_config(cert: &Path, key: &Path) -> io::Result<Arc<rustls::ServerCo
         .with_no_client_auth()
         .with_single_cert(chain, key)
         .map_err(|e| bad("--tls-cert/--tls-key".into(), e))?;
-    config.alpn_protocols = vec![b"h2".to_vec(), b"http/1.1".to_vec()];
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
     Ok(Arc::new(config))
 }
 
