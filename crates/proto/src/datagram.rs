@@ -44,24 +44,14 @@ impl UdpEcho {
     /// Encodes the probe (or its answer).
     pub fn encode(&self) -> [u8; ECHO_LEN] {
         let mut out = [0u8; ECHO_LEN];
-        out[..4].copy_from_slice(if self.ack { &ECHO_ACK_MAGIC } else { &ECHO_MAGIC });
-        out[4..4 + SESSION_ID_LEN].copy_from_slice(&self.session);
+        put_head(&mut out, if self.ack { ECHO_ACK_MAGIC } else { ECHO_MAGIC }, &self.session);
         out[4 + SESSION_ID_LEN..].copy_from_slice(&self.seq.to_be_bytes());
         out
     }
 
     /// Decodes a probe or its answer.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        if buf.len() != ECHO_LEN {
-            return Err(DecodeError::Invalid(format!("UDP echo of {} bytes", buf.len())));
-        }
-        let ack = match &buf[..4] {
-            m if m == ECHO_MAGIC => false,
-            m if m == ECHO_ACK_MAGIC => true,
-            _ => return Err(DecodeError::Invalid("not a UDP echo".into())),
-        };
-        let mut session = [0u8; SESSION_ID_LEN];
-        session.copy_from_slice(&buf[4..4 + SESSION_ID_LEN]);
+        let (ack, session) = head(buf, ECHO_LEN, [ECHO_MAGIC, ECHO_ACK_MAGIC], "UDP echo")?;
         let mut seq = [0u8; 4];
         seq.copy_from_slice(&buf[4 + SESSION_ID_LEN..]);
         Ok(Self { ack, session, seq: u32::from_be_bytes(seq) })
@@ -134,8 +124,7 @@ impl UdpHello {
     /// Encodes the hello (or its answer).
     pub fn encode(&self) -> [u8; HELLO_LEN] {
         let mut out = [0u8; HELLO_LEN];
-        out[..4].copy_from_slice(if self.ack { &HELLO_ACK_MAGIC } else { &HELLO_MAGIC });
-        out[4..4 + SESSION_ID_LEN].copy_from_slice(&self.session);
+        put_head(&mut out, if self.ack { HELLO_ACK_MAGIC } else { HELLO_MAGIC }, &self.session);
         out[4 + SESSION_ID_LEN] = flow_byte(self.flow);
         out[5 + SESSION_ID_LEN..].copy_from_slice(&self.stream.to_be_bytes());
         out
@@ -143,16 +132,7 @@ impl UdpHello {
 
     /// Decodes a hello or its answer; datagrams are whole, so short input is invalid.
     pub fn decode(buf: &[u8]) -> Result<Self, DecodeError> {
-        if buf.len() != HELLO_LEN {
-            return Err(DecodeError::Invalid(format!("UDP hello of {} bytes", buf.len())));
-        }
-        let ack = match &buf[..4] {
-            m if m == HELLO_MAGIC => false,
-            m if m == HELLO_ACK_MAGIC => true,
-            _ => return Err(DecodeError::Invalid("not a UDP hello".into())),
-        };
-        let mut session = [0u8; SESSION_ID_LEN];
-        session.copy_from_slice(&buf[4..4 + SESSION_ID_LEN]);
+        let (ack, session) = head(buf, HELLO_LEN, [HELLO_MAGIC, HELLO_ACK_MAGIC], "UDP hello")?;
         let flow = byte_flow(buf[4 + SESSION_ID_LEN])?;
         let stream = u16::from_be_bytes([buf[5 + SESSION_ID_LEN], buf[6 + SESSION_ID_LEN]]);
         if stream == 0 {
@@ -258,6 +238,33 @@ impl ReceiverStats {
     fn set_bit(&mut self, back: u64) {
         self.seen[(back / 64) as usize] |= 1 << (back % 64);
     }
+}
+
+/// Writes the head the hello and the echo share: their magic, then the session.
+fn put_head(out: &mut [u8], magic: [u8; 4], session: &[u8; SESSION_ID_LEN]) {
+    out[..4].copy_from_slice(&magic);
+    out[4..4 + SESSION_ID_LEN].copy_from_slice(session);
+}
+
+/// Reads that head from a datagram that must be `len` bytes whole: whether it is the answer
+/// (`magics[1]`) rather than the question (`magics[0]`), and the session it names.
+fn head(
+    buf: &[u8],
+    len: usize,
+    magics: [[u8; 4]; 2],
+    what: &str,
+) -> Result<(bool, [u8; SESSION_ID_LEN]), DecodeError> {
+    if buf.len() != len {
+        return Err(DecodeError::Invalid(format!("{what} of {} bytes", buf.len())));
+    }
+    let ack = match &buf[..4] {
+        m if m == magics[0] => false,
+        m if m == magics[1] => true,
+        _ => return Err(DecodeError::Invalid(format!("not a {what}"))),
+    };
+    let mut session = [0u8; SESSION_ID_LEN];
+    session.copy_from_slice(&buf[4..4 + SESSION_ID_LEN]);
+    Ok((ack, session))
 }
 
 #[cfg(test)]
