@@ -290,3 +290,59 @@ async fn udp_echoes_are_answered_only_for_a_session_from_its_own_client() {
     still_serves(&server).await;
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_quic_stream_that_sends_garbage_instead_of_quic_is_aborted_with_the_reason() {
+    use wirespeed_model::kinds::bandwidth::Flow;
+    use wirespeed_proto::codec::{encode_frame, from_hex, SESSION_ID_LEN};
+    use wirespeed_proto::control::{ClientMessage, ServerMessage};
+    use wirespeed_proto::datagram::UdpHello;
+    let server = TestServer::start("127.0.0.1:0", ServerConfig::default()).await;
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    let mut out = Vec::new();
+    encode_frame(&ClientMessage::Hello { version: "test".into() }, &mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+    assert!(matches!(read_frame(&mut s).await, ServerMessage::Challenge { .. }));
+    let start = ClientMessage::Start {
+        spec: wirespeed_model::spec::TestSpec::Bandwidth(spec(Protocol::Quic, 2.0)),
+        auth: None,
+    };
+    out.clear();
+    encode_frame(&start, &mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+    let ServerMessage::Accepted { session, quic_pin, .. } = read_frame(&mut s).await else {
+        panic!("not accepted")
+    };
+    // The certificate the client is to trust, by its SHA-256.
+    assert!(quic_pin.is_some_and(|p| from_hex::<32>(&p).is_some()), "no QUIC certificate pin");
+    let session = from_hex::<SESSION_ID_LEN>(&session).unwrap();
+
+    // The stream's hello is answered as any UDP stream's; then the socket speaks no QUIC.
+    let udp = tokio::net::UdpSocket::bind("127.0.0.1:0").await.unwrap();
+    udp.connect(server.addr).await.unwrap();
+    let hello = UdpHello { ack: false, session, flow: Flow::Upload, stream: 1 };
+    udp.send(&hello.encode()).await.unwrap();
+    let mut buf = [0u8; 128];
+    let n =
+        tokio::time::timeout(Duration::from_secs(5), udp.recv(&mut buf)).await.unwrap().unwrap();
+    assert!(UdpHello::decode(&buf[..n]).unwrap().ack);
+    assert!(matches!(read_frame(&mut s).await, ServerMessage::Begin));
+    for i in 0..50u8 {
+        let _ = udp.send(&[i; 1200]).await;
+        let _ = udp.send(&[0xc0 | (i & 0x3f); 1200]).await;
+    }
+    let reason = loop {
+        match tokio::time::timeout(Duration::from_secs(20), read_frame(&mut s)).await {
+            Ok(ServerMessage::Tick { .. }) => continue,
+            Ok(ServerMessage::Abort { reason }) => break reason,
+            Ok(other) => panic!("unexpected {other:?}"),
+            Err(_) => panic!("the server neither aborted nor ran the test"),
+        }
+    };
+    assert!(reason.contains("QUIC connection did not arrive"), "{reason}");
+    still_serves(&server).await;
+    let r = run(server.opts(spec(Protocol::Quic, 0.3))).await.expect("a real QUIC test still runs");
+    assert!(r.summary.primary.total.received_bytes > 0);
+    server.shutdown().await;
+}

@@ -14,6 +14,19 @@ pub enum Protocol {
     Tcp,
     /// Datagrams carrying a sequence number and a send timestamp.
     Udp,
+    /// A QUIC connection per data stream, its data on one unidirectional QUIC stream.
+    Quic,
+}
+
+impl Protocol {
+    /// The name reports print.
+    pub fn label(self) -> &'static str {
+        match self {
+            Self::Tcp => "TCP",
+            Self::Udp => "UDP",
+            Self::Quic => "QUIC",
+        }
+    }
 }
 
 /// Largest number of parallel streams per direction, as in iperf3.

@@ -4,7 +4,7 @@
 //! C→S  preamble(C) Hello
 //! S→C  Challenge{nonce, auth_required}
 //! C→S  Start{spec, auth}
-//! S→C  Accepted{session, spec} | Refused{code, message}
+//! S→C  Accepted{session, spec, quic_pin} | Refused{code, message}
 //! C→S  data connections / UDP hellos, one per stream
 //! S→C  Begin                          (every stream is attached; time starts)
 //! S→C  Tick{index, streams}           (once per interval: the server's running totals)
@@ -84,6 +84,11 @@ pub enum ServerMessage {
         /// Why the spec changed, if it did.
         #[serde(default)]
         notes: Vec<String>,
+        /// For QUIC data streams: the SHA-256 (hex) of the certificate the server's QUIC
+        /// ends present. The client trusts that one certificate, learnt here over the
+        /// (token-authenticated) control connection, and no other.
+        #[serde(default, skip_serializing_if = "Option::is_none")]
+        quic_pin: Option<String>,
     },
     /// The test is refused.
     Refused {

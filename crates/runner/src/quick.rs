@@ -186,6 +186,7 @@ fn plan(f: &Fixtures, t: Timing) -> Vec<(&'static str, Result<Client, String>)> 
         ("TCP upload", bandwidth(tcp, Direction::Upload, 0, None)),
         ("TCP download", bandwidth(tcp, Direction::Download, 0, None)),
         ("TCP bidir", bandwidth(tcp, Direction::Bidir, 0, None)),
+        ("QUIC upload", bandwidth(Protocol::Quic, Direction::Upload, 0, None)),
         // Paced, so the figure shows loss and jitter at a rate loopback can carry.
         ("UDP upload 1 Gbit/s", bandwidth(udp, Direction::Upload, 1_000_000_000, None)),
         // `wirespeed pps`: 64-byte datagrams as fast as they go.

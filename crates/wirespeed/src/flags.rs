@@ -408,7 +408,11 @@ pub(crate) struct BandwidthArgs {
     /// Use UDP instead of TCP.
     #[arg(short, long)]
     pub udp: bool,
-    /// Parallel streams per direction (1-128).
+    /// Use QUIC instead of TCP: a QUIC connection (TLS 1.3, quinn) per stream, its data on one
+    /// QUIC stream; per interval the connection's own RTT, congestion window and lost packets.
+    #[arg(long, conflicts_with_all = ["udp", "iperf3", "zerocopy", "mss", "no_delay"])]
+    pub quic: bool,
+    /// Parallel streams per direction (1-128); with --quic, connections.
     #[arg(short = 'P', long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_PARALLEL)))]
     pub parallel: u16,
@@ -427,7 +431,7 @@ pub(crate) struct BandwidthArgs {
     /// Target rate per stream, e.g. 100M or 1G (bit/s, decimal). 0: unlimited. Default: unlimited for TCP, 1M for UDP.
     #[arg(short, long, value_name = "RATE")]
     pub bitrate: Option<String>,
-    /// Bytes per write (TCP, default 128K) or per datagram (UDP, default 1400).
+    /// Bytes per write (TCP and QUIC, default 128K) or per datagram (UDP, default 1400).
     #[arg(short, long, value_name = "SIZE")]
     pub length: Option<String>,
     /// Warm-up to leave out of the summary (e.g. 2).
@@ -439,7 +443,8 @@ pub(crate) struct BandwidthArgs {
     /// Socket buffer size (SO_SNDBUF/SO_RCVBUF), both ends.
     #[arg(short, long, value_name = "SIZE")]
     pub window: Option<String>,
-    /// TCP congestion control algorithm, both ends (e.g. cubic, bbr).
+    /// Congestion control, both ends: the kernel's for TCP (e.g. cubic, bbr); with --quic,
+    /// quinn's newreno, cubic (its default) or bbr.
     #[arg(short = 'C', long, value_name = "ALGO")]
     pub congestion: Option<String>,
     /// TCP maximum segment size.

@@ -134,7 +134,11 @@ pub(crate) fn parse_dscp(text: &str) -> Result<u8> {
 /// `wirespeed bandwidth` flags → client options.
 pub(crate) fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOptions> {
     let endpoint = endpoint(&args.target, &args.connect, version)?;
-    let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
+    let protocol = match (args.udp, args.quic) {
+        (true, _) => Protocol::Udp,
+        (_, true) => Protocol::Quic,
+        _ => Protocol::Tcp,
+    };
     let mut spec = BandwidthSpec::new(args.target.clone(), protocol);
     spec.parallel = args.parallel;
     spec.duration_ns = nanos("--time", &args.time)?;
@@ -159,7 +163,7 @@ pub(crate) fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOpt
         .as_deref()
         .map(|w| size("--window", w).map(|v| v.min(u64::from(u32::MAX)) as u32))
         .transpose()?;
-    if let Some(cc) = &args.congestion {
+    if let Some(cc) = args.congestion.as_ref().filter(|_| protocol != Protocol::Quic) {
         wirespeed_engine::net::congestion_available(cc).map_err(|e| {
             let available =
                 std::fs::read_to_string("/proc/sys/net/ipv4/tcp_available_congestion_control")

@@ -156,6 +156,7 @@ fn quick_runs_every_test_kind_in_process() {
         "TCP upload",
         "TCP download",
         "bidir",
+        "QUIC upload",
         "UDP upload",
         "64 B packets",
         "TCP latency",

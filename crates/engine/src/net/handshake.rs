@@ -58,6 +58,8 @@ pub(crate) struct Opened {
     pub spec: TestSpec,
     /// Why the server changed the spec, if it did.
     pub notes: Vec<String>,
+    /// The QUIC certificate's SHA-256 (hex) for a QUIC test.
+    pub quic_pin: Option<String>,
     pub start_wall: SystemTime,
     pub version: String,
 }
@@ -103,7 +105,7 @@ pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, 
         (None, false) => None,
     };
     ctl.send(&ClientMessage::Start { spec, auth: proof }).await.map_err(lost)?;
-    let ServerMessage::Accepted { session, spec, notes } =
+    let ServerMessage::Accepted { session, spec, notes, quic_pin } =
         recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {
         unreachable!("the state machine only lets accepted or refused through")
@@ -119,6 +121,7 @@ pub(crate) async fn open(endpoint: &Endpoint, spec: TestSpec) -> Result<Opened, 
         session,
         spec,
         notes,
+        quic_pin,
         start_wall,
         version: endpoint.version.clone(),
     })

@@ -108,13 +108,32 @@ pub fn client_endpoint(
     alpn: &[&[u8]],
     tuning: &Tuning,
 ) -> io::Result<quinn::Endpoint> {
-    let crypto = QuicClientConfig::try_from(tls::client_config(tls, alpn)?)
-        .map_err(|e| invalid("QUIC's TLS", e))?;
-    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
-    config.transport_config(tuning.transport()?);
+    let config = client_config(tls::client_config(tls, alpn)?, tuning)?;
     let mut endpoint = quinn::Endpoint::client(bind)?;
     endpoint.set_default_client_config(config);
     Ok(endpoint)
+}
+
+/// quinn's client settings for `crypto` (whom to trust, which ALPN) and `tuning`.
+pub fn client_config(
+    crypto: Arc<rustls::ClientConfig>,
+    tuning: &Tuning,
+) -> io::Result<quinn::ClientConfig> {
+    let crypto = QuicClientConfig::try_from(crypto).map_err(|e| invalid("QUIC's TLS", e))?;
+    let mut config = quinn::ClientConfig::new(Arc::new(crypto));
+    config.transport_config(tuning.transport()?);
+    Ok(config)
+}
+
+/// quinn's server settings for `crypto` (its certificate and ALPN protocols) and `tuning`.
+pub fn server_config(
+    crypto: Arc<rustls::ServerConfig>,
+    tuning: &Tuning,
+) -> io::Result<quinn::ServerConfig> {
+    let crypto = QuicServerConfig::try_from(crypto).map_err(|e| invalid("QUIC's TLS", e))?;
+    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
+    config.transport_config(tuning.transport()?);
+    Ok(config)
 }
 
 /// A server endpoint on `addr` with `crypto` (its certificate and ALPN protocols).
@@ -123,10 +142,23 @@ pub fn server_endpoint(
     crypto: Arc<rustls::ServerConfig>,
     tuning: &Tuning,
 ) -> io::Result<quinn::Endpoint> {
-    let crypto = QuicServerConfig::try_from(crypto).map_err(|e| invalid("QUIC's TLS", e))?;
-    let mut config = quinn::ServerConfig::with_crypto(Arc::new(crypto));
-    config.transport_config(tuning.transport()?);
-    quinn::Endpoint::server(config, addr)
+    quinn::Endpoint::server(server_config(crypto, tuning)?, addr)
+}
+
+/// An endpoint on a socket a test already holds (bound, and connected to its one peer: a data
+/// stream whose hello the server answered), serving with `server` when given. Must be called
+/// within a tokio runtime, which then drives it.
+pub fn endpoint_on(
+    socket: std::net::UdpSocket,
+    server: Option<quinn::ServerConfig>,
+) -> io::Result<quinn::Endpoint> {
+    socket.set_nonblocking(true)?;
+    quinn::Endpoint::new(
+        quinn::EndpointConfig::default(),
+        server,
+        socket,
+        Arc::new(quinn::TokioRuntime),
+    )
 }
 
 /// A path's figures as quinn keeps them, read at one instant.
@@ -377,5 +409,38 @@ mod tests {
         assert_eq!("BBR".parse(), Ok(Congestion::Bbr));
         let e = "vegas".parse::<Congestion>().unwrap_err();
         assert!(e.contains("vegas") && e.contains(Congestion::NAMES), "{e}");
+    }
+
+    #[tokio::test]
+    async fn a_pinned_client_trusts_that_certificate_and_no_other() {
+        let tuning = Tuning::default();
+        let (crypto, pin) = tls::self_signed(&[ALPN]).unwrap();
+        let (_, other_pin) = tls::self_signed(&[ALPN]).unwrap();
+        let server = server_endpoint("127.0.0.1:0".parse().unwrap(), crypto, &tuning).unwrap();
+        let addr = server.local_addr().unwrap();
+        tokio::spawn(async move {
+            while let Some(incoming) = server.accept().await {
+                if let Ok(c) = incoming.await {
+                    c.closed().await;
+                }
+            }
+        });
+        let connect_pinned = |pin: [u8; 32]| {
+            let tuning = tuning.clone();
+            async move {
+                let crypto = tls::pinned_client_config(pin, &[ALPN]).unwrap();
+                let endpoint = quinn::Endpoint::client("127.0.0.1:0".parse().unwrap()).unwrap();
+                let config = client_config(crypto, &tuning).unwrap();
+                let connecting = endpoint.connect_with(config, addr, "any-name").unwrap();
+                connecting.await.map_err(|e| Failure::of(&e, tuning.idle_timeout))
+            }
+        };
+        // Whatever name it asks for: the certificate is trusted by its fingerprint.
+        let good = connect_pinned(pin).await.expect("the pinned certificate is trusted");
+        good.close(0u32.into(), b"done");
+        match connect_pinned(other_pin).await {
+            Err(Failure::Handshake(why)) => assert!(why.contains("announced"), "{why}"),
+            other => panic!("expected a handshake failure, got {other:?}"),
+        }
     }
 }

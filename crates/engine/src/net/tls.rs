@@ -1,7 +1,9 @@
 //! TLS settings: the client's of `wirespeed http`, `dns` and `rpm` (which certificates to
 //! trust — the system's store, a `--cacert` file, or none with `--insecure` — a client
 //! certificate (`--cert` and `--key`), and the ALPN protocols to offer), and a server's
-//! (`web --tls-cert`: a certificate chain and key, HTTP/2 and HTTP/1.1 by ALPN).
+//! (`web --tls-cert`: a certificate chain and key, HTTP/2 and HTTP/1.1 by ALPN); and a
+//! certificate made at start and trusted by its fingerprint alone, for a test's own QUIC data
+//! connections.
 
 use std::io;
 use std::path::{Path, PathBuf};
@@ -50,7 +52,9 @@ pub fn client_config(opts: &TlsOptions, alpn: &[&[u8]]) -> io::Result<Arc<Client
         .with_safe_default_protocol_versions()
         .map_err(|e| bad("TLS".into(), e))?;
     let builder = if opts.insecure {
-        builder.dangerous().with_custom_certificate_verifier(Arc::new(AcceptAnything(provider)))
+        builder
+            .dangerous()
+            .with_custom_certificate_verifier(Arc::new(Verifier { provider, pin: None }))
     } else {
         let mut roots = RootCertStore::empty();
         match &opts.cacert {
@@ -106,26 +110,76 @@ pub fn server_config_for(
     Ok(Arc::new(config))
 }
 
+/// A certificate made for this process alone: the TLS settings that present it (offering
+/// `alpn`) and its SHA-256, which clients learn over an authenticated channel and pin.
+pub fn self_signed(alpn: &[&[u8]]) -> io::Result<(Arc<rustls::ServerConfig>, [u8; 32])> {
+    let made = rcgen::generate_simple_self_signed(vec!["wirespeed".to_string()])
+        .map_err(|e| bad("making a certificate".into(), e))?;
+    let der = made.cert.der().clone();
+    let key = PrivateKeyDer::try_from(made.key_pair.serialize_der())
+        .map_err(|e| bad("the certificate's key".into(), e))?;
+    let pin = fingerprint(&der);
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let mut config = rustls::ServerConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| bad("TLS".into(), e))?
+        .with_no_client_auth()
+        .with_single_cert(vec![der], key)
+        .map_err(|e| bad("the certificate".into(), e))?;
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok((Arc::new(config), pin))
+}
+
+/// A certificate's SHA-256.
+pub fn fingerprint(cert: &CertificateDer<'_>) -> [u8; 32] {
+    use sha2::Digest;
+    sha2::Sha256::digest(cert.as_ref()).into()
+}
+
+/// Client settings that trust exactly the certificate whose SHA-256 is `pin` (whatever name
+/// it carries), offering `alpn`.
+pub fn pinned_client_config(pin: [u8; 32], alpn: &[&[u8]]) -> io::Result<Arc<ClientConfig>> {
+    let provider = Arc::new(rustls::crypto::ring::default_provider());
+    let verifier = Arc::new(Verifier { provider: provider.clone(), pin: Some(pin) });
+    let mut config = ClientConfig::builder_with_provider(provider)
+        .with_protocol_versions(&[&rustls::version::TLS13])
+        .map_err(|e| bad("TLS".into(), e))?
+        .dangerous()
+        .with_custom_certificate_verifier(verifier)
+        .with_no_client_auth();
+    config.alpn_protocols = alpn.iter().map(|p| p.to_vec()).collect();
+    Ok(Arc::new(config))
+}
+
 /// The name to send in SNI and to verify: `--sni` when given, else the URL's host.
 pub fn server_name(opts: &TlsOptions, host: &str) -> io::Result<ServerName<'static>> {
     let name = opts.server_name.as_deref().unwrap_or(host);
     ServerName::try_from(name.to_string()).map_err(|e| bad(format!("server name '{name}'"), e))
 }
 
-/// `--insecure`: checks signatures (so the handshake is still real TLS) but not who signed.
+/// Checks handshake signatures (so the handshake is still real TLS) and, with `pin`, that the
+/// server presented exactly that certificate; without one (`--insecure`), not who signed.
 #[derive(Debug)]
-struct AcceptAnything(Arc<rustls::crypto::CryptoProvider>);
+struct Verifier {
+    provider: Arc<rustls::crypto::CryptoProvider>,
+    pin: Option<[u8; 32]>,
+}
 
-impl ServerCertVerifier for AcceptAnything {
+impl ServerCertVerifier for Verifier {
     fn verify_server_cert(
         &self,
-        _end_entity: &CertificateDer<'_>,
+        end_entity: &CertificateDer<'_>,
         _intermediates: &[CertificateDer<'_>],
         _server_name: &ServerName<'_>,
         _ocsp: &[u8],
         _now: UnixTime,
     ) -> Result<ServerCertVerified, rustls::Error> {
-        Ok(ServerCertVerified::assertion())
+        match self.pin {
+            Some(pin) if fingerprint(end_entity) != pin => Err(rustls::Error::InvalidCertificate(
+                rustls::CertificateError::Other(rustls::OtherError(Arc::new(NotPinned))),
+            )),
+            _ => Ok(ServerCertVerified::assertion()),
+        }
     }
 
     fn verify_tls12_signature(
@@ -138,7 +192,7 @@ impl ServerCertVerifier for AcceptAnything {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
@@ -152,11 +206,29 @@ impl ServerCertVerifier for AcceptAnything {
             message,
             cert,
             dss,
-            &self.0.signature_verification_algorithms,
+            &self.provider.signature_verification_algorithms,
         )
     }
 
     fn supported_verify_schemes(&self) -> Vec<SignatureScheme> {
-        self.0.signature_verification_algorithms.supported_schemes()
+        self.provider.signature_verification_algorithms.supported_schemes()
     }
 }
+
+/// A pinned certificate that was not the one presented.
+struct NotPinned;
+
+impl std::fmt::Display for NotPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str("the certificate is not the one the server announced on its control connection")
+    }
+}
+
+/// rustls words a certificate error with its `Debug`: this one's is its sentence.
+impl std::fmt::Debug for NotPinned {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        std::fmt::Display::fmt(self, f)
+    }
+}
+
+impl std::error::Error for NotPinned {}

@@ -81,6 +81,9 @@ impl LatencySpec {
                 self.length
             ));
         }
+        if self.protocol == Protocol::Quic {
+            return fail("latency over QUIC is not available yet (bandwidth --quic is)".into());
+        }
         if self.parallel == 0 || self.parallel > MAX_PARALLEL {
             return fail(format!(
                 "parallel connections must be 1..={MAX_PARALLEL}, got {}",

@@ -5,7 +5,6 @@ use std::io::{self, Write};
 
 use wirespeed_model::histogram::LatencyStats;
 use wirespeed_model::kinds::latency::{LatencyInterval, LatencyReport, LatencySpec};
-use wirespeed_model::rules::Protocol;
 
 use crate::csv::{interval_cells, opt, record};
 use crate::percentiles::{stats_cells, stats_table};
@@ -18,10 +17,7 @@ use crate::text::Style;
 
 /// "TCP, 1 connection, 16-byte messages, 10 s" and the like.
 pub(crate) fn describe(spec: &LatencySpec) -> String {
-    let proto = match spec.protocol {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-    };
+    let proto = spec.protocol.label();
     let streams = if spec.parallel == 1 {
         "1 connection".to_string()
     } else {

@@ -14,7 +14,7 @@ use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
-use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
+use wirespeed_proto::codec::{from_hex, DataHello, SESSION_ID_LEN};
 use wirespeed_proto::control::{
     ClientMessage, ClientState, ServerMessage, ServerResults, StreamTotals,
 };
@@ -22,6 +22,7 @@ use wirespeed_proto::datagram::{UdpHello, Wire};
 
 use super::collect::{Collector, LocalEnd};
 use super::probing::Probing;
+use super::quic_ends::QuicSide;
 use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Finishing, Role, Side};
 use crate::error::ClientError;
@@ -56,7 +57,7 @@ pub async fn run(
 ) -> Result<Report, ClientError> {
     let opened = handshake::open(&opts.endpoint, TestSpec::Bandwidth(opts.spec.clone())).await?;
     let mut meta = opened.meta();
-    let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
+    let handshake::Opened { mut ctl, mut state, server_addr, session, spec, quic_pin, .. } = opened;
     let TestSpec::Bandwidth(spec) = spec else {
         return Err(protocol("the server accepted a different kind of test"));
     };
@@ -83,11 +84,21 @@ pub async fn run(
             .map_err(ClientError::joined("opening data streams"))??
     };
     meta.notes.extend(sockets.1);
+    let quic = match spec.protocol {
+        Protocol::Quic => {
+            let pin = quic_pin
+                .as_deref()
+                .and_then(from_hex::<32>)
+                .ok_or_else(|| protocol("the server named no QUIC certificate for a QUIC test"))?;
+            Some(QuicSide::client(&spec, pin).map_err(ClientError::local("QUIC settings"))?)
+        }
+        _ => None,
+    };
     let ServerMessage::Begin = recv_server(&mut ctl, &mut state, Some(HANDSHAKE_TIMEOUT)).await?
     else {
         unreachable!("the state machine only lets begin through after accepted")
     };
-    let side = Side::start(End::Client, &spec, Wire::Wirespeed, sockets.0)
+    let side = Side::start(End::Client, &spec, Wire::Wirespeed, quic, sockets.0)
         .map_err(ClientError::local("starting data threads"))?;
     let _ =
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
@@ -128,7 +139,7 @@ async fn drive(
             Protocol::Udp => {
                 !spec.direction.server_sends() || spec.bytes.is_some_and(|b| remote_sent >= b)
             }
-            Protocol::Tcp => side.finished(Role::Recv),
+            Protocol::Tcp | Protocol::Quic => side.finished(Role::Recv),
         };
         side.finished(Role::Send) && download_done
     };
@@ -253,7 +264,8 @@ fn open_streams(
                     let hello = DataHello { session, flow, stream: id };
                     open_tcp(server, bind, hello, &tune, &mut notes)?
                 }
-                Protocol::Udp => {
+                // A QUIC stream's connection runs over the socket its hello opened.
+                Protocol::Udp | Protocol::Quic => {
                     let tune = |s: &Socket| workers::tune_udp(s, spec, server.is_ipv6());
                     let hello = UdpHello { ack: false, session, flow, stream: id };
                     open_udp(server, bind, hello, &tune, &mut notes)?

@@ -25,6 +25,9 @@ pub(crate) struct Counters {
     pacing: AtomicU64,
     delivery: AtomicU64,
     has_tcp: AtomicU64,
+    /// Work a stream end does that its byte count does not show: a QUIC sender's datagrams
+    /// while its queue drains after the last write.
+    progress: AtomicU64,
 }
 
 impl Counters {
@@ -56,6 +59,17 @@ impl Counters {
     /// slow stream is not measured over the time up to its last datagram alone.
     pub(crate) fn end_at(&self, since_begin_ns: u64) {
         self.last_activity_ns.fetch_max(since_begin_ns, Relaxed);
+    }
+
+    /// Records a running count of work beyond the bytes (see `progress`).
+    pub(crate) fn progress(&self, count: u64) {
+        self.progress.store(count, Relaxed);
+    }
+
+    /// Everything this end has done so far: how finishing tells a draining end from a stuck
+    /// one.
+    pub(crate) fn moved(&self) -> u64 {
+        self.bytes.load(Relaxed) + self.progress.load(Relaxed)
     }
 
     /// When this end last moved data, nanoseconds since the test began.

@@ -55,6 +55,11 @@ pub async fn run(
     let start_wall = SystemTime::now();
     let spec = opts.spec.clone();
     let ep = &opts.endpoint;
+    if spec.protocol == Protocol::Quic {
+        return Err(ClientError::Protocol(
+            "iperf3 has no QUIC: --quic needs a wirespeed server".into(),
+        ));
+    }
     if ep.token.is_some() {
         return Err(ClientError::Protocol(
             "--token is wirespeed's; iperf3 servers use RSA authentication, which is not supported"
@@ -76,7 +81,7 @@ pub async fn run(
     expect_state(&mut ctl, State::CreateStreams).await?;
 
     let wire = match spec.protocol {
-        Protocol::Tcp => Wire::Wirespeed,
+        Protocol::Tcp | Protocol::Quic => Wire::Wirespeed,
         Protocol::Udp => Wire::Iperf3 { seq64: params.udp_counters_64bit },
     };
     let (sockets, notes) = {
@@ -88,7 +93,7 @@ pub async fn run(
     };
     expect_state(&mut ctl, State::TestStart).await?;
     expect_state(&mut ctl, State::TestRunning).await?;
-    let side = Side::start(End::Client, &spec, wire, sockets)
+    let side = Side::start(End::Client, &spec, wire, None, sockets)
         .map_err(ClientError::local("starting data threads"))?;
     let mut meta = Meta {
         local_addr: local_addr.map(|a| a.to_string()),
@@ -181,7 +186,7 @@ fn open_streams(
     for &flow in Flow::of(spec.direction) {
         for id in 1..=spec.parallel {
             let socket = match spec.protocol {
-                Protocol::Tcp => open_tcp(spec, server, bind, cookie, &mut notes)?,
+                Protocol::Tcp | Protocol::Quic => open_tcp(spec, server, bind, cookie, &mut notes)?,
                 Protocol::Udp => open_udp(spec, server, bind, &mut notes)?,
             };
             out.push(Attached { flow, id, socket });

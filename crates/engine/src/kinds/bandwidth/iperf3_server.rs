@@ -158,7 +158,8 @@ async fn conversation(
         tracing::info!(%peer, "{n}");
     }
     let wire = match spec.protocol {
-        Protocol::Tcp => Wire::Wirespeed,
+        // iperf3's parameters name TCP or UDP only.
+        Protocol::Tcp | Protocol::Quic => Wire::Wirespeed,
         Protocol::Udp => Wire::Iperf3 { seq64: params.udp_counters_64bit },
     };
     tracing::info!(%peer, protocol = ?spec.protocol, direction = ?spec.direction, parallel = spec.parallel,
@@ -229,7 +230,8 @@ impl Registration {
     ) -> Result<Self, Ended> {
         let peer = canonical(peer);
         let key = match spec.protocol {
-            Protocol::Tcp => {
+            // iperf3's parameters name TCP or UDP only ([`Params::to_spec`]).
+            Protocol::Tcp | Protocol::Quic => {
                 let mut reg = ctx
                     .hook::<Iperf3Hook>()
                     .ok_or_else(poisoned)?
@@ -317,7 +319,9 @@ async fn collect_streams(
     let mut got = Vec::with_capacity(expected);
     for (index, stream) in arrived.into_iter().enumerate() {
         let notes = match spec.protocol {
-            Protocol::Tcp => workers::tune_accepted_tcp(&stream.socket, spec, ipv6),
+            Protocol::Tcp | Protocol::Quic => {
+                workers::tune_accepted_tcp(&stream.socket, spec, ipv6)
+            }
             Protocol::Udp => workers::tune_udp(&stream.socket, spec, ipv6),
         };
         for n in notes {
@@ -350,7 +354,7 @@ async fn run_test(
     sockets: Vec<Attached>,
     peer: SocketAddr,
 ) -> Result<(), Ended> {
-    let mut side = Side::start(End::Server, spec, wire, sockets).map_err(|e| {
+    let mut side = Side::start(End::Server, spec, wire, None, sockets).map_err(|e| {
         ended(Answer::Error(errno::NEW_TEST), format!("could not start streams: {e}"))
     })?;
     send_state(ctl, State::TestStart).await?;

@@ -18,6 +18,7 @@ use wirespeed_proto::control::{
 };
 use wirespeed_proto::datagram::Wire;
 
+use super::quic_ends::{self, QuicSide};
 use super::workers::{self, Finishing, Role, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
@@ -67,8 +68,18 @@ pub(crate) async fn run(
     // Registered until the test ends: streams attach by it, and the client's UDP echo
     // probes (`--latency`) are answered while it is.
     let _registration = Registration::new(ctx, session, peer.ip(), attach_tx);
+    let quic_pin = match spec.protocol {
+        Protocol::Quic => Some(to_hex(&quic_ends::identity().map_err(abort)?.1)),
+        _ => None,
+    };
     let accepted = TestSpec::Bandwidth(spec.clone());
-    ctl.send(&ServerMessage::Accepted { session: to_hex(&session), spec: accepted, notes }).await?;
+    ctl.send(&ServerMessage::Accepted {
+        session: to_hex(&session),
+        spec: accepted,
+        notes,
+        quic_pin,
+    })
+    .await?;
     tracing::info!(%peer, protocol = ?spec.protocol, direction = ?spec.direction, parallel = spec.parallel, "test accepted");
 
     let sockets = tokio::select! {
@@ -139,7 +150,7 @@ async fn collect_streams(
         let ipv6 = matches!(peer, IpAddr::V6(_));
         let notes = match spec.protocol {
             Protocol::Tcp => workers::tune_accepted_tcp(&a.socket, spec, ipv6),
-            Protocol::Udp => workers::tune_udp(&a.socket, spec, ipv6),
+            Protocol::Udp | Protocol::Quic => workers::tune_udp(&a.socket, spec, ipv6),
         };
         for n in notes {
             tracing::warn!("{n}");
@@ -158,7 +169,18 @@ async fn run_test(
     peer: SocketAddr,
     permit: tokio::sync::OwnedSemaphorePermit,
 ) -> Result<(), Ended> {
-    let mut side = Side::start(End::Server, &spec, Wire::Wirespeed, sockets)
+    // The certificate was made (or found) before `Accepted` named it.
+    let quic = match spec.protocol {
+        Protocol::Quic => Some(
+            quic_ends::identity()
+                .and_then(|(crypto, _)| {
+                    QuicSide::server(&spec, crypto.clone()).map_err(|e| e.to_string())
+                })
+                .map_err(|e| abort(format!("QUIC settings: {e}")))?,
+        ),
+        _ => None,
+    };
+    let mut side = Side::start(End::Server, &spec, Wire::Wirespeed, quic, sockets)
         .map_err(|e| abort(format!("could not start streams: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
     let at_omit = tick_until_stop(ctl, state, ctx, &spec, &mut side).await?;

@@ -20,6 +20,7 @@ use wirespeed_proto::control::StreamTotals;
 use wirespeed_proto::datagram::{ReceiverStats, Wire, HELLO_ACK_MAGIC, HELLO_MAGIC};
 
 use crate::kinds::bandwidth::counters::Counters;
+use crate::kinds::bandwidth::quic_ends::{QuicEnd, QuicSide};
 use crate::net::buffer::PageBuf;
 use crate::net::sys;
 use crate::run::pacer::{paced_piece, udp_batch, Pacer};
@@ -113,16 +114,16 @@ impl Shared {
         self.begin.elapsed().as_nanos() as u64
     }
 
-    fn aborted(&self) -> bool {
+    pub(super) fn aborted(&self) -> bool {
         self.abort.load(Relaxed)
     }
 
-    fn stopping(&self) -> bool {
+    pub(super) fn stopping(&self) -> bool {
         self.stop_send.load(Relaxed) || self.aborted()
     }
 
     /// Takes up to `want` bytes from `flow`'s budget; `want` itself when there is no budget.
-    fn claim(&self, flow: Flow, want: u64) -> u64 {
+    pub(super) fn claim(&self, flow: Flow, want: u64) -> u64 {
         let Some(budget) = &self.budgets[flow_index(flow)] else { return want };
         let mut got = 0;
         let _ = budget.fetch_update(Relaxed, Relaxed, |left| {
@@ -197,8 +198,12 @@ impl Side {
         me: End,
         spec: &BandwidthSpec,
         wire: Wire,
+        quic: Option<QuicSide>,
         mut sockets: Vec<Attached>,
     ) -> io::Result<Self> {
+        if spec.protocol == Protocol::Quic && quic.is_none() {
+            return Err(io::Error::other("a QUIC test needs its QUIC settings"));
+        }
         sockets.sort_by_key(|a| (a.flow, a.id));
         let shared = Arc::new(Shared::new(Instant::now(), spec));
         let (done_tx, done_rx) = unbounded_channel();
@@ -213,6 +218,7 @@ impl Side {
                 role,
                 spec: spec.clone(),
                 wire,
+                quic: quic.clone(),
                 socket: socket.clone(),
                 counters: counters.clone(),
                 shared: shared.clone(),
@@ -313,7 +319,7 @@ impl Side {
 
     /// Bytes every end has counted so far, both ways: how finishing ends see progress.
     fn moved(&self) -> u64 {
-        self.ends.iter().map(|e| e.counters.snapshot().bytes).sum()
+        self.ends.iter().map(|e| e.counters.moved()).sum()
     }
 
     /// Waits until every end with `role` has finished, as long as `finishing` allows: false
@@ -391,6 +397,7 @@ struct Job {
     role: Role,
     spec: BandwidthSpec,
     wire: Wire,
+    quic: Option<QuicSide>,
     socket: Arc<Socket>,
     counters: Arc<Counters>,
     shared: Arc<Shared>,
@@ -406,6 +413,7 @@ impl Job {
             (Protocol::Tcp, Role::Recv) => self.tcp_recv(),
             (Protocol::Udp, Role::Send) => self.udp_send(),
             (Protocol::Udp, Role::Recv) => self.udp_recv(),
+            (Protocol::Quic, _) => self.quic(),
         };
         if result.is_ok() && !self.shared.aborted() {
             // The end's span closes where the stream did, not at its last data (see end_at):
@@ -446,6 +454,27 @@ impl Job {
             wait -= step;
         }
         !self.shared.stopping()
+    }
+
+    fn quic(&self) -> io::Result<()> {
+        let Some(side) = &self.quic else {
+            return Err(io::Error::other("no QUIC settings"));
+        };
+        if self.spec.window.is_none() {
+            // quinn sends and receives in batches (GSO, GRO): room for a few of them.
+            sys::raise_sndbuf(self.socket.as_raw_fd(), 4 << 20);
+            sys::raise_rcvbuf(self.socket.as_raw_fd(), 4 << 20);
+        }
+        QuicEnd {
+            flow: self.flow,
+            role: self.role,
+            spec: &self.spec,
+            socket: &self.socket,
+            counters: &self.counters,
+            shared: &self.shared,
+            side,
+        }
+        .run()
     }
 
     fn tcp_send(&self) -> io::Result<()> {

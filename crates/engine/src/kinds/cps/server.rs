@@ -47,6 +47,7 @@ pub(crate) async fn run(
         session: to_hex(&session),
         spec: TestSpec::Cps(spec.clone()),
         notes: Vec::new(),
+        quic_pin: None,
     })
     .await?;
     tracing::info!(%peer, parallel = spec.parallel, "cps test accepted");

@@ -52,6 +52,7 @@ pub(crate) async fn run(
         session: to_hex(&session),
         spec: accepted,
         notes: Vec::new(),
+        quic_pin: None,
     })
     .await?;
     tracing::info!(%peer, protocol = ?spec.protocol, parallel = spec.parallel, "latency test accepted");

@@ -13,7 +13,7 @@ pub use report::{
 };
 pub use spec::{
     BandwidthSpec, Direction, End, Flow, DEFAULT_TCP_LENGTH, DEFAULT_UDP_BITRATE,
-    DEFAULT_UDP_LENGTH, MAX_TCP_LENGTH, MAX_UDP_LENGTH, MIN_UDP_LENGTH,
+    DEFAULT_UDP_LENGTH, MAX_TCP_LENGTH, MAX_UDP_LENGTH, MIN_UDP_LENGTH, QUIC_CONGESTION,
 };
 
 /// The members' reports of one bandwidth (or `pps`) run merged (see [`crate::merge`]): each

@@ -98,7 +98,7 @@ pub enum End {
 pub struct BandwidthSpec {
     /// The host (and port) as the user wrote it; informational on the server side.
     pub target: String,
-    /// TCP or UDP data streams.
+    /// TCP, UDP or QUIC data streams.
     pub protocol: Protocol,
     /// Number of parallel streams per direction (1..=128).
     pub parallel: u16,
@@ -110,7 +110,7 @@ pub struct BandwidthSpec {
     pub direction: Direction,
     /// Target rate per stream in bits per second; 0 means as fast as possible.
     pub bitrate_bps: u64,
-    /// Bytes per write (TCP) or per datagram (UDP payload, header included).
+    /// Bytes per write (TCP, QUIC) or per datagram (UDP payload, header included).
     pub length: u32,
     /// Warm-up at the start whose figures are left out of the summary, in nanoseconds.
     pub omit_ns: u64,
@@ -118,7 +118,8 @@ pub struct BandwidthSpec {
     pub interval_ns: u64,
     /// Socket send and receive buffer size (`SO_SNDBUF`/`SO_RCVBUF`), if set.
     pub window: Option<u32>,
-    /// TCP congestion-control algorithm for the data streams, if set.
+    /// Congestion-control algorithm for the data streams, if set: the kernel's for TCP, one
+    /// of [`QUIC_CONGESTION`] for QUIC.
     pub congestion: Option<String>,
     /// TCP maximum segment size for the data streams, if set.
     pub mss: Option<u32>,
@@ -140,6 +141,8 @@ pub const MAX_TCP_LENGTH: u32 = 16 * 1024 * 1024;
 pub const DEFAULT_TCP_LENGTH: u32 = 128 * 1024;
 /// Default UDP payload: fits a 1500-byte MTU over both IPv4 and IPv6.
 pub const DEFAULT_UDP_LENGTH: u32 = 1400;
+/// The congestion controllers a QUIC test may name.
+pub const QUIC_CONGESTION: [&str; 3] = ["newreno", "cubic", "bbr"];
 /// Default UDP rate per stream when none is given (as iperf3: 1 Mbit/s).
 pub const DEFAULT_UDP_BITRATE: u64 = 1_000_000;
 
@@ -147,7 +150,7 @@ impl BandwidthSpec {
     /// A spec with iperf3's defaults for `protocol`: 10 s, one stream, upload.
     pub fn new(target: impl Into<String>, protocol: Protocol) -> Self {
         let (length, bitrate_bps) = match protocol {
-            Protocol::Tcp => (DEFAULT_TCP_LENGTH, 0),
+            Protocol::Tcp | Protocol::Quic => (DEFAULT_TCP_LENGTH, 0),
             Protocol::Udp => (DEFAULT_UDP_LENGTH, DEFAULT_UDP_BITRATE),
         };
         Self {
@@ -196,9 +199,10 @@ impl BandwidthSpec {
                     self.length
                 ));
             }
-            Protocol::Tcp if self.length == 0 || self.length > MAX_TCP_LENGTH => {
+            Protocol::Tcp | Protocol::Quic if self.length == 0 || self.length > MAX_TCP_LENGTH => {
                 return fail(format!(
-                    "TCP length must be 1..={MAX_TCP_LENGTH} bytes, got {}",
+                    "{} length must be 1..={MAX_TCP_LENGTH} bytes, got {}",
+                    self.protocol.label(),
                     self.length
                 ));
             }
@@ -227,8 +231,21 @@ impl BandwidthSpec {
                 return fail(format!("'{cc}' is not a congestion-control algorithm name"));
             }
         }
-        if self.zerocopy && self.protocol == Protocol::Udp {
+        if self.zerocopy && self.protocol != Protocol::Tcp {
             return fail("--zerocopy applies to TCP only".into());
+        }
+        if self.protocol == Protocol::Quic {
+            if self.mss.is_some() || self.no_delay {
+                return fail("--mss and --no-delay apply to TCP only".into());
+            }
+            if let Some(cc) = &self.congestion {
+                if !QUIC_CONGESTION.contains(&cc.as_str()) {
+                    return fail(format!(
+                        "QUIC has no congestion controller '{cc}' (one of {})",
+                        QUIC_CONGESTION.join(", ")
+                    ));
+                }
+            }
         }
         if self.target.len() > 1024 {
             return fail("the target name is too long".into());
@@ -253,6 +270,10 @@ mod tests {
         let udp = BandwidthSpec::new("h", Protocol::Udp);
         assert_eq!((udp.length, udp.bitrate_bps), (1400, 1_000_000));
         assert!(tcp.validate().is_ok() && udp.validate().is_ok());
+        let mut quic = BandwidthSpec::new("h", Protocol::Quic);
+        quic.congestion = Some("bbr".into());
+        assert_eq!((quic.length, quic.bitrate_bps), (131_072, 0));
+        assert!(quic.validate().is_ok());
     }
 
     #[test]
@@ -271,6 +292,14 @@ mod tests {
             Box::new(|s| s.window = Some(10)),
             Box::new(|s| s.congestion = Some("../etc".into())),
             Box::new(|s| s.zerocopy = true),
+            Box::new(|s| {
+                s.protocol = Protocol::Quic;
+                s.congestion = Some("vegas".into());
+            }),
+            Box::new(|s| {
+                s.protocol = Protocol::Quic;
+                s.no_delay = true;
+            }),
         ];
         for (i, mutate) in cases.iter().enumerate() {
             let mut spec = base.clone();

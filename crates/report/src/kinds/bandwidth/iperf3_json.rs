@@ -87,7 +87,7 @@ fn start(spec: &BandwidthSpec, meta: &Meta) -> Value {
         "target_bitrate": spec.bitrate_bps,
         "sock_bufsize": spec.window.unwrap_or(0),
         "test_start": {
-            "protocol": match spec.protocol { Protocol::Tcp => "TCP", Protocol::Udp => "UDP" },
+            "protocol": spec.protocol.label(),
             "num_streams": spec.parallel,
             "blksize": spec.length,
             "omit": spec.omit_ns / 1_000_000_000,
@@ -124,7 +124,8 @@ fn interval_entry(
     m.insert("bytes".into(), bytes.into());
     m.insert("bits_per_second".into(), bps.into());
     match spec.protocol {
-        Protocol::Tcp if sending => {
+        // QUIC's sender figures come from its connection as TCP's from TCP_INFO.
+        Protocol::Tcp | Protocol::Quic if sending => {
             m.insert("retransmits".into(), f.retransmits.unwrap_or(0).into());
             if socket.is_some() {
                 m.insert("snd_cwnd".into(), f.cwnd_bytes.unwrap_or(0).into());
@@ -132,7 +133,7 @@ fn interval_entry(
                 m.insert("rttvar".into(), (f.rttvar_ns.unwrap_or(0) / 1000).into());
             }
         }
-        Protocol::Tcp => {}
+        Protocol::Tcp | Protocol::Quic => {}
         Protocol::Udp if sending => {
             m.insert("packets".into(), f.sent_packets.unwrap_or(0).into());
         }

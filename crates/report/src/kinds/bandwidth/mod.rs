@@ -33,7 +33,7 @@ impl View for BandwidthView {
     }
 
     fn text_start(&mut self, _: &Meta, style: &Style, out: &mut dyn Write) -> io::Result<()> {
-        writeln!(out, "{}", style.bold(&text::header(self.spec.protocol == Protocol::Udp)))
+        writeln!(out, "{}", style.bold(&text::header(self.spec.protocol)))
     }
 
     fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
@@ -81,7 +81,7 @@ impl View for BandwidthView {
         if iv.flows.iter().any(|f| f.total.lost_packets.is_some()) {
             details.push(format!("lost {lost}"));
         } else {
-            details.push(format!("retransmits {retr}"));
+            details.push(format!("{} {retr}", text::resent(self.spec.protocol).1));
         }
         if iv.omitted {
             details.push("(warm-up)".into());
@@ -102,8 +102,9 @@ impl View for BandwidthView {
                 };
                 let t = &f.total;
                 let details = match b.spec.protocol {
-                    Protocol::Tcp => format!(
-                        "retransmits {}, RTT {}",
+                    Protocol::Tcp | Protocol::Quic => format!(
+                        "{} {}, RTT {}",
+                        text::resent(b.spec.protocol).1,
                         t.retransmits.unwrap_or(0),
                         f.rtt_range_ns.map_or("-".into(), |r| nanos(r.mean as f64))
                     ),

@@ -22,10 +22,7 @@ fn flow_label(flow: Flow, bidir: bool) -> &'static str {
 
 /// "TCP, 1 stream, upload (client → server), 10 s, 128 KiB writes" and the like.
 pub(super) fn describe(spec: &BandwidthSpec) -> String {
-    let proto = match spec.protocol {
-        Protocol::Tcp => "TCP",
-        Protocol::Udp => "UDP",
-    };
+    let proto = spec.protocol.label();
     let dir = match spec.direction {
         Direction::Upload => "upload (client → server)",
         Direction::Download => "download (server → client, -R)",
@@ -46,15 +43,15 @@ pub(super) fn describe(spec: &BandwidthSpec) -> String {
         String::new()
     };
     let unit = match spec.protocol {
-        Protocol::Tcp => format!("{} writes", bytes(u64::from(spec.length))),
+        Protocol::Tcp | Protocol::Quic => format!("{} writes", bytes(u64::from(spec.length))),
         Protocol::Udp => format!("{}-byte datagrams", spec.length),
     };
     format!("{proto}, {streams}, {dir}, {limit}, {unit}{rate_part}")
 }
 
 /// The interval table's heading.
-pub(super) fn header(udp: bool) -> String {
-    if udp {
+pub(super) fn header(protocol: Protocol) -> String {
+    if protocol == Protocol::Udp {
         format!(
             "{:<9}{:<15}{:>11}{:>14}{:>14}{:>12}",
             "[ ID]", "Interval", "Transfer", "Bitrate", "Lost/Total", "Jitter"
@@ -62,8 +59,23 @@ pub(super) fn header(udp: bool) -> String {
     } else {
         format!(
             "{:<9}{:<15}{:>11}{:>14}{:>7}{:>11}{:>10}",
-            "[ ID]", "Interval", "Transfer", "Bitrate", "Retr", "Cwnd", "RTT"
+            "[ ID]",
+            "Interval",
+            "Transfer",
+            "Bitrate",
+            resent(protocol).0,
+            "Cwnd",
+            "RTT"
         )
+    }
+}
+
+/// What a sender's resent data is called, in a column heading and in words: TCP's
+/// retransmitted segments, QUIC's packets declared lost (their data goes again in new ones).
+pub(super) fn resent(protocol: Protocol) -> (&'static str, &'static str) {
+    match protocol {
+        Protocol::Quic => ("Lost", "lost packets"),
+        _ => ("Retr", "retransmits"),
     }
 }
 
@@ -311,7 +323,7 @@ fn flow_summary(
         ));
     } else {
         if let Some(r) = t.retransmits {
-            sender.push_str(&format!("   retransmits {r}"));
+            sender.push_str(&format!("   {} {r}", resent(spec.protocol).1));
         }
         if let Some(c) = f.cwnd_max_bytes {
             sender.push_str(&format!("  cwnd max {}", bytes(c)));
