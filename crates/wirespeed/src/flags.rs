@@ -835,7 +835,7 @@ pub(crate) struct DnsArgs {
     /// The server to load.
     #[arg(short = 's', long, default_value = "127.0.0.1", value_name = "HOST")]
     pub server: String,
-    /// Its port (default 53, or 853 with --dot).
+    /// Its port (default 53, or 853 with --dot and --doq).
     #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
     /// Queries, one "NAME TYPE" a line (dnsperf's datafile; ';' and '#' start comments); '-'
@@ -881,24 +881,28 @@ pub(crate) struct DnsArgs {
     #[arg(short = 'D', long)]
     pub dnssec: bool,
     /// Queries over TCP, pipelined on one connection per client.
-    #[arg(long, conflicts_with = "dot")]
+    #[arg(long, conflicts_with_all = ["dot", "doq"])]
     pub tcp: bool,
     /// Queries over TLS (DNS over TLS, RFC 7858).
-    #[arg(long)]
+    #[arg(long, conflicts_with = "doq")]
     pub dot: bool,
+    /// Queries over QUIC (DNS over QUIC, RFC 9250): a QUIC connection per client, each query
+    /// on a stream of its own.
+    #[arg(long)]
+    pub doq: bool,
     /// Ask truncated (TC=1) UDP answers again over TCP, as a resolver would.
-    #[arg(long, conflicts_with_all = ["tcp", "dot"])]
+    #[arg(long, conflicts_with_all = ["tcp", "dot", "doq"])]
     pub tc_retry: bool,
-    /// DoT: accept any server certificate.
-    #[arg(short = 'k', long, requires = "dot")]
+    /// DoT and DoQ: accept any server certificate.
+    #[arg(short = 'k', long)]
     pub insecure: bool,
-    /// DoT: trust the certificates in this PEM file instead of the system's.
-    #[arg(long, value_name = "FILE", requires = "dot")]
+    /// DoT and DoQ: trust the certificates in this PEM file instead of the system's.
+    #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// DoT: the name sent in SNI and verified (default: the server's name).
-    #[arg(long, value_name = "NAME", requires = "dot")]
+    /// DoT and DoQ: the name sent in SNI and verified (default: the server's name).
+    #[arg(long, value_name = "NAME")]
     pub sni: Option<String>,
-    /// TCP and DoT: how long connecting may take.
+    /// TCP, DoT and DoQ: how long connecting may take.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub connect_timeout: String,
     /// Use IPv4 only.

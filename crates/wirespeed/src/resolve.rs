@@ -610,11 +610,16 @@ pub(crate) fn dns_queries(
 /// `wirespeed dns` flags → a DNS load test.
 pub(crate) fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
     let lines = dns_queries(args)?;
-    let transport = match (args.tcp, args.dot) {
-        (true, _) => DnsTransport::Tcp,
-        (_, true) => DnsTransport::Dot,
+    let transport = match (args.tcp, args.dot, args.doq) {
+        (true, _, _) => DnsTransport::Tcp,
+        (_, true, _) => DnsTransport::Dot,
+        (_, _, true) => DnsTransport::Doq,
         _ => DnsTransport::Udp,
     };
+    let encrypted = matches!(transport, DnsTransport::Dot | DnsTransport::Doq);
+    if !encrypted && (args.insecure || args.cacert.is_some() || args.sni.is_some()) {
+        anyhow::bail!("--insecure, --cacert and --sni go with --dot or --doq");
+    }
     let (host, _) = split_target(&args.server)?;
     let mut spec = DnsSpec::new(host, args.port.unwrap_or(transport.default_port()));
     spec.transport = transport;

@@ -61,12 +61,16 @@ pub(crate) enum Kind {
     Unbound,
     Nsd,
     Knot,
+    /// CoreDNS (built from the Go module proxy by scripts/peers.sh): with a certificate it also
+    /// serves DNS over QUIC.
+    CoreDns,
 }
 
 /// A running DNS server, stopped when dropped.
 pub(crate) struct DnsServer {
     pub addr: SocketAddr,
-    /// Its DNS-over-TLS port, when started with a certificate (unbound only).
+    /// Its DNS-over-TLS port (unbound), or DNS-over-QUIC port (CoreDNS), when started with a
+    /// certificate.
     pub tls_port: Option<u16>,
     pub kind: Kind,
     peer: Peer,
@@ -84,15 +88,31 @@ impl DnsServer {
         kind: Kind,
         tls: Option<(&std::path::Path, &std::path::Path)>,
     ) -> Option<Self> {
-        let (binary, package) = match kind {
-            Kind::Unbound => ("/usr/sbin/unbound", "unbound"),
-            Kind::Nsd => ("/usr/sbin/nsd", "nsd"),
-            Kind::Knot => ("/usr/sbin/knotd", "knot"),
+        let coredns = || {
+            std::env::var_os("PATH").and_then(|p| {
+                std::env::split_paths(&p).map(|d| d.join("coredns")).find(|c| c.is_file())
+            })
         };
-        if !std::path::Path::new(binary).exists() {
-            super::skip::not_installed(binary, package);
+        let (binary, package) = match kind {
+            Kind::Unbound => (PathBuf::from("/usr/sbin/unbound"), "unbound"),
+            Kind::Nsd => (PathBuf::from("/usr/sbin/nsd"), "nsd"),
+            Kind::Knot => (PathBuf::from("/usr/sbin/knotd"), "knot"),
+            Kind::CoreDns => match coredns() {
+                Some(c) => (c, ""),
+                None => {
+                    super::skip::missing(
+                        "coredns is not built",
+                        "scripts/peers.sh builds it from the Go module proxy (scripts/test.sh runs it)",
+                    );
+                    return None;
+                }
+            },
+        };
+        if !binary.exists() {
+            super::skip::not_installed(&binary.display().to_string(), package);
             return None;
         }
+        let binary = binary.as_path();
         let port = free_port();
         let dir =
             std::env::temp_dir().join(format!("wirespeed-{kind:?}-{}-{port}", std::process::id()));
@@ -142,6 +162,22 @@ impl DnsServer {
                 std::fs::write(dir.join("knot.conf"), conf).unwrap();
                 let mut c = Command::new(binary);
                 c.arg("-c").arg(dir.join("knot.conf"));
+                c
+            }
+            Kind::CoreDns => {
+                let mut conf = format!(
+                    "example.test:{port} {{\n  bind 127.0.0.1\n  file {z} example.test\n}}\n"
+                );
+                if let (Some((cert, key)), Some(p)) = (tls, tls_port) {
+                    conf.push_str(&format!(
+                        "quic://example.test:{p} {{\n  bind 127.0.0.1\n  tls {} {}\n  file {z} example.test\n}}\n",
+                        cert.display(),
+                        key.display()
+                    ));
+                }
+                std::fs::write(dir.join("Corefile"), conf).unwrap();
+                let mut c = Command::new(binary);
+                c.arg("-conf").arg(dir.join("Corefile")).arg("-quiet");
                 c
             }
         };

@@ -38,13 +38,16 @@ pub enum DnsTransport {
     Tcp,
     /// TCP's framing inside TLS (RFC 7858).
     Dot,
+    /// DNS over QUIC (RFC 9250): a QUIC connection per client, each query on a stream of
+    /// its own.
+    Doq,
 }
 
 impl DnsTransport {
     /// The port a server of this transport listens on by default.
     pub fn default_port(self) -> u16 {
         match self {
-            DnsTransport::Dot => 853,
+            DnsTransport::Dot | DnsTransport::Doq => 853,
             _ => 53,
         }
     }
@@ -55,6 +58,7 @@ impl DnsTransport {
             DnsTransport::Udp => "UDP",
             DnsTransport::Tcp => "TCP",
             DnsTransport::Dot => "DoT",
+            DnsTransport::Doq => "DoQ",
         }
     }
 }
@@ -312,6 +316,10 @@ pub struct DnsSummary {
     pub stray: StrayAnswers,
     /// Queries the kernel would not send (a refused port, a full buffer).
     pub send_errors: u64,
+    /// DoQ: queries whose stream the server reset, or whose reply was not one DNS message
+    /// (each also counts as lost, or late, as its answer never or too late came).
+    #[serde(default)]
+    pub stream_errors: u64,
     /// Open loop: queries the schedule asked for that were never sent (no free ID, or the
     /// generator fell more than a batch behind).
     pub unsent: u64,
@@ -486,6 +494,7 @@ pub(crate) fn merge(
         tc_retry_completed: sum(|s| s.tc_retry_completed),
         stray,
         send_errors: sum(|s| s.send_errors),
+        stream_errors: sum(|s| s.stream_errors),
         unsent: sum(|s| s.unsent),
         request_bytes: sum(|s| s.request_bytes),
         response_bytes: sum(|s| s.response_bytes),

@@ -166,6 +166,9 @@ fn extras(s: &DnsSummary, out: &mut dyn Write) -> io::Result<()> {
     if s.send_errors > 0 {
         writeln!(out, "  Send errors:          {}", s.send_errors)?;
     }
+    if s.stream_errors > 0 {
+        writeln!(out, "  Stream errors (DoQ):  {}", s.stream_errors)?;
+    }
     if s.unsent > 0 {
         writeln!(out, "  Never sent:           {}", s.unsent)?;
     }
@@ -366,6 +369,7 @@ pub(crate) mod tests {
             tc_retry_completed: 6,
             stray: StrayAnswers { late: 2, ..Default::default() },
             send_errors: 0,
+            stream_errors: 0,
             unsent: 0,
             request_bytes: 300_020 * 37,
             response_bytes: 300_000 * 53,

@@ -27,6 +27,7 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::dns::wire::rcode_name;
 
+use super::doq::{self, QuicClient};
 use super::queries::{Cursor, QuerySet};
 use super::shared::{Control, Part, WorkerShared};
 use super::stream::{Source, StreamClient};
@@ -34,8 +35,8 @@ use super::tracker::{Counts, Tracker, IDS};
 use super::udp::UdpWorker;
 use crate::error::ClientError;
 use crate::net::handshake::{self, Family};
-use crate::net::sys;
 use crate::net::tls::{self, TlsOptions};
+use crate::net::{quic, sys};
 use crate::run::intervals::{Clock, Ending, Tick, Timers};
 use crate::run::pacer::{CatchUp, Pacer};
 
@@ -219,13 +220,14 @@ fn start(
             addr,
             tls: None,
             connect_timeout: opts.connect_timeout,
+            quic: None,
             source: Source::Retry { rx, queue: Default::default(), closed: false },
             part,
         });
     }
     match spec.transport {
         DnsTransport::Udp => start_udp(&parts, addr, retry_tx.as_ref(), &mut started)?,
-        DnsTransport::Tcp | DnsTransport::Dot => {
+        DnsTransport::Tcp | DnsTransport::Dot | DnsTransport::Doq => {
             stream_clients.extend(stream_clients_of(&parts, addr, &mut started)?)
         }
     }
@@ -306,7 +308,7 @@ fn start_udp(
     Ok(())
 }
 
-/// One stream client (TCP or DoT) per `-c`, each with its share of the window and schedule.
+/// One stream client (TCP, DoT or DoQ) per `-c`, each with its share of the window and schedule.
 fn stream_clients_of(
     parts: &Parts<'_>,
     addr: SocketAddr,
@@ -322,6 +324,17 @@ fn stream_clients_of(
     } else {
         None
     };
+    let quic = if spec.transport == DnsTransport::Doq {
+        let crypto =
+            tls::client_config(&opts.tls, &[doq::ALPN]).map_err(ClientError::local("TLS"))?;
+        let config = quic::client_config(crypto, &quic::Tuning::default())
+            .map_err(ClientError::local("QUIC"))?;
+        let name = opts.tls.server_name.clone().or_else(|| spec.sni.clone());
+        let name = name.unwrap_or_else(|| spec.server.clone());
+        Some(QuicClient { config, name })
+    } else {
+        None
+    };
     let clients = u64::from(spec.clients);
     let mut out = Vec::new();
     for i in 0..clients {
@@ -334,6 +347,7 @@ fn stream_clients_of(
         out.push(StreamClient {
             addr,
             tls: tls.clone(),
+            quic: quic.clone(),
             connect_timeout: opts.connect_timeout,
             source: Source::File(Cursor::new(i as usize, clients as usize, len, passes)),
             part,
@@ -574,6 +588,7 @@ fn summarize(
         tc_retry_completed: t.tc_retry_completed,
         stray: t.stray,
         send_errors: t.send_errors,
+        stream_errors: t.stream_errors,
         unsent: t.unsent,
         request_bytes: t.request_bytes,
         response_bytes: t.response_bytes,

@@ -1,5 +1,6 @@
 //! A TCP or DNS-over-TLS client (RFC 7766, RFC 7858): one connection, queries pipelined as
-//! length-prefixed frames, answers matched by ID in whatever order they come. When the server
+//! length-prefixed frames, answers matched by ID in whatever order they come (DNS over QUIC
+//! runs the same loop over its own connection: `doq`). When the server
 //! closes the connection, the queries in flight on it are lost (no answer can come on another)
 //! and the client connects again; a client that cannot connect three times running while
 //! working through a bounded datafile gives its share up as unsent instead of trying forever.
@@ -20,6 +21,7 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirespeed_proto::dns::wire::set_id;
 
+use super::doq::QuicClient;
 use super::queries::Cursor;
 use super::shared::{since, Local, Part};
 use super::tracker::{Answered, Tracker};
@@ -41,14 +43,14 @@ pub(super) enum Source {
 }
 
 impl Source {
-    fn next(&mut self) -> Option<u32> {
+    pub(super) fn next(&mut self) -> Option<u32> {
         match self {
             Source::File(c) => c.next(),
             Source::Retry { queue, .. } => queue.pop_front(),
         }
     }
 
-    fn exhausted(&self) -> bool {
+    pub(super) fn exhausted(&self) -> bool {
         match self {
             Source::File(c) => c.exhausted(),
             Source::Retry { queue, closed, .. } => *closed && queue.is_empty(),
@@ -74,6 +76,8 @@ pub(super) struct StreamClient {
     pub addr: SocketAddr,
     /// DoT: the TLS configuration and the name to verify.
     pub tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
+    /// DoQ: QUIC instead of TCP.
+    pub quic: Option<QuicClient>,
     pub connect_timeout: Duration,
     pub source: Source,
     /// What every worker has: queries, window, schedule, tracker, flags.
@@ -81,7 +85,7 @@ pub(super) struct StreamClient {
 }
 
 /// How one connection ended.
-enum Ended {
+pub(super) enum Ended {
     /// Nothing more to do.
     Done,
     /// The server closed it (or it failed) with work left.
@@ -111,6 +115,7 @@ impl StreamClient {
                     let ended = match stream {
                         Conn::Plain(s) => self.serve(s, &mut local).await,
                         Conn::Tls(s) => self.serve(*s, &mut local).await,
+                        Conn::Quic(endpoint, c) => self.serve_quic(endpoint, c, &mut local).await,
                     };
                     if let Ended::Closed = ended {
                         self.part.tracker.abandon(false);
@@ -149,6 +154,10 @@ impl StreamClient {
     }
 
     async fn connect(&self) -> io::Result<Conn> {
+        if let Some(q) = &self.quic {
+            let (endpoint, connection) = self.connect_quic(q).await?;
+            return Ok(Conn::Quic(endpoint, connection));
+        }
         let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr))
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "connect timed out"))??;
@@ -277,8 +286,9 @@ async fn recv_retry(source: &mut Source) -> Option<u32> {
     }
 }
 
-/// A connection, plain or TLS.
+/// A connection: plain TCP, TLS, or QUIC on its endpoint.
 enum Conn {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
+    Quic(quinn::Endpoint, quinn::Connection),
 }

@@ -40,6 +40,8 @@ pub(super) struct Counts {
     pub lost: u64,
     pub truncated: u64,
     pub send_errors: u64,
+    /// DoQ streams the server reset, or whose reply was not one message.
+    pub stream_errors: u64,
     pub unsent: u64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -67,6 +69,7 @@ impl Counts {
         self.lost += o.lost;
         self.truncated += o.truncated;
         self.send_errors += o.send_errors;
+        self.stream_errors += o.stream_errors;
         self.unsent += o.unsent;
         self.request_bytes += o.request_bytes;
         self.response_bytes += o.response_bytes;
@@ -164,6 +167,11 @@ impl Tracker {
             timeout_ns,
             counts: Counts::default(),
         }
+    }
+
+    /// How long a query may wait for its answer, nanoseconds.
+    pub(super) fn timeout_ns(&self) -> u64 {
+        self.timeout_ns
     }
 
     /// Queries waiting for an answer.

@@ -1,0 +1,60 @@
+#!/usr/bin/env bash
+# `wirespeed bw --quic` against wirespeed's own TCP on loopback, one stream each way, side by
+# side in one run, alternating (TCP, QUIC, TCP, QUIC, ...). Server pinned to core 0 and client
+# to core 1 where there are two, so each end has a core as in scripts/bench/quic_stacks.sh.
+# Prints each run's goodput (the receiver's) and both ends' CPU seconds per GB, then per case
+# the median ratio QUIC / TCP: what issue 25 asks to be at least 0.3. With PROFILE=1 it then
+# records one more QUIC upload with `perf` on the server (the receiving end) and prints where its
+# CPU went, by symbol. Loopback only; every run is bounded by -t.
+#   RUNS=5 SECS=5 [PROFILE=1] scripts/bench/quic_bandwidth.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-5}
+SECS=${SECS:-5}
+source scripts/bench/common.sh
+need jq
+PORT=15251
+SRV=() CLI=()
+if command -v taskset >/dev/null && [ "$(nproc)" -gt 1 ]; then SRV=(taskset -c 0) CLI=(taskset -c 1); fi
+"${SRV[@]}" $WS server -B 127.0.0.1 -p $PORT 2>"$tmp/server.log" & server=$!
+PIDS+=($server)
+sleep 0.5
+for p in "" --quic; do "${CLI[@]}" $WS bw 127.0.0.1 -p $PORT $p -t 1 --no-save >/dev/null; done
+
+# one ARGS...: a run; prints "received_bps client_cpu_s_per_GB server_cpu_s_per_GB".
+one() {
+  # shellcheck disable=SC2068
+  "${CLI[@]}" $WS bw 127.0.0.1 -p $PORT -t "$SECS" --format json --no-save $@ >"$tmp/run.json"
+  jq -r '.summary as $s | ($s.received_bytes // $s.primary.total.received_bytes) as $b
+    | [.summary.received_bps // .summary.primary.total.received_bps,
+       ($s.client_cpu.total_ratio * ($s.primary.duration_ns / 1e9)) / ($b / 1e9),
+       ($s.server_cpu.total_ratio * ($s.primary.duration_ns / 1e9)) / ($b / 1e9)] | @tsv' \
+    "$tmp/run.json"
+}
+
+echo "case       run  tcp_bps          quic_bps         ratio  tcp_cpu_s/GB(c,s)  quic_cpu_s/GB(c,s)"
+for c in "upload|" "download|-R"; do
+  IFS='|' read -r name args <<<"$c"
+  : >"$tmp/ratios"
+  for i in $(seq 1 "$RUNS"); do
+    read -r tb tc ts <<<"$(one $args)"
+    read -r qb qc qs <<<"$(one --quic $args)"
+    r=$(ratio "$qb" "$tb")
+    printf "%-10s %3d  %-16.0f %-16.0f %-6s %.2f, %.2f         %.2f, %.2f\n" \
+      "$name" "$i" "$tb" "$qb" "$r" "$tc" "$ts" "$qc" "$qs"
+    echo "$r" >>"$tmp/ratios"
+  done
+  echo "$name median ratio QUIC/TCP: $(median <"$tmp/ratios")"
+done
+
+if [ -n "${PROFILE:-}" ]; then
+  need perf
+  perf record -q -g -o "$tmp/perf.data" -p "$server" -- sleep "$((SECS + 1))" 2>/dev/null &
+  rec=$!
+  sleep 0.3
+  "${CLI[@]}" $WS bw 127.0.0.1 -p $PORT -t "$SECS" --quic --no-save >/dev/null
+  wait "$rec" || true
+  echo "QUIC upload, server (receiver) CPU by symbol:"
+  perf report -q -i "$tmp/perf.data" --no-children --sort dso,symbol --percent-limit 1.5 \
+    --stdio 2>/dev/null | grep -v '^$' | grep -v '^ *|' | grep -v '^ *-' | head -30
+fi
