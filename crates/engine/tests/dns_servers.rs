@@ -182,3 +182,45 @@ async fn dns_over_quic_against_coredns() {
     assert_eq!((r.summary.completed, c.successful), (0, 0), "{:?}", r.summary);
     assert_eq!(r.summary.unsent, QUERIES.0, "a bounded run gives up: {:?}", r.summary);
 }
+
+#[tokio::test]
+async fn dns_over_https_against_coredns_by_get_and_by_post() {
+    use wirespeed_model::kinds::dns::DohMethod;
+    let dir = tempfile::tempdir().unwrap();
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
+    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
+    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
+    let Some(server) = DnsServer::start_with(Kind::CoreDns, Some((&cert_pem, &key_pem))) else {
+        return;
+    };
+    for method in [DohMethod::Get, DohMethod::Post] {
+        let (mut spec, lines) = spec_for(&server);
+        spec.port = server.https_port.unwrap();
+        spec.transport = DnsTransport::Doh;
+        spec.doh_method = method;
+        spec.passes = Some(2);
+        spec.clients = 2;
+        spec.max_outstanding = 20;
+        spec.sni = Some("localhost".into());
+        let mut opts = dns_options(spec.clone(), &lines);
+        opts.tls.cacert = Some(cert_pem.clone());
+        let r = run_dns(opts).await;
+        // A request per query on one HTTP/2 connection per client, whole answers (unlike
+        // CoreDNS's DoQ, its DoH truncates nothing).
+        assert_zone_answers(&r, 2, 0);
+        assert_eq!(r.summary.stream_errors, 0, "{method:?}: {:?}", r.summary);
+        assert_eq!(r.summary.connections.as_ref().unwrap().successful, 2, "{method:?}");
+
+        // A path the server does not serve: every request answered 404, each a stream error
+        // and its query lost, none mistaken for an answer.
+        spec.doh_path = Some("/nowhere".into());
+        spec.passes = Some(1);
+        spec.timeout_ns = 300_000_000;
+        let mut opts = dns_options(spec, &lines);
+        opts.tls.cacert = Some(cert_pem.clone());
+        let r = run_dns(opts).await;
+        let s = &r.summary;
+        assert_eq!((s.completed, s.stream_errors, s.lost), (0, QUERIES.0, QUERIES.0), "{s:?}");
+    }
+}

@@ -888,21 +888,29 @@ pub(crate) struct DnsArgs {
     pub dot: bool,
     /// Queries over QUIC (DNS over QUIC, RFC 9250): a QUIC connection per client, each query
     /// on a stream of its own.
-    #[arg(long)]
+    #[arg(long, conflicts_with = "doh")]
     pub doq: bool,
+    /// Queries over HTTPS (DNS over HTTPS, RFC 8484) to this URL (e.g.
+    /// https://dns.example/dns-query; it names the server, port and path): an HTTP/2
+    /// connection per client, each query a request.
+    #[arg(long, value_name = "URL", conflicts_with_all = ["tcp", "dot", "server", "port"])]
+    pub doh: Option<String>,
+    /// DoH: send each query as a POST body instead of GET's `dns` parameter.
+    #[arg(long, requires = "doh")]
+    pub doh_post: bool,
     /// Ask truncated (TC=1) UDP answers again over TCP, as a resolver would.
-    #[arg(long, conflicts_with_all = ["tcp", "dot", "doq"])]
+    #[arg(long, conflicts_with_all = ["tcp", "dot", "doq", "doh"])]
     pub tc_retry: bool,
-    /// DoT and DoQ: accept any server certificate.
+    /// DoT, DoQ and DoH: accept any server certificate.
     #[arg(short = 'k', long)]
     pub insecure: bool,
-    /// DoT and DoQ: trust the certificates in this PEM file instead of the system's.
+    /// DoT, DoQ and DoH: trust the certificates in this PEM file instead of the system's.
     #[arg(long, value_name = "FILE")]
     pub cacert: Option<PathBuf>,
-    /// DoT and DoQ: the name sent in SNI and verified (default: the server's name).
+    /// DoT, DoQ and DoH: the name sent in SNI and verified (default: the server's name).
     #[arg(long, value_name = "NAME")]
     pub sni: Option<String>,
-    /// TCP, DoT and DoQ: how long connecting may take.
+    /// TCP, DoT, DoQ and DoH: how long connecting may take.
     #[arg(long, default_value = "5s", value_name = "DURATION")]
     pub connect_timeout: String,
     /// Use IPv4 only.

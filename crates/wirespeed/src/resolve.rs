@@ -610,19 +610,36 @@ pub(crate) fn dns_queries(
 /// `wirespeed dns` flags → a DNS load test.
 pub(crate) fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
     let lines = dns_queries(args)?;
-    let transport = match (args.tcp, args.dot, args.doq) {
-        (true, _, _) => DnsTransport::Tcp,
-        (_, true, _) => DnsTransport::Dot,
-        (_, _, true) => DnsTransport::Doq,
+    let transport = match (args.tcp, args.dot, args.doq, &args.doh) {
+        (true, ..) => DnsTransport::Tcp,
+        (_, true, ..) => DnsTransport::Dot,
+        (_, _, true, _) => DnsTransport::Doq,
+        (.., Some(_)) => DnsTransport::Doh,
         _ => DnsTransport::Udp,
     };
-    let encrypted = matches!(transport, DnsTransport::Dot | DnsTransport::Doq);
+    let encrypted = !matches!(transport, DnsTransport::Udp | DnsTransport::Tcp);
     if !encrypted && (args.insecure || args.cacert.is_some() || args.sni.is_some()) {
-        anyhow::bail!("--insecure, --cacert and --sni go with --dot or --doq");
+        anyhow::bail!("--insecure, --cacert and --sni go with --dot, --doq or --doh");
     }
-    let (host, _) = split_target(&args.server)?;
-    let mut spec = DnsSpec::new(host, args.port.unwrap_or(transport.default_port()));
+    let doh = args
+        .doh
+        .as_deref()
+        .map(|url| {
+            let u = HttpUrl::parse(url).map_err(anyhow::Error::msg)?;
+            anyhow::ensure!(u.secure, "--doh {url}: DNS over HTTPS needs an https:// URL");
+            Ok(u)
+        })
+        .transpose()?;
+    let (host, port) = match &doh {
+        Some(u) => (u.host.clone(), u.port),
+        None => (split_target(&args.server)?.0, args.port.unwrap_or(transport.default_port())),
+    };
+    let mut spec = DnsSpec::new(host, port);
     spec.transport = transport;
+    spec.doh_path = doh.map(|u| u.path);
+    if args.doh_post {
+        spec.doh_method = wirespeed_model::kinds::dns::DohMethod::Post;
+    }
     spec.datafile = args.datafile.as_ref().map(|p| p.display().to_string());
     spec.queries = lines.len();
     spec.clients = args.clients;

@@ -72,6 +72,8 @@ pub(crate) struct DnsServer {
     /// Its DNS-over-TLS port (unbound), or DNS-over-QUIC port (CoreDNS), when started with a
     /// certificate.
     pub tls_port: Option<u16>,
+    /// Its DNS-over-HTTPS port (CoreDNS, with a certificate).
+    pub https_port: Option<u16>,
     pub kind: Kind,
     peer: Peer,
     dir: PathBuf,
@@ -123,6 +125,7 @@ impl DnsServer {
         let d = dir.display();
         let z = zone.display();
         let tls_port = tls.map(|_| free_port());
+        let https_port = tls.filter(|_| kind == Kind::CoreDns).map(|_| free_port());
         let mut cmd = match kind {
             Kind::Unbound => {
                 let dot = match (tls, tls_port) {
@@ -168,12 +171,15 @@ impl DnsServer {
                 let mut conf = format!(
                     "example.test:{port} {{\n  bind 127.0.0.1\n  file {z} example.test\n}}\n"
                 );
-                if let (Some((cert, key)), Some(p)) = (tls, tls_port) {
-                    conf.push_str(&format!(
-                        "quic://example.test:{p} {{\n  bind 127.0.0.1\n  tls {} {}\n  file {z} example.test\n}}\n",
-                        cert.display(),
-                        key.display()
-                    ));
+                if let (Some((cert, key)), Some(p), Some(h)) = (tls, tls_port, https_port) {
+                    let (cert, key) = (cert.display(), key.display());
+                    for scheme_port in
+                        [format!("quic://example.test:{p}"), format!("https://example.test:{h}")]
+                    {
+                        conf.push_str(&format!(
+                            "{scheme_port} {{\n  bind 127.0.0.1\n  tls {cert} {key}\n  file {z} example.test\n}}\n"
+                        ));
+                    }
                 }
                 std::fs::write(dir.join("Corefile"), conf).unwrap();
                 let mut c = Command::new(binary);
@@ -186,7 +192,7 @@ impl DnsServer {
             Peer::spawn(cmd.stdout(Stdio::null()).stderr(Stdio::inherit()), "the DNS server")
                 .owning(dir.clone());
         let addr = SocketAddr::from(([127, 0, 0, 1], port));
-        let server = Self { addr, tls_port, kind, peer, dir };
+        let server = Self { addr, tls_port, https_port, kind, peer, dir };
         server.wait_ready();
         Some(server)
     }

@@ -41,6 +41,21 @@ pub enum DnsTransport {
     /// DNS over QUIC (RFC 9250): a QUIC connection per client, each query on a stream of
     /// its own.
     Doq,
+    /// DNS over HTTPS (RFC 8484): an HTTP/2 connection per client, each query a request.
+    Doh,
+}
+
+/// How a DoH query travels (RFC 8484 §4.1).
+#[derive(
+    Debug, Clone, Copy, PartialEq, Eq, Default, Serialize, Deserialize, schemars::JsonSchema,
+)]
+#[serde(rename_all = "lowercase")]
+pub enum DohMethod {
+    /// The message base64url-encoded in the `dns` parameter (cacheable; dnsperf's default).
+    #[default]
+    Get,
+    /// The message as the request's body.
+    Post,
 }
 
 impl DnsTransport {
@@ -48,6 +63,7 @@ impl DnsTransport {
     pub fn default_port(self) -> u16 {
         match self {
             DnsTransport::Dot | DnsTransport::Doq => 853,
+            DnsTransport::Doh => 443,
             _ => 53,
         }
     }
@@ -59,6 +75,7 @@ impl DnsTransport {
             DnsTransport::Tcp => "TCP",
             DnsTransport::Dot => "DoT",
             DnsTransport::Doq => "DoQ",
+            DnsTransport::Doh => "DoH",
         }
     }
 }
@@ -107,6 +124,12 @@ pub struct DnsSpec {
     /// DoT: the name sent in SNI and verified (default: the server's name).
     #[serde(default)]
     pub sni: Option<String>,
+    /// DoH: the path queries go to (`/dns-query` unless the URL names another).
+    #[serde(default)]
+    pub doh_path: Option<String>,
+    /// DoH: GET or POST.
+    #[serde(default)]
+    pub doh_method: DohMethod,
 }
 
 impl DnsSpec {
@@ -133,6 +156,8 @@ impl DnsSpec {
             tc_retry: false,
             insecure: false,
             sni: None,
+            doh_path: None,
+            doh_method: DohMethod::Get,
         }
     }
 
@@ -192,6 +217,14 @@ impl DnsSpec {
         }
         if self.server.len() > 1024 {
             return fail("the server name is too long".into());
+        }
+        if let Some(path) = &self.doh_path {
+            if self.transport != DnsTransport::Doh {
+                return fail("a DoH path goes with DoH only".into());
+            }
+            if !path.starts_with('/') || path.len() > 1024 || path.contains(['?', '#', ' ']) {
+                return fail(format!("'{path}' is not a DoH path (one like /dns-query)"));
+            }
         }
         Ok(())
     }
@@ -546,6 +579,11 @@ mod tests {
                 s.transport = DnsTransport::Tcp
             }),
             Box::new(|s| s.port = 0),
+            Box::new(|s| s.doh_path = Some("/dns-query".into())),
+            Box::new(|s| {
+                s.transport = DnsTransport::Doh;
+                s.doh_path = Some("dns-query?x=1".into())
+            }),
         ];
         for (i, mutate) in cases.iter().enumerate() {
             let mut spec = base.clone();

@@ -27,6 +27,7 @@ use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::dns::wire::rcode_name;
 
+use super::doh::HttpsClient;
 use super::doq::{self, QuicClient};
 use super::queries::{Cursor, QuerySet};
 use super::shared::{Control, Part, WorkerShared};
@@ -221,13 +222,14 @@ fn start(
             tls: None,
             connect_timeout: opts.connect_timeout,
             quic: None,
+            https: None,
             source: Source::Retry { rx, queue: Default::default(), closed: false },
             part,
         });
     }
     match spec.transport {
         DnsTransport::Udp => start_udp(&parts, addr, retry_tx.as_ref(), &mut started)?,
-        DnsTransport::Tcp | DnsTransport::Dot | DnsTransport::Doq => {
+        DnsTransport::Tcp | DnsTransport::Dot | DnsTransport::Doq | DnsTransport::Doh => {
             stream_clients.extend(stream_clients_of(&parts, addr, &mut started)?)
         }
     }
@@ -335,6 +337,24 @@ fn stream_clients_of(
     } else {
         None
     };
+    let https = if spec.transport == DnsTransport::Doh {
+        let config = tls::client_config(&opts.tls, &[b"h2"]).map_err(ClientError::local("TLS"))?;
+        let name = tls::server_name(&opts.tls, spec.sni.as_deref().unwrap_or(&spec.server))
+            .map_err(ClientError::local("TLS"))?;
+        let host = if spec.server.contains(':') {
+            format!("[{}]", spec.server)
+        } else {
+            spec.server.clone()
+        };
+        Some(HttpsClient {
+            tls: (config, name),
+            origin: format!("https://{host}:{}", spec.port),
+            path: spec.doh_path.clone().unwrap_or_else(|| "/dns-query".into()),
+            method: spec.doh_method,
+        })
+    } else {
+        None
+    };
     let clients = u64::from(spec.clients);
     let mut out = Vec::new();
     for i in 0..clients {
@@ -348,6 +368,7 @@ fn stream_clients_of(
             addr,
             tls: tls.clone(),
             quic: quic.clone(),
+            https: https.clone(),
             connect_timeout: opts.connect_timeout,
             source: Source::File(Cursor::new(i as usize, clients as usize, len, passes)),
             part,

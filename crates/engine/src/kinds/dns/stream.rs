@@ -1,6 +1,6 @@
 //! A TCP or DNS-over-TLS client (RFC 7766, RFC 7858): one connection, queries pipelined as
 //! length-prefixed frames, answers matched by ID in whatever order they come (DNS over QUIC
-//! runs the same loop over its own connection: `doq`). When the server
+//! and over HTTPS connect here too, and run `per_query`'s loop). When the server
 //! closes the connection, the queries in flight on it are lost (no answer can come on another)
 //! and the client connects again; a client that cannot connect three times running while
 //! working through a bounded datafile gives its share up as unsent instead of trying forever.
@@ -21,7 +21,8 @@ use tokio::net::TcpStream;
 use tokio::sync::mpsc;
 use wirespeed_proto::dns::wire::set_id;
 
-use super::doq::QuicClient;
+use super::doh::{HttpsClient, HttpsExchanges};
+use super::doq::{QuicClient, QuicExchanges};
 use super::queries::Cursor;
 use super::shared::{since, Local, Part};
 use super::tracker::{Answered, Tracker};
@@ -78,6 +79,8 @@ pub(super) struct StreamClient {
     pub tls: Option<(Arc<rustls::ClientConfig>, ServerName<'static>)>,
     /// DoQ: QUIC instead of TCP.
     pub quic: Option<QuicClient>,
+    /// DoH: HTTP/2 requests instead of frames.
+    pub https: Option<HttpsClient>,
     pub connect_timeout: Duration,
     pub source: Source,
     /// What every worker has: queries, window, schedule, tracker, flags.
@@ -115,7 +118,8 @@ impl StreamClient {
                     let ended = match stream {
                         Conn::Plain(s) => self.serve(s, &mut local).await,
                         Conn::Tls(s) => self.serve(*s, &mut local).await,
-                        Conn::Quic(endpoint, c) => self.serve_quic(endpoint, c, &mut local).await,
+                        Conn::Quic(q) => self.serve_exchanges(q, &mut local).await,
+                        Conn::Https(h) => self.serve_exchanges(h, &mut local).await,
                     };
                     if let Ended::Closed = ended {
                         self.part.tracker.abandon(false);
@@ -155,8 +159,10 @@ impl StreamClient {
 
     async fn connect(&self) -> io::Result<Conn> {
         if let Some(q) = &self.quic {
-            let (endpoint, connection) = self.connect_quic(q).await?;
-            return Ok(Conn::Quic(endpoint, connection));
+            return Ok(Conn::Quic(self.connect_quic(q).await?));
+        }
+        if let Some(h) = &self.https {
+            return Ok(Conn::Https(self.connect_https(h).await?));
         }
         let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr))
             .await
@@ -290,5 +296,6 @@ async fn recv_retry(source: &mut Source) -> Option<u32> {
 enum Conn {
     Plain(TcpStream),
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
-    Quic(quinn::Endpoint, quinn::Connection),
+    Quic(QuicExchanges),
+    Https(HttpsExchanges),
 }

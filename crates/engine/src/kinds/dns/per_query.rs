@@ -1,0 +1,145 @@
+//! The loop of the transports that give each query an exchange of its own, DNS over QUIC (a
+//! stream per query) and DNS over HTTPS (a request per query): open exchanges as the window
+//! and the schedule allow, count each answer as its exchange ends. The wire carries message ID
+//! 0 (RFC 9250 requires it, RFC 8484 recommends it for caching); the client keeps its own ID
+//! for each exchange and writes it into the answer before the tracker counts it, so such an
+//! answer is checked (question, response code, lateness) exactly as a UDP or TCP one. An
+//! exchange that fails on its own (a reset stream, an HTTP error, a reply that is not one DNS
+//! message) is a stream error: counted as such, its query lost when its time is up.
+
+use std::future::Future;
+use std::sync::atomic::Ordering::Relaxed;
+use std::time::Duration;
+
+use tokio::task::JoinSet;
+use wirespeed_proto::dns::wire::set_id;
+
+use super::shared::{since, Local};
+use super::stream::{Ended, StreamClient};
+use super::tracker::Answered;
+use crate::run::pacer::Due;
+
+/// Longest wait between looks at the run's flags.
+const HEARTBEAT: Duration = Duration::from_millis(10);
+
+/// What became of one query's exchange.
+pub(super) enum Reply {
+    /// The answer.
+    Answer(Vec<u8>),
+    /// This exchange failed alone: reset, refused, or not one DNS message.
+    StreamError,
+    /// The connection is gone, and every exchange on it.
+    Lost,
+}
+
+/// A connection that carries one exchange per query.
+pub(super) trait Exchanges: Clone + Send + Sync + 'static {
+    /// One query's exchange: `msg` (ID 0) out, the reply back.
+    fn exchange(&self, msg: Vec<u8>) -> impl Future<Output = Reply> + Send;
+    /// Resolves once the connection is gone.
+    fn closed(&self) -> impl Future<Output = ()> + Send;
+    /// Closes the connection politely.
+    fn close(self) -> impl Future<Output = ()> + Send;
+}
+
+impl StreamClient {
+    /// Drives one connection of per-query exchanges until the work is done, the run stops, or
+    /// the connection is lost.
+    pub(super) async fn serve_exchanges<E: Exchanges>(
+        &mut self,
+        conn: E,
+        local: &mut Local,
+    ) -> Ended {
+        let mut asked: JoinSet<(u16, Reply)> = JoinSet::new();
+        let ended = loop {
+            if self.part.control.interrupt.load(Relaxed) {
+                break Ended::Done;
+            }
+            let sending = !self.part.control.stop.load(Relaxed) && !self.source.exhausted();
+            if !sending && self.part.tracker.in_flight() == 0 {
+                break Ended::Done;
+            }
+            let now = since(self.part.begin);
+            if sending {
+                self.open_exchanges(now, &conn, &mut asked);
+            }
+            let mut wait = HEARTBEAT;
+            if let Some(p) = &self.part.pace {
+                let next = p.next_due_ns().unwrap_or(u64::MAX);
+                wait = wait.min(Duration::from_nanos(next.saturating_sub(now)));
+            }
+            if let Some(d) = self.part.tracker.next_deadline() {
+                wait = wait.min(Duration::from_nanos(d.saturating_sub(now)));
+            }
+            tokio::select! {
+                Some(done) = asked.join_next() => match done {
+                    Ok((id, Reply::Answer(mut msg))) => {
+                        if msg.len() >= 2 {
+                            set_id(&mut msg, id);
+                        }
+                        let now = since(self.part.begin);
+                        let answered = self.part.tracker.answer(&msg, 0, now, &self.part.queries);
+                        if let Answered::Completed { latency_ns, .. } = answered {
+                            local.pending.push(latency_ns);
+                        }
+                    }
+                    Ok((_, Reply::StreamError)) => self.part.tracker.counts.stream_errors += 1,
+                    Ok((_, Reply::Lost)) => break Ended::Closed,
+                    Err(_) => {}
+                },
+                () = conn.closed() => break Ended::Closed,
+                () = tokio::time::sleep(wait) => {}
+            }
+            let now = since(self.part.begin);
+            self.part.tracker.expire(now);
+            local.publish(&self.part.shared, &self.part.tracker.counts, now, false);
+        };
+        asked.abort_all();
+        conn.close().await;
+        ended
+    }
+
+    /// Opens an exchange for each query the window and the schedule allow.
+    fn open_exchanges<E: Exchanges>(
+        &mut self,
+        now: u64,
+        conn: &E,
+        asked: &mut JoinSet<(u16, Reply)>,
+    ) {
+        let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
+        let want = match &mut self.part.pace {
+            Some(p) => {
+                let Due { count: due, skipped } = p.due(now);
+                self.part.tracker.counts.unsent += skipped;
+                due.min(room)
+            }
+            None => room,
+        };
+        // An exchange lives a little past its query's timeout, so a late answer is still told
+        // from a stray one, and never longer.
+        let limit = Duration::from_nanos(self.part.tracker.timeout_ns()).saturating_mul(2);
+        let mut queued = 0;
+        while queued < want {
+            let Some(id) = self.part.tracker.take_id() else { break };
+            let Some(q) = self.source.next() else {
+                self.part.tracker.give_back(id);
+                break;
+            };
+            let mut msg = self.part.queries.get(q).bytes.clone();
+            set_id(&mut msg, 0);
+            self.part.tracker.sent(id, q, 0, now, msg.len());
+            let conn = conn.clone();
+            asked.spawn(async move {
+                match tokio::time::timeout(limit, conn.exchange(msg)).await {
+                    Ok(reply) => (id, reply),
+                    // Its query is lost by now; the exchange is dropped (and reset).
+                    Err(_) => (id, Reply::StreamError),
+                }
+            });
+            queued += 1;
+        }
+        if let Some(p) = &mut self.part.pace {
+            p.book(queued);
+        }
+    }
+}
