@@ -293,6 +293,10 @@ pub(crate) struct ServerArgs {
     /// UDP threads of the DNS fixture (each a socket of one SO_REUSEPORT group).
     #[arg(long, default_value_t = 1, value_name = "N", requires = "dns")]
     pub dns_threads: usize,
+    /// Also serve the DNS fixture's zone encrypted on this port, with --tls-cert and
+    /// --tls-key: DNS over QUIC on UDP, DNS over HTTPS (/dns-query, HTTP/2 and HTTP/1.1) on TCP.
+    #[arg(long, value_name = "PORT", requires_all = ["dns", "tls_cert"])]
+    pub dns_secure: Option<u16>,
     /// Also serve the browser speed test on this TCP port (as `wirespeed web` does).
     #[arg(long, value_name = "PORT")]
     pub web: Option<u16>,

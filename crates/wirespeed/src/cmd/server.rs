@@ -4,6 +4,7 @@ use std::net::SocketAddr;
 
 use anyhow::{Context, Result};
 use wirespeed_engine::kinds::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
+use wirespeed_engine::kinds::dns::fixture_secure::{self, SecureListeners};
 use wirespeed_engine::kinds::http::fixture;
 use wirespeed_engine::server::{self, Listeners};
 use wirespeed_model::units::parse_bytes;
@@ -43,6 +44,17 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
         Some(port) => Some(dns_fixture(&args, port)?),
         None => None,
     };
+    let dns_secure = match (args.dns_secure, &args.web_options.tls_cert, &args.web_options.tls_key)
+    {
+        (Some(port), Some(cert), Some(key)) => {
+            let ip = args.bind.first().copied().unwrap_or(std::net::Ipv4Addr::UNSPECIFIED.into());
+            Some(
+                SecureListeners::bind(SocketAddr::new(ip, port), cert, key)
+                    .with_context(|| format!("cannot serve DoQ and DoH on port {port}"))?,
+            )
+        }
+        _ => None,
+    };
     let web = match args.web {
         Some(port) => {
             Some((super::web::listen(&args.bind, port)?, super::web::config(&args.web_options)?))
@@ -66,7 +78,21 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
         for a in dns_listeners.local_addrs() {
             tracing::info!("DNS fixture listening on {a} (UDP and TCP)");
         }
-        tokio::spawn(dns_fixture::run(dns_listeners, zone, shutdown.clone()))
+        if let Some(Ok((doq, doh))) = dns_secure.as_ref().map(SecureListeners::local_addrs) {
+            tracing::info!(
+                "DNS fixture listening on {doq} (DoQ) and https://{doh}/dns-query (DoH)"
+            );
+        }
+        let shutdown = shutdown.clone();
+        tokio::spawn(async move {
+            let secure = dns_secure
+                .map(|s| tokio::spawn(fixture_secure::run(s, zone.clone(), shutdown.clone())));
+            let plain = dns_fixture::run(dns_listeners, zone, shutdown).await;
+            if let Some(s) = secure {
+                let _ = s.await;
+            }
+            plain
+        })
     });
     let web = web.map(|(web_listeners, web_config)| {
         super::web::spawn(web_listeners, web_config, shutdown.clone())

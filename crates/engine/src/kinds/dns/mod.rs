@@ -11,11 +11,13 @@
 //! - `shared`: what workers publish to the sampler, and pacing.
 //! - [`queries`]: the queries, encoded once, and each worker's walk through them.
 //! - [`fixture`]: the server.
+//! - [`fixture_secure`]: the server's DoQ and DoH, given a certificate.
 
 pub mod client;
 mod doh;
 mod doq;
 pub mod fixture;
+pub mod fixture_secure;
 mod per_query;
 pub mod queries;
 mod shared;
