@@ -25,10 +25,9 @@ for p in "" --quic; do "${CLI[@]}" $WS bw 127.0.0.1 -p $PORT $p -t 1 --no-save >
 one() {
   # shellcheck disable=SC2068
   "${CLI[@]}" $WS bw 127.0.0.1 -p $PORT -t "$SECS" --format json --no-save $@ >"$tmp/run.json"
-  jq -r '.summary as $s | ($s.received_bytes // $s.primary.total.received_bytes) as $b
-    | [.summary.received_bps // .summary.primary.total.received_bps,
-       ($s.client_cpu.total_ratio * ($s.primary.duration_ns / 1e9)) / ($b / 1e9),
-       ($s.server_cpu.total_ratio * ($s.primary.duration_ns / 1e9)) / ($b / 1e9)] | @tsv' \
+  jq -r '.summary as $s | ($s.duration_ns / 1e9) as $t | ($s.received_bytes / 1e9) as $gb
+    | [$s.received_bps, $s.client_cpu.total_ratio * $t / $gb, $s.server_cpu.total_ratio * $t / $gb]
+    | @tsv' \
     "$tmp/run.json"
 }
 

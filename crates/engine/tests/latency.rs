@@ -82,3 +82,36 @@ async fn parallel_large_messages_fixed_rate_and_time() {
     assert_eq!(measured, r.summary.received);
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quic_round_trips_closed_and_open_on_both_families() {
+    for bind in ["127.0.0.1:0", "[::1]:0"] {
+        let server = TestServer::start(bind, Default::default()).await;
+        // Closed model, parallel connections, messages larger than a datagram: each one is
+        // echoed whole on its stream, and none is lost (QUIC retransmits).
+        let mut s = counted(Protocol::Quic, 2000);
+        s.parallel = 2;
+        s.length = 4000;
+        let r = run(opts(&server, s)).await;
+        assert_eq!((r.summary.sent, r.summary.received, r.summary.lost), (2000, 2000, None));
+        assert_consistent(&r);
+        // Open model: 300 messages at 1000/s.
+        let mut s = counted(Protocol::Quic, 300);
+        s.rate = Some(1000.0);
+        let r = run(opts(&server, s)).await;
+        assert_eq!(r.summary.received, 300);
+        assert_consistent(&r);
+        server.shutdown().await;
+    }
+}
+
+#[tokio::test(flavor = "multi_thread")]
+async fn quic_has_no_external_echo_service() {
+    let server = TestServer::loopback().await;
+    let mut s = counted(Protocol::Quic, 10);
+    s.external = true;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let e = client::run(opts(&server, s), tx, CancellationToken::new()).await.unwrap_err();
+    assert!(e.to_string().contains("not QUIC"), "{e}");
+    server.shutdown().await;
+}

@@ -514,6 +514,9 @@ pub(crate) struct LatencyArgs {
     /// Use UDP request/response instead of TCP.
     #[arg(short, long)]
     pub udp: bool,
+    /// Use QUIC instead of TCP: a QUIC connection per -P, messages echoed on one QUIC stream.
+    #[arg(long, conflicts_with_all = ["udp", "external"])]
+    pub quic: bool,
     /// Bytes per message (1 to 65507).
     #[arg(short, long, default_value = "16", value_name = "SIZE")]
     pub length: String,

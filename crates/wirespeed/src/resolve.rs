@@ -226,7 +226,11 @@ pub(crate) fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
 
 /// `wirespeed latency` flags → client options.
 pub(crate) fn latency(args: &LatencyArgs, version: &str) -> Result<LatencyOptions> {
-    let protocol = if args.udp { Protocol::Udp } else { Protocol::Tcp };
+    let protocol = match (args.udp, args.quic) {
+        (true, _) => Protocol::Udp,
+        (_, true) => Protocol::Quic,
+        _ => Protocol::Tcp,
+    };
     let mut spec = LatencySpec::new(args.target.clone(), protocol);
     spec.length =
         u32::try_from(size("--length", &args.length)?).context("--length is too large")?;

@@ -58,6 +58,8 @@ pub struct Tuning {
     pub stream_window: u64,
     /// How far a peer may send ahead on the whole connection, bytes.
     pub connection_window: u64,
+    /// The largest UDP payload path MTU discovery (RFC 8899) looks for, bytes.
+    pub max_udp_payload: u16,
 }
 
 impl Default for Tuning {
@@ -65,11 +67,16 @@ impl Default for Tuning {
         // Windows large enough that a loopback transfer is limited by the stack, not by flow
         // control (quinn's own default stream window, 1.25 MB, holds one stream to ~1
         // Gbit/s at a 10 ms round trip).
+        // Path MTU discovery searches up to the largest UDP payload rather than quinn's 1452
+        // (which quinn documents as safe on any path: a smaller MTU only takes a few more
+        // probes to find), so QUIC uses the path's MTU as TCP uses the interface's: on
+        // loopback, 64 KB datagrams instead of 1452-byte ones (scripts/bench/quic_bandwidth.sh).
         Self {
             congestion: Congestion::default(),
             idle_timeout: Duration::from_secs(5),
             stream_window: 16 << 20,
             connection_window: 32 << 20,
+            max_udp_payload: 65_527,
         }
     }
 }
@@ -85,6 +92,9 @@ impl Tuning {
         t.stream_receive_window(window(self.stream_window)?);
         t.receive_window(window(self.connection_window)?);
         t.send_window(self.connection_window);
+        let mut mtu = quinn::MtuDiscoveryConfig::default();
+        mtu.upper_bound(self.max_udp_payload);
+        t.mtu_discovery_config(Some(mtu));
         match self.congestion {
             Congestion::NewReno => {
                 t.congestion_controller_factory(Arc::new(NewRenoConfig::default()))
@@ -159,6 +169,31 @@ pub fn endpoint_on(
         socket,
         Arc::new(quinn::TokioRuntime),
     )
+}
+
+/// ALPN of the QUIC connections a wirespeed test opens to a wirespeed server (bandwidth and
+/// latency data streams).
+pub const TEST_ALPN: &[u8] = b"wirespeed";
+
+/// A server's QUIC certificate: the TLS settings that present it (offering [`TEST_ALPN`]), and
+/// its SHA-256.
+pub type Identity = (Arc<rustls::ServerConfig>, [u8; 32]);
+
+/// The server's certificate for its tests' QUIC connections, made once a process and kept for
+/// its life; `Accepted` tells each QUIC test's client its SHA-256 (see
+/// [`tls::pinned_client_config`]).
+pub fn test_identity() -> Result<&'static Identity, String> {
+    static IDENTITY: std::sync::OnceLock<Result<Identity, String>> = std::sync::OnceLock::new();
+    IDENTITY
+        .get_or_init(|| tls::self_signed(&[TEST_ALPN]).map_err(|e| e.to_string()))
+        .as_ref()
+        .map_err(|e| format!("no QUIC certificate: {e}"))
+}
+
+/// Client settings for a test's QUIC connections: trusting only the certificate whose
+/// SHA-256 is `pin`.
+pub fn pinned_test_client(pin: [u8; 32], tuning: &Tuning) -> io::Result<quinn::ClientConfig> {
+    client_config(tls::pinned_client_config(pin, &[TEST_ALPN])?, tuning)
 }
 
 /// A path's figures as quinn keeps them, read at one instant.

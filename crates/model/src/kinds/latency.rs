@@ -81,8 +81,8 @@ impl LatencySpec {
                 self.length
             ));
         }
-        if self.protocol == Protocol::Quic {
-            return fail("latency over QUIC is not available yet (bandwidth --quic is)".into());
+        if self.protocol == Protocol::Quic && self.external {
+            return fail("--external needs a plain echo service: TCP or UDP, not QUIC".into());
         }
         if self.parallel == 0 || self.parallel > MAX_PARALLEL {
             return fail(format!(

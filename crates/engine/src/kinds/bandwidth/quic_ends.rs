@@ -18,11 +18,9 @@ use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Flow, TcpSample};
 use super::counters::Counters;
 use super::workers::{Role, Shared};
 use crate::net::quic::{self, Congestion, Failure, PathSample, Tuning};
-use crate::net::{sys, tls};
+use crate::net::sys;
 use crate::run::pacer::{paced_piece, Pacer};
 
-/// ALPN of a bandwidth test's QUIC connections.
-pub(crate) const ALPN: &[u8] = b"wirespeed-bandwidth";
 /// Name the client asks for; the certificate is trusted by its fingerprint, not its name.
 const SERVER_NAME: &str = "wirespeed";
 /// How often an end looks at the test's flags and samples its path.
@@ -58,30 +56,16 @@ impl std::fmt::Debug for QuicSide {
 impl QuicSide {
     /// The client's side: trusts only the certificate whose SHA-256 is `pin`.
     pub(crate) fn client(spec: &BandwidthSpec, pin: [u8; 32]) -> io::Result<Self> {
-        let crypto = tls::pinned_client_config(pin, &[ALPN])?;
-        Ok(Self::Client(quic::client_config(crypto, &tuning(spec)?)?))
+        Ok(Self::Client(quic::pinned_test_client(pin, &tuning(spec)?)?))
     }
 
-    /// The server's side: presents `crypto` (see [`identity`]).
+    /// The server's side: presents `crypto` (see [`quic::test_identity`]).
     pub(crate) fn server(
         spec: &BandwidthSpec,
         crypto: Arc<rustls::ServerConfig>,
     ) -> io::Result<Self> {
         Ok(Self::Server(quic::server_config(crypto, &tuning(spec)?)?))
     }
-}
-
-/// A server's QUIC certificate: the TLS settings that present it, and its SHA-256.
-pub(crate) type Identity = (Arc<rustls::ServerConfig>, [u8; 32]);
-
-/// The server's QUIC certificate, made once a process and kept for its life; `Accepted` tells
-/// each QUIC test's client its SHA-256.
-pub(crate) fn identity() -> Result<&'static Identity, String> {
-    static IDENTITY: std::sync::OnceLock<Result<Identity, String>> = std::sync::OnceLock::new();
-    IDENTITY
-        .get_or_init(|| tls::self_signed(&[ALPN]).map_err(|e| e.to_string()))
-        .as_ref()
-        .map_err(|e| format!("no QUIC certificate: {e}"))
 }
 
 /// The connection settings a spec asks for: its congestion controller (quinn's default,

@@ -18,7 +18,7 @@ use wirespeed_proto::control::{
 };
 use wirespeed_proto::datagram::Wire;
 
-use super::quic_ends::{self, QuicSide};
+use super::quic_ends::QuicSide;
 use super::workers::{self, Finishing, Role, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
@@ -69,7 +69,7 @@ pub(crate) async fn run(
     // probes (`--latency`) are answered while it is.
     let _registration = Registration::new(ctx, session, peer.ip(), attach_tx);
     let quic_pin = match spec.protocol {
-        Protocol::Quic => Some(to_hex(&quic_ends::identity().map_err(abort)?.1)),
+        Protocol::Quic => Some(to_hex(&crate::net::quic::test_identity().map_err(abort)?.1)),
         _ => None,
     };
     let accepted = TestSpec::Bandwidth(spec.clone());
@@ -172,7 +172,7 @@ async fn run_test(
     // The certificate was made (or found) before `Accepted` named it.
     let quic = match spec.protocol {
         Protocol::Quic => Some(
-            quic_ends::identity()
+            crate::net::quic::test_identity()
                 .and_then(|(crypto, _)| {
                     QuicSide::server(&spec, crypto.clone()).map_err(|e| e.to_string())
                 })

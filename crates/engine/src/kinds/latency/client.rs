@@ -24,12 +24,14 @@ use wirespeed_model::report::{Meta, Report, ReportBody};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
-use wirespeed_proto::codec::{DataHello, SESSION_ID_LEN};
+use wirespeed_proto::codec::{from_hex, DataHello, SESSION_ID_LEN};
 use wirespeed_proto::control::{ClientMessage, ServerMessage};
 use wirespeed_proto::datagram::UdpHello;
 
+use super::quic_stream::QuicRoundTrips;
 use crate::error::ClientError;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
+use crate::net::quic;
 use crate::net::streams::{open_tcp, open_udp};
 use crate::net::sys;
 use crate::run::budget::Budget;
@@ -57,15 +59,29 @@ pub async fn run(
     events: UnboundedSender<Event>,
     cancel: CancellationToken,
 ) -> Result<Report, ClientError> {
+    let mut quic = None;
     let (mut meta, spec, sockets, control) = if opts.spec.external {
         let (meta, sockets) = connect_external(&opts).await?;
         (meta, opts.spec.clone(), sockets, None)
     } else {
         let opened = handshake::open(&opts.endpoint, TestSpec::Latency(opts.spec.clone())).await?;
         let mut meta = opened.meta();
-        let handshake::Opened { mut ctl, mut state, server_addr, session, spec, .. } = opened;
+        let handshake::Opened { mut ctl, mut state, server_addr, session, spec, quic_pin, .. } =
+            opened;
         let TestSpec::Latency(spec) = spec else {
             return Err(protocol("the server accepted a different kind of test"));
+        };
+        quic = match spec.protocol {
+            Protocol::Quic => {
+                let pin = quic_pin.as_deref().and_then(from_hex::<32>).ok_or_else(|| {
+                    protocol("the server named no QUIC certificate for a QUIC test")
+                })?;
+                Some(
+                    quic::pinned_test_client(pin, &quic::Tuning::default())
+                        .map_err(ClientError::local("QUIC settings"))?,
+                )
+            }
+            _ => None,
         };
         let (sockets, notes) = {
             let spec = spec.clone();
@@ -82,7 +98,8 @@ pub async fn run(
         };
         (meta, spec, sockets, Some((ctl, state)))
     };
-    let workers = Workers::start(&spec, sockets).map_err(ClientError::local("starting threads"))?;
+    let workers =
+        Workers::start(&spec, sockets, quic).map_err(ClientError::local("starting threads"))?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
     let keep = opts.member.keep_histograms;
     let outcome = drive(&workers, &spec, (&events, keep), &cancel).await;
@@ -173,7 +190,11 @@ fn open_streams(
                 let hello = UdpHello { ack: false, session, flow: Flow::Upload, stream: id };
                 open_udp(server, bind, hello, &|_| Vec::new(), &mut notes)?
             }
-            Protocol::Quic => return Err(ClientError::local("opening latency streams")(no_quic())),
+            // A QUIC stream's connection runs over the socket its hello opened.
+            Protocol::Quic => {
+                let hello = UdpHello { ack: false, session, flow: Flow::Upload, stream: id };
+                open_udp(server, bind, hello, &|_| Vec::new(), &mut notes)?
+            }
         };
         out.push(socket);
     }
@@ -200,7 +221,11 @@ struct Workers {
 }
 
 impl Workers {
-    fn start(spec: &LatencySpec, sockets: Vec<Socket>) -> io::Result<Self> {
+    fn start(
+        spec: &LatencySpec,
+        sockets: Vec<Socket>,
+        quic: Option<quinn::ClientConfig>,
+    ) -> io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let budget = Budget::new(spec.count);
         let begin = Instant::now();
@@ -210,6 +235,7 @@ impl Workers {
             let c = Arc::new(StreamCounts::default());
             let job = Job {
                 spec: spec.clone(),
+                quic: quic.clone(),
                 socket: s.clone(),
                 counts: c.clone(),
                 stop: stop.clone(),
@@ -266,6 +292,8 @@ impl Workers {
 
 struct Job {
     spec: LatencySpec,
+    /// For QUIC: how to trust the server's certificate.
+    quic: Option<quinn::ClientConfig>,
     socket: Arc<Socket>,
     counts: Arc<StreamCounts>,
     stop: Arc<AtomicBool>,
@@ -284,6 +312,10 @@ impl Job {
         sys::fill_random(&mut msg);
         let mut reply = vec![0u8; len.max(65_536)];
         let udp = self.spec.protocol == Protocol::Udp;
+        let mut quic = match &self.quic {
+            Some(config) => Some(QuicRoundTrips::connect(&self.socket, config.clone())?),
+            None => None,
+        };
         let timeout = Duration::from_nanos(self.spec.timeout_ns);
         self.socket.set_read_timeout(Some(if udp {
             timeout
@@ -305,7 +337,10 @@ impl Job {
                     p.book(1);
                     let now = Instant::now();
                     if due > now {
-                        std::thread::sleep(due - now);
+                        match &mut quic {
+                            Some(q) => q.sleep(due - now),
+                            None => std::thread::sleep(due - now),
+                        }
                     }
                     due
                 }
@@ -315,13 +350,17 @@ impl Job {
             if len >= 8 {
                 msg[..8].copy_from_slice(&seq.to_be_bytes());
             }
-            if udp {
+            if let Some(q) = &mut quic {
+                q.send(&msg)?;
+            } else if udp {
                 self.socket.send(&msg)?;
             } else {
                 (&*self.socket).write_all(&msg)?;
             }
             self.counts.sent.fetch_add(1, Relaxed);
-            let answered = if udp {
+            let answered = if let Some(q) = &mut quic {
+                q.await_reply(&mut reply[..len], &self.stop)?
+            } else if udp {
                 self.await_datagram(&mut reply, seq, len, Instant::now() + timeout)?
             } else {
                 self.await_bytes(&mut reply[..len])?
@@ -537,8 +576,7 @@ async fn drive(
     Ok((intervals, summary, interrupted, kept))
 }
 
-/// The spec's validation refuses QUIC before a socket is opened; this says so if it ever gets
-/// further.
+/// The spec's validation refuses QUIC with `--external`; this says so if it ever gets further.
 fn no_quic() -> io::Error {
-    io::Error::new(io::ErrorKind::Unsupported, "latency over QUIC is not available yet")
+    io::Error::new(io::ErrorKind::Unsupported, "an external echo service is TCP or UDP, not QUIC")
 }

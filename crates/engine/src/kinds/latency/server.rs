@@ -1,5 +1,6 @@
 //! The server half of a latency test: after the shared handshake it collects the client's
-//! connections (or UDP sockets) and echoes every byte straight back until `Stop`.
+//! connections (or UDP sockets, or QUIC connections over them) and echoes every byte straight
+//! back until `Stop`.
 
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
@@ -17,8 +18,9 @@ use wirespeed_proto::codec::{to_hex, SESSION_ID_LEN};
 use wirespeed_proto::control::{ServerMessage, ServerResults, ServerState};
 use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
 
+use super::quic_stream;
 use crate::net::framed::Framed;
-use crate::net::sys;
+use crate::net::{quic, sys};
 use crate::run::threads::StreamThreads;
 use crate::server::admit::{
     abort, admit, await_stop, recv_checked, time_limit, Ended, Registration,
@@ -47,12 +49,22 @@ pub(crate) async fn run(
     sys::fill_random(&mut session);
     let (tx, rx) = mpsc::channel(usize::from(spec.parallel) + 8);
     let registration = Registration::new(ctx, session, peer.ip(), tx);
+    // QUIC streams present the server's certificate, which the client learns here.
+    let quic = match spec.protocol {
+        Protocol::Quic => {
+            let (crypto, pin) = quic::test_identity().map_err(abort)?;
+            let config = quic::server_config(crypto.clone(), &quic::Tuning::default())
+                .map_err(|e| abort(format!("QUIC settings: {e}")))?;
+            Some((config, to_hex(pin)))
+        }
+        _ => None,
+    };
     let accepted = TestSpec::Latency(spec.clone());
     ctl.send(&ServerMessage::Accepted {
         session: to_hex(&session),
         spec: accepted,
         notes: Vec::new(),
-        quic_pin: None,
+        quic_pin: quic.as_ref().map(|(_, pin)| pin.clone()),
     })
     .await?;
     tracing::info!(%peer, protocol = ?spec.protocol, parallel = spec.parallel, "latency test accepted");
@@ -64,7 +76,7 @@ pub(crate) async fn run(
         _ = ctx.shutdown.cancelled() => return Err(abort("the server is shutting down")),
     };
     drop(registration);
-    let echo = Echo::start(&spec, sockets)
+    let echo = Echo::start(&spec, sockets, quic.map(|(config, _)| config))
         .map_err(|e| abort(format!("could not start echo threads: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
     let begin = tokio::time::Instant::now();
@@ -106,7 +118,11 @@ async fn collect(mut rx: mpsc::Receiver<Attached>, parallel: u16) -> Result<Vec<
 struct Echo(StreamThreads);
 
 impl Echo {
-    fn start(spec: &LatencySpec, sockets: Vec<Socket>) -> io::Result<Self> {
+    fn start(
+        spec: &LatencySpec,
+        sockets: Vec<Socket>,
+        quic: Option<quinn::ServerConfig>,
+    ) -> io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
         let mut threads = Vec::new();
         let mut shared = Vec::new();
@@ -115,13 +131,18 @@ impl Echo {
             let s = Arc::new(s);
             shared.push(s.clone());
             let stop = stop.clone();
-            let udp = spec.protocol == Protocol::Udp;
-            if !udp {
+            let protocol = spec.protocol;
+            if protocol == Protocol::Tcp {
                 let _ = s.set_tcp_nodelay(true);
             }
+            let quic = quic.clone();
             let thread = std::thread::Builder::new().name(format!("ws-echo-{}", i + 1)).spawn(
                 move || {
-                    let _ = if udp { echo_udp(&s, &stop) } else { echo_tcp(&s, &stop) };
+                    let _ = match (protocol, quic) {
+                        (Protocol::Quic, Some(config)) => quic_stream::echo(&s, config, &stop),
+                        (Protocol::Udp, _) => echo_udp(&s, &stop),
+                        _ => echo_tcp(&s, &stop),
+                    };
                     sys::thread_cpu_ns()
                 },
             )?;
