@@ -137,7 +137,13 @@ pub fn exercise_dns_decoders(data: &[u8]) {
             let _ = wire::full_rcode(&out, &h).expect("the fixture's answer parses");
         }
     }
+    if let Some(msg) = dns::encrypted::doq_message(data) {
+        let _ = dns::responder::respond(msg, zone, false, &mut out);
+    }
     if let Ok(text) = std::str::from_utf8(data) {
+        if let Ok(msg) = dns::encrypted::doh_get_message(text) {
+            let _ = dns::responder::respond(&msg, zone, false, &mut out);
+        }
         let _ = dns::datafile::parse(text);
         let _ = dns::zone::Zone::parse(text, Some("fuzz.test"));
         // Every $INCLUDE reads the same small file, so includes and their origins are reached.

@@ -58,8 +58,6 @@ pub struct Tuning {
     pub stream_window: u64,
     /// How far a peer may send ahead on the whole connection, bytes.
     pub connection_window: u64,
-    /// The largest UDP payload path MTU discovery (RFC 8899) looks for, bytes.
-    pub max_udp_payload: u16,
 }
 
 impl Default for Tuning {
@@ -67,16 +65,11 @@ impl Default for Tuning {
         // Windows large enough that a loopback transfer is limited by the stack, not by flow
         // control (quinn's own default stream window, 1.25 MB, holds one stream to ~1
         // Gbit/s at a 10 ms round trip).
-        // Path MTU discovery searches up to the largest UDP payload rather than quinn's 1452
-        // (which quinn documents as safe on any path: a smaller MTU only takes a few more
-        // probes to find), so QUIC uses the path's MTU as TCP uses the interface's: on
-        // loopback, 64 KB datagrams instead of 1452-byte ones (scripts/bench/quic_bandwidth.sh).
         Self {
             congestion: Congestion::default(),
             idle_timeout: Duration::from_secs(5),
             stream_window: 16 << 20,
             connection_window: 32 << 20,
-            max_udp_payload: 65_527,
         }
     }
 }
@@ -92,9 +85,6 @@ impl Tuning {
         t.stream_receive_window(window(self.stream_window)?);
         t.receive_window(window(self.connection_window)?);
         t.send_window(self.connection_window);
-        let mut mtu = quinn::MtuDiscoveryConfig::default();
-        mtu.upper_bound(self.max_udp_payload);
-        t.mtu_discovery_config(Some(mtu));
         match self.congestion {
             Congestion::NewReno => {
                 t.congestion_controller_factory(Arc::new(NewRenoConfig::default()))

@@ -6,7 +6,6 @@
 use std::io;
 use std::sync::Arc;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::client::conn::http2::SendRequest;
@@ -16,6 +15,7 @@ use rustls::pki_types::ServerName;
 use tokio::net::TcpStream;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::kinds::dns::DohMethod;
+use wirespeed_proto::dns::encrypted::doh_get_param;
 
 use super::per_query::{Exchanges, Reply};
 use super::stream::StreamClient;
@@ -87,7 +87,7 @@ impl Exchanges for HttpsExchanges {
         let c = &self.client;
         let request = match c.method {
             DohMethod::Get => {
-                let dns = base64::engine::general_purpose::URL_SAFE_NO_PAD.encode(&msg);
+                let dns = doh_get_param(&msg);
                 Request::builder()
                     .method(Method::GET)
                     .uri(format!("{}{}?dns={dns}", c.origin, c.path))

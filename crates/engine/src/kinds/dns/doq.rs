@@ -7,6 +7,7 @@ use std::net::{IpAddr, Ipv4Addr, Ipv6Addr, SocketAddr};
 use std::time::Duration;
 
 use quinn::{Connection, Endpoint, VarInt};
+use wirespeed_proto::dns::encrypted::{doq_frame, doq_message};
 
 use super::per_query::{Exchanges, Reply};
 use super::stream::StreamClient;
@@ -59,19 +60,15 @@ impl StreamClient {
 impl Exchanges for QuicExchanges {
     async fn exchange(&self, msg: Vec<u8>) -> Reply {
         let Ok((mut send, mut recv)) = self.connection.open_bi().await else { return Reply::Lost };
-        let mut frame = Vec::with_capacity(2 + msg.len());
-        frame.extend_from_slice(&(msg.len() as u16).to_be_bytes());
-        frame.extend_from_slice(&msg);
+        let Some(frame) = doq_frame(&msg) else { return Reply::StreamError };
         if send.write_all(&frame).await.is_err() || send.finish().is_err() {
             return self.gone_or_stream_error();
         }
         match recv.read_to_end(REPLY).await {
-            Ok(reply) => {
-                match reply.get(..2).map(|l| usize::from(u16::from_be_bytes([l[0], l[1]]))) {
-                    Some(len) if len == reply.len() - 2 => Reply::Answer(reply[2..].to_vec()),
-                    _ => Reply::StreamError,
-                }
-            }
+            Ok(reply) => match doq_message(&reply) {
+                Some(answer) => Reply::Answer(answer.to_vec()),
+                None => Reply::StreamError,
+            },
             Err(_) => self.gone_or_stream_error(),
         }
     }

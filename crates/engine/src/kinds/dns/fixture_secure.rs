@@ -13,7 +13,6 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use base64::Engine as _;
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
 use hyper::body::Incoming;
@@ -21,6 +20,7 @@ use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use wirespeed_proto::dns::encrypted::{doh_get_message, doq_frame, doq_message};
 use wirespeed_proto::dns::responder::respond;
 use wirespeed_proto::dns::zone::Zone;
 
@@ -31,7 +31,7 @@ use crate::net::{quic, tls};
 pub const DOH_PATH: &str = "/dns-query";
 /// The media type of a DNS message over HTTP.
 const DNS_MESSAGE: &str = "application/dns-message";
-/// Largest DNS message read or sent.
+/// Largest DNS message read.
 const MESSAGE: usize = 65_535;
 /// DoQ's error code for a malformed stream (RFC 9250 §8.4).
 const DOQ_PROTOCOL_ERROR: u32 = 2;
@@ -116,17 +116,14 @@ async fn answer_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream,
         let _ = send.reset(DOQ_PROTOCOL_ERROR.into());
         return;
     };
-    let well_formed = query
-        .get(..2)
-        .is_some_and(|l| usize::from(u16::from_be_bytes([l[0], l[1]])) == query.len() - 2);
     let mut answer = Vec::new();
-    if !well_formed || !respond(&query[2..], &zone, false, &mut answer) || answer.len() > MESSAGE {
+    let frame = doq_message(&query)
+        .filter(|q| respond(q, &zone, false, &mut answer))
+        .and_then(|_| doq_frame(&answer));
+    let Some(frame) = frame else {
         let _ = send.reset(DOQ_PROTOCOL_ERROR.into());
         return;
-    }
-    let mut frame = Vec::with_capacity(2 + answer.len());
-    frame.extend_from_slice(&(answer.len() as u16).to_be_bytes());
-    frame.extend_from_slice(&answer);
+    };
     if send.write_all(&frame).await.is_ok() {
         let _ = send.finish();
         // The stream's data must be acknowledged before the stream is dropped.
@@ -140,18 +137,10 @@ async fn answer_https(req: Request<Incoming>, zone: &Zone) -> Response<Full<Byte
         return status(StatusCode::NOT_FOUND, "DNS queries go to /dns-query");
     }
     let query = match *req.method() {
-        Method::GET => {
-            let param =
-                req.uri().query().unwrap_or("").split('&').find_map(|p| p.strip_prefix("dns="));
-            let Some(param) = param else {
-                return status(StatusCode::BAD_REQUEST, "no dns= parameter");
-            };
-            let param = param.trim_end_matches('=');
-            match base64::engine::general_purpose::URL_SAFE_NO_PAD.decode(param) {
-                Ok(q) => q,
-                Err(_) => return status(StatusCode::BAD_REQUEST, "dns= is not base64url"),
-            }
-        }
+        Method::GET => match doh_get_message(req.uri().query().unwrap_or("")) {
+            Ok(q) => q,
+            Err(why) => return status(StatusCode::BAD_REQUEST, why),
+        },
         Method::POST => {
             let media = req.headers().get("content-type").and_then(|v| v.to_str().ok());
             if media != Some(DNS_MESSAGE) {
