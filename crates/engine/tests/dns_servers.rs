@@ -175,12 +175,15 @@ async fn dns_over_quic_against_coredns() {
     assert_eq!(r.summary.stream_errors, 0, "{:?}", r.summary);
     let c = r.summary.connections.as_ref().unwrap();
     assert_eq!(c.successful, 2, "one QUIC connection per client: {:?}", r.summary);
-    // Without the CA the certificate is not trusted: no connection, nothing answered.
+    // Without the CA the certificate is not trusted: no connection, nothing answered, and
+    // the report says why.
     spec.passes = Some(1);
     let r = run_dns(dns_options(spec, &lines)).await;
     let c = r.summary.connections.as_ref().unwrap();
     assert_eq!((r.summary.completed, c.successful), (0, 0), "{:?}", r.summary);
     assert_eq!(r.summary.unsent, QUERIES.0, "a bounded run gives up: {:?}", r.summary);
+    let why = c.last_failure.as_deref().unwrap_or("");
+    assert!(why.contains("certificate"), "{why}");
 }
 
 #[tokio::test]

@@ -319,6 +319,10 @@ pub struct DnsConnections {
     pub successful: u64,
     /// Connection setup time (TCP connect, and the TLS handshake for DoT).
     pub setup: LatencyStats,
+    /// Why the last connection that failed did (a refused port, a certificate that does not
+    /// verify, no HTTP/2), if one failed.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub last_failure: Option<String>,
 }
 
 /// The whole run.
@@ -509,6 +513,7 @@ pub(crate) fn merge(
             attempts: made.iter().map(|c| c.attempts).sum(),
             successful: made.iter().map(|c| c.successful).sum(),
             setup: stats_of(&sum_named(parts, "setup")?),
+            last_failure: made.iter().find_map(|c| c.last_failure.clone()),
         })
     };
     let reasons: std::collections::BTreeSet<&str> =

@@ -167,7 +167,7 @@ fn extras(s: &DnsSummary, out: &mut dyn Write) -> io::Result<()> {
         writeln!(out, "  Send errors:          {}", s.send_errors)?;
     }
     if s.stream_errors > 0 {
-        writeln!(out, "  Stream errors (DoQ):  {}", s.stream_errors)?;
+        writeln!(out, "  Stream errors (DoQ, DoH): {}", s.stream_errors)?;
     }
     if s.unsent > 0 {
         writeln!(out, "  Never sent:           {}", s.unsent)?;
@@ -180,6 +180,9 @@ fn extras(s: &DnsSummary, out: &mut dyn Write) -> io::Result<()> {
             c.successful,
             if c.attempts == 0 { 0.0 } else { c.successful as f64 * 100.0 / c.attempts as f64 }
         )?;
+        if let Some(why) = &c.last_failure {
+            writeln!(out, "  Last failed connection: {why}")?;
+        }
         if c.setup.count > 0 {
             writeln!(
                 out,
@@ -386,6 +389,7 @@ pub(crate) mod tests {
                 attempts: 1,
                 successful: 1,
                 setup: LatencyStats::default(),
+                last_failure: None,
             }),
         };
         Report {

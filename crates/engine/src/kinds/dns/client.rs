@@ -164,7 +164,12 @@ fn silence_note(s: &DnsSummary) -> Option<String> {
     }
     if let Some(c) = &s.connections {
         if c.successful == 0 {
-            why.push(format!("{} connection attempts, none successful", c.attempts));
+            let last = c.last_failure.as_deref().map(|e| format!(" (the last: {e})"));
+            why.push(format!(
+                "{} connection attempts, none successful{}",
+                c.attempts,
+                last.unwrap_or_default()
+            ));
         }
     }
     if s.lost > 0 {
@@ -590,11 +595,13 @@ fn summarize(
     let connections = streams.then(|| {
         let mut attempts = t.connect_attempts;
         let mut successful = t.connects;
+        let mut last_failure = t.last_connect_failure.clone();
         if let Some(r) = retry {
             attempts += r.connect_attempts;
             successful += r.connects;
+            last_failure = last_failure.or_else(|| r.last_connect_failure.clone());
         }
-        DnsConnections { attempts, successful, setup: s.setup.stats() }
+        DnsConnections { attempts, successful, setup: s.setup.stats(), last_failure }
     });
     DnsSummary {
         duration_ns: end_ns,

@@ -130,6 +130,7 @@ impl StreamClient {
                 Err(e) => {
                     failures += 1;
                     tracing::debug!("DNS connection to {} failed: {e}", self.addr);
+                    self.part.tracker.counts.last_connect_failure = Some(e.to_string());
                     if failures >= GIVE_UP_AFTER && self.source.give_up(&mut self.part.tracker) {
                         break;
                     }

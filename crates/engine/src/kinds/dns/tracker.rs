@@ -59,6 +59,8 @@ pub(super) struct Counts {
     pub connects: u64,
     /// Queries in flight when the worker stopped on an interruption.
     pub interrupted: u64,
+    /// Why the last failed connection failed.
+    pub last_connect_failure: Option<String>,
 }
 
 impl Counts {
@@ -99,6 +101,9 @@ impl Counts {
         self.connect_attempts += o.connect_attempts;
         self.connects += o.connects;
         self.interrupted += o.interrupted;
+        if o.last_connect_failure.is_some() {
+            self.last_connect_failure.clone_from(&o.last_connect_failure);
+        }
     }
 
     /// Counts an answer with `rcode` that took `latency_ns`.
