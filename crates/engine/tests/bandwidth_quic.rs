@@ -99,3 +99,25 @@ async fn the_spec_refuses_what_quic_has_no_use_for() {
     assert!(e.contains("vegas"), "{e}");
     server.shutdown().await;
 }
+
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn many_streams_on_one_connection_each_way_and_by_the_byte() {
+    let server = TestServer::loopback().await;
+    for direction in [Direction::Upload, Direction::Download] {
+        let mut s = spec(Protocol::Quic, 0.4);
+        s.quic_streams = 4;
+        s.direction = direction;
+        let r = run(server.opts(s)).await.unwrap();
+        let t = &r.summary.primary.total;
+        assert!(t.received_bytes > 0 && t.sent_bytes == t.received_bytes, "{direction:?}: {t:?}");
+    }
+    // A budget smaller than one write per stream: the streams left without data still end.
+    let mut s = spec(Protocol::Quic, 0.0);
+    s.quic_streams = 8;
+    s.length = 1000;
+    s.bytes = Some(2500);
+    let r = run(server.opts(s)).await.unwrap();
+    let t = &r.summary.primary.total;
+    assert_eq!((t.sent_bytes, t.received_bytes), (2500, 2500));
+    server.shutdown().await;
+}

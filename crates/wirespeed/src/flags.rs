@@ -416,6 +416,9 @@ pub(crate) struct BandwidthArgs {
     /// QUIC stream; per interval the connection's own RTT, congestion window and lost packets.
     #[arg(long, conflicts_with_all = ["udp", "iperf3", "zerocopy", "mss", "no_delay"])]
     pub quic: bool,
+    /// With --quic: streams per connection (1-64), each carrying its turn of the writes.
+    #[arg(long, default_value_t = 1, value_name = "N", requires = "quic")]
+    pub quic_streams: u16,
     /// Parallel streams per direction (1-128); with --quic, connections.
     #[arg(short = 'P', long, default_value_t = 1, value_name = "N",
           value_parser = clap::value_parser!(u16).range(1..=i64::from(MAX_PARALLEL)))]

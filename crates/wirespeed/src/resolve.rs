@@ -141,6 +141,7 @@ pub(crate) fn bandwidth(args: &BandwidthArgs, version: &str) -> Result<ClientOpt
     };
     let mut spec = BandwidthSpec::new(args.target.clone(), protocol);
     spec.parallel = args.parallel;
+    spec.quic_streams = args.quic_streams;
     spec.duration_ns = nanos("--time", &args.time)?;
     spec.bytes = args.bytes.as_deref().map(|b| size("--bytes", b)).transpose()?;
     spec.direction = match (args.reverse, args.bidir) {

@@ -86,8 +86,8 @@ pub(crate) struct QuicEnd<'a> {
     pub role: Role,
     pub spec: &'a BandwidthSpec,
     pub socket: &'a Socket,
-    pub counters: &'a Counters,
-    pub shared: &'a Shared,
+    pub counters: &'a Arc<Counters>,
+    pub shared: &'a Arc<Shared>,
     pub side: &'a QuicSide,
 }
 
@@ -113,7 +113,7 @@ impl QuicEnd<'_> {
         };
         let connection = tokio::select! {
             c = self.connection(&endpoint, connecting) => c?,
-            () = self.until_aborted() => return Ok(()),
+            () = until_aborted(self.shared) => return Ok(()),
         };
         let result = match self.role {
             Role::Send => self.send(&connection).await,
@@ -153,17 +153,21 @@ impl QuicEnd<'_> {
         connecting.await.map_err(|e| other(Failure::of(&e, idle)))
     }
 
-    /// Writes the test's data on a new stream until told to stop (or the `-n` budget is
-    /// spent), paced when the test has a rate; then waits until the receiver has all of it.
+    /// Writes the test's data on `--quic-streams` new streams, a write to each in turn, until
+    /// told to stop (or the `-n` budget is spent), paced when the test has a rate; then waits
+    /// until the receiver has all of it.
     async fn send(&self, connection: &Connection) -> io::Result<()> {
-        let mut stream = connection.open_uni().await.map_err(lost)?;
+        let mut streams = Vec::with_capacity(usize::from(self.spec.quic_streams));
+        for _ in 0..self.spec.quic_streams {
+            streams.push(connection.open_uni().await.map_err(lost)?);
+        }
         let len = self.spec.length as usize;
         let mut data = vec![0u8; len];
         sys::fill_random(&mut data);
         let data = Bytes::from(data);
         let piece = paced_piece(self.spec.bitrate_bps, len);
         let mut pacer = Pacer::bytes(self.spec.bitrate_bps, self.shared.now_ns());
-        let mut pending = Bytes::new();
+        let (mut pending, mut turn) = (Bytes::new(), 0);
         let mut sampled = Instant::now();
         loop {
             if pending.is_empty() {
@@ -175,10 +179,11 @@ impl QuicEnd<'_> {
                     break;
                 }
                 pending = data.slice(..chunk);
+                turn = (turn + 1) % streams.len();
             }
             tokio::select! {
                 // Cancel-safe: when the look wins, nothing of `pending` was written.
-                written = stream.write_chunks(std::slice::from_mut(&mut pending)) => {
+                written = streams[turn].write_chunks(std::slice::from_mut(&mut pending)) => {
                     let written = written.map_err(|e| other(format!("QUIC stream: {e}")))?;
                     self.counters.add(written.bytes as u64, 0);
                     self.counters.touch(self.shared.now_ns());
@@ -194,9 +199,25 @@ impl QuicEnd<'_> {
                 sampled = Instant::now();
             }
         }
-        stream.finish().map_err(|e| other(format!("QUIC stream: {e}")))?;
-        // The stream is done when the receiver has acknowledged every byte (or closed the
-        // connection after reading them all): what is still queued drains at the path's rate.
+        for stream in &mut streams {
+            stream.finish().map_err(|e| other(format!("QUIC stream: {e}")))?;
+        }
+        for stream in &streams {
+            if !self.delivered(connection, stream).await? {
+                return Ok(());
+            }
+        }
+        Ok(())
+    }
+
+    /// Waits until the receiver has acknowledged every byte of a finished `stream` (or closed
+    /// the connection after reading them all): what is still queued drains at the path's
+    /// rate. False when the test was aborted first.
+    async fn delivered(
+        &self,
+        connection: &Connection,
+        stream: &quinn::SendStream,
+    ) -> io::Result<bool> {
         let stopped = stream.stopped();
         tokio::pin!(stopped);
         loop {
@@ -204,10 +225,10 @@ impl QuicEnd<'_> {
                 r = &mut stopped => {
                     self.sample(connection);
                     return match r {
-                        Ok(None) => Ok(()),
+                        Ok(None) => Ok(true),
                         Ok(Some(code)) => Err(other(format!("the receiver stopped the QUIC stream (code {code})"))),
                         Err(quinn::StoppedError::ConnectionLost(quinn::ConnectionError::ApplicationClosed(c)))
-                            if c.error_code == DONE => Ok(()),
+                            if c.error_code == DONE => Ok(true),
                         Err(quinn::StoppedError::ConnectionLost(e)) => Err(other(Failure::of(&e, Tuning::default().idle_timeout))),
                         Err(e) => Err(other(e.to_string())),
                     };
@@ -215,33 +236,27 @@ impl QuicEnd<'_> {
                 () = tokio::time::sleep(LOOK) => {
                     self.sample(connection);
                     if self.shared.aborted() {
-                        return Ok(());
+                        return Ok(false);
                     }
                 }
             }
         }
     }
 
-    /// Counts what arrives on the sender's stream until it ends.
+    /// Counts what arrives on the sender's streams until each ends.
     async fn recv(&self, connection: &Connection) -> io::Result<()> {
-        let mut stream = tokio::select! {
-            s = connection.accept_uni() => s.map_err(lost)?,
-            () = self.until_aborted() => return Ok(()),
-        };
-        loop {
-            tokio::select! {
-                // Cancel-safe, as quinn documents.
-                chunk = stream.read_chunk(usize::MAX, true) => match chunk {
-                    Ok(Some(c)) => {
-                        self.counters.add(c.bytes.len() as u64, 0);
-                        self.counters.touch(self.shared.now_ns());
-                    }
-                    Ok(None) => return Ok(()),
-                    Err(e) => return Err(other(format!("QUIC stream: {e}"))),
-                },
-                () = self.until_aborted() => return Ok(()),
-            }
+        let mut readers = tokio::task::JoinSet::new();
+        for _ in 0..self.spec.quic_streams {
+            let stream = tokio::select! {
+                s = connection.accept_uni() => s.map_err(lost)?,
+                () = until_aborted(self.shared) => return Ok(()),
+            };
+            readers.spawn(read_all(stream, self.counters.clone(), self.shared.clone()));
         }
+        while let Some(done) = readers.join_next().await {
+            done.map_err(other)??;
+        }
+        Ok(())
     }
 
     /// Waits until `bytes` more are due on the schedule; false when the test stopped first.
@@ -273,12 +288,34 @@ impl QuicEnd<'_> {
         });
         self.counters.progress(connection.stats().udp_tx.bytes);
     }
+}
 
-    /// Returns once the test is aborted.
-    async fn until_aborted(&self) {
-        while !self.shared.aborted() {
-            tokio::time::sleep(LOOK).await;
+/// Counts what arrives on one stream until it ends, or the test is aborted.
+async fn read_all(
+    mut stream: quinn::RecvStream,
+    counters: Arc<Counters>,
+    shared: Arc<Shared>,
+) -> io::Result<()> {
+    loop {
+        tokio::select! {
+            // Cancel-safe, as quinn documents.
+            chunk = stream.read_chunk(usize::MAX, true) => match chunk {
+                Ok(Some(c)) => {
+                    counters.add(c.bytes.len() as u64, 0);
+                    counters.touch(shared.now_ns());
+                }
+                Ok(None) => return Ok(()),
+                Err(e) => return Err(other(format!("QUIC stream: {e}"))),
+            },
+            () = until_aborted(&shared) => return Ok(()),
         }
+    }
+}
+
+/// Returns once the test is aborted.
+async fn until_aborted(shared: &Shared) {
+    while !shared.aborted() {
+        tokio::time::sleep(LOOK).await;
     }
 }
 

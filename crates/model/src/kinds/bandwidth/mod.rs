@@ -13,7 +13,8 @@ pub use report::{
 };
 pub use spec::{
     BandwidthSpec, Direction, End, Flow, DEFAULT_TCP_LENGTH, DEFAULT_UDP_BITRATE,
-    DEFAULT_UDP_LENGTH, MAX_TCP_LENGTH, MAX_UDP_LENGTH, MIN_UDP_LENGTH, QUIC_CONGESTION,
+    DEFAULT_UDP_LENGTH, MAX_QUIC_STREAMS, MAX_TCP_LENGTH, MAX_UDP_LENGTH, MIN_UDP_LENGTH,
+    QUIC_CONGESTION,
 };
 
 /// The members' reports of one bandwidth (or `pps`) run merged (see [`crate::merge`]): each

@@ -129,7 +129,17 @@ pub struct BandwidthSpec {
     pub dscp: Option<u8>,
     /// Send TCP data with `sendfile` from an in-memory file instead of `write`.
     pub zerocopy: bool,
+    /// QUIC: streams per connection, each carrying its share of the connection's data.
+    #[serde(default = "one_stream")]
+    pub quic_streams: u16,
 }
+
+fn one_stream() -> u16 {
+    1
+}
+
+/// Most QUIC streams one connection of a bandwidth test carries.
+pub const MAX_QUIC_STREAMS: u16 = 64;
 
 /// Smallest UDP payload: the datagram header (sequence + timestamp).
 pub const MIN_UDP_LENGTH: u32 = 16;
@@ -170,6 +180,7 @@ impl BandwidthSpec {
             no_delay: false,
             dscp: None,
             zerocopy: false,
+            quic_streams: 1,
         }
     }
 
@@ -233,6 +244,15 @@ impl BandwidthSpec {
         }
         if self.zerocopy && self.protocol != Protocol::Tcp {
             return fail("--zerocopy applies to TCP only".into());
+        }
+        if !(1..=MAX_QUIC_STREAMS).contains(&self.quic_streams) {
+            return fail(format!(
+                "QUIC streams per connection must be 1..={MAX_QUIC_STREAMS}, got {}",
+                self.quic_streams
+            ));
+        }
+        if self.quic_streams > 1 && self.protocol != Protocol::Quic {
+            return fail("--quic-streams applies to QUIC only".into());
         }
         if self.protocol == Protocol::Quic {
             if self.mss.is_some() || self.no_delay {
@@ -299,6 +319,11 @@ mod tests {
             Box::new(|s| {
                 s.protocol = Protocol::Quic;
                 s.no_delay = true;
+            }),
+            Box::new(|s| s.quic_streams = 2),
+            Box::new(|s| {
+                s.protocol = Protocol::Quic;
+                s.quic_streams = 65;
             }),
         ];
         for (i, mutate) in cases.iter().enumerate() {
