@@ -130,12 +130,17 @@ pub struct BandwidthSpec {
     /// Send TCP data with `sendfile` from an in-memory file instead of `write`.
     pub zerocopy: bool,
     /// QUIC: streams per connection, each carrying its share of the connection's data.
-    #[serde(default = "one_stream")]
+    #[serde(default = "one_stream", skip_serializing_if = "is_one_stream")]
     pub quic_streams: u16,
 }
 
 fn one_stream() -> u16 {
     1
+}
+
+/// One stream is the default, and left out of what is written (a TCP or UDP spec has it too).
+fn is_one_stream(n: &u16) -> bool {
+    *n == 1
 }
 
 /// Most QUIC streams one connection of a bandwidth test carries.
