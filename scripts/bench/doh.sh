@@ -74,7 +74,7 @@ for name in $SERVERS; do
       wm=$(per100k "$wc" "$wn"); dm=$(per100k "$dc" "$dn")
       printf "%3d  %10.0f  %10.0f  %s  %8.3f  %8.3f\n" "$i" "$wq" "$dq" "$(ratio "$wq" "$dq")" \
         "$(awk -v x="$wm" 'BEGIN {print x * 10}')" "$(awk -v x="$dm" 'BEGIN {print x * 10}')"
-      ratio "$wq" "$dq" >>"$tmp/qps"; echo; ratio "$wm" "$dm" >>"$tmp/cpu"; echo
+      echo "$(ratio "$wq" "$dq")" >>"$tmp/qps"; echo "$(ratio "$wm" "$dm")" >>"$tmp/cpu"
     done
     echo "$name DoH $method median ratio ws/dnsperf: queries/s $(median <"$tmp/qps"), CPU per answer $(median <"$tmp/cpu")"
   done

@@ -40,6 +40,8 @@ pub struct ServeOptions {
     pub notsent_lowat: Option<u32>,
     /// Serve TLS with these settings (ALPN picks HTTP/2 or HTTP/1.1); `None`: plain TCP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Acknowledge what arrives at once (see [`Tapped::quick_ack`]).
+    pub quick_ack: bool,
 }
 
 /// Serves `handler` on every listener until `shutdown`, then waits for the connections.
@@ -95,8 +97,12 @@ pub async fn serve<F, Fut, B>(
                 }
                 let (builder, shutdown, handler, acceptor) =
                     (builder.clone(), shutdown.clone(), handler.clone(), acceptor.clone());
-                let (head_timeout, shutdown_grace, delivery) =
-                    (options.head_timeout, options.shutdown_grace, options.delivery);
+                let (head_timeout, shutdown_grace, delivery, quick_ack) = (
+                    options.head_timeout,
+                    options.shutdown_grace,
+                    options.delivery,
+                    options.quick_ack,
+                );
                 connections.spawn(async move {
                     if let Some(t) = head_timeout {
                         // hyper's head timeout starts with the first byte: a client that connects and
@@ -109,7 +115,7 @@ pub async fn serve<F, Fut, B>(
                             return;
                         }
                     }
-                    let stream = Tapped::new(stream, delivery);
+                    let stream = Tapped::new(stream, delivery).quick_ack(quick_ack);
                     let tap = stream.tap();
                     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                         if let Some(tap) = &tap {
