@@ -200,7 +200,6 @@ pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: Cance
         // download on its connection, as the draft asks of servers.
         notsent_lowat: Some(NOTSENT_LOWAT),
         tls: state.config.tls.clone(),
-        quick_ack: false,
     };
     serve(listeners, options, shutdown, move |peer, req| handle(state.clone(), peer, req)).await;
 }

@@ -74,7 +74,6 @@ pub async fn run(listeners: SecureListeners, zone: Arc<Zone>, shutdown: Cancella
         delivery: false,
         notsent_lowat: None,
         tls: Some(doh_tls),
-        quick_ack: true,
     };
     let doh_zone = zone.clone();
     let https = serve(vec![doh], options, shutdown.clone(), move |_, req| {

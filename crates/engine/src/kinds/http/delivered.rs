@@ -115,7 +115,6 @@ impl DeliveryTap {
 pub struct Tapped<S> {
     inner: S,
     tap: Option<Arc<DeliveryTap>>,
-    quick_ack: bool,
 }
 
 impl<S: std::os::fd::AsRawFd> Tapped<S> {
@@ -123,17 +122,7 @@ impl<S: std::os::fd::AsRawFd> Tapped<S> {
     /// extensions (see `serve`).
     pub fn new(inner: S, counted: bool) -> Self {
         let tap = counted.then(|| Arc::new(DeliveryTap::new(inner.as_raw_fd())));
-        Self { inner, tap, quick_ack: false }
-    }
-
-    /// Acknowledges what arrives at once (TCP_QUICKACK after every read) rather than after
-    /// the kernel's delayed-ACK timer. A client that writes a request in two pieces with
-    /// Nagle's algorithm on (dnsperf's DoH does: HTTP/2 HEADERS, then the rest) holds the
-    /// second until the first is acknowledged, and a server with nothing to send yet would
-    /// acknowledge only after 40 ms: dnsperf reached 47 DoH queries/s against the fixture.
-    pub fn quick_ack(mut self, on: bool) -> Self {
-        self.quick_ack = on;
-        self
+        Self { inner, tap }
     }
 
     /// The connection's tap, if it counts deliveries.
@@ -159,19 +148,13 @@ impl<S> Drop for Tapped<S> {
     }
 }
 
-impl<S: AsyncRead + Unpin + std::os::fd::AsRawFd> AsyncRead for Tapped<S> {
+impl<S: AsyncRead + Unpin> AsyncRead for Tapped<S> {
     fn poll_read(
         mut self: Pin<&mut Self>,
         cx: &mut Context<'_>,
         buf: &mut ReadBuf<'_>,
     ) -> Poll<io::Result<()>> {
-        let before = buf.filled().len();
-        let r = Pin::new(&mut self.inner).poll_read(cx, buf);
-        if self.quick_ack && matches!(r, Poll::Ready(Ok(()))) && buf.filled().len() > before {
-            let fd = self.inner.as_raw_fd();
-            let _ = sys::set_int(fd, libc::IPPROTO_TCP, libc::TCP_QUICKACK, 1);
-        }
-        r
+        Pin::new(&mut self.inner).poll_read(cx, buf)
     }
 }
 

@@ -75,7 +75,6 @@ pub async fn run(
         delivery: false,
         notsent_lowat: None,
         tls: None,
-        quick_ack: false,
     };
     serve(listeners, options, shutdown, move |_peer, req| answer(shared.clone(), req)).await;
     Ok(())

@@ -40,8 +40,6 @@ pub struct ServeOptions {
     pub notsent_lowat: Option<u32>,
     /// Serve TLS with these settings (ALPN picks HTTP/2 or HTTP/1.1); `None`: plain TCP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
-    /// Acknowledge what arrives at once (see [`Tapped::quick_ack`]).
-    pub quick_ack: bool,
 }
 
 /// Serves `handler` on every listener until `shutdown`, then waits for the connections.
@@ -97,12 +95,8 @@ pub async fn serve<F, Fut, B>(
                 }
                 let (builder, shutdown, handler, acceptor) =
                     (builder.clone(), shutdown.clone(), handler.clone(), acceptor.clone());
-                let (head_timeout, shutdown_grace, delivery, quick_ack) = (
-                    options.head_timeout,
-                    options.shutdown_grace,
-                    options.delivery,
-                    options.quick_ack,
-                );
+                let (head_timeout, shutdown_grace, delivery) =
+                    (options.head_timeout, options.shutdown_grace, options.delivery);
                 connections.spawn(async move {
                     if let Some(t) = head_timeout {
                         // hyper's head timeout starts with the first byte: a client that connects and
@@ -115,7 +109,7 @@ pub async fn serve<F, Fut, B>(
                             return;
                         }
                     }
-                    let stream = Tapped::new(stream, delivery).quick_ack(quick_ack);
+                    let stream = Tapped::new(stream, delivery);
                     let tap = stream.tap();
                     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {
                         if let Some(tap) = &tap {
