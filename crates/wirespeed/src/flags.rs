@@ -900,8 +900,8 @@ pub(crate) struct DnsArgs {
     /// on a stream of its own.
     #[arg(long, conflicts_with = "doh")]
     pub doq: bool,
-    /// Queries over HTTPS (DNS over HTTPS, RFC 8484) to this URL (e.g.
-    /// https://dns.example/dns-query; it names the server, port and path): an HTTP/2
+    /// Queries over HTTPS (DNS over HTTPS, RFC 8484) to this URL, such as
+    /// `https://dns.example/dns-query` (it names the server, port and path): an HTTP/2
     /// connection per client, each query a request.
     #[arg(long, value_name = "URL", conflicts_with_all = ["tcp", "dot", "server", "port"])]
     pub doh: Option<String>,
