@@ -232,6 +232,29 @@ async fn read_frame(s: &mut TcpStream) -> wirespeed_proto::control::ServerMessag
     serde_json::from_slice(&body).unwrap()
 }
 
+/// A control connection of our own that says hello and starts a bandwidth test of `spec`,
+/// and the server's answer to the start.
+async fn start_raw(
+    server: &TestServer,
+    spec: wirespeed_model::kinds::bandwidth::BandwidthSpec,
+) -> (TcpStream, wirespeed_proto::control::ServerMessage) {
+    use wirespeed_proto::codec::encode_frame;
+    use wirespeed_proto::control::{ClientMessage, ServerMessage};
+    let mut s = TcpStream::connect(server.addr).await.unwrap();
+    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
+    let mut out = Vec::new();
+    encode_frame(&ClientMessage::Hello { version: "test".into() }, &mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+    assert!(matches!(read_frame(&mut s).await, ServerMessage::Challenge { .. }));
+    let start =
+        ClientMessage::Start { spec: wirespeed_model::spec::TestSpec::Bandwidth(spec), auth: None };
+    out.clear();
+    encode_frame(&start, &mut out).unwrap();
+    s.write_all(&out).await.unwrap();
+    let accepted = read_frame(&mut s).await;
+    (s, accepted)
+}
+
 /// Sends `echo` from `from` to the server's UDP port; the answer, if one came back.
 async fn echoed(
     server: &TestServer,
@@ -248,28 +271,14 @@ async fn echoed(
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn udp_echoes_are_answered_only_for_a_session_from_its_own_client() {
-    use wirespeed_proto::codec::{encode_frame, from_hex, SESSION_ID_LEN};
-    use wirespeed_proto::control::{ClientMessage, ServerMessage};
+    use wirespeed_proto::codec::{from_hex, SESSION_ID_LEN};
+    use wirespeed_proto::control::ServerMessage;
     use wirespeed_proto::datagram::UdpEcho;
     let server = TestServer::start("127.0.0.1:0", ServerConfig::default()).await;
     // A control connection that starts a test and leaves it waiting for its streams: a
     // session in progress.
-    let mut s = TcpStream::connect(server.addr).await.unwrap();
-    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
-    let mut out = Vec::new();
-    encode_frame(&ClientMessage::Hello { version: "test".into() }, &mut out).unwrap();
-    s.write_all(&out).await.unwrap();
-    assert!(matches!(read_frame(&mut s).await, ServerMessage::Challenge { .. }));
-    let start = ClientMessage::Start {
-        spec: wirespeed_model::spec::TestSpec::Bandwidth(spec(Protocol::Tcp, 1.0)),
-        auth: None,
-    };
-    out.clear();
-    encode_frame(&start, &mut out).unwrap();
-    s.write_all(&out).await.unwrap();
-    let ServerMessage::Accepted { session, .. } = read_frame(&mut s).await else {
-        panic!("not accepted")
-    };
+    let (s, accepted) = start_raw(&server, spec(Protocol::Tcp, 1.0)).await;
+    let ServerMessage::Accepted { session, .. } = accepted else { panic!("not accepted") };
     let session = from_hex::<SESSION_ID_LEN>(&session).unwrap();
     let probe = UdpEcho { ack: false, session, seq: 7 };
 
@@ -294,24 +303,12 @@ async fn udp_echoes_are_answered_only_for_a_session_from_its_own_client() {
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn a_quic_stream_that_sends_garbage_instead_of_quic_is_aborted_with_the_reason() {
     use wirespeed_model::kinds::bandwidth::Flow;
-    use wirespeed_proto::codec::{encode_frame, from_hex, SESSION_ID_LEN};
-    use wirespeed_proto::control::{ClientMessage, ServerMessage};
+    use wirespeed_proto::codec::{from_hex, SESSION_ID_LEN};
+    use wirespeed_proto::control::ServerMessage;
     use wirespeed_proto::datagram::UdpHello;
     let server = TestServer::start("127.0.0.1:0", ServerConfig::default()).await;
-    let mut s = TcpStream::connect(server.addr).await.unwrap();
-    s.write_all(&Preamble::encode(ConnKind::Control)).await.unwrap();
-    let mut out = Vec::new();
-    encode_frame(&ClientMessage::Hello { version: "test".into() }, &mut out).unwrap();
-    s.write_all(&out).await.unwrap();
-    assert!(matches!(read_frame(&mut s).await, ServerMessage::Challenge { .. }));
-    let start = ClientMessage::Start {
-        spec: wirespeed_model::spec::TestSpec::Bandwidth(spec(Protocol::Quic, 2.0)),
-        auth: None,
-    };
-    out.clear();
-    encode_frame(&start, &mut out).unwrap();
-    s.write_all(&out).await.unwrap();
-    let ServerMessage::Accepted { session, quic_pin, .. } = read_frame(&mut s).await else {
+    let (mut s, accepted) = start_raw(&server, spec(Protocol::Quic, 2.0)).await;
+    let ServerMessage::Accepted { session, quic_pin, .. } = accepted else {
         panic!("not accepted")
     };
     // The certificate the client is to trust, by its SHA-256.

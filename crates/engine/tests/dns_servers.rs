@@ -119,10 +119,7 @@ async fn a_timed_run_and_the_open_loop_against_unbound() {
 #[tokio::test]
 async fn dns_over_tls_against_unbound() {
     let dir = tempfile::tempdir().unwrap();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
-    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
+    let (cert_pem, key_pem) = localhost_certificate(dir.path());
     let Some(server) = DnsServer::start_with(Kind::Unbound, Some((&cert_pem, &key_pem))) else {
         return;
     };
@@ -150,10 +147,7 @@ async fn dns_over_tls_against_unbound() {
 #[tokio::test]
 async fn dns_over_quic_against_coredns() {
     let dir = tempfile::tempdir().unwrap();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
-    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
+    let (cert_pem, key_pem) = localhost_certificate(dir.path());
     let Some(server) = DnsServer::start_with(Kind::CoreDns, Some((&cert_pem, &key_pem))) else {
         return;
     };
@@ -190,10 +184,7 @@ async fn dns_over_quic_against_coredns() {
 async fn dns_over_https_against_coredns_by_get_and_by_post() {
     use wirespeed_model::kinds::dns::DohMethod;
     let dir = tempfile::tempdir().unwrap();
-    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
-    let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
-    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
-    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
+    let (cert_pem, key_pem) = localhost_certificate(dir.path());
     let Some(server) = DnsServer::start_with(Kind::CoreDns, Some((&cert_pem, &key_pem))) else {
         return;
     };
@@ -226,4 +217,13 @@ async fn dns_over_https_against_coredns_by_get_and_by_post() {
         let s = &r.summary;
         assert_eq!((s.completed, s.stream_errors, s.lost), (0, QUERIES.0, QUERIES.0), "{s:?}");
     }
+}
+
+/// A certificate for `localhost` and its key, as PEM files in `dir`.
+fn localhost_certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::path::PathBuf) {
+    let cert = rcgen::generate_simple_self_signed(vec!["localhost".into()]).unwrap();
+    let (cert_pem, key_pem) = (dir.join("cert.pem"), dir.join("key.pem"));
+    std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
+    std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
+    (cert_pem, key_pem)
 }

@@ -17,7 +17,6 @@ use wirespeed_proto::dns::wire::set_id;
 use super::shared::{since, Local};
 use super::stream::{Ended, StreamClient};
 use super::tracker::Answered;
-use crate::run::pacer::Due;
 
 /// Longest wait between looks at the run's flags.
 const HEARTBEAT: Duration = Duration::from_millis(10);
@@ -106,15 +105,7 @@ impl StreamClient {
         conn: &E,
         asked: &mut JoinSet<(u16, Reply)>,
     ) {
-        let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
-        let want = match &mut self.part.pace {
-            Some(p) => {
-                let Due { count: due, skipped } = p.due(now);
-                self.part.tracker.counts.unsent += skipped;
-                due.min(room)
-            }
-            None => room,
-        };
+        let want = self.part.sendable(now);
         // An exchange lives a little past its query's timeout, so a late answer is still told
         // from a stray one, and never longer.
         let limit = Duration::from_nanos(self.part.tracker.timeout_ns()).saturating_mul(2);

@@ -10,7 +10,7 @@ use std::time::Instant;
 use wirespeed_model::histogram::RttHistogram;
 
 use super::tracker::Counts;
-use crate::run::pacer::Pacer;
+use crate::run::pacer::{Due, Pacer};
 
 /// Publish at least this often while answers come in.
 pub(super) const PUBLISH_NS: u64 = 5_000_000;
@@ -76,6 +76,22 @@ pub(super) struct Part {
     pub control: std::sync::Arc<Control>,
     /// When the run began.
     pub begin: Instant,
+}
+
+impl Part {
+    /// How many queries may go now: the room in the window, and with a schedule what of it is
+    /// due (what the schedule skipped counts as never sent).
+    pub(super) fn sendable(&mut self, now_ns: u64) -> u64 {
+        let room = u64::from(self.window.saturating_sub(self.tracker.in_flight()));
+        match &mut self.pace {
+            Some(p) => {
+                let Due { count: due, skipped } = p.due(now_ns);
+                self.tracker.counts.unsent += skipped;
+                due.min(room)
+            }
+            None => room,
+        }
+    }
 }
 
 /// A worker's local counts and the latencies it has not published yet.

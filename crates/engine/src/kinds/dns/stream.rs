@@ -26,7 +26,6 @@ use super::doq::{QuicClient, QuicExchanges};
 use super::queries::Cursor;
 use super::shared::{since, Local, Part};
 use super::tracker::{Answered, Tracker};
-use crate::run::pacer::Due;
 
 /// Longest wait between looks at the run's flags.
 const HEARTBEAT: Duration = Duration::from_millis(10);
@@ -240,15 +239,7 @@ impl StreamClient {
 
     /// Appends the frames the window and the schedule allow.
     fn queue(&mut self, now: u64, outbuf: &mut Vec<u8>) {
-        let room = u64::from(self.part.window.saturating_sub(self.part.tracker.in_flight()));
-        let want = match &mut self.part.pace {
-            Some(p) => {
-                let Due { count: due, skipped } = p.due(now);
-                self.part.tracker.counts.unsent += skipped;
-                due.min(room)
-            }
-            None => room,
-        };
+        let want = self.part.sendable(now);
         let mut queued = 0;
         while queued < want && outbuf.len() < OUT_HIGH {
             let Some(id) = self.part.tracker.take_id() else { break };
