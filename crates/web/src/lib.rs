@@ -32,8 +32,8 @@ use hyper::{Method, Request, StatusCode};
 use ipnet::IpNet;
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
-use wirespeed_engine::kinds::http::delivered::DeliveryTap;
-use wirespeed_engine::kinds::http::serve::{serve, ServeOptions};
+use wirespeed_engine::net::delivered::DeliveryTap;
+use wirespeed_engine::net::http_serve::{serve, ServeOptions};
 use wirespeed_store::{Budget, Store, Taken, WebPolicy};
 
 use crate::geoip::GeoIp;

@@ -12,7 +12,7 @@ use hyper::body::Incoming;
 use hyper::header::{self, HeaderMap, HeaderValue};
 use hyper::{Method, Request, StatusCode};
 use serde_json::json;
-use wirespeed_engine::kinds::http::delivered::DeliveryTap;
+use wirespeed_engine::net::delivered::DeliveryTap;
 use wirespeed_model::web::{latency_grade, network_of, WebResult, WebSource};
 
 use crate::body::{Garbage, WebBody, CHUNK};

@@ -1,11 +1,14 @@
 //! Sockets and wire plumbing every kind shares: system calls (`sys`, `mmsg`), the control
 //! connection's framing (`framed`) and the client's side of its handshake ([`handshake`]),
-//! data streams' openers (`streams`), TLS ([`tls`]), QUIC endpoints ([`quic`]) and ICMP
-//! sockets ([`icmp`]).
+//! data streams' openers (`streams`), TLS ([`tls`]), QUIC endpoints ([`quic`]), ICMP
+//! sockets ([`icmp`]), and serving HTTP ([`http_serve`], with what each connection's peer has
+//! acknowledged: [`delivered`]).
 
 pub(crate) mod buffer;
+pub mod delivered;
 pub(crate) mod framed;
 pub mod handshake;
+pub mod http_serve;
 pub mod icmp;
 pub(crate) mod mmsg;
 pub mod probe;

@@ -24,7 +24,7 @@ use wirespeed_proto::dns::encrypted::{doh_get_message, doq_frame, doq_message};
 use wirespeed_proto::dns::responder::respond;
 use wirespeed_proto::dns::zone::Zone;
 
-use crate::kinds::http::serve::{serve, ServeOptions};
+use crate::net::http_serve::{serve, ServeOptions};
 use crate::net::{quic, tls};
 
 /// Where DoH queries go.

@@ -23,7 +23,7 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::units::{parse_bytes, parse_duration};
 
-use super::serve::{serve, ServeOptions};
+use crate::net::http_serve::{serve, ServeOptions};
 use crate::net::sys;
 
 /// Largest body `?size=` may ask for.

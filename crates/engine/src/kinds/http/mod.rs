@@ -7,18 +7,16 @@
 //! - `counts`: what the threads count; [`requests`]: the requests they send; [`results`]: one
 //!   record per request (`--format vegeta`); `step`: a step's workers while they run (TLS
 //!   settings are shared: [`crate::net::tls`]).
-//! - [`fixture`]: the server; [`serve`]: serving HTTP on hyper, for it and the web speed test;
-//!   [`delivered`]: what a connection's peer has acknowledged, for the web test's download.
+//! - [`fixture`]: the server (served by [`crate::net::http_serve`], as the web speed test and
+//!   the DNS fixture's DoH are).
 
 pub mod client;
 mod conn;
 mod counts;
 mod delay;
-pub mod delivered;
 pub mod fixture;
 mod h2;
 pub mod requests;
 pub mod results;
-pub mod serve;
 mod shard;
 mod step;
