@@ -151,13 +151,8 @@ async fn dns_over_quic_against_coredns() {
     let Some(server) = DnsServer::start_with(Kind::CoreDns, Some((&cert_pem, &key_pem))) else {
         return;
     };
-    let (mut spec, lines) = spec_for(&server);
-    spec.port = server.tls_port.unwrap();
-    spec.transport = DnsTransport::Doq;
+    let (mut spec, lines) = encrypted_spec(&server, DnsTransport::Doq);
     spec.passes = Some(3);
-    spec.clients = 2;
-    spec.max_outstanding = 20;
-    spec.sni = Some("localhost".into());
     let mut opts = dns_options(spec.clone(), &lines);
     opts.tls.cacert = Some(cert_pem.clone());
     let r = run_dns(opts).await;
@@ -189,14 +184,9 @@ async fn dns_over_https_against_coredns_by_get_and_by_post() {
         return;
     };
     for method in [DohMethod::Get, DohMethod::Post] {
-        let (mut spec, lines) = spec_for(&server);
-        spec.port = server.https_port.unwrap();
-        spec.transport = DnsTransport::Doh;
+        let (mut spec, lines) = encrypted_spec(&server, DnsTransport::Doh);
         spec.doh_method = method;
         spec.passes = Some(2);
-        spec.clients = 2;
-        spec.max_outstanding = 20;
-        spec.sni = Some("localhost".into());
         let mut opts = dns_options(spec.clone(), &lines);
         opts.tls.cacert = Some(cert_pem.clone());
         let r = run_dns(opts).await;
@@ -226,4 +216,22 @@ fn localhost_certificate(dir: &std::path::Path) -> (std::path::PathBuf, std::pat
     std::fs::write(&cert_pem, cert.cert.pem()).unwrap();
     std::fs::write(&key_pem, cert.key_pair.serialize_pem()).unwrap();
     (cert_pem, key_pem)
+}
+
+/// CoreDNS's DoQ or DoH as a spec's server: its port for `transport`, two clients, 20
+/// queries in flight, the certificate's name in SNI.
+fn encrypted_spec(
+    server: &DnsServer,
+    transport: DnsTransport,
+) -> (DnsSpec, Vec<datafile::QueryLine>) {
+    let (mut spec, lines) = spec_for(server);
+    spec.port = match transport {
+        DnsTransport::Doh => server.https_port.unwrap(),
+        _ => server.tls_port.unwrap(),
+    };
+    spec.transport = transport;
+    spec.clients = 2;
+    spec.max_outstanding = 20;
+    spec.sni = Some("localhost".into());
+    (spec, lines)
 }

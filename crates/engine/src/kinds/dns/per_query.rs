@@ -62,14 +62,7 @@ impl StreamClient {
             if sending {
                 self.open_exchanges(now, &conn, &mut asked);
             }
-            let mut wait = HEARTBEAT;
-            if let Some(p) = &self.part.pace {
-                let next = p.next_due_ns().unwrap_or(u64::MAX);
-                wait = wait.min(Duration::from_nanos(next.saturating_sub(now)));
-            }
-            if let Some(d) = self.part.tracker.next_deadline() {
-                wait = wait.min(Duration::from_nanos(d.saturating_sub(now)));
-            }
+            let wait = self.part.wait(now, HEARTBEAT);
             tokio::select! {
                 Some(done) = asked.join_next() => match done {
                     Ok((id, Reply::Answer(mut msg))) => {

@@ -5,7 +5,7 @@
 
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
-use std::time::Instant;
+use std::time::{Duration, Instant};
 
 use wirespeed_model::histogram::RttHistogram;
 
@@ -79,6 +79,20 @@ pub(super) struct Part {
 }
 
 impl Part {
+    /// How long a stream client may wait at `now_ns` before it has something to do: `most`,
+    /// or less when the schedule's next query or the oldest query's timeout comes sooner.
+    pub(super) fn wait(&self, now_ns: u64, most: Duration) -> Duration {
+        let mut wait = most;
+        if let Some(p) = &self.pace {
+            let next = p.next_due_ns().unwrap_or(u64::MAX);
+            wait = wait.min(Duration::from_nanos(next.saturating_sub(now_ns)));
+        }
+        if let Some(d) = self.tracker.next_deadline() {
+            wait = wait.min(Duration::from_nanos(d.saturating_sub(now_ns)));
+        }
+        wait
+    }
+
     /// How many queries may go now: the room in the window, and with a schedule what of it is
     /// due (what the schedule skipped counts as never sent).
     pub(super) fn sendable(&mut self, now_ns: u64) -> u64 {

@@ -203,14 +203,7 @@ impl StreamClient {
             if sending && outbuf.len() < OUT_HIGH {
                 self.queue(now, &mut outbuf);
             }
-            let mut wait = HEARTBEAT;
-            if let Some(p) = &self.part.pace {
-                let next = p.next_due_ns().unwrap_or(u64::MAX);
-                wait = wait.min(Duration::from_nanos(next.saturating_sub(now)));
-            }
-            if let Some(d) = self.part.tracker.next_deadline() {
-                wait = wait.min(Duration::from_nanos(d.saturating_sub(now)));
-            }
+            let wait = self.part.wait(now, HEARTBEAT);
             let retry_open = matches!(&self.source, Source::Retry { closed: false, .. });
             tokio::select! {
                 r = rd.read_buf(&mut inbuf) => match r {
