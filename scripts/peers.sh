@@ -1,5 +1,6 @@
 #!/usr/bin/env bash
-# Builds the Go programs the studies measure (gost, frp, vegeta, CoreDNS, AdGuard's dnsproxy)
+# Builds the Go programs the studies measure (gost, frp, vegeta, CoreDNS, AdGuard's dnsproxy,
+# Caddy: an HTTP/3 server and, as a reverse proxy, an HTTP/3 client that are not ours)
 # from the Go module proxy, at pinned versions, into one directory that scripts/test.sh and the
 # benchmarks put on PATH. Only what is missing (or pinned at another version) is built; a
 # program that fails to build is reported with Go's own error and the others go on.
@@ -31,6 +32,7 @@ PEERS=(
   "vegeta github.com/tsenart/vegeta/v12 v12.13.0 .=vegeta X:main.Version"
   "coredns github.com/coredns/coredns v1.15.0 .=coredns"
   "dnsproxy github.com/AdguardTeam/dnsproxy v0.82.0 .=dnsproxy X:github.com/AdguardTeam/golibs/version.version"
+  "caddy github.com/caddyserver/caddy/v2 v2.11.9 cmd/caddy=caddy"
 )
 # Not here: the module proxy answers "403 Forbidden ... This module version is not available"
 # for ethr (github.com/microsoft/ethr at v1.0.0 and at its last commit's pseudo-version),

@@ -10,11 +10,13 @@
 //! - [`http_targets`]: vegeta's targets files (http and json formats), for HTTP load tests.
 //! - [`http1`]: HTTP/1.1 response heads and chunked bodies, read without copying.
 //! - [`http_url`]: http:// and https:// URLs, and redirects resolved against them.
+//! - [`alt_svc`]: the Alt-Svc header, where a server names its HTTP/3.
 //! - [`dns`]: DNS queries and answers, dnsperf's datafile, a zone file subset and the
 //!   fixture's responder.
 //!
 //! The protocol itself is described in `docs/protocol.md`.
 
+pub mod alt_svc;
 pub mod auth;
 pub mod codec;
 pub mod control;
@@ -89,7 +91,7 @@ pub fn exercise_icmp_decoders(data: &[u8]) {
 }
 
 /// Feeds `data` to the HTTP decoders: a response head, a chunked body (in pieces, as it
-/// arrives from a socket), and both targets-file formats. For the `http` fuzz target and
+/// arrives from a socket), both targets-file formats, URLs and an Alt-Svc header. For the `http` fuzz target and
 /// [`exercise_decoders`].
 #[doc(hidden)]
 pub fn exercise_http_decoders(data: &[u8]) {
@@ -110,6 +112,7 @@ pub fn exercise_http_decoders(data: &[u8]) {
             let _ = url.join(text);
         }
         let _ = http_url::HttpUrl::parse(text);
+        let _ = alt_svc::parse(text);
         for line in text.lines() {
             let _ = http_url::HttpUrl::parse(line);
             let _ = http_url::HttpUrl::redacted(line);

@@ -16,6 +16,7 @@ use wirespeed_engine::kinds::dns::fixture::{self as dns_fixture, DnsListeners};
 use wirespeed_engine::kinds::dns::queries::{builtin_lines, QuerySet};
 use wirespeed_engine::kinds::http::client::HttpOptions;
 use wirespeed_engine::kinds::http::fixture::{self, FixtureConfig};
+use wirespeed_engine::kinds::http::fixture_h3;
 use wirespeed_engine::kinds::latency::client::LatencyOptions;
 use wirespeed_engine::kinds::ping::client::PingOptions;
 use wirespeed_engine::kinds::rpm::{RpmOptions, Urls};
@@ -94,6 +95,12 @@ impl Fixtures {
         let http_listeners =
             Listeners::bind_tcp(&loopback, 0).context("binding the in-process HTTP fixture")?;
         let http = http_listeners[0].local_addr().context("the HTTP fixture's port")?.port();
+        // HTTP/3 on the same port number, with a certificate made now (quick's client is the
+        // only one, and trusts it: it is its own server).
+        let (tls, _) = fixture_h3::identity(None).context("the HTTP fixture's certificate")?;
+        let h3 = fixture_h3::endpoint(SocketAddr::from(([127, 0, 0, 1], http)), tls.clone())
+            .context("binding the in-process HTTP fixture's HTTP/3")?;
+        let http_config = FixtureConfig { h3: vec![h3], tls: Some(tls), ..Default::default() };
         let dns_listeners =
             DnsListeners::bind(&loopback, 1).context("binding the in-process DNS fixture")?;
         let dns = dns_listeners.local_addrs()[0].port();
@@ -113,9 +120,7 @@ impl Fixtures {
             tokio::spawn(
                 async move { quiet(server::run(listeners, ServerConfig::default(), s).await) },
             ),
-            tokio::spawn(async move {
-                quiet(fixture::run(http_listeners, FixtureConfig::default(), h).await)
-            }),
+            tokio::spawn(async move { quiet(fixture::run(http_listeners, http_config, h).await) }),
             tokio::spawn(async move { quiet(dns_fixture::run(dns_listeners, zone, d).await) }),
             tokio::spawn(wirespeed_web::run(web_listeners, State::new(web_config), stop.clone())),
         ];
@@ -197,6 +202,7 @@ fn plan(f: &Fixtures, t: Timing) -> Vec<(&'static str, Result<Client, String>)> 
         ("UDP ping", Ok(udp_ping(&endpoint, t))),
         ("ICMP trace", Ok(icmp_trace(&endpoint))),
         ("HTTP/1.1 requests", http(f.http, t)),
+        ("HTTP/3 requests", http3(f.http, t)),
         ("DNS queries (UDP)", dns(f.dns, t)),
         ("Web download (LibreSpeed)", web(f.web, false, t)),
         ("Web upload (LibreSpeed)", web(f.web, true, t)),
@@ -232,6 +238,18 @@ fn icmp_trace(endpoint: &Endpoint) -> Client {
 /// HTTP/1.1 load against the HTTP fixture, 10 keep-alive connections.
 fn http(port: u16, t: Timing) -> Result<Client, String> {
     let mut spec = HttpSpec::new(format!("http://127.0.0.1:{port}/"));
+    spec.duration_ns = t.duration_ns;
+    spec.interval_ns = t.interval_ns;
+    Ok(Client::Http(Box::new(HttpOptions::single(spec, Vec::new(), VERSION)?)))
+}
+
+/// HTTP/3 load against the HTTP fixture's QUIC side: 10 connections, 8 streams each.
+fn http3(port: u16, t: Timing) -> Result<Client, String> {
+    let mut spec = HttpSpec::new(format!("https://127.0.0.1:{port}/"));
+    spec.http3 = true;
+    spec.streams = 8;
+    // The in-process fixture's certificate was made for this run; nothing else answers here.
+    spec.insecure = true;
     spec.duration_ns = t.duration_ns;
     spec.interval_ns = t.interval_ns;
     Ok(Client::Http(Box::new(HttpOptions::single(spec, Vec::new(), VERSION)?)))

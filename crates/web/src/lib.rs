@@ -200,6 +200,7 @@ pub async fn run(listeners: Vec<TcpListener>, state: Arc<State>, shutdown: Cance
         // download on its connection, as the draft asks of servers.
         notsent_lowat: Some(NOTSENT_LOWAT),
         tls: state.config.tls.clone(),
+        plain_too: false,
     };
     serve(listeners, options, shutdown, move |peer, req| handle(state.clone(), peer, req)).await;
 }

@@ -54,7 +54,7 @@ pub(crate) enum Command {
     Ping(Box<PingArgs>),
     /// Trace the path to a host hop by hop (traceroute), or keep probing it (--mtr).
     Trace(Box<TraceArgs>),
-    /// Load an HTTP server: requests/s and latency with -c connections (closed model, like wrk) or at -r requests/s (open model, like wrk2 and vegeta); HTTP/1.1, h2, TLS.
+    /// Load an HTTP server: requests/s and latency with -c connections (closed model, like wrk) or at -r requests/s (open model, like wrk2 and vegeta); HTTP/1.1, h2, HTTP/3, TLS.
     Http(Box<HttpArgs>),
     /// Load a DNS server like dnsperf: queries/s, loss, response codes and latency over UDP, TCP or DoT, closed loop (-q) or open loop (--rate).
     Dns(Box<DnsArgs>),
@@ -273,6 +273,11 @@ pub(crate) struct ServerArgs {
     /// Body size the HTTP fixture answers with when the request does not ask (615B is nginx's welcome page).
     #[arg(long, default_value = "615B", value_name = "SIZE", requires = "http")]
     pub http_body: String,
+    /// The HTTP fixture serves HTTP/3 too, on the same port number over UDP, and names it in
+    /// every TCP answer's Alt-Svc: with --tls-cert and --tls-key, or a certificate made at
+    /// start (its SHA-256 is logged; clients need --insecure).
+    #[arg(long, requires = "http")]
+    pub h3: bool,
     /// Also serve the DNS fixture on this port (UDP and TCP): an authoritative server for
     /// --zone, or for a generated example.test (www, hostN, a large TXT at big).
     #[arg(long, value_name = "PORT")]
@@ -804,8 +809,20 @@ pub(crate) struct HttpArgs {
     /// HTTP/2: prior knowledge on http:// (h2c), ALPN h2 on https://.
     #[arg(long)]
     pub h2: bool,
-    /// HTTP/2 closed model: requests in flight on each connection.
-    #[arg(long, default_value_t = 1, value_name = "N", requires = "h2")]
+    /// HTTP/3 over QUIC (https:// only): UDP to the URL's port, ALPN h3.
+    #[arg(long, conflicts_with_all = ["h2", "unix_socket", "redirects"])]
+    pub h3: bool,
+    /// With --h3: find the server's HTTP/3 in the Alt-Svc of one answer over TCP (as a
+    /// browser does) instead of assuming the URL's port.
+    #[arg(long, requires = "h3")]
+    pub alt_svc: bool,
+    /// With --h3: resume each new connection with a session ticket from an earlier one and
+    /// send its first request in 0-RTT (early data), where the server allows it; with
+    /// --no-keepalive every request after the first can.
+    #[arg(long = "0rtt", requires = "h3")]
+    pub zero_rtt: bool,
+    /// HTTP/2 and HTTP/3 closed model: requests in flight on each connection.
+    #[arg(long, default_value_t = 1, value_name = "N")]
     pub streams: u16,
     /// https://: accept any server certificate.
     #[arg(short = 'k', long)]

@@ -502,6 +502,9 @@ pub(crate) fn http(args: &HttpArgs, version: &str) -> Result<HttpOptions> {
     spec.max_connections = args.max_connections;
     spec.unix_socket = args.unix_socket.clone();
     spec.http2 = args.h2;
+    spec.http3 = args.h3;
+    spec.alt_svc = args.alt_svc;
+    spec.zero_rtt = args.zero_rtt;
     spec.streams = args.streams;
     spec.max_redirects = args.redirects;
     spec.insecure = args.insecure;

@@ -40,6 +40,9 @@ pub struct ServeOptions {
     pub notsent_lowat: Option<u32>,
     /// Serve TLS with these settings (ALPN picks HTTP/2 or HTTP/1.1); `None`: plain TCP.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// With `tls`: a connection whose first byte does not start a TLS handshake is served in
+    /// the clear, so one port serves http:// and https:// alike.
+    pub plain_too: bool,
 }
 
 /// Serves `handler` on every listener until `shutdown`, then waits for the connections.
@@ -97,11 +100,13 @@ pub async fn serve<F, Fut, B>(
                     (builder.clone(), shutdown.clone(), handler.clone(), acceptor.clone());
                 let (head_timeout, shutdown_grace, delivery) =
                     (options.head_timeout, options.shutdown_grace, options.delivery);
+                let plain_too = options.plain_too;
                 connections.spawn(async move {
-                    if let Some(t) = head_timeout {
-                        // hyper's head timeout starts with the first byte: a client that connects and
-                        // says nothing would otherwise hold the socket for ever.
-                        let mut first = [0u8; 1];
+                    // hyper's head timeout starts with the first byte: a client that connects
+                    // and says nothing would otherwise hold the socket for ever.
+                    let mut first = [0u8; 1];
+                    if head_timeout.is_some() || plain_too {
+                        let t = head_timeout.unwrap_or(Duration::from_secs(30));
                         if !matches!(
                             tokio::time::timeout(t, stream.peek(&mut first)).await,
                             Ok(Ok(1))
@@ -109,6 +114,8 @@ pub async fn serve<F, Fut, B>(
                             return;
                         }
                     }
+                    // A TLS record of type handshake (22) starts every ClientHello.
+                    let acceptor = acceptor.filter(|_| !plain_too || first[0] == 22);
                     let stream = Tapped::new(stream, delivery);
                     let tap = stream.tap();
                     let service = hyper::service::service_fn(move |mut req: Request<Incoming>| {

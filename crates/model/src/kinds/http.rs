@@ -60,7 +60,17 @@ pub struct HttpSpec {
     /// HTTP/2 instead of HTTP/1.1 (prior knowledge on http://, ALPN on https://).
     #[serde(default)]
     pub http2: bool,
-    /// Requests in flight on each HTTP/2 connection (closed model).
+    /// HTTP/3 over QUIC instead (https:// only, UDP to the URL's port).
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub http3: bool,
+    /// HTTP/3 where the URL's answer over TCP says it is (its Alt-Svc), not the URL's port.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub alt_svc: bool,
+    /// HTTP/3: resume with a session ticket from an earlier connection and send the first
+    /// request in 0-RTT (early data), when the server allows it.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub zero_rtt: bool,
+    /// Requests in flight on each HTTP/2 or HTTP/3 connection (closed model).
     #[serde(default = "one")]
     pub streams: u16,
     /// Redirects followed per request (0: a 3xx is the answer).
@@ -92,6 +102,10 @@ fn one() -> u16 {
     1
 }
 
+fn is_false(b: &bool) -> bool {
+    !*b
+}
+
 /// The highest rate one test may ask for, requests per second.
 pub const MAX_HTTP_RATE: f64 = 10_000_000.0;
 
@@ -115,6 +129,9 @@ impl HttpSpec {
             max_connections: default_max_connections(),
             unix_socket: None,
             http2: false,
+            http3: false,
+            alt_svc: false,
+            zero_rtt: false,
             streams: 1,
             max_redirects: 0,
             insecure: false,
@@ -156,11 +173,37 @@ impl HttpSpec {
                 self.threads
             ));
         }
-        if self.streams == 0 || self.streams > 1000 || (self.streams > 1 && !self.http2) {
+        if self.streams == 0 || self.streams > 1000 || (self.streams > 1 && !self.multiplexed()) {
             return fail(format!(
-                "--streams must be 1..=1000, and above 1 only with --h2; got {}",
+                "--streams must be 1..=1000, and above 1 only with --h2 or --h3; got {}",
                 self.streams
             ));
+        }
+        if self.zero_rtt && !self.http3 {
+            return fail("--0rtt is QUIC's early data: it goes with --h3".into());
+        }
+        if self.alt_svc && !self.http3 {
+            return fail("--alt-svc finds a server's HTTP/3: it goes with --h3".into());
+        }
+        if self.streams > 1 && !self.keepalive {
+            return fail("--streams shares a connection: it cannot go with --no-keepalive".into());
+        }
+        if self.http3 {
+            if self.http2 {
+                return fail("--h2 and --h3 are two protocols: choose one".into());
+            }
+            if !self.url.starts_with("https://") {
+                return fail(format!(
+                    "--h3 needs an https:// URL (QUIC is always encrypted), got {}",
+                    self.url
+                ));
+            }
+            if self.unix_socket.is_some() {
+                return fail("--h3 goes over UDP: it cannot use --unix-socket".into());
+            }
+            if self.max_redirects > 0 {
+                return fail("--redirects is for HTTP/1.1: with --h3 a 3xx is the answer".into());
+            }
         }
         check_run(
             self.count,
@@ -185,6 +228,11 @@ impl HttpSpec {
     /// Total wall time one step of a time-based test runs, warm-up included.
     pub fn total_ns(&self) -> u64 {
         self.warmup_ns.saturating_add(self.duration_ns)
+    }
+
+    /// True for HTTP/2 and HTTP/3, which carry many requests at once on a connection.
+    pub fn multiplexed(&self) -> bool {
+        self.http2 || self.http3
     }
 
     /// True for the open model (a rate, or a sweep of rates).
@@ -279,6 +327,16 @@ pub struct HttpSummary {
     /// Where the time went.
     #[serde(default)]
     pub breakdown: HttpBreakdown,
+    /// HTTP/3 with `--0rtt`: connections that sent their first request as early data.
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub early_data: u64,
+    /// Of those, the ones whose early data the server accepted (the rest were sent again).
+    #[serde(default, skip_serializing_if = "is_zero")]
+    pub early_data_accepted: u64,
+}
+
+fn is_zero(n: &u64) -> bool {
+    *n == 0
 }
 
 /// One step of a rate sweep.
@@ -470,6 +528,8 @@ fn merge_summary(
             first_byte: named("first_byte")?,
             queue: named("queue")?,
         },
+        early_data: sum(|s| s.early_data),
+        early_data_accepted: sum(|s| s.early_data_accepted),
     })
 }
 

@@ -27,11 +27,13 @@ pub(crate) fn describe(spec: &HttpSpec) -> String {
     let threads =
         if spec.threads == 1 { "1 thread".into() } else { format!("{} threads", spec.threads) };
     let load = match spec.rates.as_slice() {
-        [] if spec.http2 => format!("{} connections × {} streams", spec.connections, spec.streams),
+        [] if spec.multiplexed() => {
+            format!("{} connections × {} streams", spec.connections, spec.streams)
+        }
         [] => format!("{} connections", spec.connections),
         rates => {
             let list: Vec<String> = rates.iter().map(|r| format!("{r}")).collect();
-            let pool = if spec.http2 {
+            let pool = if spec.multiplexed() {
                 format!("{} connections", spec.connections)
             } else {
                 format!("up to {} connections", spec.max_connections)
@@ -43,6 +45,15 @@ pub(crate) fn describe(spec: &HttpSpec) -> String {
         format!("{} {}: {load} on {threads}, {reuse}, {limit}{each}", spec.method, spec.url);
     if spec.http2 {
         text.push_str(", HTTP/2");
+    }
+    if spec.http3 {
+        text.push_str(", HTTP/3");
+    }
+    if spec.alt_svc {
+        text.push_str(" found by Alt-Svc");
+    }
+    if spec.zero_rtt {
+        text.push_str(", 0-RTT");
     }
     if let Some(path) = &spec.unix_socket {
         text.push_str(&format!(", via unix:{path}"));
@@ -106,6 +117,13 @@ pub(crate) fn summary(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
         percent(s.success_ratio),
         s.connections_opened
     )?;
+    if r.spec.zero_rtt {
+        writeln!(
+            out,
+            "0-RTT: {} of {} connections sent their first request as early data, {} accepted",
+            s.early_data, s.connections_opened, s.early_data_accepted
+        )?;
+    }
     if let Some(target) = s.target_rate {
         writeln!(
             out,
@@ -147,7 +165,8 @@ fn breakdown(r: &HttpReport, out: &mut dyn Write) -> io::Result<()> {
             nanos(l.max_ns as f64)
         )
     };
-    part("connect", &b.connect)?;
+    // QUIC's handshake is its transport's and TLS's at once.
+    part(if r.spec.http3 { "QUIC setup" } else { "connect" }, &b.connect)?;
     if b.tls.count > 0 {
         part("TLS", &b.tls)?;
     }
@@ -402,6 +421,8 @@ pub(crate) mod tests {
                 queue: histogram(responses).stats(),
                 ..HttpBreakdown::default()
             },
+            early_data: 0,
+            early_data_accepted: 0,
         }
     }
 

@@ -5,7 +5,7 @@ use std::net::SocketAddr;
 use anyhow::{Context, Result};
 use wirespeed_engine::kinds::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
 use wirespeed_engine::kinds::dns::fixture_secure::{self, SecureListeners};
-use wirespeed_engine::kinds::http::fixture;
+use wirespeed_engine::kinds::http::{fixture, fixture_h3 as h3_fixture};
 use wirespeed_engine::server::{self, Listeners};
 use wirespeed_model::units::parse_bytes;
 use wirespeed_proto::dns::zone::Zone;
@@ -36,7 +36,13 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
                 args.bind.iter().map(|ip| SocketAddr::new(*ip, port)).collect();
             let http = Listeners::bind_tcp(&addrs, port)
                 .with_context(|| format!("cannot listen for HTTP on port {port}"))?;
-            Some((http, fixture::FixtureConfig { body_bytes, ..Default::default() }))
+            // The same port number over UDP (the one bound, when port 0 asked for any).
+            let port = http.first().and_then(|l| l.local_addr().ok()).map_or(port, |a| a.port());
+            let (tls, h3) = match args.h3 {
+                true => h3_endpoints(&args, port).map(|(tls, h3)| (Some(tls), h3))?,
+                false => (None, Vec::new()),
+            };
+            Some((http, fixture::FixtureConfig { body_bytes, h3, tls, ..Default::default() }))
         }
         None => None,
     };
@@ -71,6 +77,9 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
     let fixture = http.map(|(http_listeners, http_config)| {
         for a in http_listeners.iter().filter_map(|l| l.local_addr().ok()) {
             tracing::info!("HTTP fixture listening on {a}");
+        }
+        for a in http_config.h3.iter().filter_map(|e| e.local_addr().ok()) {
+            tracing::info!("HTTP fixture serving HTTP/3 on {a} (UDP)");
         }
         tokio::spawn(fixture::run(http_listeners, http_config, shutdown.clone()))
     });
@@ -109,6 +118,36 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
     }
     tracing::info!("stopped");
     Ok(exit::OK)
+}
+
+/// The HTTP fixture's TLS settings (for https:// on TCP too) and its QUIC endpoints on
+/// `port`: one per --bind address, or one for every address (IPv6 and IPv4 on one socket,
+/// or IPv4 alone where there is no IPv6).
+fn h3_endpoints(
+    args: &ServerArgs,
+    port: u16,
+) -> Result<(h3_fixture::Tls, Vec<h3_fixture::Endpoint>)> {
+    use std::net::{Ipv4Addr, Ipv6Addr};
+    let files = match (&args.web_options.tls_cert, &args.web_options.tls_key) {
+        (Some(cert), Some(key)) => Some((cert.as_path(), key.as_path())),
+        _ => None,
+    };
+    let (crypto, made) = h3_fixture::identity(files).context("the HTTP fixture's certificate")?;
+    if let Some(pin) = made {
+        let hex: String = pin.iter().map(|b| format!("{b:02x}")).collect();
+        tracing::info!("HTTP fixture certificate made at start, SHA-256 {hex}");
+    }
+    let open = |addr: SocketAddr| {
+        h3_fixture::endpoint(addr, crypto.clone())
+            .with_context(|| format!("cannot serve HTTP/3 on UDP port {port}"))
+    };
+    let endpoints = if args.bind.is_empty() {
+        let any6 = SocketAddr::new(Ipv6Addr::UNSPECIFIED.into(), port);
+        vec![open(any6).or_else(|_| open(SocketAddr::new(Ipv4Addr::UNSPECIFIED.into(), port)))?]
+    } else {
+        args.bind.iter().map(|ip| open(SocketAddr::new(*ip, port))).collect::<Result<_>>()?
+    };
+    Ok((crypto, endpoints))
 }
 
 /// The DNS fixture's sockets and zone: the `--zone` file, or the generated one.

@@ -129,6 +129,8 @@ pub(crate) fn report(text: &str, attack: &Attack) -> Result<Report> {
         sent_per_second: requests.len() as f64 / secs,
         late: 0,
         breakdown: Default::default(),
+        early_data: 0,
+        early_data_accepted: 0,
     };
     let intervals = intervals
         .into_iter()

@@ -74,6 +74,7 @@ pub async fn run(listeners: SecureListeners, zone: Arc<Zone>, shutdown: Cancella
         delivery: false,
         notsent_lowat: None,
         tls: Some(doh_tls),
+        plain_too: false,
     };
     let doh_zone = zone.clone();
     let https = serve(vec![doh], options, shutdown.clone(), move |_, req| {

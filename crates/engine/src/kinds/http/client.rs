@@ -85,12 +85,19 @@ pub async fn run(
         context: "the URL".into(),
         cause: io::Error::new(io::ErrorKind::InvalidInput, m),
     })?;
-    let (peer, remote, dns_ns) = reach(&opts, &url).await?;
+    let (peer, remote, dns_ns, found) = reach(&opts, &url).await?;
     let set = Arc::new(RequestSet::new(opts.requests.clone(), spec.keepalive, &opts.version));
     let target = Target { peer: Arc::new(peer), url, set };
     let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, remote);
     if let Some(path) = &spec.unix_socket {
         meta.remote_addr = Some(format!("unix:{path}"));
+    }
+    if let (Some(found), Some(addr)) = (&found, remote) {
+        meta.notes.push(format!(
+            "HTTP/3 at {addr} (UDP), as the Alt-Svc of {}'s answer over TCP says: {}",
+            target.url.origin(),
+            found.header
+        ));
     }
     let _ = events
         .send(Event::Start { spec: TestSpec::Http(Box::new(spec.clone())), meta: meta.clone() });
@@ -195,12 +202,12 @@ struct Target {
 type StepFigures = (Option<f64>, u64, Histograms, Totals, u64);
 
 /// How to reach the server: its address (resolved once, timed: the breakdown's DNS figure)
-/// or unix socket, with TLS when the URL asks for it; the remote address, and the
-/// resolution's nanoseconds.
+/// or unix socket, with TLS when the URL asks for it; the remote address, the resolution's
+/// nanoseconds, and with --alt-svc where the URL's answer said its HTTP/3 is.
 async fn reach(
     opts: &HttpOptions,
     url: &HttpUrl,
-) -> Result<(Peer, Option<std::net::SocketAddr>, u64), ClientError> {
+) -> Result<(Peer, Option<std::net::SocketAddr>, u64, Option<super::alt_svc::Found>), ClientError> {
     let spec = &opts.spec;
     let resolving = Instant::now();
     let (addr, remote) = match &spec.unix_socket {
@@ -214,15 +221,32 @@ async fn reach(
         }
     };
     let dns_ns = if spec.unix_socket.is_some() { 0 } else { resolving.elapsed().as_nanos() as u64 };
+    // --alt-svc: HTTP/3 goes where the URL's answer over TCP says.
+    let (addr, remote, found) = match remote.filter(|_| spec.alt_svc) {
+        Some(tcp) => {
+            let timeout = std::time::Duration::from_nanos(spec.timeout_ns);
+            let found = super::alt_svc::discover(url, tcp, &opts.tls, opts.family, timeout).await?;
+            (SockAddr::from(found.addr), Some(found.addr), Some(found))
+        }
+        None => (addr, remote, None),
+    };
     let tls = if url.secure {
-        let alpn: &[&[u8]] = if spec.http2 { &[b"h2"] } else { &[b"http/1.1"] };
-        let config = tls::client_config(&opts.tls, alpn).map_err(ClientError::local("TLS"))?;
+        let alpn: &[&[u8]] = if spec.http3 {
+            &[super::h3::ALPN]
+        } else if spec.http2 {
+            &[b"h2"]
+        } else {
+            &[b"http/1.1"]
+        };
+        let mut config = tls::client_config(&opts.tls, alpn).map_err(ClientError::local("TLS"))?;
+        // 0-RTT: early data on the session tickets earlier connections of the run received.
+        Arc::make_mut(&mut config).enable_early_data = spec.zero_rtt;
         let name = tls::server_name(&opts.tls, &url.host).map_err(ClientError::local("TLS"))?;
         Some((config, name))
     } else {
         None
     };
-    Ok((Peer { addr, tls }, remote, dns_ns))
+    Ok((Peer { addr, tls }, remote, dns_ns, found))
 }
 
 /// Runs one step (the whole test, or one rate of a sweep): starts its load, samples its
@@ -240,7 +264,9 @@ async fn run_step(
     let spec = &opts.spec;
     let (peer, set, results) = (&target.peer, &target.set, opts.results.clone());
     let stripe = opts.member.stripe;
-    let run = if spec.http2 {
+    let run = if spec.http3 {
+        super::h3::start(spec, peer, &target.url, set, (rate, stripe), results)
+    } else if spec.http2 {
         super::h2::start(spec, peer, &target.url, set, (rate, stripe), results)
     } else {
         super::shard::start(spec, peer, set, (rate, stripe), results)
@@ -301,7 +327,7 @@ fn nothing_answered(
         Cause::Refused => {
             unanswered(remote, spec, io::Error::new(io::ErrorKind::ConnectionRefused, why))
         }
-        Cause::ConnectTimeout | Cause::Unreachable => {
+        Cause::ConnectTimeout | Cause::Unreachable | Cause::IdleTimeout => {
             unanswered(remote, spec, io::Error::other(why))
         }
         // Connected, then nothing usable came back.
@@ -376,6 +402,8 @@ fn summarize(
             first_byte: h.first_byte.stats(),
             queue: h.queue.stats(),
         },
+        early_data: t.early_data,
+        early_data_accepted: t.early_data_accepted,
     }
 }
 

@@ -24,11 +24,19 @@ pub(super) enum Cause {
     Tls,
     Redirect,
     Dropped,
+    /// QUIC: the handshake failed (a certificate, no common ALPN protocol).
+    Handshake,
+    /// QUIC: the server speaks no QUIC version we do.
+    VersionNegotiation,
+    /// QUIC: nothing heard from the server within the idle timeout.
+    IdleTimeout,
+    /// HTTP/3: the server reset the request's stream (or stopped reading it).
+    StreamReset,
     Other,
 }
 
 /// How many causes there are.
-pub(super) const CAUSES: usize = 11;
+pub(super) const CAUSES: usize = 15;
 
 impl Cause {
     pub(super) const ALL: [Cause; CAUSES] = [
@@ -42,6 +50,10 @@ impl Cause {
         Cause::Tls,
         Cause::Redirect,
         Cause::Dropped,
+        Cause::Handshake,
+        Cause::VersionNegotiation,
+        Cause::IdleTimeout,
+        Cause::StreamReset,
         Cause::Other,
     ];
 
@@ -57,8 +69,26 @@ impl Cause {
             Cause::Tls => "TLS error",
             Cause::Redirect => "redirect not followed (another origin, no Location, or too many)",
             Cause::Dropped => "dropped: no free connection within the timeout",
+            Cause::Handshake => "QUIC handshake failed",
+            Cause::VersionNegotiation => "QUIC version negotiation failed",
+            Cause::IdleTimeout => "QUIC idle timeout",
+            Cause::StreamReset => "stream reset",
             Cause::Other => "other",
         }
+    }
+
+    /// True when a request failing so leaves its connection unusable (a multiplexed one is
+    /// replaced).
+    pub(super) fn ends_connection(self) -> bool {
+        matches!(
+            self,
+            Cause::Closed
+                | Cause::Reset
+                | Cause::Other
+                | Cause::Handshake
+                | Cause::VersionNegotiation
+                | Cause::IdleTimeout
+        )
     }
 
     /// The cause of a socket error; `connecting` tells a connect timeout from a slow answer.
@@ -87,6 +117,9 @@ pub(super) struct Totals {
     pub bytes_in: u64,
     pub bytes_out: u64,
     pub connections: u64,
+    /// HTTP/3 connections that sent their first request in 0-RTT, and those the server took.
+    pub early_data: u64,
+    pub early_data_accepted: u64,
     pub status: BTreeMap<u16, u64>,
     pub errors: [u64; CAUSES],
     /// The first TLS error's text: why every https:// request may be failing.
@@ -112,6 +145,8 @@ impl Totals {
             bytes_in: self.bytes_in - earlier.bytes_in,
             bytes_out: self.bytes_out - earlier.bytes_out,
             connections: self.connections - earlier.connections,
+            early_data: self.early_data - earlier.early_data,
+            early_data_accepted: self.early_data_accepted - earlier.early_data_accepted,
             tls_error: self.tls_error.clone(),
             ..Default::default()
         };
@@ -135,6 +170,8 @@ impl Totals {
         self.bytes_in += other.bytes_in;
         self.bytes_out += other.bytes_out;
         self.connections += other.connections;
+        self.early_data += other.early_data;
+        self.early_data_accepted += other.early_data_accepted;
         for (code, n) in &other.status {
             *self.status.entry(*code).or_default() += n;
         }

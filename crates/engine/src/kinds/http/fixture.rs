@@ -4,7 +4,8 @@
 //! cached. Query parameters shape the answer, for tests and for load generators' users:
 //! `?size=1M` (body size, up to 16 GiB), `?status=503` (200..=599), `?delay=10ms` (wait
 //! before answering, up to 60 s). A bad parameter gets a 400 that says which and why. A
-//! request body (an upload) is read to its end and thrown away.
+//! request body (an upload) is read to its end and thrown away. Given QUIC endpoints, it
+//! serves HTTP/3 on them too (`super::fixture_h3`) and says so in every TCP answer's Alt-Svc.
 
 use std::convert::Infallible;
 use std::io;
@@ -17,7 +18,7 @@ use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
 use http_body_util::BodyExt;
 use hyper::body::Incoming;
-use hyper::header::{HeaderValue, CACHE_CONTROL, CONTENT_TYPE, SERVER};
+use hyper::header::{HeaderName, HeaderValue, ALT_SVC, CACHE_CONTROL, CONTENT_TYPE, SERVER};
 use hyper::{Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -42,6 +43,12 @@ pub struct FixtureConfig {
     /// and send its whole head within this time more: a slow or partial head (slowloris) is
     /// closed rather than held for ever.
     pub head_timeout: Duration,
+    /// QUIC endpoints to serve HTTP/3 on (made by [`super::fixture_h3::endpoint`]), usually
+    /// on the TCP listeners' port.
+    pub h3: Vec<quinn::Endpoint>,
+    /// TLS for the TCP listeners (made by [`super::fixture_h3::identity`]): a client that
+    /// starts a TLS handshake gets https://, any other plain http:// on the same port.
+    pub tls: Option<Arc<rustls::ServerConfig>>,
 }
 
 /// How long the fixture waits for a request head by default: longer than any pause a load
@@ -50,7 +57,7 @@ pub const HEAD_TIMEOUT: Duration = Duration::from_secs(20);
 
 impl Default for FixtureConfig {
     fn default() -> Self {
-        Self { body_bytes: 615, head_timeout: HEAD_TIMEOUT }
+        Self { body_bytes: 615, head_timeout: HEAD_TIMEOUT, h3: Vec::new(), tls: None }
     }
 }
 
@@ -62,11 +69,19 @@ pub async fn run(
 ) -> io::Result<()> {
     let mut block = vec![0u8; BLOCK];
     sys::fill_random(&mut block);
+    // Alt-Svc names the first endpoint's port (the TCP listeners' port, as usual).
+    let alt_svc = config
+        .h3
+        .first()
+        .and_then(|e| e.local_addr().ok())
+        .and_then(|a| HeaderValue::from_str(&format!("h3=\":{}\"; ma=3600", a.port())).ok());
+    let endpoints = config.h3.clone();
     let shared = Arc::new(Shared {
         config,
         block: Bytes::from(block),
         timer: super::delay::DelayTimer::start(),
         delays_asked: Default::default(),
+        alt_svc,
     });
     let options = ServeOptions {
         label: "HTTP fixture",
@@ -74,17 +89,29 @@ pub async fn run(
         shutdown_grace: None,
         delivery: false,
         notsent_lowat: None,
-        tls: None,
+        tls: shared.config.tls.clone(),
+        plain_too: true,
     };
-    serve(listeners, options, shutdown, move |_peer, req| answer(shared.clone(), req)).await;
+    let h3: Vec<_> = endpoints
+        .into_iter()
+        .map(|e| tokio::spawn(super::fixture_h3::serve(e, shared.clone(), shutdown.clone())))
+        .collect();
+    let tcp = shared.clone();
+    serve(listeners, options, shutdown, move |_peer, req| answer(tcp.clone(), req)).await;
+    for task in h3 {
+        let _ = task.await;
+    }
     Ok(())
 }
 
-struct Shared {
+/// What every answer shares.
+pub(super) struct Shared {
     config: FixtureConfig,
     block: Bytes,
     timer: super::delay::DelayTimer,
     delays_asked: std::sync::atomic::AtomicU64,
+    /// `h3=":PORT"` when HTTP/3 is served too.
+    alt_svc: Option<HeaderValue>,
 }
 
 /// What a request's query asks for.
@@ -132,7 +159,7 @@ async fn answer(
     req: Request<Incoming>,
 ) -> Result<Response<FixtureBody>, Infallible> {
     let arrived = std::time::Instant::now();
-    let asked = parse_query(req.uri().query(), shared.config.body_bytes);
+    let query = req.uri().query().map(str::to_string);
     // An upload is drained whole, so its sender's figures count every byte it sent.
     let mut body = req.into_body();
     while let Some(frame) = body.frame().await {
@@ -140,25 +167,57 @@ async fn answer(
             break;
         }
     }
-    let asked = match asked {
-        Ok(a) => a,
-        Err(why) => {
-            let mut r = Response::new(FixtureBody::text(format!("bad request: {why}\n")));
-            *r.status_mut() = StatusCode::BAD_REQUEST;
-            return Ok(r);
-        }
-    };
-    if !asked.delay.is_zero() {
-        let id = shared.delays_asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
-        shared.timer.until(arrived + asked.delay, id).await;
-    }
-    let mut r = Response::new(FixtureBody { block: shared.block.clone(), left: asked.size });
-    *r.status_mut() = asked.status;
+    let (status, body) = shared.respond(query.as_deref(), arrived).await;
+    let mut r = Response::new(body);
+    *r.status_mut() = status;
     let h = r.headers_mut();
-    h.insert(CONTENT_TYPE, HeaderValue::from_static("application/octet-stream"));
-    h.insert(CACHE_CONTROL, HeaderValue::from_static("no-store"));
-    h.insert(SERVER, HeaderValue::from_static("wirespeed"));
+    for (name, value) in shared.headers(status) {
+        h.insert(name, value);
+    }
     Ok(r)
+}
+
+impl Shared {
+    /// The answer to a request with `query` that arrived at `arrived` (its body read): its
+    /// status and body, once any `?delay=` has passed.
+    pub(super) async fn respond(
+        &self,
+        query: Option<&str>,
+        arrived: std::time::Instant,
+    ) -> (StatusCode, FixtureBody) {
+        let asked = match parse_query(query, self.config.body_bytes) {
+            Ok(a) => a,
+            Err(why) => {
+                return (
+                    StatusCode::BAD_REQUEST,
+                    FixtureBody::text(format!("bad request: {why}\n")),
+                )
+            }
+        };
+        if !asked.delay.is_zero() {
+            let id = self.delays_asked.fetch_add(1, std::sync::atomic::Ordering::Relaxed);
+            self.timer.until(arrived + asked.delay, id).await;
+        }
+        (asked.status, FixtureBody { block: self.block.clone(), left: asked.size })
+    }
+
+    /// The headers of an answer with `status` (a 400's body is text).
+    pub(super) fn headers(&self, status: StatusCode) -> Vec<(HeaderName, HeaderValue)> {
+        let kind = if status == StatusCode::BAD_REQUEST {
+            "text/plain; charset=utf-8"
+        } else {
+            "application/octet-stream"
+        };
+        let mut h = vec![
+            (CONTENT_TYPE, HeaderValue::from_static(kind)),
+            (CACHE_CONTROL, HeaderValue::from_static("no-store")),
+            (SERVER, HeaderValue::from_static("wirespeed")),
+        ];
+        if let Some(alt) = &self.alt_svc {
+            h.push((ALT_SVC, alt.clone()));
+        }
+        h
+    }
 }
 
 /// A body of `left` bytes cut from the random block, a block at a time.
@@ -172,6 +231,16 @@ impl FixtureBody {
         let block = Bytes::from(s);
         Self { left: block.len() as u64, block }
     }
+
+    /// The next piece of the body (at most the random block's size), `None` at its end.
+    pub(super) fn next_piece(&mut self) -> Option<Bytes> {
+        if self.left == 0 {
+            return None;
+        }
+        let n = self.left.min(self.block.len() as u64) as usize;
+        self.left -= n as u64;
+        Some(self.block.slice(..n))
+    }
 }
 
 impl Body for FixtureBody {
@@ -182,12 +251,7 @@ impl Body for FixtureBody {
         mut self: Pin<&mut Self>,
         _cx: &mut Context<'_>,
     ) -> Poll<Option<Result<Frame<Bytes>, Infallible>>> {
-        if self.left == 0 {
-            return Poll::Ready(None);
-        }
-        let n = self.left.min(self.block.len() as u64) as usize;
-        self.left -= n as u64;
-        Poll::Ready(Some(Ok(Frame::data(self.block.slice(..n)))))
+        Poll::Ready(self.next_piece().map(|piece| Ok(Frame::data(piece))))
     }
 
     fn is_end_stream(&self) -> bool {

@@ -1,111 +1,30 @@
-//! HTTP/2 load (`--h2`): hyper's client on a runtime of `-t` threads, prior knowledge on
-//! http:// (h2c) and ALPN `h2` over TLS. Closed model: `-c` connections, each with
-//! `--streams` requests in flight. Open model: requests fall due on a fixed schedule and go
-//! out round-robin over `-c` connections (HTTP/2 multiplexes, so none waits for a free
-//! connection); latency counts from the scheduled time. A connection that fails is replaced.
+//! HTTP/2 load (`--h2`): hyper's client, prior knowledge on http:// (h2c) and ALPN `h2` over
+//! TLS, in the load loops HTTP/2 and HTTP/3 share (`super::multiplex`).
 
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
-use std::time::{Duration, Instant};
+use std::time::Instant;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full};
 use hyper::client::conn::http2::SendRequest;
 use hyper_util::rt::{TokioExecutor, TokioIo};
 use tokio::io::{AsyncRead, AsyncWrite};
-use tokio::sync::Mutex as AsyncMutex;
 use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_model::member::Stripe;
 use wirespeed_proto::http_url::HttpUrl;
 
-use super::conn::LATE_NS;
 use super::counts::{Cause, ShardCounts};
+use super::multiplex::{self, count_sent, settle, Ctx, On, Protocol, StepPlan};
 use super::requests::{Request, RequestSet};
 use super::results::ResultSink;
-use super::shard::{Peer, Schedule};
-use super::step::{Running, Stopper};
-use crate::run::budget::Budget;
+use super::shard::Peer;
+use super::step::Running;
 
 type Sender = SendRequest<Full<Bytes>>;
 
-/// What every task of a step shares.
-struct Ctx {
-    peer: Arc<Peer>,
-    set: Arc<RequestSet>,
-    /// `scheme://authority` for the requests' URIs.
-    origin: String,
-    timeout: Duration,
-    budget: Budget,
-    stop: Arc<AtomicBool>,
-    next: AtomicU64,
-    results: Option<ResultSink>,
-}
-
-/// One of the `-c` connections, shared by every request that goes out on it. When it fails
-/// (a GOAWAY, a reset), the first request to notice opens its replacement and the others use
-/// that one: a GOAWAY costs one new connection, not one per request in flight.
-#[derive(Default)]
-struct Connection {
-    current: AsyncMutex<Slot>,
-}
-
-#[derive(Default)]
-struct Slot {
-    /// Counts the connections this slot has had, so a request can say which one failed it.
-    generation: u64,
-    sender: Option<Sender>,
-}
-
-impl Connection {
-    /// The live connection and its generation, opened first if there is none or it closed.
-    /// `None` when opening failed (counted against the request due at `scheduled`).
-    async fn get(&self, ctx: &Ctx, c: &ShardCounts, scheduled: Instant) -> Option<(u64, Sender)> {
-        let mut slot = self.current.lock().await;
-        if slot.sender.as_ref().is_none_or(Sender::is_closed) {
-            slot.generation += 1;
-            slot.sender = connect(ctx, c, scheduled).await;
-        }
-        Some((slot.generation, slot.sender.clone()?))
-    }
-
-    /// A connection to use instead of generation `failed`: its replacement if another request
-    /// opened one already, else a new one.
-    async fn replace(
-        &self,
-        failed: u64,
-        ctx: &Ctx,
-        c: &ShardCounts,
-        scheduled: Instant,
-    ) -> Option<(u64, Sender)> {
-        self.retire(failed).await;
-        self.get(ctx, c, scheduled).await
-    }
-
-    /// Forgets generation `failed` if it is still the current one, so the next request opens
-    /// a new connection.
-    async fn retire(&self, failed: u64) {
-        let mut slot = self.current.lock().await;
-        if slot.generation == failed {
-            slot.sender = None;
-        }
-    }
-}
-
-/// The runtime thread of one step.
-struct H2Step {
-    stop: Arc<AtomicBool>,
-    thread: Option<std::thread::JoinHandle<()>>,
-}
-
-impl Stopper for H2Step {
-    fn stop(mut self: Box<Self>) {
-        self.stop.store(true, Relaxed);
-        if let Some(t) = self.thread.take() {
-            let _ = t.join();
-        }
-    }
-}
+/// HTTP/2 on hyper: it needs no state of its own.
+struct H2;
 
 /// Starts one step of an HTTP/2 test (`rate`: the open model's, or `None`).
 pub(super) fn start(
@@ -113,168 +32,43 @@ pub(super) fn start(
     peer: &Arc<Peer>,
     url: &HttpUrl,
     set: &Arc<RequestSet>,
-    (rate, stripe): (Option<f64>, Stripe),
+    rate: (Option<f64>, Stripe),
     results: Option<ResultSink>,
 ) -> io::Result<Running> {
-    let stop = Arc::new(AtomicBool::new(false));
-    let connections = usize::from(spec.connections);
-    let counts: Vec<Arc<ShardCounts>> =
-        (0..connections).map(|_| Arc::new(ShardCounts::default())).collect();
-    let ctx = Arc::new(Ctx {
-        peer: peer.clone(),
-        set: set.clone(),
-        origin: url.origin(),
-        timeout: Duration::from_nanos(spec.timeout_ns),
-        budget: Budget::new(spec.count),
-        stop: stop.clone(),
-        next: AtomicU64::new(0),
-        results,
-    });
-    let runtime = tokio::runtime::Builder::new_multi_thread()
-        .worker_threads(usize::from(spec.threads.max(1)))
-        .thread_name("ws-h2")
-        .enable_all()
-        .build()?;
-    let begin = Instant::now();
-    // One sender of requests, so one schedule: every 1/rate s, until the step's end.
-    let schedule = rate.map(|r| Schedule::new(spec, begin, r, 0, 1, stripe));
-    let streams = usize::from(spec.streams.max(1));
-    let thread = {
-        let counts = counts.clone();
-        std::thread::Builder::new().name("ws-h2-main".into()).spawn(move || {
-            runtime.block_on(async move {
-                match schedule {
-                    None => closed(ctx, counts, streams).await,
-                    Some(schedule) => open(ctx, counts, schedule).await,
-                }
-            });
-            // Requests still in flight when the step ended are abandoned with the runtime.
-            runtime.shutdown_timeout(Duration::from_millis(100));
-        })?
-    };
-    Ok(Running { begin, counts, stopper: Box::new(H2Step { stop, thread: Some(thread) }) })
+    let plan = StepPlan { spec, peer, origin: url.origin(), set, rate, results, name: "ws-h2" };
+    multiplex::start(plan, || Ok(H2))
 }
 
-/// Closed model: every connection keeps `streams` requests in flight.
-async fn closed(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, streams: usize) {
-    let mut tasks = tokio::task::JoinSet::new();
-    for c in counts {
-        let ctx = ctx.clone();
-        tasks.spawn(async move {
-            let connection = Arc::new(Connection::default());
-            let mut streams_set = tokio::task::JoinSet::new();
-            for _ in 0..streams {
-                let (ctx, c, connection) = (ctx.clone(), c.clone(), connection.clone());
-                streams_set.spawn(async move {
-                    // A counted run ends with the claim that finds the budget spent.
-                    while !ctx.stop.load(Relaxed) && ctx.budget.claim() {
-                        let now = Instant::now();
-                        // A connection that cannot be opened fails the claimed request.
-                        let Some((generation, sender)) = connection.get(&ctx, &c, now).await else {
-                            continue;
-                        };
-                        let on = On { connection: &connection, generation, sender };
-                        if !request(&ctx, &c, on, now, false).await {
-                            connection.retire(generation).await;
-                        }
-                    }
-                });
-            }
-            while streams_set.join_next().await.is_some() {}
-            c.done.store(true, Relaxed);
-        });
-    }
-    while tasks.join_next().await.is_some() {}
-}
+impl Protocol for H2 {
+    type Sender = Sender;
 
-/// Open model: a request falls due on `schedule` and goes out on the next connection. A pacing thread says when: tokio's timers tick in whole milliseconds and fire
-/// up to one late, and since latency counts from the schedule, that lateness would be added to
-/// every request (and each counted late). The thread sleeps with a tight timer slack instead.
-async fn open(ctx: Arc<Ctx>, counts: Vec<Arc<ShardCounts>>, mut schedule: Schedule) {
-    let connections: Vec<Arc<Connection>> =
-        counts.iter().map(|_| Arc::new(Connection::default())).collect();
-    let mut inflight = tokio::task::JoinSet::new();
-    let (due_tx, mut due_rx) = tokio::sync::mpsc::unbounded_channel::<Instant>();
-    let stop = ctx.stop.clone();
-    let pacer = std::thread::Builder::new().name("ws-h2-pace".into()).spawn(move || {
-        crate::net::sys::tighten_timer_slack();
-        loop {
-            let Some(due) = schedule.next_due() else { return };
-            schedule.book();
-            // In steps of at most 50 ms, so a stop is seen.
-            loop {
-                let now = Instant::now();
-                if now >= due || stop.load(Relaxed) {
-                    break;
-                }
-                std::thread::sleep((due - now).min(Duration::from_millis(50)));
-            }
-            // Stopped, or the loop below has ended.
-            if stop.load(Relaxed) || due_tx.send(due).is_err() {
-                return;
-            }
-        }
-    });
-    if pacer.is_err() {
-        // No thread for the pacer: nothing can be sent on time.
-        for c in &counts {
-            c.done.store(true, Relaxed);
-        }
-        return;
+    fn handshake<'a>(
+        ctx: &'a Ctx<Self>,
+        c: &'a ShardCounts,
+        opened: Instant,
+        _index: usize,
+    ) -> impl std::future::Future<Output = Result<Sender, (Cause, Option<String>)>> + Send + 'a
+    {
+        handshake(ctx, c, opened)
     }
-    let mut k = 0u64;
-    while let Some(due) = due_rx.recv().await {
-        if ctx.stop.load(Relaxed) || !ctx.budget.claim() {
-            break;
-        }
-        let i = (k as usize) % counts.len();
-        k += 1;
-        let (ctx, c, connection) = (ctx.clone(), counts[i].clone(), connections[i].clone());
-        inflight.spawn(async move {
-            // Without a connection, the failed connect was counted against this request.
-            if let Some((generation, sender)) = connection.get(&ctx, &c, due).await {
-                let on = On { connection: &connection, generation, sender };
-                if !request(&ctx, &c, on, due, true).await {
-                    connection.retire(generation).await;
-                }
-            }
-        });
-        // Reap finished requests so the set stays as small as what is in flight.
-        while inflight.try_join_next().is_some() {}
-    }
-    // The pacer's next send fails and it ends (within 50 ms when it is sleeping).
-    drop(due_rx);
-    while !ctx.stop.load(Relaxed) && !inflight.is_empty() {
-        tokio::select! {
-            _ = inflight.join_next() => {}
-            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
-        }
-    }
-    for c in &counts {
-        c.done.store(true, Relaxed);
-    }
-}
 
-/// Opens one HTTP/2 connection; a failure is counted (and recorded) against the request that
-/// needed it, due at `scheduled`.
-async fn connect(ctx: &Ctx, c: &ShardCounts, scheduled: Instant) -> Option<Sender> {
-    let opened = Instant::now();
-    let (cause, detail) = match tokio::time::timeout(ctx.timeout, handshake(ctx, c, opened)).await {
-        Ok(Ok(sender)) => return Some(sender),
-        Ok(Err(failure)) => failure,
-        Err(_) => (Cause::ConnectTimeout, None),
-    };
-    if let Some(sink) = &ctx.results {
-        let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
-        let out = ctx.set.requests[i].body.len() as u64;
-        sink.emit(i, scheduled, scheduled.elapsed(), 0, (out, 0), Some(cause.name()));
+    fn is_closed(sender: &Sender) -> bool {
+        sender.is_closed()
     }
-    c.fail(cause, detail);
-    None
+
+    fn request<'a>(
+        ctx: &'a Ctx<Self>,
+        c: &'a ShardCounts,
+        on: On<'a, Self>,
+        scheduled: Instant,
+        open: bool,
+    ) -> impl std::future::Future<Output = bool> + Send + 'a {
+        request(ctx, c, on, scheduled, open)
+    }
 }
 
 async fn handshake(
-    ctx: &Ctx,
+    ctx: &Ctx<H2>,
     c: &ShardCounts,
     opened: Instant,
 ) -> Result<Sender, (Cause, Option<String>)> {
@@ -367,18 +161,17 @@ fn cause_of(e: &hyper::Error) -> Cause {
 /// unlucky case where hundreds queued behind one GOAWAY meet the next one too.
 const UNPROCESSED_TRIES: u32 = 3;
 
-/// The connection a request goes out on: the slot, which of its connections, and its sender.
-struct On<'a> {
-    connection: &'a Connection,
-    generation: u64,
-    sender: Sender,
-}
-
 /// Sends one request scheduled at `scheduled` and reads its whole response; false when the
 /// connection is no longer usable.
-async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, open: bool) -> bool {
+async fn request(
+    ctx: &Ctx<H2>,
+    c: &ShardCounts,
+    on: On<'_, H2>,
+    scheduled: Instant,
+    open: bool,
+) -> bool {
     let On { connection, mut generation, mut sender } = on;
-    let i = (ctx.next.fetch_add(1, Relaxed) % ctx.set.len().max(1) as u64) as usize;
+    let i = ctx.next_request();
     let r = &ctx.set.requests[i];
     let make = || build(&ctx.origin, r);
     let Ok(req) = make() else {
@@ -405,18 +198,7 @@ async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, ope
             let sent = Instant::now();
             if !counted {
                 counted = true;
-                let queued = sent.saturating_duration_since(scheduled).as_nanos() as u64;
-                if open && queued > ctx.timeout.as_nanos() as u64 {
-                    return Err(Some(Cause::Dropped));
-                }
-                c.count(|t| {
-                    t.sent += 1;
-                    t.bytes_out += r.body.len() as u64;
-                    t.late += u64::from(open && queued > LATE_NS);
-                });
-                if open {
-                    c.histograms(|h| h.queue.record(queued));
-                }
+                count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open).map_err(Some)?;
             }
             let req = match first.take() {
                 Some(req) => req,
@@ -440,23 +222,12 @@ async fn request(ctx: &Ctx, c: &ShardCounts, on: On<'_>, scheduled: Instant, ope
         read_body(response).await
     };
     let outcome = tokio::time::timeout(ctx.timeout, work).await;
-    settle(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
+    settle::<H2>(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
 }
 
-/// Request `r` of the set, for `origin`.
+/// Request `r` of the set, for `origin`, as hyper sends it.
 fn build(origin: &str, r: &Request) -> hyper::http::Result<hyper::Request<Full<Bytes>>> {
-    let mut builder = hyper::Request::builder()
-        .method(r.method.as_str())
-        .uri(format!("{origin}{}", r.url.path))
-        .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
-    for (k, v) in &r.headers {
-        builder = builder.header(k.as_str(), v.as_str());
-    }
-    let given = r.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
-    if let Some(credentials) = r.url.basic_auth.as_deref().filter(|_| !given) {
-        builder = builder.header("authorization", credentials);
-    }
-    builder.body(Full::new(Bytes::from(r.body.clone())))
+    r.head(origin).body(Full::new(Bytes::from(r.body.clone())))
 }
 
 /// Reads a response's whole body: its status and the body's bytes.
@@ -473,48 +244,4 @@ async fn read_body(
         }
     }
     Ok((status, bytes_in))
-}
-
-/// What a request's outcome (request `i`, of `out` body bytes) counts for, written to the
-/// results sink when there is one; false when the connection is no longer usable.
-fn settle(
-    ctx: &Ctx,
-    c: &ShardCounts,
-    (i, out): (usize, u64),
-    scheduled: Instant,
-    outcome: Result<Result<(u16, u64), Option<Cause>>, tokio::time::error::Elapsed>,
-    sender: &Sender,
-) -> bool {
-    let took = scheduled.elapsed();
-    if let Some(sink) = &ctx.results {
-        match &outcome {
-            Ok(Ok((status, bytes_in))) => {
-                sink.emit(i, scheduled, took, *status, (out, *bytes_in), None)
-            }
-            Ok(Err(Some(cause))) => sink.emit(i, scheduled, took, 0, (out, 0), Some(cause.name())),
-            Ok(Err(None)) => {} // the failed reconnect recorded it
-            Err(_) => sink.emit(i, scheduled, took, 0, (out, 0), Some(Cause::Timeout.name())),
-        }
-    }
-    match outcome {
-        Ok(Ok((status, bytes_in))) => {
-            c.histograms(|h| h.total.record(took.as_nanos() as u64));
-            c.count(|t| {
-                t.responses += 1;
-                t.succeeded += u64::from((200..400).contains(&status));
-                t.bytes_in += bytes_in;
-                *t.status.entry(status).or_default() += 1;
-            });
-            true
-        }
-        Ok(Err(Some(cause))) => {
-            c.fail(cause, None);
-            !matches!(cause, Cause::Closed | Cause::Reset | Cause::Other) && !sender.is_closed()
-        }
-        Ok(Err(None)) => false,
-        Err(_) => {
-            c.fail(Cause::Timeout, None);
-            !sender.is_closed()
-        }
-    }
 }

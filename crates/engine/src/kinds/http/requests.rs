@@ -17,6 +17,26 @@ pub struct Request {
     pub body: Vec<u8>,
 }
 
+impl Request {
+    /// The request's head for the multiplexed protocols (HTTP/2 and HTTP/3), for `origin`
+    /// (`scheme://authority`): the method, the URI, our User-Agent, its headers, and the
+    /// URL's Basic credentials unless a header gives its own.
+    pub(super) fn head(&self, origin: &str) -> hyper::http::request::Builder {
+        let mut builder = hyper::Request::builder()
+            .method(self.method.as_str())
+            .uri(format!("{origin}{}", self.url.path))
+            .header("user-agent", concat!("wirespeed/", env!("CARGO_PKG_VERSION")));
+        for (k, v) in &self.headers {
+            builder = builder.header(k.as_str(), v.as_str());
+        }
+        let given = self.headers.iter().any(|(k, _)| k.eq_ignore_ascii_case("authorization"));
+        if let Some(credentials) = self.url.basic_auth.as_deref().filter(|_| !given) {
+            builder = builder.header("authorization", credentials);
+        }
+        builder
+    }
+}
+
 /// The requests of one test, and how to write them.
 #[derive(Debug, Clone)]
 pub struct RequestSet {
