@@ -1,7 +1,8 @@
 //! Shared helpers: a real wirespeed server in-process on a loopback port, client options, and
-//! Debian's nginx as an external peer ([`nginx`]).
+//! Debian's nginx as an external peer ([`nginx`]), Caddy ([`caddy`]).
 #![allow(dead_code)]
 
+pub(crate) mod caddy;
 pub(crate) mod dns_servers;
 pub(crate) mod nginx;
 pub(crate) mod peer;
