@@ -925,6 +925,9 @@ pub(crate) struct DnsArgs {
     /// DoH: send each query as a POST body instead of GET's `dns` parameter.
     #[arg(long, requires = "doh")]
     pub doh_post: bool,
+    /// DoH over HTTP/3 (QUIC, UDP to the URL's port) instead of HTTP/2.
+    #[arg(long, requires = "doh")]
+    pub doh_h3: bool,
     /// Ask truncated (TC=1) UDP answers again over TCP, as a resolver would.
     #[arg(long, conflicts_with_all = ["tcp", "dot", "doq", "doh"])]
     pub tc_retry: bool,

@@ -648,6 +648,7 @@ pub(crate) fn dns(args: &DnsArgs, version: &str) -> Result<DnsOptions> {
     if args.doh_post {
         spec.doh_method = wirespeed_model::kinds::dns::DohMethod::Post;
     }
+    spec.doh_http3 = args.doh_h3;
     spec.datafile = args.datafile.as_ref().map(|p| p.display().to_string());
     spec.queries = lines.len();
     spec.clients = args.clients;

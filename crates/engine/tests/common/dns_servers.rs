@@ -173,9 +173,12 @@ impl DnsServer {
                 );
                 if let (Some((cert, key)), Some(p), Some(h)) = (tls, tls_port, https_port) {
                     let (cert, key) = (cert.display(), key.display());
-                    for scheme_port in
-                        [format!("quic://example.test:{p}"), format!("https://example.test:{h}")]
-                    {
+                    // DoQ; DoH on TCP and, on the same port number over UDP, DoH on HTTP/3.
+                    for scheme_port in [
+                        format!("quic://example.test:{p}"),
+                        format!("https://example.test:{h}"),
+                        format!("https3://example.test:{h}"),
+                    ] {
                         conf.push_str(&format!(
                             "{scheme_port} {{\n  bind 127.0.0.1\n  tls {cert} {key}\n  file {z} example.test\n}}\n"
                         ));

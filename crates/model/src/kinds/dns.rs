@@ -130,6 +130,13 @@ pub struct DnsSpec {
     /// DoH: GET or POST.
     #[serde(default)]
     pub doh_method: DohMethod,
+    /// DoH over HTTP/3 (QUIC, UDP to the port) instead of HTTP/2.
+    #[serde(default, skip_serializing_if = "is_false")]
+    pub doh_http3: bool,
+}
+
+fn is_false(b: &bool) -> bool {
+    !*b
 }
 
 impl DnsSpec {
@@ -158,6 +165,7 @@ impl DnsSpec {
             sni: None,
             doh_path: None,
             doh_method: DohMethod::Get,
+            doh_http3: false,
         }
     }
 
@@ -217,6 +225,9 @@ impl DnsSpec {
         }
         if self.server.len() > 1024 {
             return fail("the server name is too long".into());
+        }
+        if self.doh_http3 && self.transport != DnsTransport::Doh {
+            return fail("HTTP/3 (--doh-h3) goes with DoH only".into());
         }
         if let Some(path) = &self.doh_path {
             if self.transport != DnsTransport::Doh {

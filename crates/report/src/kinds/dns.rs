@@ -6,7 +6,9 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::kinds::dns::{DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport};
+use wirespeed_model::kinds::dns::{
+    DnsInterval, DnsReport, DnsSpec, DnsSummary, DnsTransport, DohMethod,
+};
 
 use crate::csv::{self, record};
 use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
@@ -55,6 +57,11 @@ pub(crate) fn describe(spec: &DnsSpec) -> String {
     }
     if spec.tc_retry {
         text.push_str(", truncated answers re-asked over TCP");
+    }
+    if spec.transport == DnsTransport::Doh {
+        let method = if spec.doh_method == DohMethod::Post { "POST" } else { "GET" };
+        let version = if spec.doh_http3 { "HTTP/3" } else { "HTTP/2" };
+        text.push_str(&format!(", {method} over {version}"));
     }
     text
 }

@@ -351,11 +351,21 @@ fn stream_clients_of(
         } else {
             spec.server.clone()
         };
+        let h3 = if spec.doh_http3 {
+            let crypto =
+                tls::client_config(&opts.tls, &[b"h3"]).map_err(ClientError::local("TLS"))?;
+            let config = quic::client_config(crypto, &quic::Tuning::default())
+                .map_err(ClientError::local("QUIC"))?;
+            Some(QuicClient { config, name: name.to_str().into_owned() })
+        } else {
+            None
+        };
         Some(HttpsClient {
             tls: (config, name),
             origin: format!("https://{host}:{}", spec.port),
             path: spec.doh_path.clone().unwrap_or_else(|| "/dns-query".into()),
             method: spec.doh_method,
+            h3,
         })
     } else {
         None

@@ -1,7 +1,7 @@
 //! DNS over HTTPS (RFC 8484): one HTTP/2 connection per client (TLS, ALPN `h2`), each query a
 //! request on a stream of its own: GET with the message base64url-encoded in `dns`, or POST
 //! with it as the body, both `application/dns-message`. A 200 answer's body is the DNS answer;
-//! any other status is a stream error. The loop is `per_query`'s.
+//! any other status is a stream error. The loop is `per_query`'s; over HTTP/3, `doh3`'s.
 
 use std::io;
 use std::sync::Arc;
@@ -23,7 +23,7 @@ use super::stream::StreamClient;
 /// The media type of a DNS message over HTTP.
 const DNS_MESSAGE: &str = "application/dns-message";
 /// Largest answer body read: the largest DNS message.
-const ANSWER: usize = 65_535;
+pub(super) const ANSWER: usize = 65_535;
 
 /// How a DoH client reaches its server.
 #[derive(Clone)]
@@ -36,6 +36,30 @@ pub(super) struct HttpsClient {
     pub path: String,
     /// GET or POST.
     pub method: DohMethod,
+    /// Over HTTP/3 instead: QUIC's settings (ALPN `h3`).
+    pub h3: Option<super::doq::QuicClient>,
+}
+
+impl HttpsClient {
+    /// The request that carries `msg`: its head, and its body (POST's).
+    pub(super) fn request(&self, msg: Vec<u8>) -> hyper::http::Result<(Request<()>, Bytes)> {
+        let (head, body) = match self.method {
+            DohMethod::Get => {
+                let dns = doh_get_param(&msg);
+                let uri = format!("{}{}?dns={dns}", self.origin, self.path);
+                (Request::builder().method(Method::GET).uri(uri), Bytes::new())
+            }
+            DohMethod::Post => {
+                let uri = format!("{}{}", self.origin, self.path);
+                let head = Request::builder()
+                    .method(Method::POST)
+                    .uri(uri)
+                    .header("content-type", DNS_MESSAGE);
+                (head, Bytes::from(msg))
+            }
+        };
+        Ok((head.header("accept", DNS_MESSAGE).body(())?, body))
+    }
 }
 
 /// One DoH connection.
@@ -84,24 +108,8 @@ impl StreamClient {
 
 impl Exchanges for HttpsExchanges {
     async fn exchange(&self, msg: Vec<u8>) -> Reply {
-        let c = &self.client;
-        let request = match c.method {
-            DohMethod::Get => {
-                let dns = doh_get_param(&msg);
-                Request::builder()
-                    .method(Method::GET)
-                    .uri(format!("{}{}?dns={dns}", c.origin, c.path))
-                    .header("accept", DNS_MESSAGE)
-                    .body(Full::new(Bytes::new()))
-            }
-            DohMethod::Post => Request::builder()
-                .method(Method::POST)
-                .uri(format!("{}{}", c.origin, c.path))
-                .header("accept", DNS_MESSAGE)
-                .header("content-type", DNS_MESSAGE)
-                .body(Full::new(Bytes::from(msg))),
-        };
-        let Ok(request) = request else { return Reply::StreamError };
+        let Ok((head, body)) = self.client.request(msg) else { return Reply::StreamError };
+        let request = head.map(|()| Full::new(body));
         let mut sender = self.sender.clone();
         if sender.ready().await.is_err() {
             return Reply::Lost;

@@ -37,8 +37,18 @@ pub(super) struct QuicExchanges {
 }
 
 impl StreamClient {
-    /// A QUIC connection to the server.
+    /// A DoQ connection to the server.
     pub(super) async fn connect_quic(&self, q: &QuicClient) -> io::Result<QuicExchanges> {
+        let (endpoint, connection) = self.quic_connection(q).await?;
+        Ok(QuicExchanges { endpoint, connection })
+    }
+
+    /// A QUIC connection to the server (DoQ's, or DoH's over HTTP/3), on an endpoint of its
+    /// own.
+    pub(super) async fn quic_connection(
+        &self,
+        q: &QuicClient,
+    ) -> io::Result<(Endpoint, Connection)> {
         let any: IpAddr = if self.addr.is_ipv4() {
             Ipv4Addr::UNSPECIFIED.into()
         } else {
@@ -53,7 +63,7 @@ impl StreamClient {
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "QUIC handshake timed out"))?
             .map_err(|e| io::Error::other(Failure::of(&e, idle).to_string()))?;
-        Ok(QuicExchanges { endpoint, connection })
+        Ok((endpoint, connection))
     }
 }
 

@@ -6,7 +6,7 @@
 //! - `stream`: a TCP or DoT client (pipelined frames), also the `--tc-retry` path.
 //! - `per_query`: the loop of transports with an exchange per query: DoQ and DoH.
 //! - `doq`: DNS over QUIC, a QUIC stream per query.
-//! - `doh`: DNS over HTTPS, an HTTP/2 request per query.
+//! - `doh`: DNS over HTTPS, an HTTP/2 request per query; `doh3`: the same over HTTP/3.
 //! - `tracker`: IDs in flight, matching answers, timeouts and counts, sans I/O.
 //! - `shared`: what workers publish to the sampler, and pacing.
 //! - [`queries`]: the queries, encoded once, and each worker's walk through them.
@@ -15,6 +15,7 @@
 
 pub mod client;
 mod doh;
+mod doh3;
 mod doq;
 pub mod fixture;
 pub mod fixture_secure;

@@ -22,6 +22,7 @@ use tokio::sync::mpsc;
 use wirespeed_proto::dns::wire::set_id;
 
 use super::doh::{HttpsClient, HttpsExchanges};
+use super::doh3::Https3Exchanges;
 use super::doq::{QuicClient, QuicExchanges};
 use super::queries::Cursor;
 use super::shared::{since, Local, Part};
@@ -119,6 +120,7 @@ impl StreamClient {
                         Conn::Tls(s) => self.serve(*s, &mut local).await,
                         Conn::Quic(q) => self.serve_exchanges(q, &mut local).await,
                         Conn::Https(h) => self.serve_exchanges(h, &mut local).await,
+                        Conn::Https3(h) => self.serve_exchanges(h, &mut local).await,
                     };
                     if let Ended::Closed = ended {
                         self.part.tracker.abandon(false);
@@ -160,6 +162,9 @@ impl StreamClient {
     async fn connect(&self) -> io::Result<Conn> {
         if let Some(q) = &self.quic {
             return Ok(Conn::Quic(self.connect_quic(q).await?));
+        }
+        if let Some(h) = self.https.as_ref().filter(|h| h.h3.is_some()) {
+            return Ok(Conn::Https3(self.connect_https3(h).await?));
         }
         if let Some(h) = &self.https {
             return Ok(Conn::Https(self.connect_https(h).await?));
@@ -283,4 +288,5 @@ enum Conn {
     Tls(Box<tokio_rustls::client::TlsStream<TcpStream>>),
     Quic(QuicExchanges),
     Https(HttpsExchanges),
+    Https3(Https3Exchanges),
 }
