@@ -1,6 +1,6 @@
 //! The DNS fixture's DoQ and DoH (given a certificate) against `wirespeed dns --doq/--doh` and
 //! against a client that is not ours (AdGuard's dnsproxy, built by scripts/peers.sh, forwarding
-//! plain DNS to the fixture over DoQ and over DoH), and what each does with bad input: a
+//! plain DNS to the fixture over DoQ, DoH and DoH on HTTP/3), and what each does with bad input: a
 //! stream that is not one message is reset, a request that is not a DoH query gets the status
 //! that says why, and the fixture goes on answering.
 
@@ -54,22 +54,37 @@ async fn doq_and_doh_by_get_and_post_answer_every_query_with_the_zones_codes() {
     let (cert, key) = certificate(dir.path());
     let (port, stop) = secure_fixture(&cert, &key);
     let lines = builtin_lines(1000);
-    for (transport, method) in [
-        (DnsTransport::Doq, DohMethod::Get),
-        (DnsTransport::Doh, DohMethod::Get),
-        (DnsTransport::Doh, DohMethod::Post),
+    for (transport, method, http3) in [
+        (DnsTransport::Doq, DohMethod::Get, false),
+        (DnsTransport::Doh, DohMethod::Get, false),
+        (DnsTransport::Doh, DohMethod::Post, false),
+        (DnsTransport::Doh, DohMethod::Get, true),
+        (DnsTransport::Doh, DohMethod::Post, true),
     ] {
         let mut s = spec(port, transport);
         s.doh_method = method;
+        s.doh_http3 = http3;
         let mut opts = dns_options(s, &lines);
         opts.tls.cacert = Some(cert.clone());
         let r = run_dns(opts).await;
         let s = &r.summary;
-        let what = format!("{transport:?} {method:?}");
+        let what = format!("{transport:?} {method:?} http3={http3}");
         assert_eq!((s.sent, s.completed), (2 * 1005, 2 * 1005), "{what}: {s:?}");
         assert_eq!((s.lost, s.stray.total(), s.stream_errors, s.truncated), (0, 0, 0, 0), "{what}");
         assert_eq!((rcode(&r, "NXDOMAIN"), rcode(&r, "NOERROR")), (2, 2 * 1004), "{what}");
     }
+    // Over HTTP/3 as over HTTP/2, a path it does not serve is a 404 for every query: each a
+    // stream error, none an answer.
+    let mut s = spec(port, DnsTransport::Doh);
+    s.doh_http3 = true;
+    s.doh_path = Some("/nowhere".into());
+    s.passes = Some(1);
+    s.timeout_ns = 300_000_000;
+    s.max_outstanding = 600; // each waits out its timeout: all at once, not 32 at a time
+    let mut opts = dns_options(s, &lines);
+    opts.tls.cacert = Some(cert.clone());
+    let s = run_dns(opts).await.summary;
+    assert_eq!((s.completed, s.stream_errors, s.lost), (0, 1005, 1005), "{s:?}");
     stop.cancel();
 }
 
@@ -193,13 +208,15 @@ impl DnsProxy {
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
-async fn a_client_that_is_not_ours_speaks_doq_and_doh_to_the_fixture() {
+async fn a_client_that_is_not_ours_speaks_doq_doh_and_doh3_to_the_fixture() {
     let dir = tempfile::tempdir().unwrap();
     let (cert, key) = certificate(dir.path());
     let (port, stop) = secure_fixture(&cert, &key);
-    for upstream in
-        [format!("quic://127.0.0.1:{port}"), format!("https://127.0.0.1:{port}/dns-query")]
-    {
+    for upstream in [
+        format!("quic://127.0.0.1:{port}"),
+        format!("https://127.0.0.1:{port}/dns-query"),
+        format!("h3://127.0.0.1:{port}/dns-query"),
+    ] {
         let Some(proxy) = DnsProxy::start(&upstream) else { break };
         let mut s = DnsSpec::new("127.0.0.1", proxy.port);
         s.max_outstanding = 8;

@@ -299,7 +299,8 @@ pub(crate) struct ServerArgs {
     #[arg(long, default_value_t = 1, value_name = "N", requires = "dns")]
     pub dns_threads: usize,
     /// Also serve the DNS fixture's zone encrypted on this port, with --tls-cert and
-    /// --tls-key: DNS over QUIC on UDP, DNS over HTTPS (/dns-query, HTTP/2 and HTTP/1.1) on TCP.
+    /// --tls-key: DNS over QUIC and DNS over HTTPS on HTTP/3 on UDP, DNS over HTTPS
+    /// (/dns-query, HTTP/2 and HTTP/1.1) on TCP.
     #[arg(long, value_name = "PORT", requires_all = ["dns", "tls_cert"])]
     pub dns_secure: Option<u16>,
     /// Also serve the browser speed test on this TCP port (as `wirespeed web` does).

@@ -1,7 +1,7 @@
 //! The DNS fixture's encrypted transports, served when it has a certificate: DNS over QUIC
-//! (RFC 9250, ALPN `doq`) on UDP and DNS over HTTPS (RFC 8484 at `/dns-query`, HTTP/2 or
-//! HTTP/1.1 by ALPN) on TCP, both on one port number, answering from the same zone as the
-//! plain fixture. DoQ: a query per stream, length-prefixed, answered on that stream and the
+//! (RFC 9250, ALPN `doq`) and DNS over HTTPS on HTTP/3 (ALPN `h3`) on UDP, and DNS over HTTPS
+//! (RFC 8484 at `/dns-query`, HTTP/2 or HTTP/1.1 by ALPN) on TCP, all on one port number,
+//! answering from the same zone as the plain fixture. DoQ: a query per stream, length-prefixed, answered on that stream and the
 //! stream finished; a stream that is not one message is reset with DOQ_PROTOCOL_ERROR. DoH:
 //! GET with `dns=` (base64url) or POST with an `application/dns-message` body; anything else
 //! gets the HTTP status that names what is wrong (400, 404, 405, 413, 415).
@@ -13,9 +13,8 @@ use std::path::Path;
 use std::sync::Arc;
 use std::time::Duration;
 
-use bytes::Bytes;
+use bytes::{Buf, Bytes};
 use http_body_util::{BodyExt, Full, Limited};
-use hyper::body::Incoming;
 use hyper::{Method, Request, Response, StatusCode};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
@@ -50,7 +49,8 @@ impl SecureListeners {
     /// Binds DoQ (UDP) and DoH (TCP) on `addr` with the PEM certificate chain and key; must
     /// be called within a tokio runtime.
     pub fn bind(addr: SocketAddr, cert: &Path, key: &Path) -> io::Result<Self> {
-        let doq_tls = tls::server_config_for(cert, key, &[b"doq"])?;
+        // One QUIC endpoint for DoQ and DoH over HTTP/3: the ALPN tells them apart.
+        let doq_tls = tls::server_config_for(cert, key, &[b"doq", b"h3"])?;
         let doh_tls = tls::server_config_for(cert, key, &[b"h2", b"http/1.1"])?;
         let doq = quic::server_endpoint(addr, doq_tls, &quic::Tuning::default())?;
         let doh = std::net::TcpListener::bind(addr)?;
@@ -98,6 +98,9 @@ async fn serve_quic(endpoint: quinn::Endpoint, zone: Arc<Zone>, shutdown: Cancel
         let (zone, streams) = (zone.clone(), tasks.clone());
         tasks.spawn(async move {
             let Ok(connection) = incoming.await else { return };
+            if alpn(&connection).as_deref() == Some(b"h3") {
+                return serve_http3(connection, zone, streams).await;
+            }
             while let Ok((send, recv)) = connection.accept_bi().await {
                 let zone = zone.clone();
                 streams.spawn(answer_stream(send, recv, zone));
@@ -107,6 +110,50 @@ async fn serve_quic(endpoint: quinn::Endpoint, zone: Arc<Zone>, shutdown: Cancel
     endpoint.close(0u32.into(), b"shutting down");
     tasks.close();
     let _ = tokio::time::timeout(Duration::from_secs(2), tasks.wait()).await;
+}
+
+/// The ALPN protocol a QUIC connection agreed on.
+fn alpn(connection: &quinn::Connection) -> Option<Vec<u8>> {
+    let data = connection.handshake_data()?;
+    data.downcast::<quinn::crypto::rustls::HandshakeData>().ok()?.protocol
+}
+
+/// DoH over HTTP/3 on one connection: each request on a task of its own, answered as over
+/// HTTP/2, until the client closes the connection (or breaks HTTP/3, which h3 closes it for).
+async fn serve_http3(connection: quinn::Connection, zone: Arc<Zone>, tasks: TaskTracker) {
+    let quic = h3_quinn::Connection::new(connection);
+    let Ok(mut h3) = h3::server::Connection::<_, Bytes>::new(quic).await else { return };
+    while let Ok(Some(resolver)) = h3.accept().await {
+        let zone = zone.clone();
+        tasks.spawn(async move {
+            let Ok((request, mut stream)) = resolver.resolve_request().await else { return };
+            // The body as it came, cut one byte past the largest message (which a 413 names).
+            let mut body = Vec::new();
+            let read = async {
+                while let Some(mut chunk) = stream.recv_data().await? {
+                    let take = chunk.remaining().min(MESSAGE + 1 - body.len());
+                    body.extend_from_slice(&chunk.copy_to_bytes(take));
+                    if body.len() > MESSAGE {
+                        break;
+                    }
+                }
+                Ok::<_, h3::error::StreamError>(())
+            };
+            if !matches!(tokio::time::timeout(STREAM_TIMEOUT, read).await, Ok(Ok(()))) {
+                return stream.stop_stream(h3::error::Code::H3_REQUEST_INCOMPLETE);
+            }
+            let (head, ()) = request.into_parts();
+            let response =
+                answer_https(Request::from_parts(head, Full::new(Bytes::from(body))), &zone).await;
+            let (head, body) = response.into_parts();
+            let body = body.collect().await.map(|b| b.to_bytes()).unwrap_or_default();
+            if stream.send_response(Response::from_parts(head, ())).await.is_ok()
+                && stream.send_data(body).await.is_ok()
+            {
+                let _ = stream.finish().await;
+            }
+        });
+    }
 }
 
 /// One DoQ stream: its query in, its answer out.
@@ -132,8 +179,13 @@ async fn answer_stream(mut send: quinn::SendStream, mut recv: quinn::RecvStream,
     }
 }
 
-/// One DoH request's answer.
-async fn answer_https(req: Request<Incoming>, zone: &Zone) -> Response<Full<Bytes>> {
+/// One DoH request's answer (over HTTP/2 or HTTP/1.1, whose bodies come as they arrive, or
+/// over HTTP/3, whose body was read first).
+async fn answer_https<B>(req: Request<B>, zone: &Zone) -> Response<Full<Bytes>>
+where
+    B: hyper::body::Body<Data = Bytes>,
+    B::Error: Into<Box<dyn std::error::Error + Send + Sync>>,
+{
     if req.uri().path() != DOH_PATH {
         return status(StatusCode::NOT_FOUND, "DNS queries go to /dns-query");
     }
