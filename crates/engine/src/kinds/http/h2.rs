@@ -42,59 +42,105 @@ pub(super) fn start(
 impl Protocol for H2 {
     type Sender = Sender;
 
-    fn handshake<'a>(
-        ctx: &'a Ctx<Self>,
-        c: &'a ShardCounts,
-        opened: Instant,
-        _index: usize,
-    ) -> impl std::future::Future<Output = Result<Sender, (Cause, Option<String>)>> + Send + 'a
-    {
-        handshake(ctx, c, opened)
-    }
-
     fn is_closed(sender: &Sender) -> bool {
         sender.is_closed()
     }
 
-    fn request<'a>(
-        ctx: &'a Ctx<Self>,
-        c: &'a ShardCounts,
-        on: On<'a, Self>,
+    async fn handshake(
+        ctx: &Ctx<Self>,
+        c: &ShardCounts,
+        opened: Instant,
+        _index: usize,
+    ) -> Result<Sender, (Cause, Option<String>)> {
+        let io_err = |e: io::Error| (Cause::of(&e, true), None);
+        let since = |t: Instant| t.elapsed().as_nanos() as u64;
+        c.count(|t| t.connections += 1);
+        if let Some(path) = ctx.peer.addr.as_pathname() {
+            let stream = tokio::net::UnixStream::connect(path).await.map_err(io_err)?;
+            c.histograms(|h| h.connect.record(since(opened)));
+            return h2_over(stream).await;
+        }
+        let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
+        let tcp = tokio::net::TcpStream::connect(addr).await.map_err(io_err)?;
+        let _ = tcp.set_nodelay(true);
+        c.histograms(|h| h.connect.record(since(opened)));
+        let Some((config, name)) = &ctx.peer.tls else { return h2_over(tcp).await };
+        let connector = tokio_rustls::TlsConnector::from(config.clone());
+        let tls = connector
+            .connect(name.clone(), tcp)
+            .await
+            .map_err(|e| (Cause::Tls, Some(e.to_string())))?;
+        c.histograms(|h| h.tls.record(since(opened)));
+        if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+            return Err((Cause::Tls, Some("the server did not agree to HTTP/2 (ALPN h2)".into())));
+        }
+        h2_over(tls).await
+    }
+
+    /// Sends one request scheduled at `scheduled` and reads its whole response; false when the
+    /// connection is no longer usable.
+    async fn request(
+        ctx: &Ctx<Self>,
+        c: &ShardCounts,
+        on: On<'_, Self>,
         scheduled: Instant,
         open: bool,
-    ) -> impl std::future::Future<Output = bool> + Send + 'a {
-        request(ctx, c, on, scheduled, open)
+    ) -> bool {
+        let On { connection, mut generation, mut sender } = on;
+        let i = ctx.next_request();
+        let r = &ctx.set.requests[i];
+        let make = || build(&ctx.origin, r);
+        let Ok(req) = make() else {
+            c.fail(Cause::Other, None);
+            return true;
+        };
+        // Errors are `Some(cause)`, or `None` when a failed reconnect already counted itself.
+        let work = async {
+            let mut first = Some(req);
+            let mut counted = false;
+            let mut tries = 0;
+            let (response, sent) = loop {
+                let may_retry = tries < UNPROCESSED_TRIES;
+                tries += 1;
+                if let Err(e) = sender.ready().await {
+                    if !may_retry {
+                        return Err(Some(cause_of(&e)));
+                    }
+                    // The connection went away (a GOAWAY, say) before this request went out.
+                    (generation, sender) =
+                        connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
+                    continue;
+                }
+                let sent = Instant::now();
+                if !counted {
+                    counted = true;
+                    count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open)
+                        .map_err(Some)?;
+                }
+                let req = match first.take() {
+                    Some(req) => req,
+                    None => make().map_err(|_| Some(Cause::Other))?,
+                };
+                match sender.send_request(req).await {
+                    Ok(response) => break (response, sent),
+                    // The server never processed it (a GOAWAY whose last stream id is below it, a
+                    // REFUSED_STREAM, a connection closed before it went out): HTTP/2 lets it be
+                    // sent again (RFC 9113 §8.7): after a GOAWAY on the connection that replaced
+                    // this one; after REFUSED_STREAM on the same one if it still takes requests.
+                    Err(e) if may_retry && never_processed(&e) && sender.is_ready() => {}
+                    Err(e) if may_retry && never_processed(&e) => {
+                        (generation, sender) =
+                            connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
+                    }
+                    Err(e) => return Err(Some(cause_of(&e))),
+                }
+            };
+            c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
+            read_body(response).await
+        };
+        let outcome = tokio::time::timeout(ctx.timeout, work).await;
+        settle::<Self>(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
     }
-}
-
-async fn handshake(
-    ctx: &Ctx<H2>,
-    c: &ShardCounts,
-    opened: Instant,
-) -> Result<Sender, (Cause, Option<String>)> {
-    let io_err = |e: io::Error| (Cause::of(&e, true), None);
-    let since = |t: Instant| t.elapsed().as_nanos() as u64;
-    c.count(|t| t.connections += 1);
-    if let Some(path) = ctx.peer.addr.as_pathname() {
-        let stream = tokio::net::UnixStream::connect(path).await.map_err(io_err)?;
-        c.histograms(|h| h.connect.record(since(opened)));
-        return h2_over(stream).await;
-    }
-    let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
-    let tcp = tokio::net::TcpStream::connect(addr).await.map_err(io_err)?;
-    let _ = tcp.set_nodelay(true);
-    c.histograms(|h| h.connect.record(since(opened)));
-    let Some((config, name)) = &ctx.peer.tls else { return h2_over(tcp).await };
-    let connector = tokio_rustls::TlsConnector::from(config.clone());
-    let tls = connector
-        .connect(name.clone(), tcp)
-        .await
-        .map_err(|e| (Cause::Tls, Some(e.to_string())))?;
-    c.histograms(|h| h.tls.record(since(opened)));
-    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-        return Err((Cause::Tls, Some("the server did not agree to HTTP/2 (ALPN h2)".into())));
-    }
-    h2_over(tls).await
 }
 
 async fn h2_over<S>(stream: S) -> Result<Sender, (Cause, Option<String>)>
@@ -160,70 +206,6 @@ fn cause_of(e: &hyper::Error) -> Cause {
 /// each try goes out on a newer connection (or after REFUSED_STREAM), so this bounds the
 /// unlucky case where hundreds queued behind one GOAWAY meet the next one too.
 const UNPROCESSED_TRIES: u32 = 3;
-
-/// Sends one request scheduled at `scheduled` and reads its whole response; false when the
-/// connection is no longer usable.
-async fn request(
-    ctx: &Ctx<H2>,
-    c: &ShardCounts,
-    on: On<'_, H2>,
-    scheduled: Instant,
-    open: bool,
-) -> bool {
-    let On { connection, mut generation, mut sender } = on;
-    let i = ctx.next_request();
-    let r = &ctx.set.requests[i];
-    let make = || build(&ctx.origin, r);
-    let Ok(req) = make() else {
-        c.fail(Cause::Other, None);
-        return true;
-    };
-    // Errors are `Some(cause)`, or `None` when a failed reconnect already counted itself.
-    let work = async {
-        let mut first = Some(req);
-        let mut counted = false;
-        let mut tries = 0;
-        let (response, sent) = loop {
-            let may_retry = tries < UNPROCESSED_TRIES;
-            tries += 1;
-            if let Err(e) = sender.ready().await {
-                if !may_retry {
-                    return Err(Some(cause_of(&e)));
-                }
-                // The connection went away (a GOAWAY, say) before this request went out.
-                (generation, sender) =
-                    connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
-                continue;
-            }
-            let sent = Instant::now();
-            if !counted {
-                counted = true;
-                count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open).map_err(Some)?;
-            }
-            let req = match first.take() {
-                Some(req) => req,
-                None => make().map_err(|_| Some(Cause::Other))?,
-            };
-            match sender.send_request(req).await {
-                Ok(response) => break (response, sent),
-                // The server never processed it (a GOAWAY whose last stream id is below it, a
-                // REFUSED_STREAM, a connection closed before it went out): HTTP/2 lets it be
-                // sent again (RFC 9113 §8.7): after a GOAWAY on the connection that replaced
-                // this one; after REFUSED_STREAM on the same one if it still takes requests.
-                Err(e) if may_retry && never_processed(&e) && sender.is_ready() => {}
-                Err(e) if may_retry && never_processed(&e) => {
-                    (generation, sender) =
-                        connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
-                }
-                Err(e) => return Err(Some(cause_of(&e))),
-            }
-        };
-        c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
-        read_body(response).await
-    };
-    let outcome = tokio::time::timeout(ctx.timeout, work).await;
-    settle::<H2>(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
-}
 
 /// Request `r` of the set, for `origin`, as hyper sends it.
 fn build(origin: &str, r: &Request) -> hyper::http::Result<hyper::Request<Full<Bytes>>> {

@@ -89,70 +89,113 @@ pub(super) fn start(
 impl Protocol for H3 {
     type Sender = Sender;
 
-    fn handshake<'a>(
-        ctx: &'a Ctx<Self>,
-        c: &'a ShardCounts,
-        opened: Instant,
-        index: usize,
-    ) -> impl std::future::Future<Output = Result<Sender, (Cause, Option<String>)>> + Send + 'a
-    {
-        handshake(ctx, c, opened, index)
-    }
-
     fn is_closed(sender: &Sender) -> bool {
         sender.quic.close_reason().is_some()
     }
 
-    fn request<'a>(
-        ctx: &'a Ctx<Self>,
-        c: &'a ShardCounts,
-        on: On<'a, Self>,
-        scheduled: Instant,
-        open: bool,
-    ) -> impl std::future::Future<Output = bool> + Send + 'a {
-        request(ctx, c, on, scheduled, open)
-    }
-}
-
-async fn handshake(
-    ctx: &Ctx<H3>,
-    c: &ShardCounts,
-    opened: Instant,
-    index: usize,
-) -> Result<Sender, (Cause, Option<String>)> {
-    c.count(|t| t.connections += 1);
-    let h3 = &ctx.proto;
-    let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
-    let endpoint = &h3.endpoints[index % h3.endpoints.len()];
-    let connecting = endpoint
-        .connect_with(h3.config.clone(), addr, &h3.name)
-        .map_err(|e| failed(Failure::Local(e.to_string())))?;
-    let handshake = |e| failed(Failure::of(&e, h3.idle));
-    // With a session ticket and --0rtt, the connection is usable at once: the request goes as
-    // early data, before the handshake completes; `connect` then times only getting there.
-    let (connection, early) = if h3.zero_rtt {
-        match connecting.into_0rtt() {
-            Ok((connection, accepted)) => (connection, Some(accepted)),
-            // No ticket yet (the run's first connections), or the server allows no early data.
-            Err(connecting) => (connecting.await.map_err(handshake)?, None),
+    async fn handshake(
+        ctx: &Ctx<Self>,
+        c: &ShardCounts,
+        opened: Instant,
+        index: usize,
+    ) -> Result<Sender, (Cause, Option<String>)> {
+        c.count(|t| t.connections += 1);
+        let h3 = &ctx.proto;
+        let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
+        let endpoint = &h3.endpoints[index % h3.endpoints.len()];
+        let connecting = endpoint
+            .connect_with(h3.config.clone(), addr, &h3.name)
+            .map_err(|e| failed(Failure::Local(e.to_string())))?;
+        let handshake = |e| failed(Failure::of(&e, h3.idle));
+        // With a session ticket and --0rtt, the connection is usable at once: the request goes as
+        // early data, before the handshake completes; `connect` then times only getting there.
+        let (connection, early) = if h3.zero_rtt {
+            match connecting.into_0rtt() {
+                Ok((connection, accepted)) => (connection, Some(accepted)),
+                // No ticket yet (the run's first connections), or the server allows no early data.
+                Err(connecting) => (connecting.await.map_err(handshake)?, None),
+            }
+        } else {
+            (connecting.await.map_err(handshake)?, None)
+        };
+        if early.is_some() {
+            c.count(|t| t.early_data += 1);
         }
-    } else {
-        (connecting.await.map_err(handshake)?, None)
-    };
-    if early.is_some() {
-        c.count(|t| t.early_data += 1);
-    }
-    c.histograms(|h| h.connect.record(opened.elapsed().as_nanos() as u64));
-    let (mut driver, send) =
-        h3::client::new(h3_quinn::Connection::new(connection.clone()))
+        c.histograms(|h| h.connect.record(opened.elapsed().as_nanos() as u64));
+        let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(connection.clone()))
             .await
             .map_err(|e| (connection_cause(&e, h3.idle), Some(format!("HTTP/3: {e}"))))?;
-    // The driver reads the server's control stream (its SETTINGS, a GOAWAY) until the
-    // connection closes.
-    tokio::spawn(async move {
-        let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
-    });
-    Ok(Sender { send, quic: connection, early: Arc::new(std::sync::Mutex::new(early)) })
+        // The driver reads the server's control stream (its SETTINGS, a GOAWAY) until the
+        // connection closes.
+        tokio::spawn(async move {
+            let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
+        });
+        Ok(Sender { send, quic: connection, early: Arc::new(std::sync::Mutex::new(early)) })
+    }
+
+    /// Sends one request scheduled at `scheduled` and reads its whole response; false when the
+    /// connection is no longer usable.
+    async fn request(
+        ctx: &Ctx<Self>,
+        c: &ShardCounts,
+        on: On<'_, Self>,
+        scheduled: Instant,
+        open: bool,
+    ) -> bool {
+        let On { connection, mut generation, mut sender } = on;
+        let idle = ctx.proto.idle;
+        let i = ctx.next_request();
+        let r = &ctx.set.requests[i];
+        let failed = |e: StreamError| Some(stream_cause(&e, idle));
+        // Errors are `Some(cause)`, or `None` when a failed reconnect already counted itself.
+        let work = async {
+            let mut counted = false;
+            let mut tries = 0;
+            let (mut stream, sent) = loop {
+                let may_retry = tries < UNPROCESSED_TRIES;
+                tries += 1;
+                let sent = Instant::now();
+                if !counted {
+                    counted = true;
+                    count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open)
+                        .map_err(Some)?;
+                }
+                let head = r.head(&ctx.origin).body(()).map_err(|_| Some(Cause::Other))?;
+                let mut send = sender.send.clone();
+                match send.send_request(head).await {
+                    Ok(stream) => break (stream, sent),
+                    // A GOAWAY came first: the server will not process this stream, so it goes
+                    // again on the connection that replaces this one (RFC 9114 §5.2).
+                    Err(StreamError::RemoteClosing { .. }) if may_retry => {
+                        (generation, sender) =
+                            connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
+                    }
+                    Err(e) => return Err(failed(e)),
+                }
+            };
+            if !r.body.is_empty() {
+                stream.send_data(Bytes::from(r.body.clone())).await.map_err(failed)?;
+            }
+            stream.finish().await.map_err(failed)?;
+            let response = stream.recv_response().await.map_err(failed)?;
+            c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
+            let mut bytes_in = 0u64;
+            while let Some(chunk) = stream.recv_data().await.map_err(failed)? {
+                bytes_in += chunk.remaining() as u64;
+            }
+            // The first answer on a 0-RTT connection comes after its handshake: the server's
+            // verdict on the early data is known.
+            let verdict = sender.early.lock().ok().and_then(|mut e| e.take());
+            if let Some(accepted) = verdict {
+                if accepted.await {
+                    c.count(|t| t.early_data_accepted += 1);
+                }
+            }
+            Ok((response.status().as_u16(), bytes_in))
+        };
+        let outcome = tokio::time::timeout(ctx.timeout, work).await;
+        settle::<Self>(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
+    }
 }
 
 /// The cause a report counts a QUIC connection's failure under, and its words.
@@ -198,67 +241,4 @@ fn stream_cause(e: &StreamError, idle: Duration) -> Cause {
         StreamError::RemoteClosing { .. } => Cause::Closed,
         _ => Cause::Other,
     }
-}
-
-/// Sends one request scheduled at `scheduled` and reads its whole response; false when the
-/// connection is no longer usable.
-async fn request(
-    ctx: &Ctx<H3>,
-    c: &ShardCounts,
-    on: On<'_, H3>,
-    scheduled: Instant,
-    open: bool,
-) -> bool {
-    let On { connection, mut generation, mut sender } = on;
-    let idle = ctx.proto.idle;
-    let i = ctx.next_request();
-    let r = &ctx.set.requests[i];
-    let failed = |e: StreamError| Some(stream_cause(&e, idle));
-    // Errors are `Some(cause)`, or `None` when a failed reconnect already counted itself.
-    let work = async {
-        let mut counted = false;
-        let mut tries = 0;
-        let (mut stream, sent) = loop {
-            let may_retry = tries < UNPROCESSED_TRIES;
-            tries += 1;
-            let sent = Instant::now();
-            if !counted {
-                counted = true;
-                count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open).map_err(Some)?;
-            }
-            let head = r.head(&ctx.origin).body(()).map_err(|_| Some(Cause::Other))?;
-            let mut send = sender.send.clone();
-            match send.send_request(head).await {
-                Ok(stream) => break (stream, sent),
-                // A GOAWAY came first: the server will not process this stream, so it goes
-                // again on the connection that replaces this one (RFC 9114 §5.2).
-                Err(StreamError::RemoteClosing { .. }) if may_retry => {
-                    (generation, sender) =
-                        connection.replace(generation, ctx, c, scheduled).await.ok_or(None)?;
-                }
-                Err(e) => return Err(failed(e)),
-            }
-        };
-        if !r.body.is_empty() {
-            stream.send_data(Bytes::from(r.body.clone())).await.map_err(failed)?;
-        }
-        stream.finish().await.map_err(failed)?;
-        let response = stream.recv_response().await.map_err(failed)?;
-        c.histograms(|h| h.first_byte.record(sent.elapsed().as_nanos() as u64));
-        let mut bytes_in = 0u64;
-        while let Some(chunk) = stream.recv_data().await.map_err(failed)? {
-            bytes_in += chunk.remaining() as u64;
-        }
-        // The first answer on a 0-RTT connection comes after its handshake: the server's
-        // verdict on the early data is known.
-        let verdict = sender.early.lock().ok().and_then(|mut e| e.take());
-        if let Some(accepted) = verdict {
-            if accepted.await {
-                c.count(|t| t.early_data_accepted += 1);
-            }
-        }
-        Ok((response.status().as_u16(), bytes_in))
-    };
-    let outcome = tokio::time::timeout(ctx.timeout, work).await;
-    settle::<H3>(ctx, c, (i, r.body.len() as u64), scheduled, outcome, &sender)
 }

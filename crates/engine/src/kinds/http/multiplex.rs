@@ -30,25 +30,25 @@ pub(super) trait Protocol: Sized + Send + Sync + 'static {
     type Sender: Clone + Send + Sync + 'static;
 
     /// Opens connection `index` of the `-c`, counting it and its handshake's parts.
-    fn handshake<'a>(
-        ctx: &'a Ctx<Self>,
-        c: &'a ShardCounts,
+    fn handshake(
+        ctx: &Ctx<Self>,
+        c: &ShardCounts,
         opened: Instant,
         index: usize,
-    ) -> impl Future<Output = Result<Self::Sender, (Cause, Option<String>)>> + Send + 'a;
+    ) -> impl Future<Output = Result<Self::Sender, (Cause, Option<String>)>> + Send;
 
     /// True when `sender`'s connection takes no more requests.
     fn is_closed(sender: &Self::Sender) -> bool;
 
     /// Sends one request scheduled at `scheduled` on `on` and reads its whole response,
     /// counting it; false when the connection is no longer usable.
-    fn request<'a>(
-        ctx: &'a Ctx<Self>,
-        c: &'a ShardCounts,
-        on: On<'a, Self>,
+    fn request(
+        ctx: &Ctx<Self>,
+        c: &ShardCounts,
+        on: On<'_, Self>,
         scheduled: Instant,
         open: bool,
-    ) -> impl Future<Output = bool> + Send + 'a;
+    ) -> impl Future<Output = bool> + Send;
 }
 
 /// What every task of a step shares.
