@@ -274,7 +274,7 @@ fn examples_gost_transports_plan_a_lossy_wide_area_path() {
         Some(HostsMode::Netns),
     )
     .unwrap();
-    assert_eq!(loaded.plan.systems.len(), 14);
+    assert_eq!(loaded.plan.systems.len(), 18, "direct, the forward, 12 TCP and 4 UDP transports");
     assert_eq!(loaded.plan.workloads.len(), 3 * 2, "three tests, two losses");
     for cell in &loaded.plan.workloads {
         let lab = wirespeed_runner::paths::lab_spec(&loaded.scenario, &cell.path).unwrap();
