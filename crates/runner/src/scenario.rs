@@ -284,6 +284,10 @@ pub struct Fixture {
     /// http: the body size of an answer (e.g. `615B`).
     #[serde(default)]
     pub body_size: Option<String>,
+    /// http: serve HTTP/3 too, on the same port number over UDP, with a certificate made at
+    /// start (an HTTP/3 workload then needs `insecure = true`), and https:// on its TCP port.
+    #[serde(default)]
+    pub h3: bool,
     /// dns: a zone file to serve instead of the generated one.
     #[serde(default)]
     pub zone: Option<String>,

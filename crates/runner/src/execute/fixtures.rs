@@ -10,6 +10,7 @@ use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::dns::fixture::{self as dns_fixture, read_zone_file, DnsListeners};
 use wirespeed_engine::kinds::http::fixture::{self as http_fixture, FixtureConfig};
+use wirespeed_engine::kinds::http::fixture_h3 as http_fixture_h3;
 use wirespeed_engine::server::{self, Listeners, ServerConfig};
 use wirespeed_model::units::parse_bytes;
 use wirespeed_proto::dns::zone::Zone;
@@ -78,7 +79,13 @@ impl Fixtures {
                 };
                 let l = Listeners::bind_tcp(&[any], 0)?;
                 let addr = l[0].local_addr()?;
-                let config = FixtureConfig { body_bytes, ..Default::default() };
+                let mut config = FixtureConfig { body_bytes, ..Default::default() };
+                if f.h3 {
+                    // HTTP/3 on the TCP port's number, with a certificate made now.
+                    let (tls, _) = http_fixture_h3::identity(None)?;
+                    config.h3.push(http_fixture_h3::endpoint(addr, tls.clone())?);
+                    config.tls = Some(tls);
+                }
                 (addr, tokio::spawn(async move { drop(http_fixture::run(l, config, stop).await) }))
             }
             FixtureKind::Dns => {

@@ -311,6 +311,9 @@ pub(crate) fn fixture_command(
             if let Some(size) = &f.body_size {
                 argv.extend(["--http-body".into(), size.clone()]);
             }
+            if f.h3 {
+                argv.push("--h3".into());
+            }
             port
         }
         FixtureKind::Dns => {

@@ -59,6 +59,10 @@ pub(super) fn command_line(
         TestKind::Http if entry.starts_with("http://") || entry.starts_with("https://") => {
             words.push(entry.into())
         }
+        // HTTP/3 is https:// (QUIC is always encrypted).
+        TestKind::Http if options.get("h3") == Some(&toml::Value::Boolean(true)) => {
+            words.push(format!("https://{entry}/"))
+        }
         TestKind::Http => words.push(format!("http://{entry}/")),
         // A system's entry HOST:PORT: its configuration at the well-known path.
         TestKind::Rpm => words.push(format!("http://{entry}/.well-known/nq")),
