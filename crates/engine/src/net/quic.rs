@@ -165,6 +165,40 @@ pub fn endpoint_on(
 /// latency data streams).
 pub const TEST_ALPN: &[u8] = b"wirespeed";
 
+/// The name a test's client asks for in SNI: the certificate is trusted by its fingerprint,
+/// whatever it names.
+const TEST_SERVER_NAME: &str = "wirespeed";
+
+/// How long a test's server end waits for its client's QUIC connection after the test began.
+pub const TEST_ARRIVAL: Duration = Duration::from_secs(10);
+
+/// A test's client connection over `socket` (bound, and connected to the server's end): its
+/// endpoint, and the handshake under way. Must be called within a tokio runtime.
+pub fn test_connect(
+    socket: std::net::UdpSocket,
+    config: quinn::ClientConfig,
+) -> io::Result<(quinn::Endpoint, quinn::Connecting)> {
+    let peer = socket.peer_addr()?;
+    let endpoint = endpoint_on(socket, None)?;
+    let connecting = endpoint
+        .connect_with(config, peer, TEST_SERVER_NAME)
+        .map_err(|e| io::Error::other(Failure::Local(e.to_string()).to_string()))?;
+    Ok((endpoint, connecting))
+}
+
+/// The client's connection arriving at a test's server end, waited for [`TEST_ARRIVAL`].
+pub async fn test_arrival(endpoint: &quinn::Endpoint) -> io::Result<quinn::Incoming> {
+    tokio::time::timeout(TEST_ARRIVAL, endpoint.accept())
+        .await
+        .map_err(|_| {
+            io::Error::other(format!(
+                "the client's QUIC connection did not arrive within {} s",
+                TEST_ARRIVAL.as_secs()
+            ))
+        })?
+        .ok_or_else(|| io::Error::other("the QUIC endpoint closed"))
+}
+
 /// A server's QUIC certificate: the TLS settings that present it (offering [`TEST_ALPN`]), and
 /// its SHA-256.
 pub type Identity = (Arc<rustls::ServerConfig>, [u8; 32]);

@@ -21,12 +21,8 @@ use crate::net::quic::{self, Congestion, Failure, PathSample, Tuning};
 use crate::net::sys;
 use crate::run::pacer::{paced_piece, Pacer};
 
-/// Name the client asks for; the certificate is trusted by its fingerprint, not its name.
-const SERVER_NAME: &str = "wirespeed";
 /// How often an end looks at the test's flags and samples its path.
 const LOOK: Duration = Duration::from_millis(50);
-/// How long the server's end waits for the client's connection after the test began.
-const ARRIVAL: Duration = Duration::from_secs(10);
 /// Longest a closing end waits for its close to reach the peer.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
 /// The close code of a stream end that finished: its peer takes it as success.
@@ -100,13 +96,9 @@ impl QuicEnd<'_> {
 
     async fn run_async(&self) -> io::Result<()> {
         let socket: std::net::UdpSocket = self.socket.try_clone()?.into();
-        let peer = socket.peer_addr()?;
         let (endpoint, connecting) = match self.side {
             QuicSide::Client(config) => {
-                let endpoint = quic::endpoint_on(socket, None)?;
-                let connecting = endpoint
-                    .connect_with(config.clone(), peer, SERVER_NAME)
-                    .map_err(|e| other(Failure::Local(e.to_string())))?;
+                let (endpoint, connecting) = quic::test_connect(socket, config.clone())?;
                 (endpoint, Some(connecting))
             }
             QuicSide::Server(config) => (quic::endpoint_on(socket, Some(config.clone()))?, None),
@@ -137,18 +129,10 @@ impl QuicEnd<'_> {
         let idle = Tuning::default().idle_timeout;
         let connecting = match connecting {
             Some(c) => c,
-            None => {
-                let incoming = tokio::time::timeout(ARRIVAL, endpoint.accept())
-                    .await
-                    .map_err(|_| {
-                        other(format!(
-                            "the client's QUIC connection did not arrive within {} s",
-                            ARRIVAL.as_secs()
-                        ))
-                    })?
-                    .ok_or_else(|| other("the QUIC endpoint closed"))?;
-                incoming.accept().map_err(|e| other(Failure::of(&e, idle)))?
-            }
+            None => quic::test_arrival(endpoint)
+                .await?
+                .accept()
+                .map_err(|e| other(Failure::of(&e, idle)))?,
         };
         connecting.await.map_err(|e| other(Failure::of(&e, idle)))
     }

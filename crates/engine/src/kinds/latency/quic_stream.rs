@@ -15,11 +15,8 @@ use crate::net::quic::{self, Failure, Tuning};
 
 /// How often a wait looks at the stop flag.
 const POLL: Duration = Duration::from_millis(100);
-/// How long the server's end waits for the client's connection, and a close for its peer.
-const ARRIVAL: Duration = Duration::from_secs(10);
+/// How long a closing end waits for its close to reach its peer.
 const CLOSE_WAIT: Duration = Duration::from_secs(1);
-/// Name the client asks for; the certificate is trusted by its fingerprint.
-const SERVER_NAME: &str = "wirespeed";
 
 fn runtime() -> io::Result<Runtime> {
     tokio::runtime::Builder::new_current_thread().enable_all().build()
@@ -43,15 +40,9 @@ impl QuicRoundTrips {
     pub(super) fn connect(socket: &Socket, config: quinn::ClientConfig) -> io::Result<Self> {
         let runtime = runtime()?;
         let (endpoint, connection, send, recv) = runtime.block_on(async {
-            let socket: std::net::UdpSocket = socket.try_clone()?.into();
-            let peer = socket.peer_addr()?;
-            let endpoint = quic::endpoint_on(socket, None)?;
+            let (endpoint, connecting) = quic::test_connect(socket.try_clone()?.into(), config)?;
             let idle = Tuning::default().idle_timeout;
-            let connection = endpoint
-                .connect_with(config, peer, SERVER_NAME)
-                .map_err(|e| other(Failure::Local(e.to_string())))?
-                .await
-                .map_err(|e| other(Failure::of(&e, idle)))?;
+            let connection = connecting.await.map_err(|e| other(Failure::of(&e, idle)))?;
             let (send, recv) =
                 connection.open_bi().await.map_err(|e| other(Failure::of(&e, idle)))?;
             Ok::<_, io::Error>((endpoint, connection, send, recv))
@@ -130,9 +121,7 @@ async fn echo_on(endpoint: &Endpoint, stop: &AtomicBool) -> io::Result<()> {
         }
     };
     let incoming = tokio::select! {
-        i = tokio::time::timeout(ARRIVAL, endpoint.accept()) => i
-            .map_err(|_| other(format!("the client's QUIC connection did not arrive within {} s", ARRIVAL.as_secs())))?
-            .ok_or_else(|| other("the QUIC endpoint closed"))?,
+        i = quic::test_arrival(endpoint) => i?,
         () = until_stopped() => return Ok(()),
     };
     let idle = Tuning::default().idle_timeout;
