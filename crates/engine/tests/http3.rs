@@ -28,6 +28,21 @@ async fn run_opts(opts: HttpOptions) -> Result<(HttpReport, Vec<String>), Client
     Ok((h, report.meta.notes))
 }
 
+/// Why `n` HTTP/3 requests to 127.0.0.1:`port` on one connection, trusting any certificate,
+/// all failed (the run's error).
+async fn failure_of(port: u16, n: u64) -> String {
+    let mut spec = HttpSpec::new(format!("https://127.0.0.1:{port}/"));
+    spec.http3 = true;
+    spec.count = Some(n);
+    spec.connections = 1;
+    let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
+    opts.tls.insecure = true;
+    match run_opts(opts).await {
+        Err(e) => e.to_string(),
+        Ok((r, _)) => panic!("expected every request to fail: {:?}", r.summary),
+    }
+}
+
 /// The fixture on 127.0.0.1 (or ::1): TCP (plain and TLS) on one port and, when `h3`, HTTP/3
 /// on UDP, on the same port number unless `udp_elsewhere`.
 struct H3Fixture {
@@ -208,13 +223,7 @@ async fn udp_that_nobody_answers_is_reported_in_seconds() {
     // A bound UDP socket that reads nothing: as if a firewall dropped QUIC.
     let silent = UdpSocket::bind("127.0.0.1:0").unwrap();
     let port = silent.local_addr().unwrap().port();
-    let mut spec = HttpSpec::new(format!("https://127.0.0.1:{port}/"));
-    spec.http3 = true;
-    spec.count = Some(1);
-    spec.connections = 1;
-    let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
-    opts.tls.insecure = true;
-    let err = run_opts(opts).await.unwrap_err().to_string();
+    let err = failure_of(port, 1).await;
     assert!(err.contains("QUIC idle timeout") && err.contains("is UDP blocked"), "{err}");
 }
 
@@ -252,13 +261,7 @@ async fn version_negotiation_is_named() {
         let stop = stop.clone();
         std::thread::spawn(move || version_negotiator(socket, stop))
     };
-    let mut spec = HttpSpec::new(format!("https://127.0.0.1:{port}/"));
-    spec.http3 = true;
-    spec.count = Some(3);
-    spec.connections = 1;
-    let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
-    opts.tls.insecure = true;
-    let err = run_opts(opts).await.unwrap_err().to_string();
+    let err = failure_of(port, 3).await;
     stop.store(true, std::sync::atomic::Ordering::Relaxed);
     responder.join().unwrap();
     assert!(err.contains("3 × QUIC version negotiation failed"), "{err}");
@@ -301,13 +304,7 @@ async fn resetting_server() -> (SocketAddr, CancellationToken) {
 #[tokio::test(flavor = "multi_thread")]
 async fn reset_streams_are_counted_as_such() {
     let (addr, stop) = resetting_server().await;
-    let mut spec = HttpSpec::new(format!("https://127.0.0.1:{}/", addr.port()));
-    spec.http3 = true;
-    spec.count = Some(40);
-    spec.connections = 1;
-    let mut opts = HttpOptions::single(spec, Vec::new(), "test").unwrap();
-    opts.tls.insecure = true;
-    let err = run_opts(opts).await.unwrap_err().to_string();
+    let err = failure_of(addr.port(), 40).await;
     stop.cancel();
     // One connection carries them all: a reset stream does not end it.
     assert!(err.contains("40 × stream reset"), "{err}");
