@@ -1,5 +1,5 @@
 //! Serving HTTP with hyper — HTTP/1.1 and h2c told apart on one port, or both over TLS chosen
-//! by ALPN — for the HTTP fixture, the DNS fixture's DoH and the web speed test: an accept loop per listener, a task
+//! by ALPN, or (`plain_too`) TLS and cleartext told apart by the first byte — for the HTTP fixture, the DNS fixture's DoH and the web speed test: an accept loop per listener, a task
 //! per connection, optional limits on how long a client may take to send a request head (and
 //! to finish its TLS handshake), and shutdown that lets requests in flight finish (within a
 //! grace period, when one is set).
