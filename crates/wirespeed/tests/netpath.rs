@@ -651,14 +651,21 @@ fn rpm_and_cloudflares_mach_agree_on_one_path() {
     // trust store for every new connection, inside its TLS timing: the system's (~150
     // certificates) costs ~10 ms a probe, which would count as network time; a store of the
     // test's one certificate costs well under a millisecond.
-    let run_mach = |with_preload: bool| {
+    // mach 0.4.0 judges its responsiveness stable without waiting for goodput to be (its
+    // source says so): a leg can end on a value from its ramp, with fewer connections open.
+    // The runs with the draft's socket options take `--std 0`, so that nothing is judged
+    // stable and mach reports its last interval, at four connections, as the draft has a
+    // client report when its time is up: what is compared is the measurement, not that rule.
+    let run_mach = |draft: bool| {
         let mut command = lab.host("client").unwrap().namespace.command(mach.to_str().unwrap());
         command.env("SSL_CERT_FILE", &cert_pem).env("SSL_CERT_DIR", &no_certs);
-        if with_preload {
-            command.env("LD_PRELOAD", &preload);
+        if draft {
+            command.env("LD_PRELOAD", &preload).args(["rpm", "--std", "0"]);
+        } else {
+            command.arg("rpm");
         }
         let out = command
-            .args(["rpm", "-c", &config, "--insecure", "--disable-aim-scores"])
+            .args(["-c", &config, "--insecure", "--disable-aim-scores"])
             .args(["--test-duration", "10000", "--max-load", "4"])
             .output()
             .unwrap();
@@ -704,19 +711,29 @@ fn rpm_and_cloudflares_mach_agree_on_one_path() {
             a / b,
             a / d
         ));
+        let runs = |r: &[[(f64, f64); 2]]| -> Vec<String> {
+            r.iter().map(|x| format!("{:.0} RPM/{:.1} ms", x[leg].0, x[leg].1)).collect()
+        };
+        note(format!(
+            "rpm {name} runs: wirespeed {:?}; mach with the draft's socket options {:?}",
+            runs(&ours),
+            runs(&mach_draft)
+        ));
         // mach as it is turns Nagle's algorithm on, which adds a round trip to each new
         // connection's request, and keeps a socket buffer of its upload ahead of each self
         // probe: both lower its RPM, so the two agree only within a factor of two. With
         // TCP_NODELAY and TCP_NOTSENT_LOWAT (tests/netpath/draft_sockets.c) it comes close to
         // what wirespeed measures.
         assert!(a / b > 0.5 && a / b < 2.0, "{name}: wirespeed {a:.0} RPM, mach {b:.0}");
-        // The issue asks for 10 %: runs so far read 0.955-1.103 down and 0.907-1.072 up (mach's
-        // download self probes run 5-20 % longer than ours, not yet explained), so what is
-        // checked is 15 % and the figure is printed above.
-        assert!(within(a, d, 0.15), "{name}: wirespeed {a:.0} RPM, mach (draft sockets) {d:.0}");
-        // mach's own loaded latency swings between runs on this path (79 to 177 ms at p50 in
-        // CI runs of one day, while ours stayed within 110-117 ms): it judges ours only when its
-        // own runs agree within the band; otherwise its spread is printed instead.
+        // Within 10 %, as issue 24 asks. (Ours once read 12-17 % high on downloads in some
+        // runs: it judged responsiveness stable on values from the ramp, before goodput was,
+        // and ended the leg with its fourth connection barely open.)
+        assert!(within(a, d, 0.10), "{name}: wirespeed {a:.0} RPM, mach (draft sockets) {d:.0}");
+        // mach's loaded latency is the median of every self probe of its leg, the ramp's
+        // included, where ours is the last window's at working conditions: a looser check of
+        // a figure the two define differently. It swung between runs on this path (79 to 177
+        // ms in CI runs of one day), so it judges ours only when its own runs agree within
+        // the band; otherwise its spread is printed instead.
         let mach_runs: Vec<f64> = mach_draft.iter().map(|r| r[leg].1).collect();
         let steady = mach_runs.iter().all(|&l| within(l, ld, 0.3));
         if steady {

@@ -57,6 +57,16 @@ fn check_report(v: &Value) {
             other => panic!("leg {other}"),
         }
     }
+    // Responsiveness is judged only on values taken at full load: a leg's first interval with
+    // stable RPM comes at least 4 (the moving average) intervals into stable goodput.
+    for leg in ["download", "upload"] {
+        let ivs: Vec<&Value> =
+            v["intervals"].as_array().unwrap().iter().filter(|i| i["leg"] == leg).collect();
+        if let Some(at) = ivs.iter().position(|i| i["rpm_stable"] == true) {
+            let stable_goodput = ivs[..=at].iter().filter(|i| i["goodput_stable"] == true).count();
+            assert!(stable_goodput >= 4, "{leg}: RPM stable after {stable_goodput} intervals");
+        }
+    }
     let slowest = legs.iter().map(|l| l["rpm"].as_f64().unwrap()).fold(f64::MAX, f64::min);
     assert_eq!(s["rpm"].as_f64().unwrap(), slowest);
     assert!(["A+", "A", "B", "C", "D", "F"].contains(&s["grade"].as_str().unwrap()));

@@ -39,6 +39,9 @@ pub(super) struct Server {
 /// Unsent bytes a connection keeps in its socket at most (TCP_NOTSENT_LOWAT).
 const NOTSENT_LOWAT: u32 = 16 * 1024;
 
+/// Encrypted bytes a TLS connection keeps beyond its socket at most (rustls's buffer limit).
+const TLS_BUFFER: usize = 16 * 1024;
+
 /// A connection's phases, nanoseconds.
 #[derive(Debug, Clone, Copy, Default)]
 pub(super) struct Phases {
@@ -70,10 +73,15 @@ pub(super) async fn connect(server: &Server) -> Result<(SendRequest<ReqBody>, Ph
     };
     let tls_started = Instant::now();
     let connector = tokio_rustls::TlsConnector::from(config.clone());
-    let tls = tokio::time::timeout(server.connect_timeout, connector.connect(name.clone(), tcp))
-        .await
-        .map_err(|_| "the TLS handshake timed out".to_string())?
-        .map_err(|e| format!("TLS handshake: {e}"))?;
+    let mut tls =
+        tokio::time::timeout(server.connect_timeout, connector.connect(name.clone(), tcp))
+            .await
+            .map_err(|_| "the TLS handshake timed out".to_string())?
+            .map_err(|e| format!("TLS handshake: {e}"))?;
+    // rustls keeps up to 64 KiB of records the socket would not take (its default), a deeper
+    // queue of our own than the socket's: held to about one record, an upload's self probe
+    // waits for the network, as with TLS libraries that buffer one record.
+    tls.get_mut().1.set_buffer_limit(Some(TLS_BUFFER));
     let round_trips = match tls.get_ref().1.protocol_version() {
         Some(rustls::ProtocolVersion::TLSv1_2) => 2,
         _ => 1,

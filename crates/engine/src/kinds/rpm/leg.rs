@@ -78,6 +78,7 @@ pub(super) async fn run(
     let (mut down_bytes, mut up_bytes) = (Vec::<u64>::new(), Vec::<u64>::new());
     let (mut goodputs, mut down_avgs, mut up_avgs) = (Vec::new(), Vec::new(), Vec::new());
     let mut rpms: Vec<f64> = Vec::new();
+    let mut saturated_rpms: Vec<f64> = Vec::new();
     let mut self_probes: Vec<(Instant, u64)> = Vec::new();
     let mut foreign_probes: Vec<(Instant, Foreign)> = Vec::new();
     let (mut loaded_hist, mut foreign_hist) = (RttHistogram::default(), RttHistogram::default());
@@ -167,11 +168,19 @@ pub(super) async fn run(
                 let times = window_times(&self_probes, &foreign_probes, since, spec.trim);
                 let rpm = responsiveness(&times);
                 if let Some(r) = rpm {
+                    // The draft computes responsiveness for its stability test only once
+                    // goodput is saturated: the MAD values judged are all taken at full load.
+                    // Values from the ramp (their windows reach back to one connection) agree
+                    // with each other and would declare working conditions with the last
+                    // connection barely open, its self probes too few to weigh.
+                    if goodput_stable {
+                        saturated_rpms.push(r);
+                    }
                     rpms.push(r);
                     final_rpm = Some(r);
                     final_times = times;
                 }
-                let rpm_stable = goodput_stable && rpm.is_some() && stable(&rpms, mad, spec.stability);
+                let rpm_stable = goodput_stable && rpm.is_some() && stable(&saturated_rpms, mad, spec.stability);
                 interval_self.sort_unstable();
                 let record = RpmInterval {
                     leg: plan.direction,
