@@ -25,6 +25,8 @@ use crate::run::pacer::{paced_piece, Pacer};
 const LOOK: Duration = Duration::from_millis(50);
 /// Longest a closing end waits for its close to reach the peer.
 const CLOSE_WAIT: Duration = Duration::from_secs(2);
+/// Most chunks a receiver takes from quinn in one read.
+const CHUNKS: usize = 64;
 /// The close code of a stream end that finished: its peer takes it as success.
 const DONE: VarInt = VarInt::from_u32(0);
 /// The close code of an aborted test.
@@ -153,6 +155,10 @@ impl QuicEnd<'_> {
         let mut pacer = Pacer::bytes(self.spec.bitrate_bps, self.shared.now_ns());
         let (mut pending, mut turn) = (Bytes::new(), 0);
         let mut sampled = Instant::now();
+        // One timer for the whole send, not one made and dropped per write.
+        let mut look = tokio::time::interval(LOOK);
+        look.set_missed_tick_behavior(tokio::time::MissedTickBehavior::Delay);
+        look.tick().await;
         loop {
             if pending.is_empty() {
                 if self.shared.stopping() {
@@ -172,7 +178,7 @@ impl QuicEnd<'_> {
                     self.counters.add(written.bytes as u64, 0);
                     self.counters.touch(self.shared.now_ns());
                 }
-                () = tokio::time::sleep(LOOK) => {
+                _ = look.tick() => {
                     if self.shared.aborted() {
                         return Ok(());
                     }
@@ -274,24 +280,30 @@ impl QuicEnd<'_> {
     }
 }
 
-/// Counts what arrives on one stream until it ends, or the test is aborted.
+/// Counts what arrives on one stream until it ends, or the test is aborted. Reads take up to
+/// [`CHUNKS`] of quinn's chunks at once (a chunk is about a packet's data), and the abort
+/// watch lives across reads: a timer made and dropped per packet cost more than the count.
 async fn read_all(
     mut stream: quinn::RecvStream,
     counters: Arc<Counters>,
     shared: Arc<Shared>,
 ) -> io::Result<()> {
+    let aborted = until_aborted(&shared);
+    tokio::pin!(aborted);
+    let mut chunks: [Bytes; CHUNKS] = std::array::from_fn(|_| Bytes::new());
     loop {
         tokio::select! {
             // Cancel-safe, as quinn documents.
-            chunk = stream.read_chunk(usize::MAX, true) => match chunk {
-                Ok(Some(c)) => {
-                    counters.add(c.bytes.len() as u64, 0);
+            read = stream.read_chunks(&mut chunks) => match read {
+                Ok(Some(n)) => {
+                    let bytes: usize = chunks[..n].iter_mut().map(|c| std::mem::take(c).len()).sum();
+                    counters.add(bytes as u64, 0);
                     counters.touch(shared.now_ns());
                 }
                 Ok(None) => return Ok(()),
                 Err(e) => return Err(other(format!("QUIC stream: {e}"))),
             },
-            () = until_aborted(&shared) => return Ok(()),
+            () = &mut aborted => return Ok(()),
         }
     }
 }
