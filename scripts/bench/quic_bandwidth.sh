@@ -6,7 +6,8 @@
 # the median ratio QUIC / TCP: what issue 25 asks to be at least 0.3. With PROFILE=1 it then
 # records one more QUIC upload with `perf` on the server (the receiving end) and prints where its
 # CPU went, by symbol. Loopback only; every run is bounded by -t.
-#   RUNS=5 SECS=5 [PROFILE=1] scripts/bench/quic_bandwidth.sh
+# Then, unless QUINN=0, quinn's own bulk loop beside `bw --quic`: the library's ceiling here.
+#   RUNS=5 SECS=5 [PROFILE=1] [QUINN=0] scripts/bench/quic_bandwidth.sh
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
@@ -45,6 +46,32 @@ for c in "upload|" "download|-R"; do
   done
   echo "$name median ratio QUIC/TCP: $(median <"$tmp/ratios")"
 done
+
+# quinn's own bulk loop (scripts/bench/quic_stacks: one stream, client to server, no test
+# around it) against `bw --quic` upload, alternating: how close wirespeed's QUIC ends come to
+# what the library does alone. Skipped with QUINN=0 (it builds quiche too, which needs cmake).
+if [ "${QUINN:-1}" != 0 ]; then
+  need cmake
+  (cd scripts/bench/quic_stacks && cargo build --release -q)
+  BARE=$PWD/scripts/bench/quic_stacks/target/release/quic-stacks
+  : >"$tmp/bare"
+  echo "quinn's own loop against bw --quic (upload, ${SECS} s of bytes at the QUIC rate):"
+  for i in $(seq 1 "$RUNS"); do
+    read -r qb _ _ <<<"$(one --quic)"
+    bytes=$(awk -v b="$qb" -v s="$SECS" 'BEGIN {printf "%d", b * s / 8}')
+    rm -rf "$tmp/bare.d" && mkdir -p "$tmp/bare.d"
+    "${SRV[@]}" "$BARE" server quinn 127.0.0.1:$((PORT + 1)) "$tmp/bare.d" &
+    bare_server=$!
+    for _ in $(seq 100); do [ -e "$tmp/bare.d/cert.der" ] && break; sleep 0.05; done
+    bb=$("${CLI[@]}" "$BARE" client quinn 127.0.0.1:$((PORT + 1)) "$tmp/bare.d" "$bytes" | awk '{print $1}')
+    wait "$bare_server"
+    r=$(ratio "$qb" "$bb")
+    printf "  run %d: bw --quic %.2f Gbit/s, quinn alone %.2f Gbit/s, ratio %s\n" "$i" \
+      "$(awk -v b="$qb" 'BEGIN {print b / 1e9}')" "$(awk -v b="$bb" 'BEGIN {print b / 1e9}')" "$r"
+    echo "$r" >>"$tmp/bare"
+  done
+  echo "median ratio bw --quic / quinn alone: $(median <"$tmp/bare")"
+fi
 
 if [ -n "${PROFILE:-}" ]; then
   need perf
