@@ -1,6 +1,6 @@
 //! How a running test is driven, whatever its kind: blocking work off the runtime
 //! ([`blocking`]), a count shared among workers ([`budget`]), the interval clock
-//! ([`intervals`]), the pacer ([`pacer`]) and the threads that own data sockets ([`threads`]).
+//! ([`intervals`]), the pacer ([`pacer`]), the runtime of a client's connections ([`runtime`]) and the threads that own data sockets ([`threads`]).
 
 pub(crate) mod blocking;
 pub(crate) mod budget;
@@ -8,4 +8,5 @@ pub(crate) mod intervals;
 pub(crate) mod member;
 pub(crate) mod meta;
 pub(crate) mod pacer;
+pub(crate) mod runtime;
 pub(crate) mod threads;

@@ -397,19 +397,8 @@ fn start_stream_runtime(
     clients: Vec<StreamClient>,
     threads: u16,
 ) -> Result<std::thread::JoinHandle<()>, ClientError> {
-    // One thread is a current-thread runtime, as HTTP/2 and HTTP/3 have it (see
-    // `http::multiplex::start`): a connection's driver runs after every query ready with it,
-    // and sends them together.
-    let runtime = if threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(usize::from(threads))
-            .thread_name("ws-dns-stream")
-            .enable_all()
-            .build()
-    }
-    .map_err(ClientError::local("starting the DNS stream runtime"))?;
+    let runtime = crate::run::runtime::for_connections(threads, "ws-dns-stream")
+        .map_err(ClientError::local("starting the DNS stream runtime"))?;
     std::thread::Builder::new()
         .name("ws-dns-streams".into())
         .spawn(move || {

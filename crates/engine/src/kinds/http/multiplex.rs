@@ -1,6 +1,7 @@
 //! The load loops of the multiplexed protocols, HTTP/2 (`super::h2`) and HTTP/3
-//! (`super::h3`): a runtime of `-t` threads (one: a current-thread runtime), `-c` connections each shared by every request
-//! that goes out on it, and a connection that fails replaced by the first request to notice.
+//! (`super::h3`): a runtime of `-t` threads (`crate::run::runtime`), `-c` connections each
+//! shared by every request that goes out on it, and a connection that fails replaced by the
+//! first request to notice.
 //! Closed model: every connection keeps `--streams` requests in flight. Open model: requests
 //! fall due on a fixed schedule and go out round-robin over the connections (none waits for a
 //! free one); latency counts from the scheduled time. Without keep-alive, each request opens
@@ -178,20 +179,7 @@ pub(super) fn start<P: Protocol>(
     let connections = usize::from(spec.connections);
     let counts: Vec<Arc<ShardCounts>> =
         (0..connections).map(|_| Arc::new(ShardCounts::default())).collect();
-    // One thread (the default) is a current-thread runtime: a task woken there waits its turn
-    // behind those already ready, so the connection's driver runs after every request that
-    // became ready with it and sends their frames together. The multi-threaded scheduler runs
-    // a woken task next (its LIFO slot): each request then went out in a datagram (HTTP/3)
-    // of its own, ~1 sendmsg a request against oha's 0.3, and 40 % more CPU a request.
-    let runtime = if spec.threads <= 1 {
-        tokio::runtime::Builder::new_current_thread().enable_all().build()?
-    } else {
-        tokio::runtime::Builder::new_multi_thread()
-            .worker_threads(usize::from(spec.threads.max(1)))
-            .thread_name(name)
-            .enable_all()
-            .build()?
-    };
+    let runtime = crate::run::runtime::for_connections(spec.threads, name)?;
     let proto = {
         let _inside = runtime.enter();
         make()?
