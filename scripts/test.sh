@@ -44,6 +44,19 @@ command -v mach >/dev/null 2>&1 || {
 [ -x /usr/sbin/nsd ] || need_apt+=(nsd)
 [ -x /usr/sbin/knotd ] || need_apt+=(knot)
 [ -x /usr/sbin/named ] || need_apt+=(bind9)
+# zsh and fish: `wirespeed completions` is loaded in each (bash is Debian's own); groff and
+# man-db render `wirespeed man`'s pages; dpkg-deb, objdump and systemd-analyze build and check
+# the Debian package (scripts/deb.sh).
+command -v zsh >/dev/null 2>&1 || need_apt+=(zsh)
+command -v fish >/dev/null 2>&1 || need_apt+=(fish)
+command -v groff >/dev/null 2>&1 || need_apt+=(groff-base)
+command -v man >/dev/null 2>&1 || need_apt+=(man-db)
+command -v objdump >/dev/null 2>&1 || need_apt+=(binutils)
+command -v systemd-analyze >/dev/null 2>&1 || need_apt+=(systemd)
+# Prometheus, its promtool and the Pushgateway: `--metrics` is scraped, linted and queried
+# by the real ones, and `export --format openmetrics` pushed through the gateway.
+[ -x /usr/bin/prometheus ] && command -v promtool >/dev/null 2>&1 || need_apt+=(prometheus)
+[ -x /usr/bin/prometheus-pushgateway ] || need_apt+=(prometheus-pushgateway)
 # PostgreSQL's server: the shared results store is tested against a real one, which the tests
 # start on a private port as the `postgres` user the package creates (its own service stays off).
 ls /usr/lib/postgresql/*/bin/postgres >/dev/null 2>&1 || need_apt+=(postgresql)

@@ -18,6 +18,7 @@ pub mod json;
 mod kinds;
 pub mod live;
 pub mod markdown;
+pub mod openmetrics;
 mod percentiles;
 pub mod plot;
 pub mod quick;

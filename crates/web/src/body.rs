@@ -12,6 +12,7 @@ use std::time::Instant;
 
 use bytes::Bytes;
 use http_body::{Body, Frame, SizeHint};
+use wirespeed_metrics::IntCounter;
 
 use crate::limits::{Limits, StreamSlot};
 use crate::meter::Meter;
@@ -45,17 +46,20 @@ pub struct Garbage {
     charged: Option<(Arc<Limits>, IpAddr)>,
     /// Held until the body is done or dropped (the client went away): the per-client cap.
     _slot: StreamSlot,
+    /// `wirespeed_web_bytes_total{direction="sent"}`.
+    sent: IntCounter,
 }
 
 impl Garbage {
-    /// `chunks` MiB of `blocks`, counted into `meter`.
+    /// `chunks` MiB of `blocks`, counted into `meter` and `sent` as they go out.
     pub fn new(
         blocks: Arc<[Bytes]>,
         chunks: u32,
         meter: Option<Arc<Meter>>,
         slot: StreamSlot,
+        sent: IntCounter,
     ) -> Self {
-        Self { blocks, left: chunks, next: 0, meter, charged: None, _slot: slot }
+        Self { blocks, left: chunks, next: 0, meter, charged: None, _slot: slot, sent }
     }
 
     /// The same download, charged to `(limits, client)` as it is sent rather than up front.
@@ -120,6 +124,7 @@ impl Body for WebBody {
                 g.left -= 1;
                 let chunk = g.blocks[g.next % g.blocks.len()].clone();
                 g.next += 1;
+                g.sent.inc_by(chunk.len() as u64);
                 if let Some(m) = &g.meter {
                     m.download.add(chunk.len() as u64, Instant::now());
                 }

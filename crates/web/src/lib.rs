@@ -34,12 +34,13 @@ use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::net::delivered::DeliveryTap;
 use wirespeed_engine::net::http_serve::{serve, ServeOptions};
+use wirespeed_metrics::{IntCounter, Metrics, WebMetrics};
 use wirespeed_store::{Budget, Store, Taken, WebPolicy};
 
 use crate::geoip::GeoIp;
 use crate::limits::{LimitConfig, Limits, Refusal};
 use crate::meter::Meters;
-use crate::respond::Reply;
+use crate::respond::{RefusedBy, Reply};
 use crate::routes::Route;
 
 /// How long a client has to send a request head, on a new or a kept-alive connection.
@@ -75,6 +76,8 @@ pub struct WebConfig {
     /// Serve TLS (HTTP/2 and HTTP/1.1 by ALPN) with these settings; `None`: plain TCP, where
     /// HTTP/2 is spoken with prior knowledge.
     pub tls: Option<Arc<rustls::ServerConfig>>,
+    /// Where the server counts what it does (served at `/metrics` when `--metrics` asks).
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for WebConfig {
@@ -90,6 +93,7 @@ impl Default for WebConfig {
             store: None,
             name: "wirespeed".into(),
             tls: None,
+            metrics: Metrics::new(env!("CARGO_PKG_VERSION")),
         }
     }
 }
@@ -112,12 +116,19 @@ pub struct State {
     /// Whether the store is shared (PostgreSQL), and so holds the visitors' transfer budgets:
     /// read once here, not under the store's lock on every transfer.
     shared_store: bool,
+    /// Upload bytes received, for `wirespeed_web_bytes_total`.
+    pub received: IntCounter,
+    /// Download bytes sent, for `wirespeed_web_bytes_total`.
+    pub sent: IntCounter,
 }
 
 impl State {
     /// Shared state for `config`.
     pub fn new(config: WebConfig) -> Arc<Self> {
+        let (received, sent) = config.metrics.web.transfer();
         Arc::new(Self {
+            received,
+            sent,
             limits: Limits::new(config.limits),
             rpm_limits: responsiveness::limits(config.limits),
             admin_attempts: Limits::new(LimitConfig {
@@ -211,16 +222,40 @@ async fn handle(
     peer: SocketAddr,
     req: Request<Incoming>,
 ) -> Result<Reply, Infallible> {
+    let route = routes::route(req.uri().path());
+    let reply = answer(&state, peer, route, req).await;
+    count(&state.config.metrics.web, route, &reply);
+    Ok(reply)
+}
+
+/// Counts an answer: its route and status, the budget that refused it, a result not saved.
+fn count(metrics: &WebMetrics, route: Option<Route>, reply: &Reply) {
+    let code = reply.status();
+    metrics.request(route.map_or("none", Route::label), code.as_u16());
+    if let Some(RefusedBy(budget)) = reply.extensions().get::<RefusedBy>() {
+        metrics.refused(budget);
+    }
+    // A result that could not be read or checked; a refusal by budget is counted as that.
+    let posts_result = matches!(route, Some(Route::Telemetry | Route::ApiResult));
+    if posts_result && code.is_client_error() && code != StatusCode::TOO_MANY_REQUESTS {
+        metrics.unsaved("invalid");
+    }
+}
+
+/// Answers one request routed to `route` (`None`: a path we do not serve).
+async fn answer(
+    state: &Arc<State>,
+    peer: SocketAddr,
+    route: Option<Route>,
+    req: Request<Incoming>,
+) -> Reply {
     let client = client_ip::client_ip(peer.ip(), req.headers(), &state.config.trusted_proxies);
     let now = Instant::now();
     let query = req.uri().query().map(str::to_string);
     let cors =
         req.method() == Method::OPTIONS || routes::query_value(query.as_deref(), "cors").is_some();
-    let Some(route) = routes::route(req.uri().path()) else {
-        return Ok(respond::finish(
-            respond::refuse(StatusCode::NOT_FOUND, "not found", false),
-            cors,
-        ));
+    let Some(route) = route else {
+        return respond::finish(respond::refuse(StatusCode::NOT_FOUND, "not found", false), cors);
     };
     // Downloads and uploads are budgeted by bytes and by transfers at once; everything else
     // by requests.
@@ -230,15 +265,15 @@ async fn handle(
             || (route == Route::Empty && req.method() == Method::POST);
     if !streaming {
         if let Err(refusal) = state.limits.request(client, now) {
-            return Ok(respond::finish(respond::too_many(refusal, false), cors));
+            return respond::finish(respond::too_many(refusal, false), cors);
         }
     }
     // A CORS preflight (LibreSpeed's multi-server page on another origin) gets the CORS
     // headers and nothing else, whatever it asks about.
     if req.method() == Method::OPTIONS {
-        return Ok(respond::finish(respond::empty(), true));
+        return respond::finish(respond::empty(), true);
     }
-    let ctx = librespeed::Ctx { state: &state, client, query: query.as_deref(), now };
+    let ctx = librespeed::Ctx { state, client, query: query.as_deref(), now };
     // What this connection's client acknowledges counts toward a download only while one is
     // being served on it (HTTP/1.1 carries one response at a time; h2 streams share the
     // connection, so their downloads are counted as sent).
@@ -270,7 +305,7 @@ async fn handle(
         Route::ResultsPage => assets::results_page(req.uri().path()),
         Route::Asset(a) => assets::serve(a),
     };
-    Ok(respond::finish(reply, cors))
+    respond::finish(reply, cors)
 }
 
 /// Feeds `data` to everything the web server decodes from a client: telemetry bodies

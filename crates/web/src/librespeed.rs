@@ -108,6 +108,7 @@ pub async fn garbage(ctx: &Ctx<'_>, method: &Method, tap: Option<Arc<DeliveryTap
                 n,
                 counted_as_sent,
                 slot,
+                ctx.state.sent.clone(),
             ))),
             bytes,
         )
@@ -171,6 +172,7 @@ pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
         };
         let Some(data) = frame.data_ref() else { continue };
         let n = data.len() as u64;
+        ctx.state.received.inc_by(n);
         seen += n;
         uncharged += n;
         if seen > cap {
@@ -311,9 +313,15 @@ pub fn build_result(
 pub async fn save(ctx: &Ctx<'_>, result: &WebResult) -> Result<(), Reply> {
     let policy = ctx.state.config.policy;
     let r = result.clone();
+    let metrics = &ctx.state.config.metrics.web;
     match ctx.state.with_store(move |s| s.save_web(&r, policy)).await {
-        None | Some(Ok(())) => Ok(()),
+        None => Ok(()),
+        Some(Ok(())) => {
+            metrics.saved();
+            Ok(())
+        }
         Some(Err(e)) => {
+            metrics.unsaved("store_error");
             tracing::warn!("cannot save a web result: {e}");
             Err(respond::refuse(
                 StatusCode::INTERNAL_SERVER_ERROR,

@@ -33,6 +33,9 @@ pub struct Refusal {
     pub why: String,
     /// Seconds until the budget allows it (the `Retry-After` header).
     pub retry_after_s: u64,
+    /// The budget that ran out, as `wirespeed_web_budget_refusals_total` names it (one of
+    /// `wirespeed_metrics::BUDGETS`).
+    pub budget: &'static str,
 }
 
 /// A token bucket refilled continuously.
@@ -149,6 +152,7 @@ impl Limits {
             Refusal {
                 why: format!("too many requests from {ip}: the limit is {per_minute} a minute"),
                 retry_after_s: wait.as_secs(),
+                budget: "requests",
             }
         })
     }
@@ -167,6 +171,7 @@ impl Limits {
                     human_bytes(per_hour)
                 ),
                 retry_after_s: wait.as_secs(),
+                budget: "bytes",
             },
         )
     }
@@ -185,6 +190,7 @@ impl Limits {
                 human_bytes(self.config.bytes_per_hour)
             ),
             retry_after_s: wait_s.ceil() as u64,
+            budget: "shared_bytes",
         }
     }
 
@@ -207,6 +213,7 @@ impl Limits {
             return Err(Refusal {
                 why: format!("too many transfers at once from {ip}: the limit is {most}"),
                 retry_after_s: 1,
+                budget: "streams",
             });
         }
         let slot = StreamSlot { limits: self.clone(), key: key_of(ip) };

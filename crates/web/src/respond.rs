@@ -53,8 +53,14 @@ pub fn refuse(status: StatusCode, why: impl Into<String>, close: bool) -> Reply 
 pub fn too_many(refusal: Refusal, close: bool) -> Reply {
     let mut r = refuse(StatusCode::TOO_MANY_REQUESTS, refusal.why, close);
     r.headers_mut().insert(header::RETRY_AFTER, HeaderValue::from(refusal.retry_after_s));
+    r.extensions_mut().insert(RefusedBy(refusal.budget));
     r
 }
+
+/// Which visitor budget refused a request, carried on its answer so the one place that
+/// counts answers counts the refusal too.
+#[derive(Debug, Clone, Copy)]
+pub struct RefusedBy(pub &'static str);
 
 /// Adds the headers every answer carries (`no-transform`: a proxy must not compress a download,
 /// the test measures the link and not a compressor), and CORS when asked (`cors` in the query, as

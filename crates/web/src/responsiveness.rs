@@ -104,7 +104,8 @@ pub fn large(ctx: &Ctx<'_>, method: &Method) -> Reply {
         };
         let charged = (ctx.state.limits.clone(), ctx.client);
         WebBody::Garbage(Box::new(
-            Garbage::new(ctx.state.blocks.clone(), chunks, None, slot).charged(charged),
+            Garbage::new(ctx.state.blocks.clone(), chunks, None, slot, ctx.state.sent.clone())
+                .charged(charged),
         ))
     };
     let mut r = respond::with(StatusCode::OK, "application/octet-stream", body);
@@ -131,6 +132,7 @@ pub async fn upload(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
             return respond::refuse(StatusCode::BAD_REQUEST, "upload cut short", true);
         };
         let Some(data) = frame.data_ref() else { continue };
+        ctx.state.received.inc_by(data.len() as u64);
         uncharged += data.len() as u64;
         if uncharged >= CHUNK as u64 {
             if let Err(refusal) = ctx.state.limits.charge(ctx.client, uncharged, Instant::now()) {

@@ -43,6 +43,32 @@ pub enum Route {
     Asset(Asset),
 }
 
+impl Route {
+    /// The `route` label of `wirespeed_web_requests_total`.
+    pub fn label(self) -> &'static str {
+        match self {
+            Route::Garbage => "garbage",
+            Route::Empty => "empty",
+            Route::GetIp => "getIP",
+            Route::Telemetry => "telemetry",
+            Route::ResultJson => "result_json",
+            Route::ResultsPage => "results_page",
+            Route::ServerList => "server_list",
+            Route::ApiStart => "api_start",
+            Route::ApiProgress => "api_progress",
+            Route::ApiResult => "api_result",
+            Route::ApiResults => "api_results",
+            Route::ApiResultsCsv => "api_results_csv",
+            Route::ApiResultById => "api_result_by_id",
+            Route::NqConfig => "nq_config",
+            Route::NqSmall => "nq_small",
+            Route::NqLarge => "nq_large",
+            Route::NqUpload => "nq_upload",
+            Route::Asset(_) => "asset",
+        }
+    }
+}
+
 /// The files embedded in the binary.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Asset {

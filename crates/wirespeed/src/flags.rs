@@ -84,10 +84,35 @@ pub(crate) enum Command {
     Retention(RetentionArgs),
     /// Run a scenario file (systems × workloads, TOML): side-by-side studies, or show its matrix.
     Bench(BenchArgs),
+    /// Print a shell's completion script (bash, zsh, fish, elvish, powershell).
+    Completions(CompletionsArgs),
+    /// Print the manual page (roff), or write one page per subcommand into a directory.
+    Man(ManArgs),
     /// A study's role on this host, as `wirespeed bench` asks for it over ssh: start, probe
     /// and sample a process (or pass a load's report through) until standard input closes.
     #[command(hide = true)]
     Role(RoleArgs),
+}
+
+/// `wirespeed completions`.
+#[derive(Debug, Args)]
+#[command(after_help = "Install, for example:\n  \
+    wirespeed completions bash > /etc/bash_completion.d/wirespeed\n  \
+    wirespeed completions zsh > \"${fpath[1]}/_wirespeed\"\n  \
+    wirespeed completions fish > ~/.config/fish/completions/wirespeed.fish")]
+pub(crate) struct CompletionsArgs {
+    /// The shell.
+    #[arg(value_enum)]
+    pub shell: clap_complete::Shell,
+}
+
+/// `wirespeed man`.
+#[derive(Debug, Args)]
+pub(crate) struct ManArgs {
+    /// Write wirespeed.1 and a wirespeed-SUBCOMMAND.1 for each subcommand here instead of
+    /// printing wirespeed.1 (`man -l wirespeed.1` reads one).
+    #[arg(long, value_name = "DIR")]
+    pub dir: Option<PathBuf>,
 }
 
 /// `wirespeed role` (internal: the runner's side of a host).
@@ -306,6 +331,11 @@ pub(crate) struct ServerArgs {
     /// Also serve the browser speed test on this TCP port (as `wirespeed web` does).
     #[arg(long, value_name = "PORT")]
     pub web: Option<u16>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (tests, refusals, bytes, connections,
+    /// process CPU and memory), e.g. 127.0.0.1:9464. Anyone who reaches ADDR can read them:
+    /// bind it where only your monitoring does.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// The speed test's settings (with --web).
     #[command(flatten)]
     pub web_options: WebOptions,

@@ -709,6 +709,7 @@ pub(crate) fn server(args: &ServerArgs, version: &str) -> Result<ServerConfig> {
         idle_timeout: duration("--idle-timeout", &args.idle_timeout)?
             .max(Duration::from_millis(100)),
         version: version.to_string(),
+        metrics: wirespeed_metrics::Metrics::new(version),
     })
 }
 

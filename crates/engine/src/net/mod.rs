@@ -10,6 +10,7 @@ pub(crate) mod framed;
 pub mod handshake;
 pub mod http_serve;
 pub mod icmp;
+pub mod metrics_serve;
 pub(crate) mod mmsg;
 pub mod probe;
 pub mod quic;

@@ -19,6 +19,10 @@ pub(crate) struct Ended {
     pub(crate) message: String,
     /// Whether the client should get an `Abort` with the message.
     pub(crate) tell_client: bool,
+    /// The test was refused before it ran, for this reason.
+    pub(crate) refused: Option<RefuseCode>,
+    /// The client broke the control protocol (a malformed frame, a message out of turn).
+    pub(crate) protocol: bool,
 }
 
 impl std::fmt::Display for Ended {
@@ -28,18 +32,23 @@ impl std::fmt::Display for Ended {
 }
 
 pub(crate) fn quiet(message: impl Into<String>) -> Ended {
-    Ended { message: message.into(), tell_client: false }
+    Ended { message: message.into(), tell_client: false, refused: None, protocol: false }
 }
 
 pub(crate) fn abort(message: impl Into<String>) -> Ended {
-    Ended { message: message.into(), tell_client: true }
+    Ended { message: message.into(), tell_client: true, refused: None, protocol: false }
+}
+
+/// The client broke the control protocol; it is told what it did.
+fn broke_protocol(message: impl Into<String>) -> Ended {
+    Ended { protocol: true, ..abort(message) }
 }
 
 impl From<FrameError> for Ended {
     fn from(e: FrameError) -> Self {
         match e {
             // Tell a client that sent garbage what was wrong; a closed or dead one can't hear it.
-            FrameError::Invalid(_) => abort(e.to_string()),
+            FrameError::Invalid(_) => broke_protocol(e.to_string()),
             _ => quiet(e.to_string()),
         }
     }
@@ -47,7 +56,7 @@ impl From<FrameError> for Ended {
 
 pub(crate) async fn refuse(ctl: &mut Framed, code: RefuseCode, message: String) -> Ended {
     let _ = ctl.send(&ServerMessage::Refused { code, message: message.clone() }).await;
-    quiet(format!("refused: {message}"))
+    Ended { refused: Some(code), ..quiet(format!("refused: {message}")) }
 }
 
 pub(crate) async fn recv_checked(
@@ -59,7 +68,7 @@ pub(crate) async fn recv_checked(
         Some(l) => ctl.recv_within(l).await?,
         None => ctl.recv().await?,
     };
-    state.on_client(&msg).map_err(|e| abort(e.to_string()))?;
+    state.on_client(&msg).map_err(|e| broke_protocol(e.to_string()))?;
     if let ClientMessage::Abort { reason } = &msg {
         return Err(quiet(format!("client aborted: {reason}")));
     }

@@ -17,8 +17,11 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
+use wirespeed_metrics::Metrics;
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_proto::codec::SESSION_ID_LEN;
+
+use super::route::Dropped;
 
 /// How the server behaves and what it allows.
 #[derive(Debug, Clone)]
@@ -37,6 +40,8 @@ pub struct ServerConfig {
     pub idle_timeout: Duration,
     /// Version announced to clients.
     pub version: String,
+    /// Where the server counts what it does (served at `/metrics` when `--metrics` asks).
+    pub metrics: Arc<Metrics>,
 }
 
 impl Default for ServerConfig {
@@ -49,6 +54,7 @@ impl Default for ServerConfig {
             allow: Vec::new(),
             idle_timeout: Duration::from_secs(10),
             version: env!("CARGO_PKG_VERSION").to_string(),
+            metrics: Metrics::new(env!("CARGO_PKG_VERSION")),
         }
     }
 }
@@ -121,7 +127,7 @@ pub(crate) trait ServerHook: Any + Send + Sync + std::fmt::Debug {
         ctx: Arc<Ctx>,
     ) -> Routing {
         let _ = (stream, buf, peer, arrival, ctx);
-        Box::pin(async { Err("no protocol claims this connection".to_string()) })
+        Box::pin(async { Err(Dropped::new("invalid", "no protocol claims this connection")) })
     }
 
     /// A datagram on a listener's UDP socket that is not our hello; true when this hook took
@@ -142,7 +148,7 @@ pub(crate) type Conversation = Pin<Box<dyn Future<Output = ()> + Send>>;
 
 /// Where a hook sends a connection it claimed ([`ServerHook::route_tcp`]).
 pub(crate) type Routing =
-    Pin<Box<dyn Future<Output = Result<Option<Conversation>, String>> + Send>>;
+    Pin<Box<dyn Future<Output = Result<Option<Conversation>, Dropped>> + Send>>;
 
 /// Everything a connection handler needs.
 #[derive(Debug)]

@@ -33,7 +33,7 @@ pub use listeners::Listeners;
 use ctx::{Attached, Ctx};
 use handshakes::Handshakes;
 use listeners::connect_udp_stream;
-use route::{attach, in_session, route, Route};
+use route::{attach, in_session, route, Dropped, Route};
 
 /// Serves until `shutdown` is cancelled, then tells running tests to stop and waits for them.
 pub async fn run(
@@ -92,7 +92,9 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Hands
             tracing::debug!(%ip, "too many connections mid-handshake; shedding the longest silent");
         }
         let ctx2 = ctx.clone();
+        let open = ctx.config.metrics.server.connection();
         ctx.tasks.spawn(async move {
+            let _open = open;
             let routed = tokio::select! {
                 // A route that has finished wins over a shed that came at the same time.
                 biased;
@@ -102,7 +104,7 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Hands
                     if ctx2.empty_connection(peer.ip()) {
                         Ok(Route::Done)
                     } else {
-                        Err("shed: silent while newer connections waited".into())
+                        Err(Dropped::new("shed", "shed: silent while newer connections waited"))
                     }
                 }
             };
@@ -111,7 +113,10 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Hands
                 Ok(Route::Control(framed)) => session::serve(framed, peer, ctx2).await,
                 Ok(Route::Claimed(conversation)) => conversation.await,
                 Ok(Route::Done) => {}
-                Err(why) => tracing::debug!(%peer, "connection dropped: {why}"),
+                Err(why) => {
+                    ctx2.config.metrics.server.protocol_error(why.reason);
+                    tracing::debug!(%peer, "connection dropped: {why}");
+                }
             }
         });
     }
@@ -154,6 +159,7 @@ async fn udp_hello_loop(socket: UdpSocket, ctx: Arc<Ctx>) {
                 }
                 let attached = Attached { flow: hello.flow, id: hello.stream, socket: sock };
                 if let Err(why) = attach(&ctx, peer.ip(), hello.session, attached) {
+                    ctx.config.metrics.server.protocol_error(why.reason);
                     tracing::debug!(%peer, "UDP hello refused: {why}");
                 }
             }

@@ -25,13 +25,39 @@ pub(super) enum Route {
     Done,
 }
 
+/// Why a connection was dropped before it joined a test: the reason counted in
+/// `wirespeed_protocol_errors_total` (one of `wirespeed_metrics::PROTOCOL_ERRORS`) and what
+/// is logged.
+#[derive(Debug)]
+pub(crate) struct Dropped {
+    pub(crate) reason: &'static str,
+    pub(crate) detail: String,
+}
+
+impl Dropped {
+    pub(crate) fn new(reason: &'static str, detail: impl Into<String>) -> Self {
+        Self { reason, detail: detail.into() }
+    }
+
+    /// A socket call failed.
+    pub(crate) fn io(e: impl std::fmt::Display) -> Self {
+        Self::new("io", e.to_string())
+    }
+}
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
+    }
+}
+
 /// Reads a connection's preamble and sends it where it belongs.
 pub(super) async fn route(
     mut stream: TcpStream,
     peer: SocketAddr,
     arrival: u64,
     ctx: &Arc<Ctx>,
-) -> Result<Route, String> {
+) -> Result<Route, Dropped> {
     let idle = ctx.config.idle_timeout;
     let mut buf = Vec::with_capacity(64);
     if let Err(why) = read_more(&mut stream, &mut buf, idle).await {
@@ -45,7 +71,7 @@ pub(super) async fn route(
     let preamble = loop {
         match Preamble::decode(&buf) {
             Ok(p) => break p,
-            Err(DecodeError::Invalid(why)) => return Err(why),
+            Err(DecodeError::Invalid(why)) => return Err(Dropped::new("invalid", why)),
             Err(DecodeError::Incomplete(_)) => read_more(&mut stream, &mut buf, idle).await?,
         }
     };
@@ -61,17 +87,17 @@ pub(super) async fn route(
             let hello = loop {
                 match DataHello::decode(&buf) {
                     Ok(h) => break h,
-                    Err(DecodeError::Invalid(why)) => return Err(why),
+                    Err(DecodeError::Invalid(why)) => return Err(Dropped::new("invalid", why)),
                     Err(DecodeError::Incomplete(_)) => {
                         read_more(&mut stream, &mut buf, idle).await?
                     }
                 }
             };
             if buf.len() > DATA_HELLO_LEN {
-                return Err("data sent before the test began".into());
+                return Err(Dropped::new("invalid", "data sent before the test began"));
             }
-            let std = stream.into_std().map_err(|e| e.to_string())?;
-            std.set_nonblocking(false).map_err(|e| e.to_string())?;
+            let std = stream.into_std().map_err(Dropped::io)?;
+            std.set_nonblocking(false).map_err(Dropped::io)?;
             attach(
                 ctx,
                 peer.ip(),
@@ -88,14 +114,14 @@ pub(crate) async fn read_more(
     stream: &mut TcpStream,
     buf: &mut Vec<u8>,
     idle: Duration,
-) -> Result<(), String> {
+) -> Result<(), Dropped> {
     buf.reserve(64);
     match tokio::time::timeout(idle, stream.read_buf(buf)).await {
-        Err(_) => Err(format!("silent for {idle:?}")),
-        Ok(Ok(0)) => Err("closed before saying what it is".into()),
-        Ok(Ok(_)) if buf.len() > 1024 => Err("handshake too long".into()),
+        Err(_) => Err(Dropped::new("silent", format!("silent for {idle:?}"))),
+        Ok(Ok(0)) => Err(Dropped::new("closed", "closed before saying what it is")),
+        Ok(Ok(_)) if buf.len() > 1024 => Err(Dropped::new("too_long", "handshake too long")),
         Ok(Ok(_)) => Ok(()),
-        Ok(Err(e)) => Err(e.to_string()),
+        Ok(Err(e)) => Err(Dropped::io(e)),
     }
 }
 
@@ -114,11 +140,18 @@ pub(super) fn attach(
     from: IpAddr,
     session: [u8; SESSION_ID_LEN],
     socket: Attached,
-) -> Result<(), String> {
-    let sessions = ctx.sessions.lock().map_err(|_| "session table poisoned".to_string())?;
-    let pending = sessions.get(&session).ok_or("unknown session")?;
+) -> Result<(), Dropped> {
+    let sessions = ctx.sessions.lock().map_err(|_| Dropped::io("session table poisoned"))?;
+    let pending =
+        sessions.get(&session).ok_or(Dropped::new("unknown_session", "unknown session"))?;
     if canonical(pending.peer) != canonical(from) {
-        return Err(format!("data stream from {from} for a session of {}", pending.peer));
+        return Err(Dropped::new(
+            "wrong_host",
+            format!("data stream from {from} for a session of {}", pending.peer),
+        ));
     }
-    pending.attach.try_send(socket).map_err(|_| "session is not accepting streams".to_string())
+    pending
+        .attach
+        .try_send(socket)
+        .map_err(|_| Dropped::new("unknown_session", "session is not accepting streams"))
 }

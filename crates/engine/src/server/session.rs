@@ -5,6 +5,8 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use wirespeed_metrics::{RefusalReason, TestOutcome, TestRecord, KINDS};
+use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::to_hex;
 use wirespeed_proto::control::{ClientMessage, RefuseCode, ServerMessage, ServerState};
@@ -15,9 +17,30 @@ use super::dispatch;
 use crate::net::framed::Framed;
 use crate::net::sys;
 
-/// Serves one control connection to its end, logging how it went.
+/// Serves one control connection to its end, logging and counting how it went.
 pub(crate) async fn serve(mut ctl: Framed, peer: SocketAddr, ctx: Arc<Ctx>) {
-    match conversation(&mut ctl, peer, &ctx).await {
+    let mut record = None;
+    let ended = conversation(&mut ctl, peer, &ctx, &mut record).await;
+    let metrics = &ctx.config.metrics.server;
+    if let Err(why) = &ended {
+        if why.protocol {
+            metrics.protocol_error("control");
+        }
+    }
+    // A client that never named a test (it went away, or broke the protocol first) ran none.
+    let outcome = match &ended {
+        Ok(()) => TestOutcome::Completed,
+        Err(Ended { refused: Some(code), .. }) => TestOutcome::Refused(reason(*code)),
+        Err(_) => TestOutcome::Aborted,
+    };
+    match (record, outcome) {
+        (Some(record), outcome) => record.end(outcome),
+        (None, TestOutcome::Refused(why)) => {
+            metrics.begin("unknown").end(TestOutcome::Refused(why))
+        }
+        (None, _) => {}
+    }
+    match ended {
         Ok(()) => {}
         Err(why) => {
             tracing::info!(%peer, "test ended: {why}");
@@ -29,7 +52,30 @@ pub(crate) async fn serve(mut ctl: Framed, peer: SocketAddr, ctx: Arc<Ctx>) {
     ctl.close().await;
 }
 
-async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Result<(), Ended> {
+/// The `reason` label of a refusal.
+fn reason(code: RefuseCode) -> RefusalReason {
+    match code {
+        RefuseCode::Auth => RefusalReason::Auth,
+        RefuseCode::NotAllowed => RefusalReason::NotAllowed,
+        RefuseCode::Busy => RefusalReason::Busy,
+        RefuseCode::Limit => RefusalReason::Limit,
+        RefuseCode::Version => RefusalReason::Version,
+    }
+}
+
+/// The `kind` label of a test a client asks for (kinds without a server half are refused).
+fn kind_label(spec: &TestSpec) -> &'static str {
+    let name = spec.kind().name();
+    KINDS.iter().find(|k| **k == name).copied().unwrap_or("unknown")
+}
+
+/// The conversation; `record` holds the test once the client has named it.
+async fn conversation(
+    ctl: &mut Framed,
+    peer: SocketAddr,
+    ctx: &Arc<Ctx>,
+    record: &mut Option<TestRecord>,
+) -> Result<(), Ended> {
     let cfg = &ctx.config;
     let mut state = ServerState::default();
     let ClientMessage::Hello { version } =
@@ -59,6 +105,7 @@ async fn conversation(ctl: &mut Framed, peer: SocketAddr, ctx: &Arc<Ctx>) -> Res
     else {
         unreachable!("the state machine only lets start through second")
     };
+    *record = Some(cfg.metrics.server.begin(kind_label(&spec)));
     if let Some(token) = &cfg.token {
         let ok = auth.as_deref().is_some_and(|proof| auth::verify(token, &nonce, proof));
         if !ok {

@@ -6,10 +6,12 @@ mod history;
 mod http;
 mod k8s;
 mod merge;
+mod metrics;
 mod prune;
 mod quick;
 mod role;
 mod server;
+mod shell;
 mod show;
 mod web;
 
@@ -39,6 +41,8 @@ pub(crate) fn run(command: Command) -> Result<u8> {
         Command::Merge(args) => return merge::run(*args),
         Command::K8s(crate::flags::K8sCommand::Job(args)) => return k8s::job(*args),
         Command::Role(args) => return role::run(&args),
+        Command::Completions(args) => return shell::completions(&args),
+        Command::Man(args) => return shell::man(&args),
         Command::Bench(args) => match bench::inspect(&args)? {
             Some(code) => return Ok(code),
             None => Command::Bench(args),

@@ -63,10 +63,12 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
     };
     let web = match args.web {
         Some(port) => {
-            Some((super::web::listen(&args.bind, port)?, super::web::config(&args.web_options)?))
+            let config = super::web::config(&args.web_options, config.metrics.clone())?;
+            Some((super::web::listen(&args.bind, port)?, config))
         }
         None => None,
     };
+    let metrics_listener = super::metrics::listen(args.metrics)?;
     for addr in listeners.local_addrs() {
         tracing::info!("listening on {addr} (TCP and UDP)");
     }
@@ -106,7 +108,11 @@ pub(super) async fn run(args: ServerArgs) -> Result<u8> {
     let web = web.map(|(web_listeners, web_config)| {
         super::web::spawn(web_listeners, web_config, shutdown.clone())
     });
+    let metrics = super::metrics::spawn(metrics_listener, config.metrics.clone(), shutdown.clone());
     server::run(listeners, config, shutdown).await.context("server failed")?;
+    if let Some(m) = metrics {
+        m.await.context("metrics endpoint")?;
+    }
     if let Some(w) = web {
         w.await.context("web speed test")?;
     }

@@ -64,6 +64,7 @@ pub(super) fn export(args: ExportArgs) -> Result<u8> {
         ExportFormat::Csv => figures_table(&runs).csv(),
         ExportFormat::Md => wirespeed_report::markdown::document(&refs),
         ExportFormat::Html => wirespeed_report::html::runs_document(&refs),
+        ExportFormat::OpenMetrics => wirespeed_report::openmetrics::runs(&refs),
     };
     match &args.output {
         Some(path) => write_file(path, doc.as_bytes())?,

@@ -8,6 +8,7 @@ use anyhow::{Context, Result};
 use tokio::net::TcpListener;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::server::Listeners;
+use wirespeed_metrics::Metrics;
 use wirespeed_model::units::parse_bytes;
 use wirespeed_store::{Store, WebPolicy};
 use wirespeed_web::geoip::GeoIp;
@@ -19,7 +20,7 @@ use crate::flags::{WebArgs, WebOptions};
 use crate::saved;
 
 /// The server's configuration from its flags (opening the GeoIP files and the store).
-pub(super) fn config(o: &WebOptions) -> Result<WebConfig> {
+pub(super) fn config(o: &WebOptions, metrics: Arc<Metrics>) -> Result<WebConfig> {
     let size = |flag: &str, v: &str| {
         parse_bytes(v).with_context(|| format!("{flag} {v}: a size such as 64M or 100G"))
     };
@@ -57,6 +58,7 @@ pub(super) fn config(o: &WebOptions) -> Result<WebConfig> {
             (Some(cert), Some(key)) => Some(wirespeed_engine::net::tls::server_config(cert, key)?),
             _ => None,
         },
+        metrics,
     })
 }
 
@@ -97,10 +99,16 @@ pub(super) async fn run(args: WebArgs) -> Result<u8> {
         println!("{}", wirespeed_web::api::hash_password(password).map_err(anyhow::Error::msg)?);
         return Ok(exit::OK);
     }
-    let config = config(&args.web)?;
+    let metrics = Metrics::new(env!("CARGO_PKG_VERSION"));
+    let config = config(&args.web, metrics.clone())?;
     let listeners = listen(&args.bind, args.port)?;
+    let metrics_listener = super::metrics::listen(args.metrics)?;
     let shutdown = super::interrupt_token();
+    let served = super::metrics::spawn(metrics_listener, metrics, shutdown.clone());
     spawn(listeners, config, shutdown).await.context("web server")?;
+    if let Some(m) = served {
+        m.await.context("metrics endpoint")?;
+    }
     tracing::info!("stopped");
     Ok(exit::OK)
 }

@@ -45,6 +45,10 @@ pub(crate) enum ExportFormat {
     Md,
     /// A self-contained HTML page: the Markdown's tables plus interactive charts.
     Html,
+    /// OpenMetrics text: each run's figures as gauges in base units, for a Prometheus
+    /// Pushgateway (curl --data-binary @FILE URL/metrics/job/NAME) or a textfile collector.
+    #[value(name = "openmetrics")]
+    OpenMetrics,
 }
 
 /// `wirespeed history`.

@@ -71,6 +71,11 @@ pub(crate) struct WebArgs {
     /// Address to listen on (repeatable). Default: every address, IPv4 and IPv6.
     #[arg(short = 'B', long = "bind", value_name = "ADDR")]
     pub bind: Vec<std::net::IpAddr>,
+    /// Serve Prometheus metrics at http://ADDR/metrics (tests, refusals, bytes, connections,
+    /// process CPU and memory), e.g. 127.0.0.1:9464. Anyone who reaches ADDR can read them:
+    /// bind it where only your monitoring does.
+    #[arg(long, value_name = "ADDR")]
+    pub metrics: Option<std::net::SocketAddr>,
     /// Read a password from standard input, print its Argon2 hash for --admin-password-hash, and exit.
     #[arg(long)]
     pub hash_password: bool,

@@ -13,6 +13,7 @@ use socket2::Socket;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
+use wirespeed_metrics::{RefusalReason, TestOutcome};
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::rules::Protocol;
 use wirespeed_proto::codec::DecodeError;
@@ -23,12 +24,13 @@ use wirespeed_proto::iperf3::{stream_slot, Cookie, Params, Results, State, COOKI
 
 use super::iperf3_results::local_results;
 use super::server::{apply_limits, UploadCap};
+use super::tally::Tally;
 use super::workers::{self, Side};
 use crate::run::intervals::{Clock, Ending, Tick, Timers};
 use crate::server::ctx::Attached;
 use crate::server::ctx::{canonical, Conversation, Ctx, Routing, ServerHook};
 use crate::server::listeners::connect_udp_stream;
-use crate::server::route::read_more;
+use crate::server::route::{read_more, Dropped};
 
 /// How long the client has to connect every data stream after CREATE_STREAMS.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);
@@ -43,6 +45,8 @@ const FINISH_TIMEOUT: Duration = Duration::from_secs(5);
 struct Ended {
     message: String,
     answer: Answer,
+    /// The test was refused before it ran, for this reason.
+    refused: Option<RefusalReason>,
 }
 
 #[derive(Debug, Clone, Copy)]
@@ -58,13 +62,25 @@ enum Answer {
 }
 
 fn ended(answer: Answer, message: impl Into<String>) -> Ended {
-    Ended { message: message.into(), answer }
+    Ended { message: message.into(), answer, refused: None }
+}
+
+/// The test is refused: `answer` tells the client, `reason` is counted.
+fn refused(answer: Answer, reason: RefusalReason, message: impl Into<String>) -> Ended {
+    Ended { refused: Some(reason), ..ended(answer, message) }
 }
 
 /// Serves one iperf3 control connection whose cookie has been read.
 pub(crate) async fn serve(mut ctl: TcpStream, cookie: Cookie, peer: SocketAddr, ctx: Arc<Ctx>) {
     let _ = ctl.set_nodelay(true);
-    match conversation(&mut ctl, cookie, peer, &ctx).await {
+    let record = ctx.config.metrics.server.begin("iperf3");
+    let ended = conversation(&mut ctl, cookie, peer, &ctx).await;
+    record.end(match &ended {
+        Ok(()) => TestOutcome::Completed,
+        Err(Ended { refused: Some(reason), .. }) => TestOutcome::Refused(*reason),
+        Err(_) => TestOutcome::Aborted,
+    });
+    match ended {
         Ok(()) => {}
         Err(e) => {
             tracing::info!(%peer, "iperf3 test ended: {}", e.message);
@@ -126,16 +142,18 @@ async fn conversation(
 ) -> Result<(), Ended> {
     let cfg = &ctx.config;
     if !cfg.allows(peer.ip()) {
-        return Err(ended(
+        return Err(refused(
             Answer::Denied,
+            RefusalReason::NotAllowed,
             format!("{} is not on the allow list", canonical(peer.ip())),
         ));
     }
     // Refused before anything is held: an iperf3 client cannot give our token, and a bare
     // cookie (no parameters yet) must not take a test slot from clients that can.
     if cfg.token.is_some() {
-        return Err(ended(
+        return Err(refused(
             Answer::Error(errno::AUTH_TEST),
+            RefusalReason::Auth,
             "this server requires a wirespeed --token, which iperf3 clients cannot give",
         ));
     }
@@ -143,17 +161,19 @@ async fn conversation(
     let doc =
         read_json(ctl, wire::MAX_PARAMS_LEN, cfg.idle_timeout, "parameters", errno::RECV_PARAMS)
             .await?;
+    let limit = RefusalReason::Limit;
     let params = Params::from_json(&doc)
-        .map_err(|e| ended(Answer::Error(e.errno), format!("bad parameters: {e}")))?;
+        .map_err(|e| refused(Answer::Error(e.errno), limit, format!("bad parameters: {e}")))?;
     let Ok(permit) = ctx.tests.clone().try_acquire_owned() else {
-        return Err(ended(Answer::Denied, format!("busy: {} tests running", cfg.max_tests)));
+        let why = format!("busy: {} tests running", cfg.max_tests);
+        return Err(refused(Answer::Denied, RefusalReason::Busy, why));
     };
     let mut spec = params
         .to_spec(&peer.to_string())
-        .map_err(|e| ended(Answer::Error(e.errno), format!("refused parameters: {e}")))?;
+        .map_err(|e| refused(Answer::Error(e.errno), limit, format!("refused parameters: {e}")))?;
     check_client_rate(&spec, cfg.max_bitrate_bps)?;
     let notes = apply_limits(&mut spec, cfg.max_duration, cfg.max_bitrate_bps)
-        .map_err(|why| ended(Answer::Error(errno::DURATION), why))?;
+        .map_err(|why| refused(Answer::Error(errno::DURATION), limit, why))?;
     for n in notes {
         tracing::info!(%peer, "{n}");
     }
@@ -193,8 +213,9 @@ fn check_client_rate(spec: &BandwidthSpec, cap: u64) -> Result<(), Ended> {
     let streams = u64::from(spec.parallel) * Flow::of(spec.direction).len() as u64;
     let total = spec.bitrate_bps.saturating_mul(streams);
     if spec.bitrate_bps == 0 || total > cap {
-        return Err(ended(
+        return Err(refused(
             Answer::Error(errno::TOTAL_RATE),
+            RefusalReason::Limit,
             format!(
                 "the client would send {} but this server allows {cap} bit/s per test (use -b)",
                 if spec.bitrate_bps == 0 {
@@ -360,7 +381,8 @@ async fn run_test(
     send_state(ctl, State::TestStart).await?;
     send_state(ctl, State::TestRunning).await?;
     let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
-    let outcome = run_until_end(ctl, ctx, spec, &mut side, &mut at_omit).await;
+    let mut tally = Tally::new(&ctx.config.metrics.server, "iperf3");
+    let outcome = run_until_end(ctl, ctx, spec, &mut side, &mut at_omit, &mut tally).await;
     // iperf3 ends a test by closing the data connections: what is still in flight is lost, as
     // with iperf3's own server.
     let at_omit = at_omit.unwrap_or_else(|| side.zeros());
@@ -372,6 +394,7 @@ async fn run_test(
     // Counted once the workers have stopped (regression: taken before, a sender's last writes
     // were missing from its total, and a loaded client received more than we said we sent).
     let at_end = side.snapshot();
+    tally.catch_up(&at_end);
     outcome?;
     let (user, system) = side.cpu_ns();
     let mut ours = local_results(spec, End::Server, &at_omit, &at_end, (user, system), wall_ns);
@@ -390,6 +413,7 @@ async fn run_until_end(
     spec: &BandwidthSpec,
     side: &mut Side,
     at_omit: &mut Option<Vec<StreamTotals>>,
+    tally: &mut Tally,
 ) -> Result<(), Ended> {
     let clock = Clock::new(spec.interval_ns, None, spec.omit_ns, Ending::Stop);
     let mut timers = Timers::start(clock, std::time::Instant::now(), true);
@@ -411,11 +435,13 @@ async fn run_until_end(
             },
             tick = timers.next() => match tick {
                 Tick::Boundary(b) => {
+                    let streams = side.snapshot();
+                    tally.catch_up(&streams);
                     if b.ends_warm_up {
-                        at_omit.get_or_insert_with(|| side.snapshot());
+                        at_omit.get_or_insert_with(|| streams.clone());
                     }
                     if cap.cap > 0 {
-                        if let Some(rate) = cap.exceeded(&side.snapshot(), spec.interval_ns) {
+                        if let Some(rate) = cap.exceeded(&streams, spec.interval_ns) {
                             return Err(ended(Answer::Error(errno::TOTAL_RATE), format!("the client sent {rate:.0} bit/s, above the limit of {} bit/s", cap.cap)));
                         }
                     }
@@ -560,11 +586,11 @@ async fn route(
     peer: SocketAddr,
     arrival: u64,
     ctx: Arc<Ctx>,
-) -> Result<Option<Conversation>, String> {
+) -> Result<Option<Conversation>, Dropped> {
     let cookie = loop {
         match Cookie::decode(&buf) {
             Ok(c) => break c,
-            Err(DecodeError::Invalid(why)) => return Err(why),
+            Err(DecodeError::Invalid(why)) => return Err(Dropped::new("invalid", why)),
             Err(DecodeError::Incomplete(_)) => {
                 read_more(&mut stream, &mut buf, ctx.config.idle_timeout).await?
             }
@@ -572,11 +598,11 @@ async fn route(
     };
     if buf.len() > COOKIE_LEN {
         // A client writes its cookie and waits; anything after it is not iperf3.
-        return Err("bytes after the iperf3 cookie".into());
+        return Err(Dropped::new("invalid", "bytes after the iperf3 cookie"));
     }
     let waiting = {
-        let hook = ctx.hook::<Iperf3Hook>().ok_or("no iperf3 registry")?;
-        let reg = hook.waiting.lock().map_err(|_| "iperf3 registry poisoned".to_string())?;
+        let hook = ctx.hook::<Iperf3Hook>().ok_or(Dropped::io("no iperf3 registry"))?;
+        let reg = hook.waiting.lock().map_err(|_| Dropped::io("iperf3 registry poisoned"))?;
         reg.tcp.get(&cookie).cloned()
     };
     let Some((owner, tx)) = waiting else {
@@ -585,12 +611,15 @@ async fn route(
     if owner != canonical(peer.ip()) {
         // iperf3 answers a data connection with a foreign cookie with ACCESS_DENIED.
         let _ = stream.write_all(&[State::AccessDenied.byte()]).await;
-        return Err(format!("iperf3 data stream from {} for a test of {owner}", peer.ip()));
+        return Err(Dropped::new(
+            "wrong_host",
+            format!("iperf3 data stream from {} for a test of {owner}", peer.ip()),
+        ));
     }
-    let std = stream.into_std().map_err(|e| e.to_string())?;
-    std.set_nonblocking(false).map_err(|e| e.to_string())?;
+    let std = stream.into_std().map_err(Dropped::io)?;
+    std.set_nonblocking(false).map_err(Dropped::io)?;
     tx.try_send(ArrivedStream { arrival, socket: Socket::from(std) })
-        .map_err(|_| "iperf3 test is not accepting streams".to_string())?;
+        .map_err(|_| Dropped::new("unknown_session", "iperf3 test is not accepting streams"))?;
     Ok(None)
 }
 

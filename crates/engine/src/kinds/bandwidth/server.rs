@@ -19,6 +19,7 @@ use wirespeed_proto::control::{
 use wirespeed_proto::datagram::Wire;
 
 use super::quic_ends::QuicSide;
+use super::tally::Tally;
 use super::workers::{self, Finishing, Role, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
@@ -183,8 +184,10 @@ async fn run_test(
     let mut side = Side::start(End::Server, &spec, Wire::Wirespeed, quic, sockets)
         .map_err(|e| abort(format!("could not start streams: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
-    let at_omit = tick_until_stop(ctl, state, ctx, &spec, &mut side).await?;
+    let mut tally = Tally::new(&ctx.config.metrics.server, "bandwidth");
+    let at_omit = tick_until_stop(ctl, state, ctx, &spec, &mut side, &mut tally).await?;
     let results = finish(&mut side, &spec, at_omit).await?;
+    tally.catch_up(&results.at_end);
     let moved: u64 = results.at_end.iter().map(|s| s.totals.bytes).sum();
     let seconds = results.wall_ns as f64 / 1e9;
     // Release the streams and the test slot before answering, so a client that starts its
@@ -205,6 +208,7 @@ async fn tick_until_stop(
     ctx: &Arc<Ctx>,
     spec: &BandwidthSpec,
     side: &mut Side,
+    tally: &mut Tally,
 ) -> Result<Vec<StreamTotals>, Ended> {
     // The client decides when the test ends: this clock has no deadline of its own, only
     // the server's limit below. As on the client, a warm-up ending on a tick uses that tick's
@@ -231,6 +235,7 @@ async fn tick_until_stop(
             tick = timers.next() => match tick {
                 Tick::Boundary(b) => {
                     let streams = side.snapshot();
+                    tally.catch_up(&streams);
                     if b.ends_warm_up && at_omit.is_none() {
                         at_omit = Some(streams.clone());
                     }
