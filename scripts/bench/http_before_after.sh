@@ -7,6 +7,7 @@
 # HTTP/2 open model at a fixed rate (p50 and p99 latency). Prints each run and, per case, the
 # median ratio new / old. Loopback only; every run is bounded by -d.
 #   OLD=/tmp/before-target/release/wirespeed RUNS=5 SECS=3 scripts/bench/http_before_after.sh
+# NEW names another binary for the new side (default: this checkout's release build).
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
@@ -15,7 +16,7 @@ RATE=${RATE:-20000}
 source scripts/bench/common.sh
 need taskset jq
 [ -x "${OLD:-}" ] || { echo "OLD must name the other build's wirespeed binary" >&2; exit 1; }
-NEW=$WS
+NEW=${NEW:-$WS}
 PORT=15391
 URL="http://127.0.0.1:$PORT/"  # cleartext: HTTP/2 by prior knowledge
 taskset -c 1 $NEW server -B 127.0.0.1 -p 15392 --http $PORT 2>"$tmp/server.log" &

@@ -79,3 +79,28 @@ fn random_and_mutated_inputs() {
         exercise(&mutated[..cut]);
     }
 }
+
+/// Every input the fuzz campaigns kept for a target (`fuzz/corpus/TARGET`, minimised by
+/// scripts/fuzz.sh) and every past finding (`fuzz/regressions/TARGET`), through its decoders.
+fn kept_inputs(target: &str, exercise: fn(&[u8])) {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut files = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join(target)) else { continue };
+        for entry in entries {
+            let path = entry.unwrap().path();
+            exercise(&std::fs::read(&path).unwrap());
+            files += 1;
+        }
+    }
+    assert!(files > 0, "fuzz/corpus/{target} is empty: scripts/fuzz.sh fills it");
+}
+
+#[test]
+fn every_kept_fuzz_input_decodes() {
+    kept_inputs("control", wirespeed_proto::exercise_decoders);
+    kept_inputs("iperf3", wirespeed_proto::exercise_iperf3_decoders);
+    kept_inputs("icmp", wirespeed_proto::exercise_icmp_decoders);
+    kept_inputs("http", wirespeed_proto::exercise_http_decoders);
+    kept_inputs("dns", wirespeed_proto::exercise_dns_decoders);
+}

@@ -35,3 +35,19 @@ fn random_and_mutated_inputs() {
         wirespeed_web::exercise_decoders(&random);
     }
 }
+
+/// Every input the `web` fuzz campaigns kept (`fuzz/corpus/web`, minimised by scripts/fuzz.sh)
+/// and every past finding (`fuzz/regressions/web`), through the decoders.
+#[test]
+fn every_kept_fuzz_input_decodes() {
+    let root = std::path::Path::new(env!("CARGO_MANIFEST_DIR")).join("../../fuzz");
+    let mut files = 0;
+    for dir in ["corpus", "regressions"] {
+        let Ok(entries) = std::fs::read_dir(root.join(dir).join("web")) else { continue };
+        for entry in entries {
+            wirespeed_web::exercise_decoders(&std::fs::read(entry.unwrap().path()).unwrap());
+            files += 1;
+        }
+    }
+    assert!(files > 0, "fuzz/corpus/web is empty: scripts/fuzz.sh fills it");
+}

@@ -10,26 +10,7 @@ mod common;
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::BIN;
-
-/// A program a Debian package installs, or `None`: a skip with a note, or under CI (where
-/// `scripts/test.sh` installs `package`) a failure.
-fn debian(program: &str, package: &str) -> Option<()> {
-    let found = Command::new("sh")
-        .args(["-c", &format!("command -v {program}")])
-        .output()
-        .is_ok_and(|o| o.status.success());
-    if found {
-        return Some(());
-    }
-    let why = format!("{program} is missing; `apt-get install {package}` (scripts/test.sh does)");
-    assert!(!wirespeed_store::testing::required(), "cannot run here: {why}");
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("SKIPPED: {why}");
-    }
-    None
-}
+use common::{debian, BIN};
 
 fn run(program: &str, args: &[&str]) -> Output {
     Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"))
@@ -120,8 +101,7 @@ fn manual_pages_render_without_warnings() {
         assert!(path.exists(), "{name} was not written");
         // -k: UTF-8 input through preconv, as man-db does; -ww: every warning; -z: no
         // output, only the check.
-        let checked =
-            run("groff", &["-k", "-man", "-Tutf8", "-ww", "-z", path.to_str().unwrap()]);
+        let checked = run("groff", &["-k", "-man", "-Tutf8", "-ww", "-z", path.to_str().unwrap()]);
         assert!(
             checked.status.success() && text(&checked).is_empty(),
             "{name}: {}",

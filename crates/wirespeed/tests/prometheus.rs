@@ -7,27 +7,11 @@ mod common;
 
 use std::io::{Read, Write};
 use std::net::TcpStream;
-use std::path::Path;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::web::web;
-use common::{client, free_port, server};
-
-/// A program a Debian package installs, or `None`: a skip with a note, or under CI (where
-/// `scripts/test.sh` installs `package`) a failure.
-fn debian(path: &str, package: &str) -> Option<()> {
-    if Path::new(path).exists() {
-        return Some(());
-    }
-    let why = format!("{path} is missing; `apt-get install {package}` (scripts/test.sh does)");
-    assert!(!wirespeed_store::testing::required(), "cannot run here: {why}");
-    #[allow(clippy::print_stderr)]
-    {
-        eprintln!("SKIPPED: {why}");
-    }
-    None
-}
+use common::{client, debian, free_port, server};
 
 /// A peer process, killed and reaped when dropped.
 struct Peer(Child);

@@ -99,13 +99,33 @@ pub(crate) fn client(args: &[&str]) -> std::process::Output {
     Command::new(BIN).args(args).env("NO_COLOR", "1").output().unwrap()
 }
 
-/// A tool from PyPI that `check` (a command) proves is there, or `None`: a skip with a note, or
-/// under CI (where `scripts/test.sh` installs `package`) a failure.
+/// A tool from PyPI that `check` (a command) proves is there, or [`missing`].
 pub(crate) fn pypi_tool(check: &[&str], package: &str) -> Option<()> {
     if Command::new(check[0]).args(&check[1..]).output().is_ok_and(|o| o.status.success()) {
         return Some(());
     }
-    let why = format!("{package} is not installed; `pip install {package}` (scripts/test.sh does)");
+    missing(&format!("{package} is not installed; `pip install {package}` (scripts/test.sh does)"))
+}
+
+/// A program a Debian package installs (a path, or a name on PATH), or [`missing`].
+pub(crate) fn debian(program: &str, package: &str) -> Option<()> {
+    let found = if program.contains('/') {
+        std::path::Path::new(program).exists()
+    } else {
+        Command::new("sh")
+            .args(["-c", &format!("command -v {program}")])
+            .output()
+            .is_ok_and(|o| o.status.success())
+    };
+    if found {
+        return Some(());
+    }
+    missing(&format!("{program} is missing; `apt-get install {package}` (scripts/test.sh does)"))
+}
+
+/// A peer that is not here, `why`: `None`, a skip with a note; or under CI (where
+/// `scripts/test.sh` installs every peer) a failure saying why.
+pub(crate) fn missing(why: &str) -> Option<()> {
     assert!(!wirespeed_store::testing::required(), "cannot run here: {why}");
     #[allow(clippy::print_stderr)]
     {
