@@ -234,12 +234,7 @@ fn the_debian_package_installs_runs_as_its_user_and_purges_clean() {
         "web speed test on",
     );
     let web = common::web::Web { child, port, dir: tempfile::tempdir().unwrap() };
-    let saved = web.post(
-        [127, 0, 0, 1],
-        "/results/telemetry.php",
-        "Content-Type: application/x-www-form-urlencoded\r\n",
-        b"dl=10&ul=5&ping=2&jitter=1",
-    );
+    let saved = web.telemetry_form([127, 0, 0, 1], b"dl=10&ul=5&ping=2&jitter=1");
     assert_eq!(saved.status, 200, "{}", saved.text());
     drop(web);
     let db = text(&run("stat", &["-c", "%U", "/var/lib/wirespeed/results.db"]));

@@ -187,19 +187,9 @@ fn a_web_servers_metrics_count_budget_refusals_and_saved_results() {
     let metrics = free_port();
     let w = web(&["--metrics", &format!("127.0.0.1:{metrics}"), "--requests-per-ip", "3"]);
     let me = [127, 0, 0, 1];
-    let saved = w.post(
-        me,
-        "/results/telemetry.php",
-        "Content-Type: application/x-www-form-urlencoded\r\n",
-        b"dl=93.50&ul=12.25&ping=3.10&jitter=0.40",
-    );
+    let saved = w.telemetry_form(me, b"dl=93.50&ul=12.25&ping=3.10&jitter=0.40");
     assert_eq!(saved.status, 200, "{}", saved.text());
-    let invalid = w.post(
-        me,
-        "/results/telemetry.php",
-        "Content-Type: application/x-www-form-urlencoded\r\n",
-        b"dl=fast",
-    );
+    let invalid = w.telemetry_form(me, b"dl=fast");
     assert_eq!(invalid.status, 400);
     assert_eq!(w.get(me, "/getIP").status, 200);
     assert_eq!(w.get(me, "/getIP").status, 429);

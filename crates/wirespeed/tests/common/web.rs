@@ -81,6 +81,12 @@ impl Web {
         req.extend_from_slice(body);
         self.send(from, &req)
     }
+
+    /// POST a LibreSpeed result form (`dl=…&ul=…`, urlencoded) to its telemetry URL from `from`.
+    pub(crate) fn telemetry_form(&self, from: [u8; 4], form: &[u8]) -> Reply {
+        let form_type = "Content-Type: application/x-www-form-urlencoded\r\n";
+        self.post(from, "/results/telemetry.php", form_type, form)
+    }
 }
 
 /// A response read whole.
