@@ -79,6 +79,11 @@ impl Metrics {
     }
 }
 
+/// A counter family with `labels`; the names are ours and valid, so making it cannot fail.
+fn counter_vec(name: &str, help: &str, labels: &[&str]) -> prometheus::IntCounterVec {
+    prometheus::IntCounterVec::new(Opts::new(name, help), labels).expect("a valid series")
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;

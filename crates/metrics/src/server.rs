@@ -89,16 +89,13 @@ pub struct ServerMetrics {
 
 impl ServerMetrics {
     pub(crate) fn new() -> Self {
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            IntCounterVec::new(Opts::new(name, help), labels).expect("a valid series")
-        };
         let m = Self {
-            tests: counter(
+            tests: crate::counter_vec(
                 "wirespeed_tests_total",
                 "Tests admitted and ended, by kind and outcome (completed, aborted).",
                 &["kind", "outcome"],
             ),
-            refused: counter(
+            refused: crate::counter_vec(
                 "wirespeed_tests_refused_total",
                 "Tests refused before they ran, by kind and reason.",
                 &["kind", "reason"],
@@ -122,7 +119,7 @@ impl ServerMetrics {
                 &["kind"],
             )
             .expect("a valid series"),
-            bytes: counter(
+            bytes: crate::counter_vec(
                 "wirespeed_test_bytes_total",
                 "Payload bytes the server's data streams received and sent, by kind, added at each interval.",
                 &["kind", "direction"],
@@ -137,7 +134,7 @@ impl ServerMetrics {
                 "TCP connections on the test port not yet closed (control, data and handshaking).",
             )
             .expect("a valid series"),
-            protocol_errors: counter(
+            protocol_errors: crate::counter_vec(
                 "wirespeed_protocol_errors_total",
                 "Connections dropped for what the client sent or failed to send, by reason.",
                 &["reason"],

@@ -2,7 +2,7 @@
 //! budget that ran out, bytes each way, and results saved or not.
 
 use prometheus::core::Collector;
-use prometheus::{IntCounter, IntCounterVec, Opts};
+use prometheus::{IntCounter, IntCounterVec};
 
 /// The per-visitor budgets a request can be refused by, each a `reason` label from the start.
 pub const BUDGETS: [&str; 4] = ["requests", "bytes", "streams", "shared_bytes"];
@@ -22,21 +22,18 @@ pub struct WebMetrics {
 
 impl WebMetrics {
     pub(crate) fn new() -> Self {
-        let counter = |name: &str, help: &str, labels: &[&str]| {
-            IntCounterVec::new(Opts::new(name, help), labels).expect("a valid series")
-        };
         let m = Self {
-            requests: counter(
+            requests: crate::counter_vec(
                 "wirespeed_web_requests_total",
                 "Requests answered, by route and status code.",
                 &["route", "code"],
             ),
-            refusals: counter(
+            refusals: crate::counter_vec(
                 "wirespeed_web_budget_refusals_total",
                 "Requests refused (429) because a visitor's budget ran out, by budget.",
                 &["reason"],
             ),
-            bytes: counter(
+            bytes: crate::counter_vec(
                 "wirespeed_web_bytes_total",
                 "Test payload bytes: uploads received and downloads sent.",
                 &["direction"],
@@ -46,7 +43,7 @@ impl WebMetrics {
                 "Speed test results written to the store.",
             )
             .expect("a valid series"),
-            unsaved: counter(
+            unsaved: crate::counter_vec(
                 "wirespeed_web_results_unsaved_total",
                 "Speed test results not saved, by reason (invalid, store_error).",
                 &["reason"],
