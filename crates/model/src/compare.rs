@@ -5,6 +5,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::diagnosis::FindingCode;
 use crate::kind::Kind;
 use crate::metrics::{Better, Metric};
 use crate::report::Report;
@@ -96,6 +97,9 @@ pub struct Comparison {
     pub others: Vec<Vec<MetricChange>>,
     /// Where the runs were not asked the same thing.
     pub spec_differences: Vec<SpecDifference>,
+    /// Each run's limits of the tester (the codes of its diagnosis' findings), when the runs'
+    /// differ; empty when every run found the same (or none).
+    pub diagnosis_differences: Vec<Vec<FindingCode>>,
 }
 
 /// Why runs cannot be compared.
@@ -132,7 +136,12 @@ pub fn compare(runs: &[&Report], options: &CompareOptions) -> Result<Comparison,
                 .collect()
         })
         .collect();
-    Ok(Comparison { baseline, others, spec_differences: spec_differences(runs) })
+    Ok(Comparison {
+        baseline,
+        others,
+        spec_differences: spec_differences(runs),
+        diagnosis_differences: crate::diagnosis::differences(runs),
+    })
 }
 
 /// One figure against its baseline.

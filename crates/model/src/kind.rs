@@ -71,6 +71,20 @@ pub trait KindSpec {
     /// How long the test is planned to run, warm-up included, when it ends by time: what a
     /// progress bar fills against. `None` when it ends by count or at an interruption.
     fn planned_ns(&self) -> Option<u64>;
+    /// The reporting interval asked, nanoseconds, for a kind that reports in intervals.
+    fn interval_ns(&self) -> Option<u64> {
+        None
+    }
+    /// Nanoseconds between two sends of one sending thread, when the test is paced: what the
+    /// diagnosis holds the timer's wake-ups against.
+    fn pacing_ns(&self) -> Option<u64> {
+        None
+    }
+    /// True when the client polls its sockets without sleeping by design (a busy core is then
+    /// the method, not a limit).
+    fn busy_polls(&self) -> bool {
+        false
+    }
 }
 
 /// What any kind's finished report answers.
@@ -85,6 +99,11 @@ pub trait KindReport {
     /// The run's latency histogram, where the kind keeps one.
     fn histogram(&self) -> Option<&[HistogramBucket]> {
         None
+    }
+    /// Connects that failed for want of a local port (`EADDRNOTAVAIL`), for the kinds that
+    /// open connections as their load.
+    fn ports_exhausted(&self) -> u64 {
+        0
     }
 }
 

@@ -8,6 +8,7 @@
 //! [`report::Report`] → renderers and store.
 
 pub mod compare;
+pub mod diagnosis;
 pub mod event;
 pub mod histogram;
 pub mod kind;

@@ -149,4 +149,8 @@ pub struct Meta {
     /// conditions, what carried them and what they dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub links: Vec<crate::path::LinkRecord>,
+    /// Whether the tester was the limit: its threads' CPU, its wake-ups, the kernel's drops,
+    /// its ports, and the findings in plain words.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub diagnosis: Option<crate::diagnosis::Diagnosis>,
 }

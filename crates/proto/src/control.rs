@@ -16,6 +16,7 @@
 //! instead of confusing the other side.
 
 use serde::{Deserialize, Serialize};
+use wirespeed_model::diagnosis::ThreadCpu;
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::bandwidth::Totals;
 use wirespeed_model::spec::TestSpec;
@@ -144,6 +145,10 @@ pub struct ServerResults {
     /// Connections a cps test opened that the server accepted.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub accepted: Option<u64>,
+    /// Each of the server's data threads for the test, for the client's diagnosis (older
+    /// servers send none).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub threads: Vec<ThreadCpu>,
 }
 
 impl ServerResults {
@@ -158,6 +163,7 @@ impl ServerResults {
             cpu_system_ns,
             wall_ns,
             accepted: None,
+            threads: Vec::new(),
         }
     }
 }

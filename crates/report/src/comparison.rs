@@ -1,4 +1,5 @@
-//! How a comparison is printed: a warning for every spec field that differs, then one row per
+//! How a comparison is printed: a warning for every spec field that differs and for runs
+//! whose tester was limited differently, then one row per
 //! figure and run with the median, the ratio to the baseline with its `±` (half the confidence
 //! interval) and the verdict, then one hyperfine-style sentence for the headline figure.
 
@@ -38,6 +39,25 @@ pub fn spec_warnings(cmp: &Comparison) -> Vec<String> {
         })
         .collect()
 }
+
+/// Warnings about runs whose diagnoses name different limits of the tester, one line per
+/// run (`#12: saturated_core, cpu_wait`), or none when they agree.
+pub fn diagnosis_warnings(cmp: &Comparison, labels: &[String]) -> Vec<String> {
+    cmp.diagnosis_differences
+        .iter()
+        .zip(labels)
+        .map(|(codes, label)| {
+            let names: Vec<&str> = codes.iter().map(|c| c.name()).collect();
+            let said = if names.is_empty() { "no limit".into() } else { names.join(", ") };
+            format!("{label}: {said}")
+        })
+        .collect()
+}
+
+/// What the diagnosis warnings are headed with (after `warning:`).
+pub const DIAGNOSIS_HEADING: &str =
+    "the tester was limited differently in these runs, so they may \
+     measure different things (`wirespeed show` says how):";
 
 /// The comparison table: a row per figure and run.
 pub fn table(cmp: &Comparison, labels: &[String]) -> Table {
@@ -100,6 +120,13 @@ pub fn text(cmp: &Comparison, labels: &[String], kind: &str) -> String {
             out.push_str(&format!("  {w}\n"));
         }
     }
+    let limits = diagnosis_warnings(cmp, labels);
+    if !limits.is_empty() {
+        out.push_str(&format!("warning: {DIAGNOSIS_HEADING}\n"));
+        for w in &limits {
+            out.push_str(&format!("  {w}\n"));
+        }
+    }
     out.push('\n');
     out.push_str(&table(cmp, labels).text());
     out.push('\n');
@@ -119,6 +146,14 @@ pub fn markdown(cmp: &Comparison, labels: &[String], kind: &str) -> String {
         out.push_str("**Warning:** the runs were not asked the same thing:\n\n");
         for w in &warnings {
             out.push_str(&format!("- `{w}`\n"));
+        }
+        out.push('\n');
+    }
+    let limits = diagnosis_warnings(cmp, labels);
+    if !limits.is_empty() {
+        out.push_str(&format!("**Warning:** {DIAGNOSIS_HEADING}\n\n"));
+        for w in &limits {
+            out.push_str(&format!("- {w}\n"));
         }
         out.push('\n');
     }
@@ -169,7 +204,15 @@ pub fn json(cmp: &Comparison, labels: &[String], ids: &[Option<i64>]) -> Value {
         .iter()
         .map(|d| json!({ "field": d.field, "values": d.values }))
         .collect();
-    json!({ "baseline": labels[0], "runs": labels, "spec_differences": diffs, "figures": figures })
+    let limits: Vec<Vec<&str>> =
+        cmp.diagnosis_differences.iter().map(|c| c.iter().map(|c| c.name()).collect()).collect();
+    json!({
+        "baseline": labels[0],
+        "runs": labels,
+        "spec_differences": diffs,
+        "diagnosis_differences": limits,
+        "figures": figures,
+    })
 }
 
 #[cfg(test)]
@@ -177,6 +220,7 @@ mod tests {
     use super::*;
     use crate::fixtures;
     use wirespeed_model::compare::{compare, CompareOptions, Verdict};
+    use wirespeed_model::diagnosis::{Diagnosis, Finding, FindingCode, Side};
     use wirespeed_model::kinds::bandwidth::Direction;
     use wirespeed_model::rules::Protocol;
     use wirespeed_model::{Report, ReportBody};
@@ -211,7 +255,37 @@ mod tests {
         let base = [9.8, 10.1, 10.0, 9.9, 10.2, 10.0, 9.9, 10.1];
         let faster: Vec<f64> = base.iter().map(|g| g * 1.5).collect();
         let same: Vec<f64> = base.iter().rev().copied().collect();
-        (run(&base, 1), run(&faster, 1), run(&same, 4))
+        (run(&base, 1), limited(run(&faster, 1)), run(&same, 4))
+    }
+
+    /// `r` with a diagnosis that found the client's core saturated.
+    fn limited(mut r: Report) -> Report {
+        r.meta.diagnosis = Some(Diagnosis {
+            findings: vec![Finding {
+                code: FindingCode::SaturatedCore,
+                side: Side::Client,
+                text: "the client kept a core busy".into(),
+            }],
+            ..Diagnosis::default()
+        });
+        r
+    }
+
+    #[test]
+    fn runs_limited_differently_are_flagged() {
+        let (a, b, c) = three();
+        let cmp = compare(&[&a, &b, &c], &CompareOptions::default()).unwrap();
+        assert_eq!(cmp.diagnosis_differences, [vec![], vec![FindingCode::SaturatedCore], vec![]]);
+        assert_eq!(
+            diagnosis_warnings(&cmp, &labels()),
+            ["#1: no limit", "#2: saturated_core", "#3: no limit"]
+        );
+        let v = json(&cmp, &labels(), &[None, None, None]);
+        assert_eq!(v["diagnosis_differences"][1][0], "saturated_core");
+        // Runs limited alike are not flagged, whatever their figures.
+        let cmp = compare(&[&a, &c], &CompareOptions::default()).unwrap();
+        assert!(cmp.diagnosis_differences.is_empty());
+        assert!(!text(&cmp, &labels()[..2], "bandwidth").contains("limited differently"));
     }
 
     #[test]

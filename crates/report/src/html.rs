@@ -13,6 +13,7 @@ use wirespeed_model::compare::Comparison;
 use wirespeed_model::{Event, Report};
 
 use crate::charts::{self, Chart};
+use crate::diagnosis;
 use crate::digest::{self, RunLabel};
 use crate::table::escape_html;
 use crate::{comparison, Renderer};
@@ -64,6 +65,15 @@ impl Page {
         if let Some(t) = digest::intervals(report) {
             self.push("<details><summary>Intervals</summary>\n");
             self.push(&t.html());
+            self.push("</details>\n");
+        }
+        if let Some(d) = &report.meta.diagnosis {
+            self.push("<h3>Tester</h3>\n<ul>\n");
+            for line in diagnosis::findings(d) {
+                self.push(&format!("<li>{}</li>\n", escape_html(&line)));
+            }
+            self.push("</ul>\n<details><summary>Threads</summary>\n");
+            self.push(&diagnosis::threads(d).html());
             self.push("</details>\n");
         }
         self.push("<details><summary>Options</summary>\n");
@@ -130,6 +140,17 @@ pub fn comparison_document(
         );
         for w in warnings {
             page.push(&format!("<li><code>{}</code></li>\n", escape_html(&w)));
+        }
+        page.push("</ul></div>\n");
+    }
+    let limits = comparison::diagnosis_warnings(cmp, labels);
+    if !limits.is_empty() {
+        page.push(&format!(
+            "<div class=\"warning\"><strong>Warning: {}</strong><ul>\n",
+            escape_html(&comparison::DIAGNOSIS_HEADING.replace('`', ""))
+        ));
+        for w in limits {
+            page.push(&format!("<li>{}</li>\n", escape_html(&w)));
         }
         page.push("</ul></div>\n");
     }

@@ -11,6 +11,7 @@ pub mod bench;
 pub mod charts;
 pub mod comparison;
 pub mod csv;
+pub mod diagnosis;
 pub mod digest;
 pub mod history;
 pub mod html;

@@ -1,10 +1,11 @@
-//! Runs as Markdown documents: a section per run with its facts, key figures, intervals and
-//! options, ready to paste into an issue or a wiki.
+//! Runs as Markdown documents: a section per run with its facts, key figures, intervals, the
+//! tester's diagnosis and options, ready to paste into an issue or a wiki.
 
 use std::io::{self, Write};
 
 use wirespeed_model::{Event, Report};
 
+use crate::diagnosis;
 use crate::digest::{self, RunLabel};
 use crate::Renderer;
 
@@ -19,6 +20,14 @@ pub fn run_section(report: &Report, label: &RunLabel) -> String {
     if let Some(t) = digest::intervals(report) {
         out.push_str("\n### Intervals\n\n");
         out.push_str(&t.markdown());
+    }
+    if let Some(d) = &report.meta.diagnosis {
+        out.push_str("\n### Tester\n\n");
+        for line in diagnosis::findings(d) {
+            out.push_str(&format!("- {line}\n"));
+        }
+        out.push('\n');
+        out.push_str(&diagnosis::threads(d).markdown());
     }
     out.push_str("\n### Options\n\n");
     out.push_str(&digest::spec(report).markdown());

@@ -1,4 +1,5 @@
-//! The one table `wirespeed quick` prints: a row per test with its headline figures.
+//! The one table `wirespeed quick` prints: a row per test with its headline figures, then
+//! each test's findings on whether the tester was the limit.
 
 use std::io::{self, Write};
 
@@ -32,6 +33,22 @@ pub fn render(rows: &[QuickRow], out: &mut dyn Write) -> io::Result<()> {
         for (name, first, second, details) in lines {
             writeln!(out, "{name:<22}{first:>14}{second:>14}  {details}")?;
         }
+    }
+    // Whether the tester was the limit, test by test: on loopback the client and the server
+    // share the machine, so a busy core is the rule for the load tests.
+    let mut limited = 0;
+    for row in rows {
+        let Ok(report) = &row.outcome else { continue };
+        for f in report.meta.diagnosis.iter().flat_map(|d| &d.findings) {
+            if limited == 0 {
+                writeln!(out, "\ntester limits (see `wirespeed show` for each run's threads):")?;
+            }
+            limited += 1;
+            writeln!(out, "  {}: {} ({}): {}", row.name, f.side.word(), f.code.name(), f.text)?;
+        }
+    }
+    if limited == 0 {
+        writeln!(out, "\ntester: no limit of the tester found in any test")?;
     }
     Ok(())
 }

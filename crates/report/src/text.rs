@@ -90,6 +90,11 @@ impl Renderer for Text {
                 }
                 let view = self.view.get_or_insert_with(|| kinds::view(&report.body.spec()));
                 view.text_end(report, &self.style, out)?;
+                if let Some(d) = &report.meta.diagnosis {
+                    for line in crate::diagnosis::lines(d) {
+                        writeln!(out, "{line}")?;
+                    }
+                }
             }
             running => {
                 if let Some(view) = &mut self.view {

@@ -99,6 +99,14 @@ fn saved_runs_end_to_end(db: &str, dir: &Path) {
     );
     let md = ok(&client(&["show", "1", "--db", db, "-f", "md"]));
     assert!(md.contains("## Run #1: bandwidth") && md.contains("- **Tag:** one"), "{md}");
+    // The diagnosis is kept with the run: both ends' threads, the server's from its results.
+    assert!(md.contains("### Tester") && md.contains("| server | ws-rx-u1 |"), "{md}");
+    let first: serde_json::Value =
+        serde_json::from_str(&ok(&client(&["show", "1", "--db", db, "-f", "json"]))).unwrap();
+    let diagnosis = &first["meta"]["diagnosis"];
+    assert!(diagnosis["client_threads"].as_array().is_some_and(|t| !t.is_empty()), "{diagnosis}");
+    assert_eq!(diagnosis["server_threads"][0]["name"], "ws-rx-u1", "{diagnosis}");
+    assert!(diagnosis["findings"].is_array(), "{diagnosis}");
 
     // export: every format.
     let json: serde_json::Value =

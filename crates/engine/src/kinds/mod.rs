@@ -92,8 +92,44 @@ impl Client {
 }
 
 /// Runs `client` to its end: its events go to `events` as they happen, and its report is
-/// returned (and sent as the last event).
+/// returned (and sent as the last event) with the diagnosis of the run: the client watches
+/// its own threads, wake-ups, ports and the kernel's drops meanwhile, and says whether it
+/// was the limit ([`wirespeed_model::diagnosis`]).
 pub async fn run(
+    client: Client,
+    events: UnboundedSender<Event>,
+    cancel: CancellationToken,
+) -> Result<Report, ClientError> {
+    let watch = crate::run::diagnose::Watch::start();
+    let (inner, mut from_kind) = tokio::sync::mpsc::unbounded_channel();
+    // Everything but the end goes on as it comes; the end waits for the diagnosis.
+    let forward = |event: Event| {
+        if !matches!(event, Event::End(_)) {
+            let _ = events.send(event);
+        }
+    };
+    let running = run_kind(client, inner, cancel);
+    tokio::pin!(running);
+    let result = loop {
+        tokio::select! {
+            biased;
+            Some(event) = from_kind.recv() => forward(event),
+            result = &mut running => break result,
+        }
+    };
+    while let Ok(event) = from_kind.try_recv() {
+        forward(event);
+    }
+    let mut report = result?;
+    // A kind whose server reports its threads leaves them in a diagnosis of its own.
+    let server_threads = report.meta.diagnosis.take().map(|d| d.server_threads).unwrap_or_default();
+    report.meta.diagnosis = Some(watch.finish(&report, server_threads));
+    let _ = events.send(Event::End(Box::new(report.clone())));
+    Ok(report)
+}
+
+/// Runs `client` as its kind does.
+async fn run_kind(
     client: Client,
     events: UnboundedSender<Event>,
     cancel: CancellationToken,

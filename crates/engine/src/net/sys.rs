@@ -259,6 +259,12 @@ pub(crate) fn tighten_timer_slack() {
     }
 }
 
+/// The calling thread's kernel id (what `/proc/self/task/` lists).
+pub(crate) fn thread_id() -> i32 {
+    // SAFETY: gettid has no preconditions.
+    unsafe { libc::gettid() }
+}
+
 /// Wall-clock time in nanoseconds since the Unix epoch: the clock kernel receive timestamps
 /// (`SO_TIMESTAMPNS`) use, so a datagram's send and receive times share one clock.
 pub(crate) fn realtime_ns() -> i64 {

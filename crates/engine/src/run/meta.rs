@@ -24,6 +24,7 @@ pub fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr
         histograms: None,
         merged: None,
         links: Vec::new(),
+        diagnosis: None,
     }
 }
 

@@ -289,6 +289,10 @@ impl KindSpec for CpsSpec {
     fn planned_ns(&self) -> Option<u64> {
         self.count.is_none().then(|| self.total_ns())
     }
+
+    fn interval_ns(&self) -> Option<u64> {
+        Some(self.interval_ns)
+    }
 }
 
 impl KindReport for CpsReport {
@@ -328,6 +332,10 @@ impl KindReport for CpsReport {
 
     fn histogram(&self) -> Option<&[HistogramBucket]> {
         non_empty(&self.summary.histogram)
+    }
+
+    fn ports_exhausted(&self) -> u64 {
+        self.summary.failures.ports_exhausted
     }
 }
 

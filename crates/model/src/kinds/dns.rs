@@ -411,6 +411,16 @@ impl KindSpec for DnsSpec {
     fn planned_ns(&self) -> Option<u64> {
         self.duration_ns.filter(|&ns| ns > 0)
     }
+
+    fn interval_ns(&self) -> Option<u64> {
+        Some(self.interval_ns)
+    }
+
+    fn pacing_ns(&self) -> Option<u64> {
+        // The rate is shared by the threads; each paces its part.
+        let rate = self.rate.or(self.max_qps)?;
+        Some((1e9 * f64::from(self.threads.max(1)) / rate) as u64)
+    }
 }
 
 impl KindReport for DnsReport {

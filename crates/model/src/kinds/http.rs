@@ -378,6 +378,16 @@ impl KindSpec for HttpSpec {
     fn planned_ns(&self) -> Option<u64> {
         self.count.is_none().then(|| self.total_ns().saturating_mul(self.rates.len().max(1) as u64))
     }
+
+    fn interval_ns(&self) -> Option<u64> {
+        Some(self.interval_ns)
+    }
+
+    fn pacing_ns(&self) -> Option<u64> {
+        // The fastest step's rate, shared by the threads.
+        let rate = self.rates.iter().copied().fold(0.0, f64::max);
+        (rate > 0.0).then(|| (1e9 * f64::from(self.threads.max(1)) / rate) as u64)
+    }
 }
 
 impl KindReport for HttpReport {
@@ -428,7 +438,14 @@ impl KindReport for HttpReport {
     fn histogram(&self) -> Option<&[HistogramBucket]> {
         non_empty(&self.summary.histogram)
     }
+
+    fn ports_exhausted(&self) -> u64 {
+        self.summary.errors.get(PORTS_EXHAUSTED).copied().unwrap_or(0)
+    }
 }
+
+/// The error cause of a connect that found no free local port (`EADDRNOTAVAIL`).
+pub const PORTS_EXHAUSTED: &str = "local ports exhausted";
 
 /// The members' reports of one HTTP run merged (see [`crate::merge`]): counts summed, rates
 /// over the longest member's measured time, every latency figure from summed histograms (named

@@ -180,6 +180,19 @@ impl KindSpec for LatencySpec {
     fn planned_ns(&self) -> Option<u64> {
         self.count.is_none().then(|| self.total_ns())
     }
+
+    fn interval_ns(&self) -> Option<u64> {
+        Some(self.interval_ns)
+    }
+
+    fn pacing_ns(&self) -> Option<u64> {
+        // Each connection's thread keeps its own schedule.
+        self.rate.map(|r| (1e9 / r) as u64)
+    }
+
+    fn busy_polls(&self) -> bool {
+        self.busy_poll
+    }
 }
 
 impl KindReport for LatencyReport {

@@ -8,6 +8,7 @@ use std::time::Duration;
 use socket2::Socket;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use wirespeed_model::diagnosis::{Diagnosis, ThreadCpu};
 use wirespeed_model::kinds::bandwidth::BandwidthReport;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::report::{Report, ReportBody};
@@ -103,8 +104,9 @@ pub async fn run(
     let _ =
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
     let probing = probing.map(|p| p.start(side.shared.begin));
-    let (intervals, summary, interrupted) =
+    let ((intervals, summary, interrupted), server_threads) =
         drive(&mut ctl, &mut state, side, &spec, probing, &events, &cancel).await?;
+    meta.diagnosis = Some(Diagnosis { server_threads, ..Diagnosis::default() });
     if interrupted {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
@@ -123,7 +125,7 @@ async fn drive(
     probing: Option<Probing>,
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
-) -> Result<Outcome, ClientError> {
+) -> Result<(Outcome, Vec<ThreadCpu>), ClientError> {
     let mut collector = Collector::new(spec.clone());
     if let Some(p) = probing {
         collector = collector.with_probes(Box::new(p));
@@ -171,7 +173,7 @@ async fn drive(
     let (results, local) =
         stop(ctl, state, &mut side, spec, &mut collector, events, at_omit).await?;
     let (intervals, summary) = finish_and_emit(collector, &local, &results, events);
-    Ok((intervals, summary, interrupted))
+    Ok(((intervals, summary, interrupted), results.threads))
 }
 
 /// Tells the server to stop and waits for its results (its last ticks still feed the

@@ -347,6 +347,7 @@ mod tests {
             cpu_system_ns: 0,
             wall_ns: active,
             accepted: None,
+            threads: Vec::new(),
         }
     }
 

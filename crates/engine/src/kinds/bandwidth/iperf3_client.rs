@@ -467,5 +467,6 @@ fn server_results(
         cpu_system_ns: cpu(theirs.cpu_util[2]),
         wall_ns,
         accepted: None,
+        threads: Vec::new(),
     }
 }

@@ -320,6 +320,7 @@ async fn finish(
         cpu_system_ns,
         wall_ns,
         accepted: None,
+        threads: side.thread_usage(),
     })
 }
 

@@ -14,6 +14,7 @@ use std::time::{Duration, Instant};
 
 use socket2::Socket;
 use tokio::sync::mpsc::{unbounded_channel, UnboundedReceiver, UnboundedSender};
+use wirespeed_model::diagnosis::ThreadCpu;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::rules::Protocol;
 use wirespeed_proto::control::StreamTotals;
@@ -159,6 +160,8 @@ pub(crate) struct WorkerDone {
     pub cpu_user_ns: u64,
     /// Kernel-mode CPU nanoseconds the thread used.
     pub cpu_system_ns: u64,
+    /// The thread's use of the CPU over its life, for the diagnosis.
+    pub usage: ThreadCpu,
     /// Set when the stream failed rather than finished.
     pub error: Option<String>,
 }
@@ -337,6 +340,11 @@ impl Side {
         }
     }
 
+    /// Each ended worker's use of the CPU over its life.
+    pub(crate) fn thread_usage(&self) -> Vec<ThreadCpu> {
+        self.done.iter().map(|d| d.usage.clone()).collect()
+    }
+
     /// Sum of CPU time the workers that ended used: (user, system) nanoseconds.
     pub(crate) fn cpu_ns(&self) -> (u64, u64) {
         self.done.iter().fold((0, 0), |(u, s), d| (u + d.cpu_user_ns, s + d.cpu_system_ns))
@@ -406,6 +414,7 @@ struct Job {
 
 impl Job {
     fn run(self) {
+        let born = Instant::now();
         let _ = self.socket.set_read_timeout(Some(POLL));
         let _ = self.socket.set_write_timeout(Some(POLL));
         let result = match (self.spec.protocol, self.role) {
@@ -427,7 +436,8 @@ impl Job {
                 _ => self.shared.now_ns(),
             });
         }
-        let (cpu_user_ns, cpu_system_ns) = sys::thread_cpu_ns();
+        let usage = crate::run::threads::own_usage(born);
+        let (cpu_user_ns, cpu_system_ns) = (usage.user_ns, usage.system_ns);
         let error = match result {
             Ok(()) => None,
             Err(_) if self.shared.aborted() => None,
@@ -438,7 +448,8 @@ impl Job {
                 role_name(self.role)
             )),
         };
-        let _ = self.done.send(WorkerDone { role: self.role, cpu_user_ns, cpu_system_ns, error });
+        let done = WorkerDone { role: self.role, cpu_user_ns, cpu_system_ns, usage, error };
+        let _ = self.done.send(done);
     }
 
     /// Waits until `bytes` more are due on the schedule. False when the test stopped first:

@@ -15,6 +15,8 @@ use wirespeed_model::histogram::RttHistogram;
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub(super) enum Cause {
     Refused,
+    /// No free local port to connect from (`EADDRNOTAVAIL`).
+    PortsExhausted,
     ConnectTimeout,
     Unreachable,
     Timeout,
@@ -36,11 +38,12 @@ pub(super) enum Cause {
 }
 
 /// How many causes there are.
-pub(super) const CAUSES: usize = 15;
+pub(super) const CAUSES: usize = 16;
 
 impl Cause {
     pub(super) const ALL: [Cause; CAUSES] = [
         Cause::Refused,
+        Cause::PortsExhausted,
         Cause::ConnectTimeout,
         Cause::Unreachable,
         Cause::Timeout,
@@ -60,6 +63,7 @@ impl Cause {
     pub(super) fn name(self) -> &'static str {
         match self {
             Cause::Refused => "connection refused",
+            Cause::PortsExhausted => wirespeed_model::kinds::http::PORTS_EXHAUSTED,
             Cause::ConnectTimeout => "connect timeout",
             Cause::Unreachable => "unreachable",
             Cause::Timeout => "timeout",
@@ -95,6 +99,7 @@ impl Cause {
     pub(super) fn of(e: &std::io::Error, connecting: bool) -> Cause {
         match e.raw_os_error() {
             Some(libc::ECONNREFUSED | libc::ENOENT) => Cause::Refused,
+            Some(libc::EADDRNOTAVAIL) => Cause::PortsExhausted,
             Some(libc::ETIMEDOUT) if connecting => Cause::ConnectTimeout,
             Some(libc::ENETUNREACH | libc::EHOSTUNREACH) => Cause::Unreachable,
             Some(libc::ECONNRESET | libc::EPIPE) => Cause::Reset,

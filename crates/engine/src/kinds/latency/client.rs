@@ -15,6 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::{Domain, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use wirespeed_model::diagnosis::Diagnosis;
 use wirespeed_model::histogram::{EncodedHistograms, RttHistogram};
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::latency::{
@@ -114,9 +115,11 @@ pub async fn run(
                 .map_err(|_| {
                 ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?}"))
             })??;
-        if !matches!(results, ServerMessage::Results(_)) {
+        let ServerMessage::Results(results) = results else {
             return Err(protocol(format!("unexpected {} message after stop", results.name())));
-        }
+        };
+        meta.diagnosis =
+            Some(Diagnosis { server_threads: results.threads, ..Diagnosis::default() });
         ctl.close().await;
     }
     if interrupted {

@@ -5,11 +5,12 @@
 use std::io::{self, Read, Write};
 use std::net::SocketAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
-use std::sync::Arc;
+use std::sync::{Arc, Mutex};
 use std::time::{Duration, Instant};
 
 use socket2::Socket;
 use tokio::sync::mpsc;
+use wirespeed_model::diagnosis::ThreadCpu;
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::rules::Protocol;
@@ -21,7 +22,7 @@ use wirespeed_proto::datagram::{HELLO_LEN, HELLO_MAGIC};
 use super::quic_stream;
 use crate::net::framed::Framed;
 use crate::net::{quic, sys};
-use crate::run::threads::StreamThreads;
+use crate::run::threads::{own_usage, StreamThreads};
 use crate::server::admit::{
     abort, admit, await_stop, recv_checked, time_limit, Ended, Registration,
 };
@@ -83,11 +84,16 @@ pub(crate) async fn run(
     let limit = time_limit(ctx, timed, STOP_GRACE);
     let outcome = await_stop(ctl, &mut state, ctx, begin, limit).await;
     let wall_ns = begin.elapsed().as_nanos() as u64;
+    let usage = echo.usage.clone();
     let (cpu_user_ns, cpu_system_ns) =
         tokio::task::spawn_blocking(move || echo.stop()).await.unwrap_or_default();
     drop(permit);
     outcome?;
-    let results = ServerResults::without_streams(cpu_user_ns, cpu_system_ns, wall_ns);
+    let threads = std::mem::take(&mut *usage.lock().unwrap_or_else(|p| p.into_inner()));
+    let results = ServerResults {
+        threads,
+        ..ServerResults::without_streams(cpu_user_ns, cpu_system_ns, wall_ns)
+    };
     ctl.send(&ServerMessage::Results(Box::new(results))).await?;
     tracing::info!(%peer, seconds = wall_ns as f64 / 1e9, "latency test finished");
     Ok(())
@@ -114,8 +120,11 @@ async fn collect(mut rx: mpsc::Receiver<Attached>, parallel: u16) -> Result<Vec<
     Ok(got.into_iter().map(|a| a.socket).collect())
 }
 
-/// The echo threads of one test.
-struct Echo(StreamThreads);
+/// The echo threads of one test, and what each used, as it ended.
+struct Echo {
+    threads: StreamThreads,
+    usage: Arc<Mutex<Vec<ThreadCpu>>>,
+}
 
 impl Echo {
     fn start(
@@ -124,9 +133,11 @@ impl Echo {
         quic: Option<quinn::ServerConfig>,
     ) -> io::Result<Self> {
         let stop = Arc::new(AtomicBool::new(false));
+        let all = Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();
         let mut shared = Vec::new();
         for (i, s) in sockets.into_iter().enumerate() {
+            let usage = all.clone();
             let _ = s.set_read_timeout(Some(POLL));
             let s = Arc::new(s);
             shared.push(s.clone());
@@ -138,22 +149,26 @@ impl Echo {
             let quic = quic.clone();
             let thread = std::thread::Builder::new().name(format!("ws-echo-{}", i + 1)).spawn(
                 move || {
+                    let born = Instant::now();
                     let _ = match (protocol, quic) {
                         (Protocol::Quic, Some(config)) => quic_stream::echo(&s, config, &stop),
                         (Protocol::Udp, _) => echo_udp(&s, &stop),
                         _ => echo_tcp(&s, &stop),
                     };
-                    sys::thread_cpu_ns()
+                    let used = own_usage(born);
+                    let cpu = (used.user_ns, used.system_ns);
+                    usage.lock().unwrap_or_else(|p| p.into_inner()).push(used);
+                    cpu
                 },
             )?;
             threads.push(thread);
         }
-        Ok(Self(StreamThreads { stop, sockets: shared, handles: threads }))
+        Ok(Self { threads: StreamThreads { stop, sockets: shared, handles: threads }, usage: all })
     }
 
     /// Stops every thread and returns their CPU time (user, system) in nanoseconds.
     fn stop(self) -> (u64, u64) {
-        self.0.stop()
+        self.threads.stop()
     }
 }
 

@@ -198,7 +198,17 @@ impl KindSpec for BandwidthSpec {
     }
 
     fn planned_ns(&self) -> Option<u64> {
-        Some(self.total_ns())
+        self.bytes.is_none().then(|| self.total_ns())
+    }
+
+    fn interval_ns(&self) -> Option<u64> {
+        Some(self.interval_ns)
+    }
+
+    fn pacing_ns(&self) -> Option<u64> {
+        // Each stream's thread paces its own writes (or datagrams) at the per-stream rate.
+        (self.bitrate_bps > 0)
+            .then(|| (f64::from(self.length) * 8.0 * 1e9 / self.bitrate_bps as f64) as u64)
     }
 }
 

@@ -1,0 +1,443 @@
+//! The client watching itself while a test runs, for the report's diagnosis
+//! ([`wirespeed_model::diagnosis`]): one thread sleeps 2 ms at a time with the pacers' 1 ns
+//! timer slack and keeps how late it woke, and every 100 ms reads each thread's CPU time and
+//! wait for a CPU (`/proc/self/task/*/stat` and `schedstat`); the namespace's drop counters
+//! are read at both ends and the TCP table at the end. What it means is decided in the model.
+//!
+//! A thread is judged over the part of the run it was watched: from the later of the watch's
+//! start and its own, to the last sample that saw it. A thread that ends loses at most its
+//! last 100 ms, from its CPU time and its span alike, so its busy share stays right.
+
+use std::collections::HashMap;
+use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
+use std::sync::Arc;
+use std::thread::JoinHandle;
+use std::time::{Duration, Instant};
+
+use wirespeed_model::diagnosis::{
+    Diagnosis, KernelCounters, PortUse, RunShape, ThreadCpu, WakeupLateness,
+};
+use wirespeed_model::histogram::RttHistogram;
+use wirespeed_model::Report;
+
+/// How long the probe sleeps each time.
+const NAP: Duration = Duration::from_millis(2);
+/// Naps between two readings of the threads' CPU time (100 ms).
+const NAPS_PER_SAMPLE: u32 = 50;
+
+/// A watch running beside a test; [`Watch::finish`] ends it and diagnoses the report.
+pub(crate) struct Watch {
+    stop: Arc<AtomicBool>,
+    probe: Option<JoinHandle<Probed>>,
+    started: Instant,
+    kernel: KernelCounters,
+}
+
+/// What the probe thread gathered.
+#[derive(Default)]
+struct Probed {
+    threads: Vec<ThreadCpu>,
+    lateness: Option<WakeupLateness>,
+}
+
+impl Watch {
+    /// Starts watching. Where the probe thread cannot start, the diagnosis goes without
+    /// threads and wake-ups.
+    pub(crate) fn start() -> Self {
+        let stop = Arc::new(AtomicBool::new(false));
+        let flag = stop.clone();
+        let started = Instant::now();
+        let probe = std::thread::Builder::new()
+            .name(PROBE_NAME.into())
+            .spawn(move || probe(&flag, started))
+            .ok();
+        Self { stop, probe, started, kernel: kernel_counters() }
+    }
+
+    /// Ends the watch and returns the diagnosis of `report`'s run, with `server_threads` as
+    /// its server reported them.
+    pub(crate) fn finish(self, report: &Report, server_threads: Vec<ThreadCpu>) -> Diagnosis {
+        let exhausted = report.body.as_kind().ports_exhausted();
+        let mut d = self.measured(server_threads, exhausted);
+        d.judge(&RunShape::of(report));
+        d
+    }
+
+    /// Ends the watch: the figures, not yet judged.
+    fn measured(mut self, server_threads: Vec<ThreadCpu>, ports_exhausted: u64) -> Diagnosis {
+        self.stop.store(true, Relaxed);
+        let probed = self.probe.take().and_then(|p| p.join().ok()).unwrap_or_default();
+        let end = kernel_counters();
+        let was = self.kernel;
+        Diagnosis {
+            wall_ns: self.started.elapsed().as_nanos() as u64,
+            cpus: std::thread::available_parallelism().map_or(0, |n| n.get() as u32),
+            client_threads: probed.threads,
+            server_threads,
+            wakeup: probed.lateness,
+            kernel: KernelCounters {
+                udp_receive_buffer_errors: end
+                    .udp_receive_buffer_errors
+                    .saturating_sub(was.udp_receive_buffer_errors),
+                udp_send_buffer_errors: end
+                    .udp_send_buffer_errors
+                    .saturating_sub(was.udp_send_buffer_errors),
+                tcp_receive_queue_drops: end
+                    .tcp_receive_queue_drops
+                    .saturating_sub(was.tcp_receive_queue_drops),
+                listen_overflows: end.listen_overflows.saturating_sub(was.listen_overflows),
+            },
+            ports: port_use(ports_exhausted),
+            findings: Vec::new(),
+        }
+    }
+}
+
+impl Drop for Watch {
+    fn drop(&mut self) {
+        // A run that failed still stops its probe.
+        self.stop.store(true, Relaxed);
+        if let Some(p) = self.probe.take() {
+            let _ = p.join();
+        }
+    }
+}
+
+/// The probe thread's name, left out of the threads it reports.
+const PROBE_NAME: &str = "ws-diagnose";
+
+/// The probe: naps, keeps their lateness, and samples the threads every [`NAPS_PER_SAMPLE`].
+fn probe(stop: &AtomicBool, started: Instant) -> Probed {
+    crate::net::sys::tighten_timer_slack();
+    let me = crate::net::sys::thread_id();
+    let mut lateness = RttHistogram::default();
+    let mut seen: HashMap<i32, Seen> = HashMap::new();
+    sample(&mut seen, me, started);
+    let mut naps = 0u32;
+    while !stop.load(Relaxed) {
+        let asked = Instant::now();
+        std::thread::sleep(NAP);
+        lateness.record((asked.elapsed().saturating_sub(NAP)).as_nanos() as u64);
+        naps += 1;
+        if naps.is_multiple_of(NAPS_PER_SAMPLE) {
+            sample(&mut seen, me, started);
+        }
+    }
+    sample(&mut seen, me, started);
+    let mut threads: Vec<ThreadCpu> = seen.into_values().filter_map(Seen::cpu).collect();
+    threads.sort_by(|a, b| b.busy_ratio().total_cmp(&a.busy_ratio()).then(a.name.cmp(&b.name)));
+    let stats = lateness.stats();
+    let lateness = (stats.count > 0).then_some(WakeupLateness {
+        samples: stats.count,
+        p50_ns: stats.p50_ns,
+        p99_ns: stats.p99_ns,
+        max_ns: stats.max_ns,
+    });
+    Probed { threads, lateness }
+}
+
+/// One reading of one thread's counters.
+#[derive(Debug, Clone, Copy, Default)]
+struct Reading {
+    /// When, nanoseconds since the watch started.
+    at_ns: u64,
+    /// CPU time (schedstat), nanoseconds.
+    run_ns: u64,
+    /// Time runnable but waiting for a CPU (schedstat), nanoseconds.
+    wait_ns: u64,
+    /// User and system clock ticks (stat), for the split of `run_ns`.
+    user_ticks: u64,
+    system_ticks: u64,
+}
+
+/// A thread as the samples saw it: its first and its latest reading.
+struct Seen {
+    name: String,
+    first: Reading,
+    last: Reading,
+}
+
+impl Seen {
+    /// Its CPU over the time watched, or `None` when it was seen only once.
+    fn cpu(self) -> Option<ThreadCpu> {
+        let span_ns = self.last.at_ns.saturating_sub(self.first.at_ns);
+        if span_ns == 0 {
+            return None;
+        }
+        let run = self.last.run_ns.saturating_sub(self.first.run_ns);
+        let user = self.last.user_ticks.saturating_sub(self.first.user_ticks);
+        let system = self.last.system_ticks.saturating_sub(self.first.system_ticks);
+        // schedstat's time is exact; the ticks (10 ms) only say how it splits.
+        let user_ns = if user + system == 0 {
+            run
+        } else {
+            (run as f64 * user as f64 / (user + system) as f64) as u64
+        };
+        Some(ThreadCpu {
+            name: self.name,
+            user_ns,
+            system_ns: run - user_ns.min(run),
+            wait_ns: Some(self.last.wait_ns.saturating_sub(self.first.wait_ns)),
+            span_ns,
+        })
+    }
+}
+
+/// Reads every thread of this process but the probe (`me`).
+fn sample(seen: &mut HashMap<i32, Seen>, me: i32, started: Instant) {
+    let Ok(tasks) = std::fs::read_dir("/proc/self/task") else { return };
+    let now_ns = started.elapsed().as_nanos() as u64;
+    let uptime_ns = uptime_ns();
+    for task in tasks.flatten() {
+        let Some(tid) = task.file_name().to_str().and_then(|t| t.parse::<i32>().ok()) else {
+            continue;
+        };
+        if tid == me {
+            continue;
+        }
+        let dir = task.path();
+        let Some((name, user_ticks, system_ticks, start_ticks)) =
+            std::fs::read_to_string(dir.join("stat")).ok().as_deref().and_then(parse_stat)
+        else {
+            continue;
+        };
+        let (run_ns, wait_ns) = std::fs::read_to_string(dir.join("schedstat"))
+            .ok()
+            .as_deref()
+            .and_then(parse_schedstat)
+            .unwrap_or(((user_ticks + system_ticks) * tick_ns(), 0));
+        let reading = Reading { at_ns: now_ns, run_ns, wait_ns, user_ticks, system_ticks };
+        seen.entry(tid)
+            .and_modify(|s| {
+                s.last = reading;
+                // A new thread names itself after it starts: the latest name is its own.
+                s.name.clone_from(&name);
+            })
+            .or_insert_with(|| {
+                // Present at the first sample: watched from then. Born later: watched from
+                // its birth, with nothing used before it.
+                let born_ago_ns = uptime_ns
+                    .zip(Some(start_ticks * tick_ns()))
+                    .map(|(up, born)| up.saturating_sub(born));
+                let first = match born_ago_ns {
+                    Some(ago) if now_ns > 0 && ago < now_ns => {
+                        Reading { at_ns: now_ns - ago, ..Reading::default() }
+                    }
+                    _ => reading,
+                };
+                Seen { name, first, last: reading }
+            });
+    }
+}
+
+/// Name, user ticks, system ticks and start time (ticks since boot) from a `stat` line. The
+/// name sits in parentheses and may hold spaces and parentheses itself, so fields are counted
+/// from the last `)`.
+fn parse_stat(line: &str) -> Option<(String, u64, u64, u64)> {
+    let open = line.find('(')?;
+    let close = line.rfind(')')?;
+    let name = line.get(open + 1..close)?.to_string();
+    // Fields after the name start at field 3 (state); utime is 14, stime 15, starttime 22.
+    let rest: Vec<&str> = line.get(close + 1..)?.split_whitespace().collect();
+    let field = |n: usize| rest.get(n - 3)?.parse::<u64>().ok();
+    Some((name, field(14)?, field(15)?, field(22)?))
+}
+
+/// CPU time and run-queue wait, nanoseconds, from a `schedstat` line.
+fn parse_schedstat(line: &str) -> Option<(u64, u64)> {
+    let mut f = line.split_whitespace().map(|v| v.parse::<u64>().ok());
+    Some((f.next()??, f.next()??))
+}
+
+/// Nanoseconds in one clock tick of `/proc`'s times.
+fn tick_ns() -> u64 {
+    // SAFETY: sysconf has no preconditions.
+    let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) };
+    if hz > 0 {
+        1_000_000_000 / hz as u64
+    } else {
+        10_000_000
+    }
+}
+
+/// Time since boot, nanoseconds (`/proc/uptime`, the clock thread start times count on).
+fn uptime_ns() -> Option<u64> {
+    let text = std::fs::read_to_string("/proc/uptime").ok()?;
+    let secs: f64 = text.split_whitespace().next()?.parse().ok()?;
+    Some((secs * 1e9) as u64)
+}
+
+/// The namespace's drop counters now (zero where a file cannot be read).
+fn kernel_counters() -> KernelCounters {
+    let snmp = std::fs::read_to_string("/proc/net/snmp").unwrap_or_default();
+    let snmp6 = std::fs::read_to_string("/proc/net/snmp6").unwrap_or_default();
+    let netstat = std::fs::read_to_string("/proc/net/netstat").unwrap_or_default();
+    let v4 = |name| table_value(&snmp, "Udp", name);
+    let v6 = |name: &str| {
+        snmp6.lines().find_map(|l| l.strip_prefix(name)?.trim().parse::<u64>().ok()).unwrap_or(0)
+    };
+    KernelCounters {
+        udp_receive_buffer_errors: v4("RcvbufErrors") + v6("Udp6RcvbufErrors"),
+        udp_send_buffer_errors: v4("SndbufErrors") + v6("Udp6SndbufErrors"),
+        tcp_receive_queue_drops: table_value(&netstat, "TcpExt", "TCPRcvQDrop"),
+        listen_overflows: table_value(&netstat, "TcpExt", "ListenOverflows"),
+    }
+}
+
+/// A value from the two-line tables of `/proc/net/snmp` and `netstat`: a line of names after
+/// `prefix:`, then a line of values.
+fn table_value(text: &str, prefix: &str, name: &str) -> u64 {
+    let head = format!("{prefix}:");
+    let mut rows = text.lines().filter(|l| l.starts_with(&head));
+    let (Some(names), Some(values)) = (rows.next(), rows.next()) else { return 0 };
+    names
+        .split_whitespace()
+        .zip(values.split_whitespace())
+        .find(|(n, _)| *n == name)
+        .and_then(|(_, v)| v.parse().ok())
+        .unwrap_or(0)
+}
+
+/// The client's local ports at the end: the most TIME_WAIT entries towards any one far end
+/// whose local port is in the ephemeral range (where the kernel cannot reuse them for that far
+/// end), and the connects the run counted as failed for want of a port. `None` when the
+/// kernel's tables cannot be read.
+fn port_use(exhausted: u64) -> Option<PortUse> {
+    let range = std::fs::read_to_string("/proc/sys/net/ipv4/ip_local_port_range").ok()?;
+    let mut bounds = range.split_whitespace().filter_map(|v| v.parse::<u32>().ok());
+    let (low, high) = (bounds.next()?, bounds.next()?);
+    // tcp_tw_reuse: 1 reuses TIME_WAIT ports for new connects everywhere, 2 (the default)
+    // only towards loopback.
+    let reuse = std::fs::read_to_string("/proc/sys/net/ipv4/tcp_tw_reuse")
+        .ok()
+        .and_then(|v| v.trim().parse::<u8>().ok())
+        .unwrap_or(0);
+    let mut per_far_end: HashMap<String, u64> = HashMap::new();
+    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
+        let Ok(table) = std::fs::read_to_string(file) else { continue };
+        for line in table.lines().skip(1) {
+            let f: Vec<&str> = line.split_whitespace().collect();
+            let (Some(local), Some(remote), Some(&"06")) = (f.get(1), f.get(2), f.get(3)) else {
+                continue;
+            };
+            let port = local.rsplit(':').next().and_then(|p| u32::from_str_radix(p, 16).ok());
+            if !port.is_some_and(|p| (low..=high).contains(&p)) {
+                continue;
+            }
+            if reuse == 1 || (reuse == 2 && is_loopback_hex(remote)) {
+                continue;
+            }
+            *per_far_end.entry((*remote).to_string()).or_default() += 1;
+        }
+    }
+    Some(PortUse {
+        time_wait: per_far_end.into_values().max().unwrap_or(0),
+        ephemeral: u64::from(high.saturating_sub(low) + 1),
+        exhausted,
+    })
+}
+
+/// True when a `/proc/net/tcp{,6}` address (hex, host byte order words) is loopback.
+fn is_loopback_hex(addr: &str) -> bool {
+    let ip = addr.split(':').next().unwrap_or("");
+    match ip.len() {
+        // 127.x.y.z: the first octet is the lowest byte of the little-endian word.
+        8 => ip.get(6..8) == Some("7F"),
+        // ::1, and IPv4-mapped 127.x.y.z.
+        32 => {
+            ip == "00000000000000000000000001000000"
+                || (ip.starts_with("0000000000000000FFFF0000") && ip.get(30..32) == Some("7F"))
+        }
+        _ => false,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+    use socket2::{Domain, Socket, Type};
+    use std::net::SocketAddr;
+    use wirespeed_model::diagnosis::FindingCode;
+
+    #[test]
+    fn stat_lines_with_odd_names_parse() {
+        let line = "1234 (ws (a) b) S 1 1 1 0 -1 4194368 100 0 0 0 17 5 0 0 20 0 12 0 987 0 0";
+        assert_eq!(parse_stat(line), Some(("ws (a) b".into(), 17, 5, 987)));
+        assert_eq!(parse_stat("garbage"), None);
+        assert_eq!(parse_schedstat("123 45 6\n"), Some((123, 45)));
+        assert_eq!(parse_schedstat(""), None);
+    }
+
+    #[test]
+    fn snmp_tables_read_by_name() {
+        let text = "Udp: InDatagrams NoPorts RcvbufErrors\nUdp: 41 0 7\nUdpLite: RcvbufErrors\nUdpLite: 9\n";
+        assert_eq!(table_value(text, "Udp", "RcvbufErrors"), 7);
+        assert_eq!(table_value(text, "Udp", "Missing"), 0);
+        assert_eq!(table_value(text, "TcpExt", "RcvbufErrors"), 0);
+    }
+
+    #[test]
+    fn loopback_addresses_in_the_tcp_table() {
+        assert!(is_loopback_hex("0100007F:1451"));
+        assert!(is_loopback_hex("0200007F:0050"));
+        assert!(!is_loopback_hex("020200C0:8200"));
+        assert!(is_loopback_hex("00000000000000000000000001000000:1451"));
+        assert!(is_loopback_hex("0000000000000000FFFF00000100007F:1451"));
+        assert!(!is_loopback_hex("00000000000000000000000000000000:0000"));
+    }
+
+    #[test]
+    fn datagrams_dropped_at_a_full_receive_buffer_are_found() {
+        let watch = Watch::start();
+        // A receiver with the smallest buffer the kernel allows, never read.
+        let deaf = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
+        deaf.set_recv_buffer_size(1).unwrap();
+        deaf.bind(&SocketAddr::from(([127, 0, 0, 1], 0)).into()).unwrap();
+        let to = deaf.local_addr().unwrap();
+        let sender = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
+        for _ in 0..200 {
+            sender.send_to(&[0u8; 1200], &to).unwrap();
+        }
+        let mut d = watch.measured(Vec::new(), 0);
+        d.judge(&RunShape::default());
+        assert!(d.kernel.udp_receive_buffer_errors >= 150, "{:?}", d.kernel);
+        assert!(
+            d.findings.iter().any(|f| f.code == FindingCode::SocketBufferFull),
+            "{:?}",
+            d.findings
+        );
+    }
+
+    #[test]
+    fn a_busy_thread_of_this_process_is_seen_busy() {
+        let watch = Watch::start();
+        let spinner = std::thread::Builder::new()
+            .name("ws-test-spin".into())
+            .spawn(|| {
+                let until = Instant::now() + Duration::from_millis(800);
+                let mut x = 0u64;
+                while Instant::now() < until {
+                    x = x.wrapping_add(std::hint::black_box(1));
+                }
+                x
+            })
+            .unwrap();
+        let sleeper = std::thread::Builder::new()
+            .name("ws-test-nap".into())
+            .spawn(|| std::thread::sleep(Duration::from_millis(800)))
+            .unwrap();
+        spinner.join().unwrap();
+        sleeper.join().unwrap();
+        watch.stop.store(true, Relaxed);
+        let mut watch = watch;
+        let probed = watch.probe.take().unwrap().join().unwrap();
+        let find = |name: &str| probed.threads.iter().find(|t| t.name == name).cloned();
+        let names: Vec<_> = probed.threads.iter().map(|t| (t.name.clone(), t.span_ns)).collect();
+        let spin = find("ws-test-spin")
+            .unwrap_or_else(|| panic!("the spinning thread was not seen: {names:?}"));
+        let nap = find("ws-test-nap").expect("the sleeping thread was seen");
+        assert!(spin.busy_ratio() > nap.busy_ratio() + 0.3, "{spin:?} against {nap:?}");
+        assert!(find(PROBE_NAME).is_none(), "the probe leaves itself out");
+        assert!(probed.lateness.is_some_and(|l| l.samples > 10));
+    }
+}
