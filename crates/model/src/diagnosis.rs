@@ -62,9 +62,12 @@ pub struct Diagnosis {
     /// pps, latency and cps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_threads: Vec<ThreadCpu>,
-    /// How late the client's 2 ms sleeps woke during the test.
+    /// How late the client's 5 ms sleeps woke during the test.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<WakeupLateness>,
+    /// The probe thread that watched: what the watching cost.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub probe: Option<ThreadCpu>,
     /// The kernel's drop counters of the client's network namespace, over the test.
     pub kernel: KernelCounters,
     /// The client's local ports at the end of the test.
@@ -110,7 +113,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// How late sleeps woke: a probe thread sleeps 2 ms at a time with the 1 ns timer slack the
+/// How late sleeps woke: a probe thread sleeps 5 ms at a time with the 1 ns timer slack the
 /// pacers use, and keeps how much later than asked it woke.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WakeupLateness {
