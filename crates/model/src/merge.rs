@@ -339,6 +339,13 @@ pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report
             r.meta.notes.iter().map(move |n| format!("member {}: {n}", m.member.index))
         })
         .collect();
+    // No one process ran the merged run: each member's findings on its tester become notes.
+    meta.diagnosis = None;
+    meta.notes.extend(ordered.iter().flat_map(|(_, r, m)| {
+        r.meta.diagnosis.iter().flat_map(|d| &d.findings).map(move |f| {
+            format!("member {}'s tester ({}): {}", m.member.index, f.code.name(), f.text)
+        })
+    }));
     if record.partial {
         meta.notes.push(format!(
             "PARTIAL: members {:?} of {members} are missing; every figure is of the members present",
@@ -449,6 +456,28 @@ mod tests {
         assert_eq!((record.start_skew_ns, record.latest_start_late_ns), (250, 250));
         assert_eq!(record.hosts, ["host0", "host1"]);
         assert!(merged.meta.member.is_none());
+    }
+
+    #[test]
+    fn members_findings_on_their_testers_become_notes_of_the_merged_run() {
+        let busy = |mut m: (String, Report)| {
+            m.1.meta.diagnosis = Some(crate::diagnosis::Diagnosis {
+                findings: vec![crate::diagnosis::Finding {
+                    code: crate::diagnosis::FindingCode::SaturatedCore,
+                    side: crate::diagnosis::Side::Client,
+                    text: "the client kept a core busy".into(),
+                }],
+                ..Default::default()
+            });
+            m
+        };
+        let merged = merge(&[member(0, 2, &[10_000]), busy(member(1, 2, &[20_000]))], false);
+        let merged = merged.unwrap();
+        assert_eq!(merged.meta.diagnosis, None, "no one process ran the merged run");
+        assert_eq!(
+            merged.meta.notes,
+            ["member 1's tester (saturated_core): the client kept a core busy"]
+        );
     }
 
     #[test]
