@@ -7,6 +7,7 @@
 # and client (core 0); runs alternate old, new, old, new. Prints each run and per figure the
 # median ratio new / old. Loopback only; every run is bounded by -t.
 #   OLD=/tmp/ws-before RUNS=5 SECS=3 scripts/bench/diagnosis_cost.sh
+#   ONLY="round trip" OLD=... scripts/bench/diagnosis_cost.sh     # the cases whose name matches
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
@@ -38,6 +39,7 @@ cases=(
 )
 for c in "${cases[@]}"; do
   IFS='|' read -r name pick args <<<"$c"
+  [[ "$name" == *"${ONLY:-}"* ]] || continue
   # The first test after a server starts is reliably slow: one unmeasured run of each.
   # shellcheck disable=SC2086
   run "$OLD" $OLD_PORT "$pick" $args >/dev/null; run "$NEW" $NEW_PORT "$pick" $args >/dev/null

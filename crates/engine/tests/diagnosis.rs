@@ -47,7 +47,7 @@ async fn a_bandwidth_run_reports_both_ends_threads() {
     let receiver = receiver.unwrap_or_else(|| panic!("{:?}", names(&d.server_threads)));
     assert!(receiver.user_ns + receiver.system_ns > 0 && receiver.span_ns > 0, "{receiver:?}");
     assert!(d.wall_ns >= 1_000_000_000 && d.cpus >= 1, "{d:?}");
-    assert!(d.wakeup.is_some_and(|w| w.samples > 50), "{:?}", d.wakeup);
+    assert!(d.wakeup.is_some_and(|w| w.samples >= 5), "{:?}", d.wakeup);
     assert!(d.ports.is_some_and(|p| p.ephemeral > 0), "{:?}", d.ports);
     server.shutdown().await;
 }

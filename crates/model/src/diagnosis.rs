@@ -62,7 +62,8 @@ pub struct Diagnosis {
     /// pps, latency and cps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_threads: Vec<ThreadCpu>,
-    /// How late the client's 5 ms sleeps woke during the test.
+    /// How late the client's sleeps woke during the test (5 ms sleeps in a paced test, 100 ms
+    /// otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<WakeupLateness>,
     /// The probe thread that watched: what the watching cost.
@@ -113,8 +114,9 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// How late sleeps woke: a probe thread sleeps 5 ms at a time with the 1 ns timer slack the
-/// pacers use, and keeps how much later than asked it woke.
+/// How late sleeps woke: a probe thread sleeps (5 ms at a time in a paced test, 100 ms
+/// otherwise) with the 1 ns timer slack the pacers use, and keeps how much later than asked it
+/// woke.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WakeupLateness {
     /// Sleeps measured.

@@ -1,6 +1,7 @@
 //! The client watching itself while a test runs, for the report's diagnosis
-//! ([`wirespeed_model::diagnosis`]): one thread sleeps 5 ms at a time with the pacers' 1 ns
-//! timer slack and keeps how late it woke, and every 100 ms reads each thread's CPU time and
+//! ([`wirespeed_model::diagnosis`]): one thread sleeps (5 ms at a time in a paced test, 100 ms
+//! otherwise) with the pacers' 1 ns timer slack and keeps how late it woke, and every 100 ms
+//! reads each thread's CPU time and
 //! wait for a CPU (`/proc/self/task/*/stat` and `schedstat`); the namespace's drop counters
 //! are read at both ends and the TCP table at the end. What it means is decided in the model.
 //!
@@ -20,11 +21,16 @@ use wirespeed_model::diagnosis::{
 use wirespeed_model::histogram::RttHistogram;
 use wirespeed_model::Report;
 
-/// How long the probe sleeps each time: 200 wake-ups a second, enough for percentiles of a
-/// one-second test, few enough to cost next to nothing (`probe` in every diagnosis says what).
-const NAP: Duration = Duration::from_millis(5);
-/// Naps between two readings of the threads' CPU time (100 ms).
-const NAPS_PER_SAMPLE: u32 = 20;
+/// How long the probe sleeps each time in a paced test, where wake-ups are the question: 200
+/// a second, enough for percentiles of a one-second test (`probe` in every diagnosis says what
+/// they cost).
+const PACED_NAP: Duration = Duration::from_millis(5);
+/// How long it sleeps otherwise: once per reading of the threads. A probe waking 200 times a
+/// second on the client's core put 14 % on an unpaced UDP round trip's p99 (pinned to one
+/// core, scripts/bench/diagnosis_cost.sh); waking 10 times, nothing measurable.
+const UNPACED_NAP: Duration = Duration::from_millis(100);
+/// Time between two readings of the threads' CPU time.
+const SAMPLE_EVERY: Duration = Duration::from_millis(100);
 
 /// A watch running beside a test; [`Watch::finish`] ends it and diagnoses the report.
 pub(crate) struct Watch {
@@ -43,15 +49,16 @@ struct Probed {
 }
 
 impl Watch {
-    /// Starts watching. Where the probe thread cannot start, the diagnosis goes without
-    /// threads and wake-ups.
-    pub(crate) fn start() -> Self {
+    /// Starts watching a test, `paced` or not. Where the probe thread cannot start, the
+    /// diagnosis goes without threads and wake-ups.
+    pub(crate) fn start(paced: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let started = Instant::now();
+        let nap = if paced { PACED_NAP } else { UNPACED_NAP };
         let probe = std::thread::Builder::new()
             .name(PROBE_NAME.into())
-            .spawn(move || probe(&flag, started))
+            .spawn(move || probe(&flag, started, nap))
             .ok();
         Self { stop, probe, started, kernel: kernel_counters() }
     }
@@ -109,21 +116,22 @@ impl Drop for Watch {
 /// The probe thread's name, left out of the threads it reports.
 const PROBE_NAME: &str = "ws-diagnose";
 
-/// The probe: naps, keeps their lateness, and samples the threads every [`NAPS_PER_SAMPLE`].
-fn probe(stop: &AtomicBool, started: Instant) -> Probed {
+/// The probe: naps of `nap`, keeps their lateness, and samples the threads every
+/// [`SAMPLE_EVERY`].
+fn probe(stop: &AtomicBool, started: Instant, nap: Duration) -> Probed {
     let born = Instant::now();
     crate::net::sys::tighten_timer_slack();
     let me = crate::net::sys::thread_id();
     let mut lateness = RttHistogram::default();
     let mut seen: HashMap<i32, Seen> = HashMap::new();
     sample(&mut seen, me, started);
-    let mut naps = 0u32;
+    let mut sampled = Instant::now();
     while !stop.load(Relaxed) {
         let asked = Instant::now();
-        std::thread::sleep(NAP);
-        lateness.record((asked.elapsed().saturating_sub(NAP)).as_nanos() as u64);
-        naps += 1;
-        if naps.is_multiple_of(NAPS_PER_SAMPLE) {
+        std::thread::sleep(nap);
+        lateness.record((asked.elapsed().saturating_sub(nap)).as_nanos() as u64);
+        if sampled.elapsed() >= SAMPLE_EVERY {
+            sampled = Instant::now();
             sample(&mut seen, me, started);
         }
     }
@@ -392,7 +400,7 @@ mod tests {
 
     #[test]
     fn datagrams_dropped_at_a_full_receive_buffer_are_found() {
-        let watch = Watch::start();
+        let watch = Watch::start(true);
         // A receiver with the smallest buffer the kernel allows, never read.
         let deaf = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
         deaf.set_recv_buffer_size(1).unwrap();
@@ -414,7 +422,7 @@ mod tests {
 
     #[test]
     fn a_busy_thread_of_this_process_is_seen_busy() {
-        let watch = Watch::start();
+        let watch = Watch::start(true);
         let spinner = std::thread::Builder::new()
             .name("ws-test-spin".into())
             .spawn(|| {
