@@ -1,5 +1,6 @@
 # Shared by the benchmark scripts (sourced, not run): tool checks, the release build, a
-# scratch directory removed on exit, a command's CPU seconds, ratios and medians.
+# scratch directory removed on exit, a command's CPU seconds, ratios and medians, and two builds
+# side by side (before_after).
 # shellcheck shell=bash
 
 # need TOOL...: stop with an install hint when a tool is missing.
@@ -56,4 +57,44 @@ http {
 CONF
   "$@" nginx -p "$tmp" -c "$tmp/nginx.conf" -g 'daemon off;' & PIDS+=($!)
   sleep 0.5
+}
+
+# before_after OLD_PORT NEW_PORT CASE...: two builds of wirespeed, $OLD and $NEW, side by side.
+# Each runs its own server on 127.0.0.1 (pinned to core 1) and its clients on core 0. A CASE is
+# "name|jq filter|client arguments": one unmeasured run of each build (the first test after a
+# server starts is reliably slow), then RUNS runs alternating old, new, old, new, each -t SECS
+# with --format json, the figure the filter picks from the report. Prints each run and the
+# case's median ratio new / old. ONLY keeps the cases whose name contains it.
+before_after() {
+  local old_port=$1 new_port=$2; shift 2
+  taskset -c 1 "$OLD" server -B 127.0.0.1 -p "$old_port" 2>"$tmp/old.log" & PIDS+=($!)
+  taskset -c 1 "$NEW" server -B 127.0.0.1 -p "$new_port" 2>"$tmp/new.log" & PIDS+=($!)
+  sleep 0.5
+  local c name pick args i o n
+  for c in "$@"; do
+    IFS='|' read -r name pick args <<<"$c"
+    [[ "$name" == *"${ONLY:-}"* ]] || continue
+    # shellcheck disable=SC2086
+    _ab_run "$OLD" "$old_port" "$pick" $args >/dev/null
+    # shellcheck disable=SC2086
+    _ab_run "$NEW" "$new_port" "$pick" $args >/dev/null
+    : >"$tmp/ratios"
+    echo "$name ($args):"
+    for i in $(seq 1 "$RUNS"); do
+      # shellcheck disable=SC2086
+      o=$(_ab_run "$OLD" "$old_port" "$pick" $args)
+      # shellcheck disable=SC2086
+      n=$(_ab_run "$NEW" "$new_port" "$pick" $args)
+      printf "  %d  old %-15.0f new %-15.0f ratio %s\n" "$i" "$o" "$n" "$(ratio "$n" "$o")"
+      ratio "$n" "$o" >>"$tmp/ratios"; echo >>"$tmp/ratios"
+    done
+    echo "$name: median ratio new / old: $(grep . "$tmp/ratios" | median)"
+  done
+}
+
+# _ab_run BIN PORT JQ ARGS...: one client run of before_after; prints the figure JQ picks.
+_ab_run() {
+  local bin=$1 port=$2 pick=$3; shift 3
+  taskset -c 0 "$bin" "$@" -p "$port" -t "$SECS" --format json --no-save >"$tmp/out"
+  jq -r "$pick" "$tmp/out"
 }
