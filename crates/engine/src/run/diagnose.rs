@@ -74,8 +74,7 @@ impl Watch {
 
     /// Ends the watch: the figures, not yet judged.
     fn measured(mut self, server_threads: Vec<ThreadCpu>, ports_exhausted: u64) -> Diagnosis {
-        self.stop.store(true, Relaxed);
-        let probed = self.probe.take().and_then(|p| p.join().ok()).unwrap_or_default();
+        let probed = self.stop_probe().unwrap_or_default();
         let end = kernel_counters();
         let was = self.kernel;
         Diagnosis {
@@ -106,10 +105,17 @@ impl Watch {
 impl Drop for Watch {
     fn drop(&mut self) {
         // A run that failed still stops its probe.
+        let _ = self.stop_probe();
+    }
+}
+
+impl Watch {
+    /// Stops the probe, waking it from its nap, and returns what it gathered.
+    fn stop_probe(&mut self) -> Option<Probed> {
         self.stop.store(true, Relaxed);
-        if let Some(p) = self.probe.take() {
-            let _ = p.join();
-        }
+        let probe = self.probe.take()?;
+        probe.thread().unpark();
+        probe.join().ok()
     }
 }
 
@@ -128,8 +134,17 @@ fn probe(stop: &AtomicBool, started: Instant, nap: Duration) -> Probed {
     let mut sampled = Instant::now();
     while !stop.load(Relaxed) {
         let asked = Instant::now();
-        std::thread::sleep(nap);
-        lateness.record((asked.elapsed().saturating_sub(nap)).as_nanos() as u64);
+        // Parked rather than asleep, so the end of the run wakes it at once (a 100 ms sleep
+        // held the runtime thread that joins it for up to that long).
+        std::thread::park_timeout(nap);
+        let slept = asked.elapsed();
+        if stop.load(Relaxed) {
+            break;
+        }
+        // An early (spurious) wake-up says nothing about lateness.
+        if slept >= nap {
+            lateness.record((slept - nap).as_nanos() as u64);
+        }
         if sampled.elapsed() >= SAMPLE_EVERY {
             sampled = Instant::now();
             sample(&mut seen, me, started);
@@ -440,9 +455,8 @@ mod tests {
             .unwrap();
         spinner.join().unwrap();
         sleeper.join().unwrap();
-        watch.stop.store(true, Relaxed);
         let mut watch = watch;
-        let probed = watch.probe.take().unwrap().join().unwrap();
+        let probed = watch.stop_probe().expect("the probe ran");
         let find = |name: &str| probed.threads.iter().find(|t| t.name == name).cloned();
         let names: Vec<_> = probed.threads.iter().map(|t| (t.name.clone(), t.span_ns)).collect();
         let spin = find("ws-test-spin")
