@@ -12,7 +12,7 @@
 # connections were left open, or a client failed for a reason other than a stated refusal.
 # Loopback only; every client run is bounded by its own time or count, and the whole soak by
 # DURATION.
-#   DURATION=600 WARMUP=300 CONCURRENT=200 IDLE=2000 scripts/soak.sh
+#   DURATION=600 WARMUP=300 CONCURRENT=200 IDLE=2000 [WS=path/to/wirespeed] scripts/soak.sh
 # The RSS slope is fitted to the samples after WARMUP seconds (the allocator's arenas fill for
 # the first minutes of a load this varied), until the load stops.
 set -euo pipefail
@@ -24,8 +24,11 @@ IDLE=${IDLE:-2000}
 OUT=${OUT:-target/soak}
 command -v iperf3 >/dev/null || { echo "iperf3 is needed: apt-get install iperf3" >&2; exit 1; }
 command -v curl >/dev/null || { echo "curl is needed: apt-get install curl" >&2; exit 1; }
-cargo build --release -q -p wirespeed
-WS=$PWD/target/release/wirespeed
+# WS=path runs another build (an older commit's, to compare); by default this checkout's.
+if [ -z "${WS:-}" ]; then
+  cargo build --release -q -p wirespeed
+  WS=$PWD/target/release/wirespeed
+fi
 rm -rf "$OUT"; mkdir -p "$OUT"
 # Thousands of connections, each a file descriptor on both sides: as many as the hard limit allows.
 ulimit -n "$(ulimit -Hn)"

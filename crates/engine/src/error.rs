@@ -65,6 +65,15 @@ pub enum ClientError {
     /// A data stream failed.
     #[error("a data stream failed: {0}")]
     Stream(String),
+    /// The test failed mid-run (`cause`) after measuring something: `report` holds what was
+    /// measured up to the failure, marked as aborted, for the caller to show and keep.
+    #[error("{cause}")]
+    Partial {
+        /// What was measured before the failure.
+        report: Box<wirespeed_model::report::Report>,
+        /// Why the test could not finish.
+        cause: Box<ClientError>,
+    },
     /// A local resource problem (sockets, threads).
     #[error("{context}: {cause}")]
     Local {
@@ -76,6 +85,24 @@ pub enum ClientError {
 }
 
 impl ClientError {
+    /// `cause`, with `report` (what was measured before it) marked as aborted by it: a note
+    /// says why and how much of the planned test the figures cover.
+    pub(crate) fn partial(mut report: wirespeed_model::report::Report, cause: ClientError) -> Self {
+        report
+            .meta
+            .notes
+            .push(format!("aborted: {cause}; the figures cover the test up to that point"));
+        ClientError::Partial { report: Box::new(report), cause: Box::new(cause) }
+    }
+
+    /// The cause itself, for a partial result.
+    pub fn cause(&self) -> &ClientError {
+        match self {
+            ClientError::Partial { cause, .. } => cause.cause(),
+            other => other,
+        }
+    }
+
     /// A mapper from a local I/O error to [`ClientError::Local`] with `context`.
     pub(crate) fn local(context: &str) -> impl Fn(io::Error) -> ClientError + '_ {
         move |cause| ClientError::Local { context: context.to_string(), cause }

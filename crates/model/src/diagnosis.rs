@@ -62,8 +62,8 @@ pub struct Diagnosis {
     /// pps, latency and cps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_threads: Vec<ThreadCpu>,
-    /// How late the client's sleeps woke during the test (5 ms sleeps in a paced test, 100 ms
-    /// otherwise).
+    /// How late the client's sleeps woke during the test (20 ms sleeps in a paced test, 250
+    /// ms otherwise).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<WakeupLateness>,
     /// The probe thread that watched: what the watching cost.
@@ -114,7 +114,7 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// How late sleeps woke: a probe thread sleeps (5 ms at a time in a paced test, 100 ms
+/// How late sleeps woke: a probe thread sleeps (20 ms at a time in a paced test, 250 ms
 /// otherwise) with the 1 ns timer slack the pacers use, and keeps how much later than asked it
 /// woke.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -212,7 +212,7 @@ pub struct RunShape {
     pub busy_polls: bool,
     /// The reporting interval asked, nanoseconds.
     pub interval_ns: Option<u64>,
-    /// Intervals the plan calls for (a run that ends by time and was not interrupted).
+    /// Intervals the plan calls for (a run that ends by time, neither interrupted nor aborted).
     pub intervals_planned: Option<u64>,
     /// Ends of the intervals the report holds, nanoseconds from the start.
     pub interval_ends_ns: Vec<u64>,
@@ -224,7 +224,12 @@ impl RunShape {
         let kind = report.body.as_kind();
         let spec = kind.spec();
         let interval_ns = spec.interval_ns();
-        let interrupted = report.meta.notes.iter().any(|n| n.starts_with("interrupted"));
+        // A run cut short by the user or by a failure has fewer intervals than planned.
+        let interrupted = report
+            .meta
+            .notes
+            .iter()
+            .any(|n| n.starts_with("interrupted") || n.starts_with("aborted"));
         let intervals_planned = match (spec.planned_ns(), interval_ns) {
             (Some(p), Some(i)) if i > 0 && !interrupted => Some(p / i),
             _ => None,

@@ -7,7 +7,7 @@
 //! | 2 | bad command line (clap's own code) |
 //! | 3 | the server could not be reached (name does not resolve, connection refused or timed out; a ping nobody answered; a trace that never reached its target) |
 //! | 4 | the server refused the test (token, allow list, busy, limits) |
-//! | 5 | the test failed while running (server gone or aborted, a data stream failed) |
+//! | 5 | the test failed while running (server gone or aborted, a data stream failed); what was measured until then is still reported and saved, marked aborted |
 //! | 6 | the peer broke the protocol (not a wirespeed server, malformed messages) |
 //! | 7 | the test ran but its results could not be saved |
 //! | 8 | the system did not permit something the test needs (ICMP sockets, raw sockets for trace; network namespaces for a study's netns hosts, or an emulated condition this kernel cannot carry out) |
@@ -61,7 +61,7 @@ pub(crate) struct Usage(pub String);
 
 /// The exit code for a client error.
 pub(crate) fn of_client(e: &ClientError) -> u8 {
-    match e {
+    match e.cause() {
         ClientError::Resolve { .. }
         | ClientError::NoAddress { .. }
         | ClientError::Connect { .. }
@@ -74,7 +74,7 @@ pub(crate) fn of_client(e: &ClientError) -> u8 {
         {
             NOT_PERMITTED
         }
-        ClientError::Local { .. } => OTHER,
+        ClientError::Local { .. } | ClientError::Partial { .. } => OTHER,
     }
 }
 

@@ -120,12 +120,20 @@ pub async fn run(
     while let Ok(event) = from_kind.try_recv() {
         forward(event);
     }
-    let mut report = result?;
+    // A test cut short by a failure still ends with what it measured, diagnosed like any.
+    let (mut report, failure) = match result {
+        Ok(report) => (report, None),
+        Err(ClientError::Partial { report, cause }) => (*report, Some(cause)),
+        Err(e) => return Err(e),
+    };
     // A kind whose server reports its threads leaves them in a diagnosis of its own.
     let server_threads = report.meta.diagnosis.take().map(|d| d.server_threads).unwrap_or_default();
     report.meta.diagnosis = Some(watch.finish(&report, server_threads));
     let _ = events.send(Event::End(Box::new(report.clone())));
-    Ok(report)
+    match failure {
+        None => Ok(report),
+        Some(cause) => Err(ClientError::Partial { report: Box::new(report), cause }),
+    }
 }
 
 /// Runs `client` as its kind does.

@@ -179,6 +179,52 @@ pub(crate) async fn recv_server(
     .await
 }
 
+/// A data stream failed: if the server said why (it aborted the test, or closed the control
+/// connection), that is the better message; otherwise the stream's own error.
+pub(crate) async fn explain_stream_failure(
+    ctl: &mut Framed,
+    state: &mut ClientState,
+    err: String,
+) -> ClientError {
+    loop {
+        match tokio::time::timeout(Duration::from_secs(1), recv_server(ctl, state, None)).await {
+            Ok(Ok(ServerMessage::Tick { .. })) => continue,
+            Ok(Err(e @ (ClientError::Aborted(_) | ClientError::ServerGone(_)))) => return e,
+            _ => return ClientError::Stream(err),
+        }
+    }
+}
+
+/// Waits through a test in which the server says nothing until asked to stop: returns why
+/// the conversation ended early (the server gone or aborting, or a message out of turn).
+pub(crate) async fn server_lost(ctl: &mut Framed, state: &mut ClientState) -> ClientError {
+    match recv_server(ctl, state, None).await {
+        Ok(msg) => protocol(format!("unexpected {} message during the test", msg.name())),
+        Err(e) => e,
+    }
+}
+
+/// Resolves when a running test can go no further: the server's conversation ended (gone,
+/// aborting, a message out of turn) or one of this side's workers failed (`failed` fired;
+/// `why` gives its error), explained by the server when it says why. `control` is `None` for
+/// a test without a wirespeed server (`--external`).
+pub(crate) async fn test_failure(
+    control: Option<(&mut Framed, &mut ClientState)>,
+    failed: &tokio_util::sync::CancellationToken,
+    why: impl FnOnce() -> String,
+) -> ClientError {
+    match control {
+        Some((ctl, state)) => tokio::select! {
+            e = server_lost(ctl, state) => e,
+            _ = failed.cancelled() => explain_stream_failure(ctl, state, why()).await,
+        },
+        None => {
+            failed.cancelled().await;
+            ClientError::Stream(why())
+        }
+    }
+}
+
 /// [`recv_server`], with `on_error` saying what a failure to read a message means here.
 async fn recv_server_or(
     ctl: &mut Framed,

@@ -1,13 +1,12 @@
 //! The client watching itself while a test runs, for the report's diagnosis
-//! ([`wirespeed_model::diagnosis`]): one thread sleeps (5 ms at a time in a paced test, 100 ms
-//! otherwise) with the pacers' 1 ns timer slack and keeps how late it woke, and every 100 ms
-//! reads each thread's CPU time and
-//! wait for a CPU (`/proc/self/task/*/stat` and `schedstat`); the namespace's drop counters
+//! ([`wirespeed_model::diagnosis`]): one thread sleeps (20 ms at a time in a paced test, 250
+//! ms otherwise) with the pacers' 1 ns timer slack and keeps how late it woke, and every 250 ms
+//! reads each thread's CPU time and wait for a CPU (`/proc/self/task/*/stat` and `schedstat`); the namespace's drop counters
 //! are read at both ends and the TCP table at the end. What it means is decided in the model.
 //!
 //! A thread is judged over the part of the run it was watched: from the later of the watch's
 //! start and its own, to the last sample that saw it. A thread that ends loses at most its
-//! last 100 ms, from its CPU time and its span alike, so its busy share stays right.
+//! last 250 ms, from its CPU time and its span alike, so its busy share stays right.
 
 use std::collections::HashMap;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
@@ -21,16 +20,17 @@ use wirespeed_model::diagnosis::{
 use wirespeed_model::histogram::RttHistogram;
 use wirespeed_model::Report;
 
-/// How long the probe sleeps each time in a paced test, where wake-ups are the question: 200
-/// a second, enough for percentiles of a one-second test (`probe` in every diagnosis says what
-/// they cost).
-const PACED_NAP: Duration = Duration::from_millis(5);
+/// How long the probe sleeps each time in a paced test, where wake-ups are the question: 50
+/// a second, enough for percentiles of a few seconds' test (`probe` in every diagnosis says
+/// what they cost). Naps of 5 ms were too dear where hundreds of clients ran at once on two
+/// cores (docs/reliability.md, the soak at 2fce5f4).
+const PACED_NAP: Duration = Duration::from_millis(20);
 /// How long it sleeps otherwise: once per reading of the threads. A probe waking 200 times a
 /// second on the client's core put 14 % on an unpaced UDP round trip's p99 (pinned to one
-/// core, scripts/bench/diagnosis_cost.sh); waking 10 times, nothing measurable.
-const UNPACED_NAP: Duration = Duration::from_millis(100);
-/// Time between two readings of the threads' CPU time.
-const SAMPLE_EVERY: Duration = Duration::from_millis(100);
+/// core, scripts/bench/diagnosis_cost.sh); waking 4 times, nothing measurable.
+const UNPACED_NAP: Duration = Duration::from_millis(250);
+/// Time between two readings of the threads' CPU time: each reads two files per thread.
+const SAMPLE_EVERY: Duration = Duration::from_millis(250);
 
 /// A watch running beside a test; [`Watch::finish`] ends it and diagnoses the report.
 pub(crate) struct Watch {

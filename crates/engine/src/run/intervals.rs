@@ -4,6 +4,7 @@
 //! unit-tested; [`Timers`] drives it with tokio's timers; [`drive`] is the loop of the kinds
 //! that only sample worker threads.
 
+use std::convert::Infallible;
 use std::pin::Pin;
 use std::time::{Duration, Instant};
 
@@ -216,6 +217,21 @@ pub(crate) async fn drive(
     timers: &mut Timers,
     cancel: &CancellationToken,
 ) -> bool {
+    match drive_until(sampler, timers, cancel, std::future::pending::<Infallible>()).await {
+        Ok(interrupted) => interrupted,
+        Err(never) => match never {},
+    }
+}
+
+/// [`drive`], also ended by `failure` (the server lost, a stream failed): its error then,
+/// with the intervals closed so far left in `sampler`.
+pub(crate) async fn drive_until<E>(
+    sampler: &mut impl Sampler,
+    timers: &mut Timers,
+    cancel: &CancellationToken,
+    failure: impl std::future::Future<Output = E>,
+) -> Result<bool, E> {
+    tokio::pin!(failure);
     // Only a test bounded by a count can finish before its deadline; a timed one need not
     // wake every 10 ms to look (on a small machine those wake-ups show in the tail latency).
     // A timed test runs to its deadline even when its workers are done early (an open-model
@@ -233,11 +249,12 @@ pub(crate) async fn drive(
             biased;
             tick = timers.next() => match tick {
                 Tick::Boundary(b) => sampler.close(b.end_ns, b.omitted),
-                Tick::Deadline => return false,
+                Tick::Deadline => return Ok(false),
                 Tick::WarmUpEnded => {}
             },
-            _ = cancel.cancelled() => return true,
-            _ = poll.tick() => if sampler.finished() { return false },
+            _ = cancel.cancelled() => return Ok(true),
+            e = &mut failure => return Err(e),
+            _ = poll.tick() => if sampler.finished() { return Ok(false) },
         }
     }
 }

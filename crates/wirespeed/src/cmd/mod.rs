@@ -172,8 +172,11 @@ where
         Err(e) if e.kind() == std::io::ErrorKind::BrokenPipe => {}
         other => other?,
     }
-    let mut report = match result {
-        Ok(report) => report,
+    // A test that failed midway keeps what it measured: saved like any run, marked aborted,
+    // and the failure is still the exit code.
+    let (mut report, failure) = match result {
+        Ok(report) => (report, None),
+        Err(ClientError::Partial { report, cause }) => (*report, Some(*cause)),
         Err(e) => {
             finish(Err(e.to_string()));
             return Err(e.into());
@@ -190,6 +193,7 @@ where
         }
     }
     match output::save(output_args, store.as_ref(), &[&report]) {
+        Ok(_) if failure.is_some() => {}
         Ok(ids) => finish(Ok(ids.first().copied())),
         Err(e) => {
             eprintln!("wirespeed: warning: results not saved: {e:#}");
@@ -202,9 +206,15 @@ where
                     Err(k) => eprintln!("wirespeed: and could not be kept locally either: {k:#}"),
                 }
             }
-            finish(Err(format!("its report could not be saved: {e:#}")));
-            return Ok(exit::NOT_SAVED);
+            if failure.is_none() {
+                finish(Err(format!("its report could not be saved: {e:#}")));
+                return Ok(exit::NOT_SAVED);
+            }
         }
+    }
+    if let Some(cause) = failure {
+        finish(Err(cause.to_string()));
+        return Err(cause.into());
     }
     Ok(if cancel.is_cancelled() { exit::INTERRUPTED } else { judge(&report) })
 }

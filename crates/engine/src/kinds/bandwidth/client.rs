@@ -9,7 +9,7 @@ use socket2::Socket;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::diagnosis::{Diagnosis, ThreadCpu};
-use wirespeed_model::kinds::bandwidth::BandwidthReport;
+use wirespeed_model::kinds::bandwidth::{BandwidthInterval, BandwidthReport, BandwidthSummary};
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::report::{Report, ReportBody};
 use wirespeed_model::rules::Protocol;
@@ -28,7 +28,8 @@ use super::schedule::{emit_intervals, finish_and_emit, Outcome, Schedule};
 use super::workers::{self, Finishing, Role, Side};
 use crate::error::ClientError;
 use crate::net::framed::Framed;
-use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
+use crate::net::handshake::{self, explain_stream_failure, lost, protocol, recv_server};
+use crate::net::handshake::{Endpoint, HANDSHAKE_TIMEOUT};
 use crate::net::streams::{open_tcp, open_udp};
 use crate::run::intervals::Tick;
 use crate::server::ctx::Attached;
@@ -105,7 +106,14 @@ pub async fn run(
         events.send(Event::Start { spec: TestSpec::Bandwidth(spec.clone()), meta: meta.clone() });
     let probing = probing.map(|p| p.start(side.shared.begin));
     let ((intervals, summary, interrupted), server_threads) =
-        drive(&mut ctl, &mut state, side, &spec, probing, &events, &cancel).await?;
+        match drive(&mut ctl, &mut state, side, &spec, probing, &events, &cancel).await {
+            Ok(done) => done,
+            Err(cut) => {
+                let (intervals, summary, cause) = cut.measured().await;
+                let body = ReportBody::Bandwidth(BandwidthReport { spec, intervals, summary });
+                return Err(ClientError::partial(Report { body, meta }, cause));
+            }
+        };
     meta.diagnosis = Some(Diagnosis { server_threads, ..Diagnosis::default() });
     if interrupted {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
@@ -125,7 +133,7 @@ async fn drive(
     probing: Option<Probing>,
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
-) -> Result<(Outcome, Vec<ThreadCpu>), ClientError> {
+) -> Result<(Outcome, Vec<ThreadCpu>), Cut> {
     let mut collector = Collector::new(spec.clone());
     if let Some(p) = probing {
         collector = collector.with_probes(Box::new(p));
@@ -145,35 +153,65 @@ async fn drive(
         };
         side.finished(Role::Send) && download_done
     };
-    loop {
+    let running = loop {
         if !timed && bytes_done(&side, remote_sent_download) {
-            break;
+            break Ok(());
         }
         tokio::select! {
-            _ = cancel.cancelled() => { interrupted = true; break; }
+            _ = cancel.cancelled() => { interrupted = true; break Ok(()); }
             tick = schedule.next() => match tick {
-                Tick::Deadline => break,
+                Tick::Deadline => break Ok(()),
                 tick => emit(schedule.on(tick, &side, &mut collector)),
             },
-            msg = recv_server(ctl, state, None) => match msg? {
-                ServerMessage::Tick { index, streams } => {
+            msg = recv_server(ctl, state, None) => match msg {
+                Ok(ServerMessage::Tick { index, streams }) => {
                     remote_sent_download = streams.iter().filter(|s| s.flow == Flow::Download).map(|s| s.totals.bytes).sum();
                     emit(collector.remote_tick(index, &streams));
                 }
-                other => return Err(protocol(format!("unexpected {} message before the test ended", other.name()))),
+                Ok(other) => break Err(protocol(format!("unexpected {} message before the test ended", other.name()))),
+                Err(e) => break Err(e),
             },
             Some(done) = side.next_done() => {
                 if let Some(err) = done.error {
-                    return Err(explain_stream_failure(ctl, state, err).await);
+                    break Err(explain_stream_failure(ctl, state, err).await);
                 }
             }
         }
+    };
+    if let Err(cause) = running {
+        return Err(Cut { collector, side, cause });
     }
     let at_omit = schedule.take_omit(&side);
     let (results, local) =
-        stop(ctl, state, &mut side, spec, &mut collector, events, at_omit).await?;
+        match stop(ctl, state, &mut side, spec, &mut collector, events, at_omit).await {
+            Ok(ended) => ended,
+            Err(cause) => return Err(Cut { collector, side, cause }),
+        };
     let (intervals, summary) = finish_and_emit(collector, &local, &results, events);
     Ok(((intervals, summary, interrupted), results.threads))
+}
+
+/// A test that failed after it began: why, and what both ends had reported until then.
+struct Cut {
+    collector: Collector,
+    side: Side,
+    cause: ClientError,
+}
+
+impl Cut {
+    /// Stops this end's streams and returns the figures up to the last interval both ends
+    /// reported (a stream that fails is told to stop at once; a second is plenty to end).
+    async fn measured(self) -> (Vec<BandwidthInterval>, BandwidthSummary, ClientError) {
+        let Cut { collector, mut side, cause } = self;
+        side.abort();
+        let _ = tokio::time::timeout(Duration::from_secs(1), async {
+            side.wait_role(Role::Send).await;
+            side.wait_role(Role::Recv).await;
+        })
+        .await;
+        let (intervals, summary) = collector.abandon(side.cpu_ns(), side.shared.now_ns());
+        (intervals, summary, cause)
+    }
 }
 
 /// Tells the server to stop and waits for its results (its last ticks still feed the
@@ -230,22 +268,6 @@ async fn stop(
         cpu_ns: side.cpu_ns(),
     };
     Ok((results, local))
-}
-
-/// A data stream failed: if the server said why (it aborted the test, or closed the control
-/// connection), that is the better message; otherwise the stream's own error.
-async fn explain_stream_failure(
-    ctl: &mut Framed,
-    state: &mut ClientState,
-    err: String,
-) -> ClientError {
-    loop {
-        match tokio::time::timeout(Duration::from_secs(1), recv_server(ctl, state, None)).await {
-            Ok(Ok(ServerMessage::Tick { .. })) => continue,
-            Ok(Err(e @ (ClientError::Aborted(_) | ClientError::ServerGone(_)))) => return e,
-            _ => return ClientError::Stream(err),
-        }
-    }
 }
 
 /// Opens every data stream of the session (blocking); returns the sockets and any notes about

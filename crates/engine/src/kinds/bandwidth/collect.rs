@@ -229,18 +229,79 @@ impl Collector {
         let iv =
             self.interval(n, last_end, end_ns, &local_end, &self.remote_ticks[&(n as u32)].clone());
         self.intervals.push(iv);
-        let mut summary = self.summary(local, server);
+        let mut summary = self.summary(local, server, true);
         let omit_ns = self.spec.omit_ns;
+        self.add_probes(&mut summary, omit_ns, end_ns);
+        (self.intervals, summary)
+    }
+
+    /// Completes a run cut short (the server lost, a stream failed): the intervals both ends
+    /// reported, and a summary over them alone, from the last snapshots both ends agree on.
+    /// Ticks of one side only are left out: half an interval's figures would count the bytes
+    /// in flight as lost. `cpu_ns` is this side's data threads' (user, system) time over the
+    /// `wall_ns` they ran; the server's is unknown.
+    pub fn abandon(
+        self,
+        cpu_ns: (u64, u64),
+        wall_ns: u64,
+    ) -> (Vec<BandwidthInterval>, BandwidthSummary) {
+        let paired = self.emitted;
+        let snap_at = |ticks: usize| -> (u64, Snap, Snap) {
+            match ticks.checked_sub(1) {
+                None => (0, Snap::new(), Snap::new()),
+                Some(i) => {
+                    let remote = self.remote_ticks.get(&(i as u32)).cloned().unwrap_or_default();
+                    (self.local_ticks[i].0, self.local_ticks[i].1.clone(), remote)
+                }
+            }
+        };
+        let warm = self.intervals.iter().take_while(|iv| iv.omitted).count();
+        let (omit_ns, local_omit, remote_omit) = snap_at(warm.min(paired));
+        let (end_ns, local_end, remote_end) = snap_at(paired);
+        let list = |snap: &Snap| -> Vec<StreamTotals> {
+            snap.iter().map(|(&(flow, id), &totals)| StreamTotals { flow, id, totals }).collect()
+        };
+        let active_ns: Vec<(Flow, u64)> = Flow::of(self.spec.direction)
+            .iter()
+            .map(|&flow| (flow, end_ns.saturating_sub(omit_ns)))
+            .collect();
+        let local = LocalEnd {
+            at_omit: list(&local_omit),
+            at_end: list(&local_end),
+            end_ns,
+            active_ns: active_ns.clone(),
+            cpu_ns,
+        };
+        let mut server = ServerResults::without_streams(0, 0, end_ns);
+        server.at_omit = list(&remote_omit);
+        server.at_end = list(&remote_end);
+        server.active_ns = active_ns;
+        let mut summary = self.summary(&local, &server, false);
+        summary.client_cpu = CpuUsage::from_nanos(cpu_ns.0, cpu_ns.1, wall_ns);
+        summary.server_cpu = None;
+        self.add_probes(&mut summary, omit_ns, end_ns);
+        (self.intervals, summary)
+    }
+
+    /// The probed round trips idle and from `omit_ns` to `end_ns`, into `summary`.
+    fn add_probes(&self, summary: &mut BandwidthSummary, omit_ns: u64, end_ns: u64) {
         summary.latency =
             self.probes.as_ref().map(|p| loaded_latency(p.idle(), p.between(omit_ns, end_ns)));
         summary.udp_latency = self
             .probes
             .as_ref()
             .and_then(|p| Some(loaded_latency(p.udp_idle()?, p.udp_between(omit_ns, end_ns)?)));
-        (self.intervals, summary)
     }
 
-    fn summary(&self, local: &LocalEnd, server: &ServerResults) -> BandwidthSummary {
+    /// `final_loss`: both ends have drained, so every datagram sent and not received was lost;
+    /// otherwise (a run cut short) only the receivers' sequence gaps are, and datagrams in
+    /// flight at the cut are neither.
+    fn summary(
+        &self,
+        local: &LocalEnd,
+        server: &ServerResults,
+        final_loss: bool,
+    ) -> BandwidthSummary {
         let udp = self.spec.protocol == Protocol::Udp;
         let (l0, l1) = (to_snap(&local.at_omit), to_snap(&local.at_end));
         let (r0, r1) = (to_snap(&server.at_omit), to_snap(&server.at_end));
@@ -258,7 +319,7 @@ impl Collector {
                 let streams: Vec<StreamFigures> = (1..=self.spec.parallel)
                     .map(|id| {
                         let (sent, recv) = sides(flow, id, (&l0, &l1), (&r0, &r1));
-                        let mut f = Figures::from_sides(udp, &sent, &recv, recv_span, true);
+                        let mut f = Figures::from_sides(udp, &sent, &recv, recv_span, final_loss);
                         f.sent_bps = bits_per_second(sent.bytes, send_span);
                         f.sent_pps = f.sent_pps.map(|_| per_second(sent.packets, send_span));
                         StreamFigures { id, figures: f }
@@ -432,5 +493,37 @@ mod tests {
         assert!(!ivs[1].omitted);
         assert_eq!(sum.primary.total.sent_bytes, 500);
         assert_eq!(sum.primary.total.received_bps, 4000.0);
+    }
+
+    #[test]
+    fn an_abandoned_run_ends_at_the_last_interval_both_ends_reported() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.omit_ns = 1_000_000_000;
+        let mut c = Collector::new(spec);
+        c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 1000)]);
+        c.remote_tick(0, &[st(Flow::Upload, 1, 900)]);
+        c.local_tick(2_000_000_000, &[st(Flow::Upload, 1, 3000)]);
+        c.remote_tick(1, &[st(Flow::Upload, 1, 2900)]);
+        // The server died before its third tick: the client's third is left out.
+        c.local_tick(3_000_000_000, &[st(Flow::Upload, 1, 5000)]);
+        let (ivs, sum) = c.abandon((7, 3), 3_100_000_000);
+        assert_eq!(ivs.len(), 2);
+        assert!(ivs[0].omitted && !ivs[1].omitted);
+        let p = &sum.primary;
+        assert_eq!((p.total.sent_bytes, p.total.received_bytes), (2000, 2000));
+        assert_eq!(p.duration_ns, 1_000_000_000);
+        assert_eq!(p.total.received_bps, 16_000.0);
+        assert!(sum.server_cpu.is_none());
+        assert!(sum.client_cpu.total_ratio > 0.0);
+    }
+
+    #[test]
+    fn a_run_abandoned_before_any_pair_has_nothing_measured() {
+        let mut c = Collector::new(BandwidthSpec::new("h", Protocol::Tcp));
+        c.local_tick(1_000_000_000, &[st(Flow::Upload, 1, 1000)]);
+        let (ivs, sum) = c.abandon((0, 0), 1_000_000_000);
+        assert!(ivs.is_empty());
+        assert_eq!(sum.primary.total.sent_bytes, 0);
+        assert_eq!(sum.primary.duration_ns, 1);
     }
 }

@@ -91,7 +91,20 @@ pub async fn run(
     let timed = spec.count.is_none().then(|| spec.total_ns());
     let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
     let mut timers = Timers::start(clock, begin, false);
-    let interrupted = intervals::drive(&mut sampler, &mut timers, &cancel).await;
+    // Against a wirespeed server, the control connection says when the server is gone:
+    // refused connects after that would measure nothing but its absence.
+    let mut control = control;
+    let no_worker_fails = CancellationToken::new();
+    let failure = handshake::test_failure(
+        control.as_mut().map(|(c, s)| (c, s)),
+        &no_worker_fails,
+        String::new,
+    );
+    let (interrupted, failure) =
+        match intervals::drive_until(&mut sampler, &mut timers, &cancel, failure).await {
+            Ok(interrupted) => (interrupted, None),
+            Err(cause) => (false, Some(cause)),
+        };
     // The last interval ends now; attempts still under way are abandoned, not counted, and
     // the threads are joined before the last sample so nothing finishes unseen.
     let end = begin.elapsed().as_nanos() as u64;
@@ -100,9 +113,21 @@ pub async fn run(
     sampler.close(last.end_ns, last.omitted);
     let (intervals, mut summary, kept) = sampler.finish();
     meta.histograms = kept;
-    if let Some((mut ctl, mut state)) = control {
-        summary.server_accepted = Some(server_count(&mut ctl, &mut state).await?);
-        ctl.close().await;
+    let failure = match (failure, control) {
+        (Some(cause), _) => Some(cause),
+        (None, Some((mut ctl, mut state))) => match server_count(&mut ctl, &mut state).await {
+            Ok(accepted) => {
+                summary.server_accepted = Some(accepted);
+                ctl.close().await;
+                None
+            }
+            Err(cause) => Some(cause),
+        },
+        (None, None) => None,
+    };
+    if let Some(cause) = failure {
+        let report = Report { body: ReportBody::Cps(CpsReport { spec, intervals, summary }), meta };
+        return Err(ClientError::partial(report, cause));
     }
     if summary.connected == 0 && !interrupted {
         if let Some(first) = counts.iter().find_map(|c| c.first_failure.lock().ok()?.take()) {

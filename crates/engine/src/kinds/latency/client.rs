@@ -15,7 +15,7 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::{Domain, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
-use wirespeed_model::diagnosis::Diagnosis;
+use wirespeed_model::diagnosis::{Diagnosis, ThreadCpu};
 use wirespeed_model::histogram::{EncodedHistograms, RttHistogram};
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::latency::{
@@ -26,11 +26,12 @@ use wirespeed_model::rules::Protocol;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_model::Event;
 use wirespeed_proto::codec::{from_hex, DataHello, SESSION_ID_LEN};
-use wirespeed_proto::control::{ClientMessage, ServerMessage};
+use wirespeed_proto::control::{ClientMessage, ClientState, ServerMessage};
 use wirespeed_proto::datagram::UdpHello;
 
 use super::quic_stream::QuicRoundTrips;
 use crate::error::ClientError;
+use crate::net::framed::Framed;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
 use crate::net::quic;
 use crate::net::streams::{open_tcp, open_udp};
@@ -103,32 +104,45 @@ pub async fn run(
         Workers::start(&spec, sockets, quic).map_err(ClientError::local("starting threads"))?;
     let _ = events.send(Event::Start { spec: TestSpec::Latency(spec.clone()), meta: meta.clone() });
     let keep = opts.member.keep_histograms;
-    let outcome = drive(&workers, &spec, (&events, keep), &cancel).await;
+    let mut control = control;
+    let ((intervals, summary, interrupted, kept), failure) =
+        drive(&workers, &spec, (&events, keep), &cancel, control.as_mut()).await;
     let _ = tokio::task::spawn_blocking(move || workers.threads.stop()).await;
-    let (intervals, summary, interrupted, kept) = outcome?;
     meta.histograms = kept;
-    if let Some((mut ctl, mut state)) = control {
-        ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
-        let results =
-            tokio::time::timeout(RESULTS_TIMEOUT, recv_server(&mut ctl, &mut state, None))
-                .await
-                .map_err(|_| {
-                ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?}"))
-            })??;
-        let ServerMessage::Results(results) = results else {
-            return Err(protocol(format!("unexpected {} message after stop", results.name())));
-        };
-        meta.diagnosis =
-            Some(Diagnosis { server_threads: results.threads, ..Diagnosis::default() });
-        ctl.close().await;
-    }
+    let failure = match (failure, control) {
+        (Some(cause), _) => Some(cause),
+        (None, Some((mut ctl, mut state))) => match stop(&mut ctl, &mut state).await {
+            Ok(server_threads) => {
+                meta.diagnosis = Some(Diagnosis { server_threads, ..Diagnosis::default() });
+                ctl.close().await;
+                None
+            }
+            Err(cause) => Some(cause),
+        },
+        (None, None) => None,
+    };
     if interrupted {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
     let report =
         Report { body: ReportBody::Latency(LatencyReport { spec, intervals, summary }), meta };
+    if let Some(cause) = failure {
+        return Err(ClientError::partial(report, cause));
+    }
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
+}
+
+/// Ends the control conversation; the server's data threads, for the diagnosis.
+async fn stop(ctl: &mut Framed, state: &mut ClientState) -> Result<Vec<ThreadCpu>, ClientError> {
+    ctl.send(&ClientMessage::Stop).await.map_err(lost)?;
+    let results = tokio::time::timeout(RESULTS_TIMEOUT, recv_server(ctl, state, None))
+        .await
+        .map_err(|_| ClientError::ServerGone(format!("no results within {RESULTS_TIMEOUT:?}")))??;
+    match results {
+        ServerMessage::Results(results) => Ok(results.threads),
+        other => Err(protocol(format!("unexpected {} message after stop", other.name()))),
+    }
 }
 
 /// Connects straight to an echo service (`--external`): a TCP connection or a connected UDP
@@ -221,6 +235,8 @@ struct Workers {
     threads: StreamThreads,
     begin: Instant,
     counts: Vec<Arc<StreamCounts>>,
+    /// Fired by the first stream that fails.
+    failed: CancellationToken,
 }
 
 impl Workers {
@@ -232,6 +248,7 @@ impl Workers {
         let stop = Arc::new(AtomicBool::new(false));
         let budget = Budget::new(spec.count);
         let begin = Instant::now();
+        let failed = CancellationToken::new();
         let (mut counts, mut shared, mut threads) = (Vec::new(), Vec::new(), Vec::new());
         for (i, s) in sockets.into_iter().enumerate() {
             let s = Arc::new(s);
@@ -245,6 +262,7 @@ impl Workers {
                 budget: budget.clone(),
                 begin,
             };
+            let failed = failed.clone();
             threads.push(std::thread::Builder::new().name(format!("ws-rtt-{}", i + 1)).spawn(
                 move || {
                     if let Err(e) = job.run() {
@@ -252,6 +270,7 @@ impl Workers {
                             if let Ok(mut slot) = job.counts.error.lock() {
                                 *slot = Some(format!("stream {}: {e}", i + 1));
                             }
+                            failed.cancel();
                         }
                     }
                     sys::thread_cpu_ns()
@@ -264,6 +283,7 @@ impl Workers {
             threads: StreamThreads { stop, sockets: shared, handles: threads },
             begin,
             counts,
+            failed,
         })
     }
 
@@ -452,7 +472,13 @@ impl Job {
         loop {
             match self.read(buf) {
                 Ok(n) if n == len && (len < 8 || buf[..8] == seq.to_be_bytes()) => return Ok(true),
-                Ok(_) => continue,
+                // A late echo of an earlier message, or the empty reads of a socket shut down
+                // at the end (which would spin for ever while the answer never comes).
+                Ok(_) => {
+                    if self.stop.load(Relaxed) || Instant::now() >= deadline {
+                        return Ok(false);
+                    }
+                }
                 // Busy polling: nothing yet; look at the clock and the stop flag now and then.
                 Err(e) if self.spec.busy_poll && e.kind() == io::ErrorKind::WouldBlock => {
                     spins = spins.wrapping_add(1);
@@ -548,12 +574,15 @@ impl RttSampler<'_> {
     }
 }
 
+/// Runs the test's intervals; what was measured, and why the test could not finish if it
+/// could not (the server lost, a stream failed), in which case the figures end there.
 async fn drive(
     workers: &Workers,
     spec: &LatencySpec,
     (events, keep): (&UnboundedSender<Event>, bool),
     cancel: &CancellationToken,
-) -> Result<Outcome, ClientError> {
+    control: Option<&mut (Framed, ClientState)>,
+) -> (Outcome, Option<ClientError>) {
     let mut sampler = RttSampler {
         workers,
         spec,
@@ -567,16 +596,23 @@ async fn drive(
     let timed = spec.count.is_none().then(|| spec.total_ns());
     let clock = Clock::new(spec.interval_ns, timed, spec.warmup_ns, Ending::Stop);
     let mut timers = Timers::start(clock, workers.begin, false);
-    let interrupted = intervals::drive(&mut sampler, &mut timers, cancel).await;
-    if let Some(e) = workers.first_error() {
-        return Err(ClientError::Stream(e));
+    let why = || workers.first_error().unwrap_or_else(|| "a stream failed".into());
+    let failure = handshake::test_failure(control.map(|(c, s)| (c, s)), &workers.failed, why);
+    let (interrupted, mut failure) =
+        match intervals::drive_until(&mut sampler, &mut timers, cancel, failure).await {
+            Ok(interrupted) => (interrupted, None),
+            Err(cause) => (false, Some(cause)),
+        };
+    // A counted test whose streams all failed ends as finished: still a failure.
+    if failure.is_none() {
+        failure = workers.first_error().map(ClientError::Stream);
     }
     workers.threads.stop.store(true, Relaxed);
     let end = workers.begin.elapsed().as_nanos() as u64;
     let last = timers.clock().last(end);
     sampler.close(last.end_ns, last.omitted);
     let (intervals, summary, kept) = sampler.finish();
-    Ok((intervals, summary, interrupted, kept))
+    ((intervals, summary, interrupted, kept), failure)
 }
 
 /// The spec's validation refuses QUIC with `--external`; this says so if it ever gets further.
