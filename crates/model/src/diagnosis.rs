@@ -62,8 +62,7 @@ pub struct Diagnosis {
     /// pps, latency and cps).
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub server_threads: Vec<ThreadCpu>,
-    /// How late the client's sleeps woke during the test (20 ms sleeps in a paced test, 250
-    /// ms otherwise).
+    /// How late the client's sleeps woke during the test (about 200 of them in a paced test).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub wakeup: Option<WakeupLateness>,
     /// The probe thread that watched: what the watching cost.
@@ -114,9 +113,9 @@ fn ratio(part: u64, whole: u64) -> f64 {
     }
 }
 
-/// How late sleeps woke: a probe thread sleeps (20 ms at a time in a paced test, 250 ms
-/// otherwise) with the 1 ns timer slack the pacers use, and keeps how much later than asked it
-/// woke.
+/// How late sleeps woke: a probe thread sleeps (in a paced test a two-hundredth of its
+/// planned time, at least 20 ms) with the 1 ns timer slack the pacers use, and keeps how much
+/// later than asked it woke.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct WakeupLateness {
     /// Sleeps measured.

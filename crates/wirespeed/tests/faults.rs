@@ -1,7 +1,8 @@
 //! Faults end to end: a real `wirespeed server` process killed with SIGKILL mid-test. Each kind
 //! that runs against a wirespeed server reports the loss with exit 5 and keeps what it
 //! measured: the report it prints and the run it saves end at the last interval both ends
-//! reported, marked aborted, and their figures still add up.
+//! reported, marked aborted, and their figures still add up. An HTTP load run, like vegeta's,
+//! goes on to its time limit and counts each request after the loss as failed, by cause.
 
 mod common;
 
@@ -25,8 +26,12 @@ struct Aftermath {
 /// server with SIGKILL once `before` intervals have been printed, and collects the aftermath.
 /// The client is bounded by coreutils' `timeout` so a client that hangs fails the test.
 fn kill_server_mid_test(kind: &str, args: &[&str], before: usize) -> Aftermath {
-    let mut s = server(&[]);
-    let target = format!("127.0.0.1:{}", s.1);
+    let http = common::free_port();
+    let mut s = server(&["--http", &http.to_string()]);
+    let target = match kind {
+        "http" => format!("http://127.0.0.1:{http}/"),
+        _ => format!("127.0.0.1:{}", s.1),
+    };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
     let db = db.to_str().unwrap();
@@ -145,4 +150,20 @@ fn cps_stops_counting_refusals_when_the_server_is_gone() {
     let summary = &report["summary"];
     assert!(summary["connected"].as_u64().unwrap() > 0, "{summary}");
     assert!(summary["server_accepted"].is_null(), "the server's count died with it");
+}
+
+#[test]
+fn http_counts_every_request_after_the_server_is_gone_as_an_error_by_cause() {
+    let a = kill_server_mid_test("http", &["-r", "500", "-d", "3", "-i", "0.2"], 3);
+    // Like vegeta: a load run measures failures too, and ends by its time limit.
+    assert_eq!(a.code, Some(0), "{}", a.stderr);
+    let s = &a.printed["summary"];
+    let errors: u64 = s["errors"].as_object().unwrap().values().map(|v| v.as_u64().unwrap()).sum();
+    assert!(s["succeeded"].as_u64().unwrap() > 0, "{s}");
+    assert!(s["errors"]["connection refused"].as_u64().unwrap() > 0, "{s}");
+    // Every request that fell due is counted once: answered, or failed with its cause.
+    let responses = s["responses"].as_u64().unwrap();
+    let ratio = s["success_ratio"].as_f64().unwrap();
+    assert!((ratio - responses as f64 / (responses + errors) as f64).abs() < 1e-9, "{s}");
+    assert_eq!(a.saved["summary"], a.printed["summary"], "saved as printed");
 }

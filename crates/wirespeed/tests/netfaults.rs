@@ -254,3 +254,42 @@ fn a_link_down_for_two_seconds_loses_exactly_what_it_dropped_and_every_test_ends
     assert!(count(&s["rtt"]["max_ns"]) >= 1_000_000_000, "{s}");
     assert!(server_idle(&lab), "the server closed the test");
 }
+
+#[test]
+fn duplicated_and_reordered_packets_are_each_counted_once() {
+    let messy = conditions(&[("delay", "1ms"), ("duplicate", "5%"), ("reorder", "5%")]);
+    let Some(lab) = lab(messy, messy) else { return };
+    ipv4_only(&lab);
+    let _server = start_server(&lab, BIN, &["server", "-p", "5201", "--dns", "53"]);
+    let duplicated = |lab: &Lab| -> u64 {
+        lab.record().iter().map(|r| r.line.expect("the delay line duplicates").duplicated).sum()
+    };
+
+    // DNS over UDP: every query ends once (answered, lost or cut off at the end); a second
+    // copy of a query or of an answer is a duplicate answer, and nothing else crosses.
+    let target = lab.host("server").unwrap().address.to_string();
+    let before = duplicated(&lab);
+    let dns = client_json(
+        &lab,
+        BIN,
+        &["dns", "-s", &target, "-p", "53", "-Q", "3000", "-t", "2", "-f", "json", "--no-save"],
+    );
+    let copies = duplicated(&lab) - before;
+    let s = &dns["summary"];
+    let (sent, completed, lost, cut) =
+        (count(&s["sent"]), count(&s["completed"]), count(&s["lost"]), count(&s["interrupted"]));
+    assert_eq!(sent, completed + lost + cut, "{s}");
+    assert_eq!(lost, 0, "nothing was lost: {s}");
+    assert_eq!(count(&s["stray"]["duplicate"]), copies, "each copy is one duplicate answer: {s}");
+    note(format!(
+        "5% duplicated each way, DNS: {copies} copies, {} duplicate answers",
+        s["stray"]["duplicate"]
+    ));
+
+    // UDP round trips: a copy of a message or its echo is not a second round trip.
+    let lat = wirespeed(&lab, "latency", &["-u", "-t", "2"]);
+    let s = &lat["summary"];
+    let (sent, received, lost) = (count(&s["sent"]), count(&s["received"]), count(&s["lost"]));
+    assert_eq!(lost, 0, "{s}");
+    assert!(received <= sent && sent <= received + 1, "{s}");
+}

@@ -100,7 +100,9 @@ pub async fn run(
     events: UnboundedSender<Event>,
     cancel: CancellationToken,
 ) -> Result<Report, ClientError> {
-    let watch = crate::run::diagnose::Watch::start(client.spec().as_kind().pacing_ns().is_some());
+    let spec = client.spec();
+    let kind = spec.as_kind();
+    let watch = crate::run::diagnose::Watch::start(kind.planned_ns(), kind.pacing_ns().is_some());
     let (inner, mut from_kind) = tokio::sync::mpsc::unbounded_channel();
     // Everything but the end goes on as it comes; the end waits for the diagnosis.
     let forward = |event: Event| {

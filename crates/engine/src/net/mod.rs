@@ -14,6 +14,7 @@ pub mod metrics_serve;
 pub(crate) mod mmsg;
 pub mod probe;
 pub mod quic;
+pub(crate) mod sock_diag;
 pub(crate) mod streams;
 pub(crate) mod sys;
 pub mod tls;

@@ -1,14 +1,15 @@
 //! The client watching itself while a test runs, for the report's diagnosis
-//! ([`wirespeed_model::diagnosis`]): one thread sleeps (20 ms at a time in a paced test, 250
-//! ms otherwise) with the pacers' 1 ns timer slack and keeps how late it woke, and every 250 ms
+//! ([`wirespeed_model::diagnosis`]): one thread sleeps with the pacers' 1 ns timer slack and
+//! keeps how late it woke, and now and then (a fortieth of the test, from 100 ms to 1 s)
 //! reads each thread's CPU time and wait for a CPU (`/proc/self/task/*/stat` and `schedstat`); the namespace's drop counters
 //! are read at both ends and the TCP table at the end. What it means is decided in the model.
 //!
 //! A thread is judged over the part of the run it was watched: from the later of the watch's
 //! start and its own, to the last sample that saw it. A thread that ends loses at most its
-//! last 250 ms, from its CPU time and its span alike, so its busy share stays right.
+//! reading's worth, from its CPU time and its span alike, so its busy share stays right.
 
 use std::collections::HashMap;
+use std::net::IpAddr;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
@@ -20,17 +21,48 @@ use wirespeed_model::diagnosis::{
 use wirespeed_model::histogram::RttHistogram;
 use wirespeed_model::Report;
 
-/// How long the probe sleeps each time in a paced test, where wake-ups are the question: 50
-/// a second, enough for percentiles of a few seconds' test (`probe` in every diagnosis says
-/// what they cost). Naps of 5 ms were too dear where hundreds of clients ran at once on two
-/// cores (docs/reliability.md, the soak at 2fce5f4).
-const PACED_NAP: Duration = Duration::from_millis(20);
-/// How long it sleeps otherwise: once per reading of the threads. A probe waking 200 times a
-/// second on the client's core put 14 % on an unpaced UDP round trip's p99 (pinned to one
-/// core, scripts/bench/diagnosis_cost.sh); waking 4 times, nothing measurable.
-const UNPACED_NAP: Duration = Duration::from_millis(250);
-/// Time between two readings of the threads' CPU time: each reads two files per thread.
-const SAMPLE_EVERY: Duration = Duration::from_millis(250);
+/// How often the probe wakes and reads, chosen from the test's planned length: enough wake-ups
+/// for lateness percentiles (about 200 in a paced test) and enough readings to see every
+/// data thread of a short test (about 40), but never more often than these bounds. The cost
+/// adds up where many clients run at once: 200 slow 30-second clients, each waking 200 times
+/// a second and reading its threads 10 times, took a core of two (docs/reliability.md, the
+/// soak at 2fce5f4); `probe` in every diagnosis says what one probe cost.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+struct Pace {
+    /// How long each nap lasts.
+    nap: Duration,
+    /// Time between two readings of the threads' CPU time (two files per thread).
+    sample_every: Duration,
+}
+
+/// Wake-ups wanted over a paced test, for the lateness percentiles.
+const NAPS_WANTED: u32 = 200;
+/// Readings wanted over a test, so a short test's threads are each seen more than once.
+const READINGS_WANTED: u32 = 40;
+/// The shortest nap. A probe waking 200 times a second on the client's core put 14 % on an
+/// unpaced UDP round trip's p99 (pinned to one core, scripts/bench/diagnosis_cost.sh), so
+/// only a paced test, where wake-ups are the question, naps this short.
+const SHORTEST_NAP: Duration = Duration::from_millis(20);
+/// The fewest readings: at least one a second.
+const LONGEST_BETWEEN_READINGS: Duration = Duration::from_secs(1);
+/// The most readings: ten a second.
+const SHORTEST_BETWEEN_READINGS: Duration = Duration::from_millis(100);
+/// A test without a planned length (counted in bytes or messages) is read as one of this.
+const UNPLANNED: Duration = Duration::from_secs(10);
+
+impl Pace {
+    /// The pace for a test planned to last `planned` (`None`: ends by count), `paced` or not.
+    fn of(planned: Option<Duration>, paced: bool) -> Self {
+        let planned = planned.unwrap_or(UNPLANNED);
+        let sample_every =
+            (planned / READINGS_WANTED).clamp(SHORTEST_BETWEEN_READINGS, LONGEST_BETWEEN_READINGS);
+        let nap = match paced {
+            true => (planned / NAPS_WANTED).clamp(SHORTEST_NAP, sample_every),
+            false => sample_every,
+        };
+        Self { nap, sample_every }
+    }
+}
 
 /// A watch running beside a test; [`Watch::finish`] ends it and diagnoses the report.
 pub(crate) struct Watch {
@@ -49,16 +81,17 @@ struct Probed {
 }
 
 impl Watch {
-    /// Starts watching a test, `paced` or not. Where the probe thread cannot start, the
-    /// diagnosis goes without threads and wake-ups.
-    pub(crate) fn start(paced: bool) -> Self {
+    /// Starts watching a test planned to last `planned_ns` (`None`: it ends by count),
+    /// `paced` or not. Where the probe thread cannot start, the diagnosis goes without threads
+    /// and wake-ups.
+    pub(crate) fn start(planned_ns: Option<u64>, paced: bool) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let flag = stop.clone();
         let started = Instant::now();
-        let nap = if paced { PACED_NAP } else { UNPACED_NAP };
+        let pace = Pace::of(planned_ns.map(Duration::from_nanos), paced);
         let probe = std::thread::Builder::new()
             .name(PROBE_NAME.into())
-            .spawn(move || probe(&flag, started, nap))
+            .spawn(move || probe(&flag, started, pace))
             .ok();
         Self { stop, probe, started, kernel: kernel_counters() }
     }
@@ -122,9 +155,10 @@ impl Watch {
 /// The probe thread's name, left out of the threads it reports.
 const PROBE_NAME: &str = "ws-diagnose";
 
-/// The probe: naps of `nap`, keeps their lateness, and samples the threads every
-/// [`SAMPLE_EVERY`].
-fn probe(stop: &AtomicBool, started: Instant, nap: Duration) -> Probed {
+/// The probe: naps of `pace.nap`, keeps their lateness, and samples the threads every
+/// `pace.sample_every`.
+fn probe(stop: &AtomicBool, started: Instant, pace: Pace) -> Probed {
+    let nap = pace.nap;
     let born = Instant::now();
     crate::net::sys::tighten_timer_slack();
     let me = crate::net::sys::thread_id();
@@ -145,7 +179,7 @@ fn probe(stop: &AtomicBool, started: Instant, nap: Duration) -> Probed {
         if slept >= nap {
             lateness.record((slept - nap).as_nanos() as u64);
         }
-        if sampled.elapsed() >= SAMPLE_EVERY {
+        if sampled.elapsed() >= pace.sample_every {
             sampled = Instant::now();
             sample(&mut seen, me, started);
         }
@@ -339,22 +373,17 @@ fn port_use(exhausted: u64) -> Option<PortUse> {
         .ok()
         .and_then(|v| v.trim().parse::<u8>().ok())
         .unwrap_or(0);
-    let mut per_far_end: HashMap<String, u64> = HashMap::new();
-    for file in ["/proc/net/tcp", "/proc/net/tcp6"] {
-        let Ok(table) = std::fs::read_to_string(file) else { continue };
-        for line in table.lines().skip(1) {
-            let f: Vec<&str> = line.split_whitespace().collect();
-            let (Some(local), Some(remote), Some(&"06")) = (f.get(1), f.get(2), f.get(3)) else {
-                continue;
-            };
-            let port = local.rsplit(':').next().and_then(|p| u32::from_str_radix(p, 16).ok());
-            if !port.is_some_and(|p| (low..=high).contains(&p)) {
+    let mut per_far_end: HashMap<IpAddr, u64> = HashMap::new();
+    // All of them reusable: nothing to count (and nothing to ask the kernel).
+    if reuse != 1 {
+        for (local, remote) in crate::net::sock_diag::time_wait().ok()? {
+            if !(low..=high).contains(&u32::from(local.port())) {
                 continue;
             }
-            if reuse == 1 || (reuse == 2 && is_loopback_hex(remote)) {
+            if reuse == 2 && is_loopback(remote.ip()) {
                 continue;
             }
-            *per_far_end.entry((*remote).to_string()).or_default() += 1;
+            *per_far_end.entry(remote.ip()).or_default() += 1;
         }
     }
     Some(PortUse {
@@ -364,18 +393,13 @@ fn port_use(exhausted: u64) -> Option<PortUse> {
     })
 }
 
-/// True when a `/proc/net/tcp{,6}` address (hex, host byte order words) is loopback.
-fn is_loopback_hex(addr: &str) -> bool {
-    let ip = addr.split(':').next().unwrap_or("");
-    match ip.len() {
-        // 127.x.y.z: the first octet is the lowest byte of the little-endian word.
-        8 => ip.get(6..8) == Some("7F"),
-        // ::1, and IPv4-mapped 127.x.y.z.
-        32 => {
-            ip == "00000000000000000000000001000000"
-                || (ip.starts_with("0000000000000000FFFF0000") && ip.get(30..32) == Some("7F"))
+/// Loopback, IPv4-mapped loopback included.
+fn is_loopback(ip: IpAddr) -> bool {
+    match ip {
+        IpAddr::V4(v4) => v4.is_loopback(),
+        IpAddr::V6(v6) => {
+            v6.is_loopback() || v6.to_ipv4_mapped().is_some_and(|v4| v4.is_loopback())
         }
-        _ => false,
     }
 }
 
@@ -404,18 +428,18 @@ mod tests {
     }
 
     #[test]
-    fn loopback_addresses_in_the_tcp_table() {
-        assert!(is_loopback_hex("0100007F:1451"));
-        assert!(is_loopback_hex("0200007F:0050"));
-        assert!(!is_loopback_hex("020200C0:8200"));
-        assert!(is_loopback_hex("00000000000000000000000001000000:1451"));
-        assert!(is_loopback_hex("0000000000000000FFFF00000100007F:1451"));
-        assert!(!is_loopback_hex("00000000000000000000000000000000:0000"));
+    fn loopback_is_known_in_every_spelling() {
+        assert!(is_loopback("127.0.0.1".parse().unwrap()));
+        assert!(is_loopback("127.0.0.2".parse().unwrap()));
+        assert!(!is_loopback("192.0.2.2".parse().unwrap()));
+        assert!(is_loopback("::1".parse().unwrap()));
+        assert!(is_loopback("::ffff:127.0.0.1".parse().unwrap()));
+        assert!(!is_loopback("::".parse().unwrap()));
     }
 
     #[test]
     fn datagrams_dropped_at_a_full_receive_buffer_are_found() {
-        let watch = Watch::start(true);
+        let watch = Watch::start(Some(1_000_000_000), true);
         // A receiver with the smallest buffer the kernel allows, never read.
         let deaf = Socket::new(Domain::IPV4, Type::DGRAM, None).unwrap();
         deaf.set_recv_buffer_size(1).unwrap();
@@ -437,7 +461,7 @@ mod tests {
 
     #[test]
     fn a_busy_thread_of_this_process_is_seen_busy() {
-        let watch = Watch::start(true);
+        let watch = Watch::start(Some(1_000_000_000), true);
         let spinner = std::thread::Builder::new()
             .name("ws-test-spin".into())
             .spawn(|| {
@@ -465,5 +489,18 @@ mod tests {
         assert!(spin.busy_ratio() > nap.busy_ratio() + 0.3, "{spin:?} against {nap:?}");
         assert!(find(PROBE_NAME).is_none(), "the probe leaves itself out");
         assert!(probed.lateness.is_some_and(|l| l.samples > 10));
+    }
+
+    #[test]
+    fn the_probe_wakes_less_often_the_longer_the_test() {
+        let ms = Duration::from_millis;
+        let secs = |s| Some(Duration::from_secs(s));
+        assert_eq!(Pace::of(secs(1), true), Pace { nap: ms(20), sample_every: ms(100) });
+        assert_eq!(Pace::of(secs(10), true), Pace { nap: ms(50), sample_every: ms(250) });
+        assert_eq!(Pace::of(secs(30), true), Pace { nap: ms(150), sample_every: ms(750) });
+        assert_eq!(Pace::of(secs(3600), true), Pace { nap: ms(1000), sample_every: ms(1000) });
+        // Unpaced, it wakes only to read; a test counted in bytes is taken as 10 s.
+        assert_eq!(Pace::of(secs(1), false), Pace { nap: ms(100), sample_every: ms(100) });
+        assert_eq!(Pace::of(None, false), Pace { nap: ms(250), sample_every: ms(250) });
     }
 }
