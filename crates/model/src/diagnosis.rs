@@ -146,7 +146,9 @@ pub struct KernelCounters {
 /// The client's local ports when the test ended.
 #[derive(Debug, Clone, Copy, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct PortUse {
-    /// TCP connections of the client's local addresses in TIME_WAIT.
+    /// TCP connections from an ephemeral port in TIME_WAIT towards the test's far end (the most
+    /// towards any one far end where the test's is unknown); 0 where the kernel may reuse them
+    /// all (`tcp_tw_reuse`).
     pub time_wait: u64,
     /// Ports in the ephemeral range (`net.ipv4.ip_local_port_range`).
     pub ephemeral: u64,
