@@ -161,7 +161,13 @@ async fn server_shutdown_mid_test_tells_the_client() {
         .expect("client ends")
         .unwrap()
         .unwrap_err();
-    assert!(matches!(err, ClientError::Aborted(ref why) if why.contains("shutting down")), "{err}");
+    assert!(
+        matches!(err.cause(), ClientError::Aborted(why) if why.contains("shutting down")),
+        "{err}"
+    );
+    // What was measured before the server stopped is kept, marked aborted.
+    let ClientError::Partial { report, .. } = err else { panic!("no partial report: {err}") };
+    assert!(report.meta.notes.iter().any(|n| n.starts_with("aborted: the server aborted")));
 }
 
 /// A bare iperf3 cookie (37 bytes, then silence) used to take a `--max-tests` slot before the

@@ -272,7 +272,7 @@ fn duplicated_and_reordered_packets_are_each_counted_once() {
     let dns = client_json(
         &lab,
         BIN,
-        &["dns", "-s", &target, "-p", "53", "-Q", "3000", "-t", "2", "-f", "json", "--no-save"],
+        &["dns", "-s", &target, "-p", "53", "-Q", "3000", "-l", "2", "-f", "json", "--no-save"],
     );
     let copies = duplicated(&lab) - before;
     let s = &dns["summary"];
@@ -280,7 +280,10 @@ fn duplicated_and_reordered_packets_are_each_counted_once() {
         (count(&s["sent"]), count(&s["completed"]), count(&s["lost"]), count(&s["interrupted"]));
     assert_eq!(sent, completed + lost + cut, "{s}");
     assert_eq!(lost, 0, "nothing was lost: {s}");
-    assert_eq!(count(&s["stray"]["duplicate"]), copies, "each copy is one duplicate answer: {s}");
+    // Each copy is one duplicate answer, but for a copy still on its way when the run ended
+    // (of one of the last queries or answers).
+    let duplicates = count(&s["stray"]["duplicate"]);
+    assert!(duplicates <= copies && copies - duplicates <= 3, "{copies} copies: {s}");
     note(format!(
         "5% duplicated each way, DNS: {copies} copies, {} duplicate answers",
         s["stray"]["duplicate"]
