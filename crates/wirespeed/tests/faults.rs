@@ -110,7 +110,9 @@ fn bandwidth_over_tcp_keeps_the_intervals_both_ends_reported() {
     let (sent, summed_sent) = counts(report, "sent_bytes");
     let (received, summed_received) = counts(report, "received_bytes");
     assert_eq!((sent, received), (summed_sent, summed_received), "intervals add up to the summary");
-    assert!(received > 0 && received <= sent, "{received} of {sent}");
+    // Each end's count is its own at its last report, taken a moment apart: either may be
+    // ahead by the bytes in flight, as in any interval.
+    assert!(received > 0 && sent > 0, "{received} of {sent}");
     assert!(report["summary"]["server_cpu"].is_null(), "the server's figures died with it");
 }
 
