@@ -93,13 +93,14 @@ pub async fn run(
     let mut timers = Timers::start(clock, begin, false);
     // Against a wirespeed server, the control connection says when the server is gone:
     // refused connects after that would measure nothing but its absence.
+    // (A failed connect is a measurement here, not a failure of the test.)
     let mut control = control;
-    let no_worker_fails = CancellationToken::new();
-    let failure = handshake::test_failure(
-        control.as_mut().map(|(c, s)| (c, s)),
-        &no_worker_fails,
-        String::new,
-    );
+    let failure = async {
+        match control.as_mut() {
+            Some((ctl, state)) => handshake::server_lost(ctl, state).await,
+            None => std::future::pending().await,
+        }
+    };
     let (interrupted, failure) =
         match intervals::drive_until(&mut sampler, &mut timers, &cancel, failure).await {
             Ok(interrupted) => (interrupted, None),
