@@ -1,14 +1,16 @@
-//! Faults end to end: a real `wirespeed server` process killed with SIGKILL mid-test. Each kind
-//! that runs against a wirespeed server reports the loss with exit 5 and keeps what it
-//! measured: the report it prints and the run it saves end at the last interval both ends
-//! reported, marked aborted, and their figures still add up. An HTTP load run, like vegeta's,
-//! goes on to its time limit and counts each request after the loss as failed, by cause.
+//! Faults end to end: a real `wirespeed server` (or, for rpm, `wirespeed web`) process killed
+//! with SIGKILL mid-test. Each kind that runs against a wirespeed server reports the loss with
+//! exit 5 and keeps what it measured: the report it prints and the run it saves end at the
+//! last interval both ends reported (or the last probe that ended), marked aborted, and their
+//! figures still add up. An HTTP load run, like vegeta's, goes on to its time limit and counts
+//! each request after the loss as failed, by cause.
 
 mod common;
 
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
+use common::web::web;
 use common::{server, BIN};
 use serde_json::Value;
 
@@ -23,14 +25,27 @@ struct Aftermath {
 }
 
 /// Runs `wirespeed KIND TARGET ARGS… -f json-stream` against a server of its own, kills the
-/// server with SIGKILL once `before` intervals have been printed, and collects the aftermath.
-/// The client is bounded by coreutils' `timeout` so a client that hangs fails the test.
+/// server with SIGKILL once `before` intervals (or ping probes) have been printed, and collects
+/// the aftermath. The client is bounded by coreutils' `timeout` so a client that hangs fails
+/// the test.
 fn kill_server_mid_test(kind: &str, args: &[&str], before: usize) -> Aftermath {
     let http = common::free_port();
-    let mut s = server(&["--http", &http.to_string()]);
+    let (mut s, mut w) = (None, None);
     let target = match kind {
-        "http" => format!("http://127.0.0.1:{http}/"),
-        _ => format!("127.0.0.1:{}", s.1),
+        "rpm" => {
+            let started = w.insert(web(&["--no-save"]));
+            format!("http://127.0.0.1:{}/", started.port)
+        }
+        "http" => {
+            s = Some(server(&["--http", &http.to_string()]));
+            format!("http://127.0.0.1:{http}/")
+        }
+        _ => format!("127.0.0.1:{}", s.insert(server(&[])).1),
+    };
+    let server_process = match (&mut s, &mut w) {
+        (Some(s), _) => &mut s.0,
+        (_, Some(w)) => &mut w.child,
+        _ => unreachable!("one server started"),
     };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
@@ -50,11 +65,11 @@ fn kill_server_mid_test(kind: &str, args: &[&str], before: usize) -> Aftermath {
     for line in BufReader::new(child.stdout.take().unwrap()).lines() {
         let event: Value = serde_json::from_str(&line.unwrap()).unwrap();
         match event["event"].as_str().unwrap() {
-            name if name.ends_with("interval") => {
+            name if name.ends_with("interval") || name == "ping_probe" => {
                 intervals_printed += 1;
                 if intervals_printed == before {
-                    s.0.kill().unwrap();
-                    s.0.wait().unwrap();
+                    server_process.kill().unwrap();
+                    server_process.wait().unwrap();
                 }
             }
             "end" => printed = event["data"].clone(),
@@ -71,8 +86,9 @@ fn kill_server_mid_test(kind: &str, args: &[&str], before: usize) -> Aftermath {
 }
 
 /// What every kind promises when its server dies: exit 5 with the reason, and the same
-/// report printed and saved, marked aborted, holding the intervals printed before the kill.
-fn assert_kept(a: &Aftermath, before: usize) -> &Value {
+/// report printed and saved, marked aborted (`assert_kept` adds: holding the intervals printed
+/// before the kill).
+fn assert_aborted(a: &Aftermath) {
     assert_eq!(a.code, Some(5), "exit 5, the test failed while running: {}", a.stderr);
     assert!(a.stderr.contains("lost the server mid-test"), "{}", a.stderr);
     let notes = a.printed["meta"]["notes"].as_array().expect("an end event with the report");
@@ -83,12 +99,17 @@ fn assert_kept(a: &Aftermath, before: usize) -> &Value {
     // The intervals after the failure are missing because of it, not a tester too busy.
     let findings = a.printed["meta"]["diagnosis"]["findings"].as_array().unwrap();
     assert!(!findings.iter().any(|f| f["code"] == "lost_results"), "{findings:?}");
+    assert_eq!(a.saved["summary"], a.printed["summary"], "saved as printed");
+    assert_eq!(a.saved["meta"]["notes"], a.printed["meta"]["notes"]);
+}
+
+/// [`assert_aborted`], and the report holds the intervals printed before and after the kill.
+fn assert_kept(a: &Aftermath, before: usize) -> &Value {
+    assert_aborted(a);
     let intervals = a.printed["intervals"].as_array().unwrap();
     assert!(intervals.len() >= before, "{} intervals kept", intervals.len());
     assert_eq!(intervals.len(), a.intervals_printed, "the report holds what was printed");
     assert_eq!(a.saved["intervals"], a.printed["intervals"], "saved as printed");
-    assert_eq!(a.saved["summary"], a.printed["summary"]);
-    assert_eq!(a.saved["meta"]["notes"], a.printed["meta"]["notes"]);
     &a.printed
 }
 
@@ -117,6 +138,16 @@ fn bandwidth_over_tcp_keeps_the_intervals_both_ends_reported() {
 }
 
 #[test]
+fn bandwidth_over_quic_keeps_the_intervals_both_ends_reported() {
+    let a = kill_server_mid_test("bw", &["--quic", "-t", "30", "-i", "0.2"], 3);
+    let report = assert_kept(&a, 3);
+    let (sent, summed_sent) = counts(report, "sent_bytes");
+    let (received, summed_received) = counts(report, "received_bytes");
+    assert_eq!((sent, received), (summed_sent, summed_received), "intervals add up to the summary");
+    assert!(received > 0 && sent > 0, "{received} of {sent}");
+}
+
+#[test]
 fn bandwidth_over_udp_from_the_server_keeps_its_loss_accounting() {
     let a = kill_server_mid_test("bw", &["-u", "-R", "-b", "50M", "-t", "30", "-i", "0.2"], 3);
     let report = assert_kept(&a, 3);
@@ -134,7 +165,7 @@ fn bandwidth_over_udp_from_the_server_keeps_its_loss_accounting() {
 
 #[test]
 fn latency_over_tcp_and_udp_ends_when_the_server_does() {
-    for protocol in [&[][..], &["-u"][..]] {
+    for protocol in [&[][..], &["-u"][..], &["--quic"][..]] {
         let args = [protocol, &["-t", "30", "-i", "0.2"][..]].concat();
         let a = kill_server_mid_test("lat", &args, 3);
         let report = assert_kept(&a, 3);
@@ -143,6 +174,45 @@ fn latency_over_tcp_and_udp_ends_when_the_server_does() {
             (summary["sent"].as_u64().unwrap(), summary["received"].as_u64().unwrap());
         assert!(received > 0 && received <= sent, "{received} of {sent}");
     }
+}
+
+#[test]
+fn udp_ping_ends_every_probe_when_the_echo_stops() {
+    let a = kill_server_mid_test("ping", &["--udp", "-c", "1000", "-i", "0.02"], 10);
+    assert_aborted(&a);
+    let (report, saved) = (&a.printed, &a.saved);
+    assert_eq!(saved["probes"], report["probes"], "saved as printed");
+    let probes = report["probes"].as_array().unwrap();
+    assert_eq!(probes.len(), a.intervals_printed, "every probe printed is kept");
+    let s = &report["summary"];
+    let (sent, received, errors) = (
+        s["sent"].as_u64().unwrap(),
+        s["received"].as_u64().unwrap(),
+        s["errors"].as_u64().unwrap(),
+    );
+    assert!(received >= 9 && sent < 1000, "{s}");
+    // Every probe sent ended: answered, or failed because the echo stopped; none is left
+    // counted as lost for want of an answer.
+    assert_eq!(probes.len() as u64, sent, "{s}");
+    assert_eq!(received + errors, sent, "{s}");
+    assert!(probes.iter().any(|p| p["outcome"] == "error"), "{probes:?}");
+}
+
+#[test]
+fn rpm_keeps_the_idle_figures_and_the_leg_up_to_the_loss() {
+    let a = kill_server_mid_test("rpm", &["-i", "0.2", "-t", "10", "--idle-probes", "5"], 2);
+    let report = assert_kept(&a, 2);
+    let s = &report["summary"];
+    assert_eq!(s["idle"]["count"], 5, "{s}");
+    let legs = s["legs"].as_array().unwrap();
+    assert_eq!(legs.len(), 1, "the download leg, cut short; no upload leg: {s}");
+    assert!(legs[0]["failures"].as_u64().unwrap() > 0, "{s}");
+    assert_eq!(s["working_conditions"], false);
+    // It stopped soon after the first interval in which nothing answered (probes fail again
+    // each interval), not after the 40 or so more its time limit allowed.
+    let intervals = report["intervals"].as_array().unwrap();
+    let silent = intervals.iter().rev().take_while(|iv| iv["download_bytes"] == 0).count();
+    assert!((1..=3).contains(&silent), "{silent} silent intervals at the end: {intervals:?}");
 }
 
 #[test]

@@ -103,24 +103,37 @@ pub async fn run(
     let mut meta = crate::run::meta::run_meta(&ep.version, start_wall, None);
     meta.remote_addr = Some(address.clone());
     let _ = events.send(Event::Start { spec: TestSpec::Ping(spec.clone()), meta: meta.clone() });
-    let looped = {
+    let udp = control.is_some();
+    let (probes, summary, failed) = {
         let (spec, events) = (spec.clone(), events.clone());
         run_stoppable(&cancel, move |stop| {
             let mut run = ProbeRun::new(&spec, &events, stop);
-            let result = run.probe(prober);
-            result.map(|()| run.finish(address))
+            // A probing loop that fails keeps the probes that ended before it.
+            let failed = run.probe(prober).err();
+            let (probes, summary) = run.finish(address);
+            (probes, summary, failed)
         })
         .await?
     };
-    let (probes, summary) = looped.map_err(ClientError::local("probing"))?;
+    let mut failure = failed.map(|cause| match cause.kind() {
+        io::ErrorKind::ConnectionRefused if udp => ClientError::ServerGone(cause.to_string()),
+        _ => ClientError::Local { context: "probing".into(), cause },
+    });
     if let Some((mut ctl, mut state)) = control {
-        end_udp_echo(&mut ctl, &mut state).await?;
+        // The session is ended even after a failure (a firewall's "unreachable" leaves the
+        // server running); the first failure is the one reported.
+        if let Err(e) = end_udp_echo(&mut ctl, &mut state).await {
+            failure.get_or_insert(e);
+        }
         ctl.close().await;
     }
     if cancel.is_cancelled() {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
     let report = Report { body: ReportBody::Ping(PingReport { spec, probes, summary }), meta };
+    if let Some(cause) = failure {
+        return Err(ClientError::partial(report, cause));
+    }
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
 }
@@ -270,7 +283,10 @@ impl<'a> ProbeRun<'a> {
                 self.in_flight(
                     |seq, payload| {
                         payload[..8].copy_from_slice(&seq.to_be_bytes());
-                        socket.send(payload).map(drop)
+                        socket.send(payload).map(drop).map_err(|e| match e.raw_os_error() {
+                            Some(libc::ECONNREFUSED) => stopped_echoing(e),
+                            _ => e,
+                        })
                     },
                     |wait| udp_answer(&socket, &mut buf, wait),
                 )
@@ -318,6 +334,11 @@ impl<'a> ProbeRun<'a> {
                     Ok(()) => {
                         waiting.insert(seq, Instant::now());
                     }
+                    // The echo server is gone: this probe and those waiting end with that.
+                    Err(e) if e.kind() == io::ErrorKind::ConnectionRefused => {
+                        waiting.insert(seq, now);
+                        return Err(self.unanswerable(&mut waiting, e));
+                    }
                     // A send the kernel refuses (no route, say) is that probe's answer.
                     Err(e) => self.ended(seq, now, ProbeOutcome::Error { reason: e.to_string() }),
                 }
@@ -338,7 +359,11 @@ impl<'a> ProbeRun<'a> {
             if let Some(t) = waiting.values().min() {
                 wake = wake.min(*t + self.timeout);
             }
-            let Some(answer) = recv(wake.saturating_duration_since(now))? else { continue };
+            let answer = match recv(wake.saturating_duration_since(now)) {
+                Ok(Some(answer)) => answer,
+                Ok(None) => continue,
+                Err(e) => return Err(self.unanswerable(&mut waiting, e)),
+            };
             // ICMP carries 16 bits of sequence number: match the oldest probe they fit.
             let wide = matches!(self.spec.mode, PingMode::Udp { .. });
             let key = waiting.keys().copied().find(|&s| {
@@ -363,6 +388,19 @@ impl<'a> ProbeRun<'a> {
             }
         }
         Ok(())
+    }
+
+    /// Ends the probes still `waiting` with `failure`, which stops the run: none can be
+    /// answered now, and every probe sent keeps an outcome.
+    fn unanswerable(
+        &mut self,
+        waiting: &mut BTreeMap<u64, Instant>,
+        failure: io::Error,
+    ) -> io::Error {
+        for (seq, sent_at) in std::mem::take(waiting) {
+            self.ended(seq, sent_at, ProbeOutcome::Error { reason: failure.to_string() });
+        }
+        failure
     }
 
     fn finish(self, address: String) -> (Vec<PingProbe>, PingSummary) {
@@ -446,9 +484,7 @@ fn udp_answer(socket: &Socket, buf: &mut [u8], wait: Duration) -> io::Result<Opt
         Ok(d) => d.len,
         Err(e) if e.kind() == io::ErrorKind::WouldBlock => return Ok(None),
         // The server's port answered "unreachable": it is gone.
-        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => {
-            return Err(io::Error::new(e.kind(), "the server stopped echoing (port unreachable)"))
-        }
+        Err(e) if e.raw_os_error() == Some(libc::ECONNREFUSED) => return Err(stopped_echoing(e)),
         Err(e) => return Err(e),
     };
     if n < 8 {
@@ -459,4 +495,9 @@ fn udp_answer(socket: &Socket, buf: &mut [u8], wait: Duration) -> io::Result<Opt
         seq,
         outcome: ProbeOutcome::Reply { rtt_ns: 0, bytes: Some(n as u32), ttl: None, status: None },
     }))
+}
+
+/// The error for an echo port that answered "unreachable": the server is gone.
+fn stopped_echoing(e: io::Error) -> io::Error {
+    io::Error::new(e.kind(), "the server stopped echoing (port unreachable)")
 }

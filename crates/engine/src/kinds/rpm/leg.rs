@@ -42,12 +42,22 @@ pub(super) struct LegPlan<'a> {
     pub test_start: Instant,
 }
 
+/// What a leg measured, and whether the server was lost during it.
+pub(super) struct LegOutcome {
+    pub leg: RpmLeg,
+    pub intervals: Vec<RpmInterval>,
+    /// Set when a whole interval went by with nothing answered (no byte moved, no probe
+    /// ended), every load connection closed, and connections or probes failed since anything
+    /// last answered. The leg ended there, with the last failure's reason.
+    pub server_lost: Option<Failure>,
+}
+
 /// Runs one leg; its intervals go to `events` as they end.
 pub(super) async fn run(
     plan: LegPlan<'_>,
     events: &UnboundedSender<Event>,
     cancel: &CancellationToken,
-) -> (RpmLeg, Vec<RpmInterval>) {
+) -> LegOutcome {
     let spec = plan.spec;
     let ways: &[Way] = match plan.direction {
         RpmDirection::Download => &[Way::Down],
@@ -89,6 +99,8 @@ pub(super) async fn run(
     let mut final_times = ProbeTimes::default();
     let mut interval_self = Vec::<u64>::new();
     let mut interval_foreign = 0u32;
+    // Failures counted at the end of the last interval in which anything answered.
+    let (mut failures_when_answered, mut server_lost) = (0u64, None::<Failure>);
 
     loop {
         tokio::select! {
@@ -198,9 +210,21 @@ pub(super) async fn run(
                     rpm_stable,
                 };
                 let _ = events.send(Event::RpmInterval(record.clone()));
+                let failures = load.counters.failures.load(Ordering::Relaxed) + u64::from(probe_failures);
+                let silent = record.download_bytes + record.upload_bytes == 0
+                    && record.self_probes + record.foreign_probes == 0;
+                if !silent {
+                    failures_when_answered = failures;
+                }
+                let failing = failures > failures_when_answered;
                 intervals.push(record);
                 interval_self.clear();
                 interval_foreign = 0;
+                if silent && failing && load.live() == 0 {
+                    let last_load = load.counters.last_failure.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                    server_lost = last_load.or_else(|| last_probe_failure.clone());
+                    break;
+                }
                 if rpm_stable {
                     working = true;
                     break;
@@ -239,7 +263,7 @@ pub(super) async fn run(
         last_failure: last_load_failure.or(last_probe_failure),
         histogram: loaded_hist.buckets(),
     };
-    (leg, intervals)
+    LegOutcome { leg, intervals, server_lost }
 }
 
 /// Trimmed means of the probes that ended at or after `since`.

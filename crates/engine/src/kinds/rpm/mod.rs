@@ -117,6 +117,8 @@ pub async fn run(
 
     let mut legs = Vec::new();
     let mut intervals = Vec::new();
+    // A server lost mid-test ends it; what was measured before is kept.
+    let mut failure = None;
     for &direction in spec.mode.legs() {
         if cancel.is_cancelled() {
             break;
@@ -130,14 +132,16 @@ pub async fn run(
             direction,
             test_start,
         };
-        let (leg, leg_intervals) = leg::run(plan, &events, &cancel).await;
+        let leg::LegOutcome { leg, intervals: leg_intervals, server_lost } =
+            leg::run(plan, &events, &cancel).await;
         let moved = leg_intervals.iter().any(|i| i.download_bytes + i.upload_bytes > 0);
         if !moved && leg.failures > 0 {
             let why = leg.last_failure.clone().unwrap_or_default();
-            return Err(ClientError::ServerGone(format!(
+            failure = Some(ClientError::ServerGone(format!(
                 "the {} leg's load never moved a byte: {why}",
                 direction.name()
             )));
+            break;
         }
         if leg.failures > 0 {
             meta.notes.push(format!(
@@ -149,12 +153,19 @@ pub async fn run(
         }
         legs.push(leg);
         intervals.extend(leg_intervals);
+        if let Some(why) = server_lost {
+            failure = Some(ClientError::ServerGone(format!(
+                "nothing answered for an interval of the {} leg: {why}",
+                direction.name()
+            )));
+            break;
+        }
     }
     if cancel.is_cancelled() {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
     let working_conditions = !legs.is_empty() && legs.iter().all(|l| l.working_conditions);
-    if !working_conditions && !cancel.is_cancelled() {
+    if !working_conditions && !cancel.is_cancelled() && failure.is_none() {
         let which: Vec<&str> =
             legs.iter().filter(|l| !l.working_conditions).map(|l| l.direction.name()).collect();
         meta.notes.push(format!(
@@ -188,6 +199,9 @@ pub async fn run(
         rating: rating(rpm).into(),
     };
     let report = Report { body: ReportBody::Rpm(RpmReport { spec, intervals, summary }), meta };
+    if let Some(cause) = failure {
+        return Err(ClientError::partial(report, cause));
+    }
     let _ = events.send(Event::End(Box::new(report.clone())));
     Ok(report)
 }
