@@ -1,5 +1,5 @@
 //! The store killed mid-write: `wirespeed bench` killed with SIGKILL while it saves one short
-//! run after another, and `wirespeed web` killed in the middle of a burst of results from many
+//! run after another (into SQLite, and into PostgreSQL), and `wirespeed web` killed in the middle of a burst of results from many
 //! visitors. Afterwards the database opens, everything acknowledged before the kill (a `done`
 //! line printed, a result's id answered) is in it, whole, and nothing half-written is visible.
 
@@ -42,17 +42,32 @@ time = "50ms"
 #[test]
 fn bench_killed_while_saving_keeps_every_run_it_reported_done() {
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("s.toml");
-    std::fs::write(&file, short_runs(400)).unwrap();
     let db = dir.path().join("r.db");
     // Killed at a different point each time: after 5, 17 and 40 runs were reported.
-    for (attempt, kill_after) in [5usize, 17, 40].into_iter().enumerate() {
+    kill_bench_while_saving(&dir, db.to_str().unwrap(), &[5, 17, 40]);
+    assert!(integrity_ok(&db));
+}
+
+/// The same with the runs saved to PostgreSQL: a transaction cut by the kill is rolled back.
+#[test]
+fn bench_killed_while_saving_to_postgres_keeps_every_run_it_reported_done() {
+    let Some(pg) = wirespeed_store::testing::TestPostgres::start() else { return };
+    kill_bench_while_saving(&tempfile::tempdir().unwrap(), &pg.url(), &[5, 23]);
+}
+
+/// Runs `wirespeed bench` into the store `db` once per entry of `kills`, killing it with
+/// SIGKILL after that many runs were reported done; after each kill, the store opens and
+/// every run reported done is in it, each loading whole.
+fn kill_bench_while_saving(dir: &tempfile::TempDir, db: &str, kills: &[usize]) {
+    let file = dir.path().join("s.toml");
+    std::fs::write(&file, short_runs(400)).unwrap();
+    let location = wirespeed_store::Location::parse(db).unwrap();
+    for (attempt, &kill_after) in kills.iter().enumerate() {
         let out = dir.path().join(format!("out{attempt}"));
         let mut child = Command::new("timeout")
             .args(["-s", "KILL", "120", common::BIN, "bench"])
             .arg(&file)
-            .arg("--db")
-            .arg(&db)
+            .args(["--db", db])
             .arg("--out")
             .arg(&out)
             .stdout(Stdio::piped())
@@ -76,7 +91,8 @@ fn bench_killed_while_saving_keeps_every_run_it_reported_done() {
         assert_eq!(status.signal(), Some(9), "killed by SIGKILL: {status}");
         assert!(done.len() >= kill_after, "{} runs reported before the kill", done.len());
 
-        let store = wirespeed_store::Store::open(&db).expect("the database opens after the kill");
+        let store =
+            wirespeed_store::Store::open_at(&location).expect("the database opens after the kill");
         let saved = store.list(&wirespeed_store::RunFilter::default()).unwrap();
         let tags: HashSet<String> = saved.iter().filter_map(|r| r.tag.clone()).collect();
         for id in &done {
@@ -86,7 +102,6 @@ fn bench_killed_while_saving_keeps_every_run_it_reported_done() {
             let report = store.get(run.id).unwrap().expect("every listed run loads whole");
             assert_eq!(report.kind().name(), "latency");
         }
-        assert!(integrity_ok(&db));
     }
 }
 

@@ -2,8 +2,9 @@
 //! link whose bits flip (the user-space delay line corrupts 1 % of packets), and a link that
 //! goes down for two seconds mid-test (nftables in both hosts drops every packet arriving,
 //! counting the UDP ones). The checksums turn a corrupt datagram into a lost one and TCP sends
-//! it again; datagrams lost while the link is down are exactly the ones counted lost; every run
-//! ends by its time limit with exit 0, and the server is left with no test open.
+//! it again; datagrams lost while the link is down are exactly the ones counted lost, and the
+//! connections and requests it swallowed time out, each counted once; every run ends by its
+//! time limit with exit 0, and the server is left with no test open.
 
 #[path = "netpath/hosts.rs"]
 mod hosts;
@@ -23,6 +24,9 @@ use hosts::*;
 
 /// The server's metrics address, inside the server host.
 const METRICS: &str = "127.0.0.1:9100";
+
+/// The server's HTTP fixture.
+const HTTP_PORT: u16 = 8080;
 
 /// The nftables table that takes the link down in a host.
 const DOWN: &str = "ws_link_down";
@@ -97,7 +101,11 @@ fn link_up(lab: &Lab) -> (u64, u64) {
 /// two seconds, two seconds in; its report, and the UDP datagrams dropped meanwhile (client,
 /// server).
 fn through_an_outage(lab: &Lab, kind: &str, args: &[&str]) -> (Value, (u64, u64)) {
-    let target = lab.host("server").unwrap().address.to_string();
+    let server = lab.host("server").unwrap().address.to_string();
+    let target = match kind {
+        "http" => format!("http://{server}:{HTTP_PORT}/"),
+        _ => server,
+    };
     let child = lab
         .host("client")
         .unwrap()
@@ -201,7 +209,9 @@ fn a_corrupting_link_loses_udp_datagrams_and_tcp_sends_them_again() {
 fn a_link_down_for_two_seconds_loses_exactly_what_it_dropped_and_every_test_ends() {
     let Some(lab) = lab(Conditions::default(), Conditions::default()) else { return };
     ipv4_only(&lab);
-    let _server = start_server(&lab, BIN, &["server", "-p", "5201", "--metrics", METRICS]);
+    let http = HTTP_PORT.to_string();
+    let _server =
+        start_server(&lab, BIN, &["server", "-p", "5201", "--metrics", METRICS, "--http", &http]);
     let timed = ["-t", "6", "-i", "0.5"];
 
     // UDP upload: every datagram the server's host dropped is one the test counts lost.
@@ -253,6 +263,39 @@ fn a_link_down_for_two_seconds_loses_exactly_what_it_dropped_and_every_test_ends
     // The message that waited out the outage shows in the tail.
     assert!(count(&s["rtt"]["max_ns"]) >= 1_000_000_000, "{s}");
     assert!(server_idle(&lab), "the server closed the test");
+
+    // cps: the attempts the outage swallowed time out (1 s each); every attempt is counted
+    // once, connected or failed, in the intervals as in the summary.
+    let (report, _) = through_an_outage(&lab, "cps", &timed);
+    let s = &report["summary"];
+    let failed = |f: &Value| -> u64 { f.as_object().unwrap().values().map(count).sum() };
+    assert!(count(&s["failures"]["timeout"]) > 0, "{s}");
+    assert_eq!(count(&s["attempts"]), count(&s["connected"]) + failed(&s["failures"]), "{s}");
+    let intervals = report["intervals"].as_array().unwrap();
+    let measured = intervals.iter().filter(|iv| iv["omitted"] != true);
+    let summed: u64 = measured.map(|iv| count(&iv["attempts"])).sum();
+    assert_eq!(summed, count(&s["attempts"]), "the intervals add up to the summary");
+    assert!(server_idle(&lab), "the server closed the test");
+    note(format!(
+        "2 s outage, cps: {} of {} attempts timed out",
+        count(&s["failures"]["timeout"]),
+        count(&s["attempts"])
+    ));
+
+    // HTTP at 100 requests/s, 0.5 s allowed each: the requests that fell due in the outage
+    // time out (most while connecting: the connection each was sent on is stuck, so it opens
+    // another), and every request that fell due is counted once.
+    let (report, _) =
+        through_an_outage(&lab, "http", &["-r", "100", "-d", "6", "-i", "0.5", "--timeout", "0.5"]);
+    let s = &report["summary"];
+    let errors: u64 = s["errors"].as_object().unwrap().values().map(count).sum();
+    let timed_out = ["timeout", "connect timeout"]
+        .iter()
+        .map(|c| s["errors"][c].as_u64().unwrap_or(0))
+        .sum::<u64>();
+    assert!(timed_out > 0 && count(&s["succeeded"]) > 0, "{s}");
+    assert_eq!(count(&s["responses"]) + errors, 600, "{s}");
+    note(format!("2 s outage, HTTP at 100/s: {timed_out} of 600 timed out"));
 }
 
 #[test]
