@@ -14,7 +14,8 @@
 # DURATION.
 #   DURATION=600 WARMUP=300 CONCURRENT=200 IDLE=2000 [WS=path/to/wirespeed] scripts/soak.sh
 # The RSS slope is fitted to the samples after WARMUP seconds (the allocator's arenas fill for
-# the first minutes of a load this varied), until the load stops.
+# the first minutes of a load this varied), until the load stops. The test server's levels off
+# after about 15 minutes: DURATION=1800 WARMUP=900 shows it (docs/reliability.md).
 set -euo pipefail
 cd "$(dirname "$0")/.."
 DURATION=${DURATION:-600}
