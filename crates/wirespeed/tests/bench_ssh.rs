@@ -327,9 +327,17 @@ fn a_host_that_dies_mid_run_fails_its_runs_and_the_study_goes_on() {
         .spawn()
         .unwrap();
     // When the first run's load is going on the client, the server host dies: everything in
-    // its namespace is killed, sshd too.
+    // its namespace is killed, sshd too. The load is `wirespeed role --load -- wirespeed dns`;
+    // other commands run on the client host before it (bench asks each host for its version),
+    // and a kill while the server host is still being set up fails the run for another reason.
     let t0 = Instant::now();
-    while lab.leftovers(0).is_empty() {
+    let load_running = || {
+        lab.leftovers(0).iter().any(|pid| {
+            let cmdline = std::fs::read(format!("/proc/{pid}/cmdline")).unwrap_or_default();
+            cmdline.split(|&b| b == 0).any(|arg| arg == b"dns")
+        })
+    };
+    while !load_running() {
         assert!(t0.elapsed() < Duration::from_secs(60), "the load never started");
         std::thread::sleep(Duration::from_millis(50));
     }
