@@ -24,28 +24,45 @@ struct Aftermath {
     saved: Value,
 }
 
+/// The server a test runs against: `wirespeed server`, or `wirespeed web` for rpm. Each kills
+/// its process when dropped.
+enum Peer {
+    Server(common::Server),
+    Web(common::web::Web),
+}
+
+impl Peer {
+    fn process(&mut self) -> &mut std::process::Child {
+        match self {
+            Peer::Server(s) => &mut s.0,
+            Peer::Web(w) => &mut w.child,
+        }
+    }
+}
+
 /// Runs `wirespeed KIND TARGET ARGS… -f json-stream` against a server of its own, kills the
 /// server with SIGKILL once `before` intervals (or ping probes) have been printed, and collects
 /// the aftermath. The client is bounded by coreutils' `timeout` so a client that hangs fails
 /// the test.
 fn kill_server_mid_test(kind: &str, args: &[&str], before: usize) -> Aftermath {
-    let http = common::free_port();
-    let (mut s, mut w) = (None, None);
-    let target = match kind {
+    let (mut peer, target) = match kind {
         "rpm" => {
-            let started = w.insert(web(&["--no-save"]));
-            format!("http://127.0.0.1:{}/", started.port)
+            let w = web(&["--no-save"]);
+            let target = format!("http://127.0.0.1:{}/", w.port);
+            (Peer::Web(w), target)
         }
         "http" => {
-            s = Some(server(&["--http", &http.to_string()]));
-            format!("http://127.0.0.1:{http}/")
+            let http = common::free_port();
+            (
+                Peer::Server(server(&["--http", &http.to_string()])),
+                format!("http://127.0.0.1:{http}/"),
+            )
         }
-        _ => format!("127.0.0.1:{}", s.insert(server(&[])).1),
-    };
-    let server_process = match (&mut s, &mut w) {
-        (Some(s), _) => &mut s.0,
-        (_, Some(w)) => &mut w.child,
-        _ => unreachable!("one server started"),
+        _ => {
+            let s = server(&[]);
+            let target = format!("127.0.0.1:{}", s.1);
+            (Peer::Server(s), target)
+        }
     };
     let dir = tempfile::tempdir().unwrap();
     let db = dir.path().join("r.db");
@@ -68,8 +85,8 @@ fn kill_server_mid_test(kind: &str, args: &[&str], before: usize) -> Aftermath {
             name if name.ends_with("interval") || name == "ping_probe" => {
                 intervals_printed += 1;
                 if intervals_printed == before {
-                    server_process.kill().unwrap();
-                    server_process.wait().unwrap();
+                    peer.process().kill().unwrap();
+                    peer.process().wait().unwrap();
                 }
             }
             "end" => printed = event["data"].clone(),

@@ -268,9 +268,10 @@ fn a_link_down_for_two_seconds_loses_exactly_what_it_dropped_and_every_test_ends
     // once, connected or failed, in the intervals as in the summary.
     let (report, _) = through_an_outage(&lab, "cps", &timed);
     let s = &report["summary"];
-    let failed = |f: &Value| -> u64 { f.as_object().unwrap().values().map(count).sum() };
+    // Counts by cause, added up.
+    let all = |by_cause: &Value| -> u64 { by_cause.as_object().unwrap().values().map(count).sum() };
     assert!(count(&s["failures"]["timeout"]) > 0, "{s}");
-    assert_eq!(count(&s["attempts"]), count(&s["connected"]) + failed(&s["failures"]), "{s}");
+    assert_eq!(count(&s["attempts"]), count(&s["connected"]) + all(&s["failures"]), "{s}");
     let intervals = report["intervals"].as_array().unwrap();
     let measured = intervals.iter().filter(|iv| iv["omitted"] != true);
     let summed: u64 = measured.map(|iv| count(&iv["attempts"])).sum();
@@ -288,7 +289,7 @@ fn a_link_down_for_two_seconds_loses_exactly_what_it_dropped_and_every_test_ends
     let (report, _) =
         through_an_outage(&lab, "http", &["-r", "100", "-d", "6", "-i", "0.5", "--timeout", "0.5"]);
     let s = &report["summary"];
-    let errors: u64 = s["errors"].as_object().unwrap().values().map(count).sum();
+    let errors = all(&s["errors"]);
     let timed_out = ["timeout", "connect timeout"]
         .iter()
         .map(|c| s["errors"][c].as_u64().unwrap_or(0))

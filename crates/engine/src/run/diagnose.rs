@@ -100,12 +100,10 @@ impl Watch {
     /// its server reported them.
     pub(crate) fn finish(self, report: &Report, server_threads: Vec<ThreadCpu>) -> Diagnosis {
         let exhausted = report.body.as_kind().ports_exhausted();
-        let far_end = report
-            .meta
-            .remote_addr
-            .as_deref()
-            .and_then(|a| a.parse::<std::net::SocketAddr>().ok())
-            .map(|a| a.ip());
+        // "address:port", or a bare address (an ICMP ping's).
+        let far_end = report.meta.remote_addr.as_deref().and_then(|a| {
+            a.parse::<std::net::SocketAddr>().map(|a| a.ip()).or_else(|_| a.parse::<IpAddr>()).ok()
+        });
         let mut d = self.measured(server_threads, exhausted, far_end);
         d.judge(&RunShape::of(report));
         d

@@ -46,10 +46,10 @@ pub(super) struct LegPlan<'a> {
 pub(super) struct LegOutcome {
     pub leg: RpmLeg,
     pub intervals: Vec<RpmInterval>,
-    /// Set when a whole interval went by with nothing answered (no byte moved, no probe
+    /// True when a whole interval went by with nothing answered (no byte moved, no probe
     /// ended), every load connection closed, and connections or probes failed since anything
-    /// last answered. The leg ended there, with the last failure's reason.
-    pub server_lost: Option<Failure>,
+    /// last answered: the leg ended there, the last failure (`leg.last_failure`) its reason.
+    pub server_lost: bool,
 }
 
 /// Runs one leg; its intervals go to `events` as they end.
@@ -100,7 +100,7 @@ pub(super) async fn run(
     let mut interval_self = Vec::<u64>::new();
     let mut interval_foreign = 0u32;
     // Failures counted at the end of the last interval in which anything answered.
-    let (mut failures_when_answered, mut server_lost) = (0u64, None::<Failure>);
+    let (mut failures_when_answered, mut server_lost) = (0u64, false);
 
     loop {
         tokio::select! {
@@ -221,8 +221,7 @@ pub(super) async fn run(
                 interval_self.clear();
                 interval_foreign = 0;
                 if silent && failing && load.live() == 0 {
-                    let last_load = load.counters.last_failure.lock().unwrap_or_else(|e| e.into_inner()).clone();
-                    server_lost = last_load.or_else(|| last_probe_failure.clone());
+                    server_lost = true;
                     break;
                 }
                 if rpm_stable {

@@ -151,13 +151,16 @@ pub async fn run(
                 leg.last_failure.as_deref().unwrap_or("?")
             ));
         }
+        if server_lost {
+            failure = Some(ClientError::ServerGone(format!(
+                "nothing answered for an interval of the {} leg: {}",
+                direction.name(),
+                leg.last_failure.as_deref().unwrap_or("?")
+            )));
+        }
         legs.push(leg);
         intervals.extend(leg_intervals);
-        if let Some(why) = server_lost {
-            failure = Some(ClientError::ServerGone(format!(
-                "nothing answered for an interval of the {} leg: {why}",
-                direction.name()
-            )));
+        if failure.is_some() {
             break;
         }
     }
