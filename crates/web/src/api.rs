@@ -17,7 +17,6 @@ use wirespeed_model::web::{latency_grade, network_of, WebResult, WebSource};
 use wirespeed_store::WebFilter;
 
 use crate::librespeed::{self, build_result, new_id, now_ms, Ctx};
-use crate::meter::MeterKey;
 use crate::respond::{self, Reply};
 use crate::telemetry::Claims;
 
@@ -44,13 +43,13 @@ pub fn start(ctx: &Ctx<'_>) -> Reply {
     )
 }
 
-fn token_key(ctx: &Ctx<'_>) -> Option<MeterKey> {
-    ctx.param("t").filter(|t| !t.is_empty() && t.len() <= 64).map(MeterKey::Token)
+fn token(ctx: &Ctx<'_>) -> Option<String> {
+    ctx.param("t").filter(|t| !t.is_empty() && t.len() <= 64)
 }
 
 /// `/api/progress?t=`: bytes the server has sent and received for a test, and its rates so far.
 pub fn progress(ctx: &Ctx<'_>) -> Reply {
-    let Some(meter) = token_key(ctx).and_then(|k| ctx.state.meters.peek(&k)) else {
+    let Some(meter) = token(ctx).and_then(|t| ctx.state.meters.peek(&t)) else {
         return respond::refuse(StatusCode::NOT_FOUND, "unknown or expired test token", false);
     };
     respond::json(
@@ -122,10 +121,11 @@ pub async fn result(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
         Ok(c) => c,
         Err(why) => return respond::refuse(StatusCode::BAD_REQUEST, why, false),
     };
-    let Some(meter) = ctx.state.meters.finish(&MeterKey::Token(page.t)) else {
+    let Some(meter) = ctx.state.meters.finish(&page.t) else {
         return respond::refuse(StatusCode::BAD_REQUEST, "unknown or expired test token", false);
     };
-    let result = build_result(ctx, &headers, &claims, Some(&meter), WebSource::Page);
+    let measured = librespeed::measured_by(&meter);
+    let result = build_result(ctx, &headers, &claims, measured, WebSource::Page);
     if let Err(r) = librespeed::save(ctx, &result).await {
         return r;
     }

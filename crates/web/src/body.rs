@@ -15,7 +15,7 @@ use http_body::{Body, Frame, SizeHint};
 use wirespeed_metrics::IntCounter;
 
 use crate::limits::{Limits, StreamSlot};
-use crate::meter::Meter;
+use crate::meter::Transfer;
 
 /// One MiB: LibreSpeed's chunk.
 pub const CHUNK: usize = 1 << 20;
@@ -34,13 +34,23 @@ pub fn random_blocks() -> Arc<[Bytes]> {
         .collect()
 }
 
+/// How a download's bytes reach its test's meter.
+#[derive(Debug)]
+pub enum Counted {
+    /// As they are handed to the connection.
+    AsSent(Transfer),
+    /// By someone else (the connection's delivery tap, as the client acknowledges them); the
+    /// transfer is held to mark when the download ends.
+    Elsewhere(Transfer),
+}
+
 /// A download in progress.
 #[derive(Debug)]
 pub struct Garbage {
     blocks: Arc<[Bytes]>,
     left: u32,
     next: usize,
-    meter: Option<Arc<Meter>>,
+    meter: Option<Counted>,
     /// Charged chunk by chunk to this visitor's transfer budget; the body ends early when it
     /// runs out (the responsiveness test's large object, whose size is not known up front).
     charged: Option<(Arc<Limits>, IpAddr)>,
@@ -55,7 +65,7 @@ impl Garbage {
     pub fn new(
         blocks: Arc<[Bytes]>,
         chunks: u32,
-        meter: Option<Arc<Meter>>,
+        meter: Option<Counted>,
         slot: StreamSlot,
         sent: IntCounter,
     ) -> Self {
@@ -125,8 +135,8 @@ impl Body for WebBody {
                 let chunk = g.blocks[g.next % g.blocks.len()].clone();
                 g.next += 1;
                 g.sent.inc_by(chunk.len() as u64);
-                if let Some(m) = &g.meter {
-                    m.download.add(chunk.len() as u64, Instant::now());
+                if let Some(Counted::AsSent(t)) = &g.meter {
+                    t.add(chunk.len() as u64, Instant::now());
                 }
                 Poll::Ready(Some(Ok(Frame::data(chunk))))
             }

@@ -3,7 +3,7 @@
 //! a server list), wirespeed's own page and results page ([`api`], [`assets`]), and what makes
 //! it safe to leave on the Internet: per-client budgets ([`limits`]), forwarded addresses
 //! believed only from trusted proxies ([`client_ip`]), capped bodies, results keyed by random
-//! ids and recorded from what the server measured ([`meter`]).
+//! ids and recorded from what the server measured ([`meter`], [`runs`]).
 //!
 //! HTTP/1.1 and HTTP/2 (prior knowledge) on one port, served by hyper. The server takes bound
 //! listeners and a shutdown token; results go to the store through blocking tasks.
@@ -19,6 +19,7 @@ pub mod meter;
 pub mod respond;
 pub mod responsiveness;
 pub mod routes;
+pub mod runs;
 pub mod telemetry;
 
 use std::convert::Infallible;

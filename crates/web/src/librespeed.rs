@@ -15,12 +15,13 @@ use serde_json::json;
 use wirespeed_engine::net::delivered::DeliveryTap;
 use wirespeed_model::web::{latency_grade, network_of, WebResult, WebSource};
 
-use crate::body::{Garbage, WebBody, CHUNK};
+use crate::body::{Counted, Garbage, WebBody, CHUNK};
 use crate::client_ip::local_label;
 use crate::geoip::Place;
-use crate::meter::{Meter, MeterKey};
+use crate::meter::{Meter, Tally, Transfer};
 use crate::respond::{self, Reply};
 use crate::routes::query_value;
+use crate::runs::{Direction, Measured};
 use crate::{telemetry, State};
 
 /// Grace periods of LibreSpeed's page: bytes before them are slow start, not the link.
@@ -47,13 +48,15 @@ impl Ctx<'_> {
         query_value(self.query, key)
     }
 
-    /// The meter this request's bytes go to: the page's token if it has a live one, else the
-    /// client's address.
-    pub fn meter(&self) -> Option<Arc<Meter>> {
-        let token = self.param("t").filter(|t| !t.is_empty()).map(MeterKey::Token);
-        token
-            .and_then(|k| self.state.meters.get(&k, self.now))
-            .or_else(|| self.state.meters.get(&MeterKey::Client(self.client), self.now))
+    /// Starts counting a transfer in `direction`: into the page's token if it has a live one,
+    /// else into its client address's run.
+    pub fn transfer(&self, direction: Direction) -> Transfer {
+        let token = self.param("t").filter(|t| !t.is_empty());
+        let meters = &self.state.meters;
+        Transfer::new(match token.and_then(|t| meters.get(&t, self.now)) {
+            Some(m) => Tally::Token(m, direction),
+            None => Tally::Run(meters.addresses.start(self.client, direction, self.now)),
+        })
     }
 
     /// What the databases (or LibreSpeed's labels) say of the client.
@@ -93,20 +96,20 @@ pub async fn garbage(ctx: &Ctx<'_>, method: &Method, tap: Option<Arc<DeliveryTap
         if let Err(refusal) = ctx.state.take_shared(ctx.client, bytes, false).await {
             return respond::too_many(refusal, false);
         }
-        let meter = ctx.meter();
-        let counted_as_sent = match (tap, &meter) {
-            (Some(tap), Some(m)) => {
-                let m = m.clone();
-                tap.attach(Arc::new(move |n, at| m.download.add(n, at)));
-                None
+        let transfer = ctx.transfer(Direction::Download);
+        let counted = match tap {
+            Some(tap) => {
+                let tally = transfer.tally().clone();
+                tap.attach(Arc::new(move |n, at| tally.add(n, at)));
+                Counted::Elsewhere(transfer)
             }
-            _ => meter,
+            None => Counted::AsSent(transfer),
         };
         (
             WebBody::Garbage(Box::new(Garbage::new(
                 ctx.state.blocks.clone(),
                 n,
-                counted_as_sent,
+                Some(counted),
                 slot,
                 ctx.state.sent.clone(),
             ))),
@@ -162,7 +165,7 @@ pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
     if let Err(refusal) = ctx.state.take_shared(ctx.client, 0, false).await {
         return respond::too_many(refusal, true);
     }
-    let meter = ctx.meter();
+    let transfer = ctx.transfer(Direction::Upload);
     let mut body = req.into_body();
     let (mut seen, mut uncharged) = (0u64, 0u64);
     while let Some(frame) = body.frame().await {
@@ -179,9 +182,7 @@ pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
             return respond::refuse(StatusCode::PAYLOAD_TOO_LARGE, too_large(cap), true);
         }
         let now = Instant::now();
-        if let Some(m) = &meter {
-            m.upload.add(n, now);
-        }
+        transfer.add(n, now);
         if uncharged >= CHUNK as u64 {
             if let Err(refusal) = ctx.state.limits.charge(ctx.client, uncharged, now) {
                 return respond::too_many(refusal, true);
@@ -191,6 +192,7 @@ pub async fn empty(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
     }
     let _ = ctx.state.limits.charge(ctx.client, uncharged, Instant::now());
     drop(slot);
+    drop(transfer);
     let _ = ctx.state.take_shared(ctx.client, seen, true).await;
     keep_alive(respond::empty())
 }
@@ -259,19 +261,38 @@ pub fn now_ms() -> i64 {
         .map_or(0, |d| d.as_millis() as i64)
 }
 
-/// Builds the result to save from what the client claims and what `meter` measured.
+/// What the server measured of a token's test, in each direction.
+pub fn measured_by(meter: &Meter) -> [Measured; 2] {
+    let why = "less than a second was measured after the grace period";
+    [
+        meter.download.rate_bps(DOWNLOAD_GRACE).ok_or(why),
+        meter.upload.rate_bps(UPLOAD_GRACE).ok_or(why),
+    ]
+}
+
+/// Builds the result to save from what the client claims and what the server `measured`; a
+/// direction the server has no figure for keeps the client's, and the log says why.
 pub fn build_result(
     ctx: &Ctx<'_>,
     headers: &HeaderMap,
     claims: &telemetry::Claims,
-    meter: Option<&Meter>,
+    measured: [Measured; 2],
     source: WebSource,
 ) -> WebResult {
     let (place, _) = ctx.place();
     let claimed_dl = claims.dl_mbps.map(|m| m * 1e6);
     let claimed_ul = claims.ul_mbps.map(|m| m * 1e6);
-    let measured_dl = meter.and_then(|m| m.download.rate_bps(DOWNLOAD_GRACE));
-    let measured_ul = meter.and_then(|m| m.upload.rate_bps(UPLOAD_GRACE));
+    for (direction, m, claim) in
+        [("download", &measured[0], claimed_dl), ("upload", &measured[1], claimed_ul)]
+    {
+        if let (Err(why), Some(_)) = (m, claim) {
+            tracing::info!(
+                "result from {}: the {direction} figure is the client's own: {why}",
+                ctx.client
+            );
+        }
+    }
+    let [measured_dl, measured_ul] = measured.map(Result::ok);
     let header_text = |name: header::HeaderName, cap: usize| {
         headers
             .get(name)
@@ -347,8 +368,13 @@ pub async fn telemetry(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
         Ok(c) => c,
         Err(why) => return respond::refuse(StatusCode::BAD_REQUEST, why, false),
     };
-    let meter = ctx.state.meters.finish(&MeterKey::Client(ctx.client));
-    let result = build_result(ctx, &headers, &claims, meter.as_deref(), WebSource::Telemetry);
+    let measured = ctx.state.meters.addresses.finish(
+        ctx.client,
+        [claims.dl_mbps.is_some(), claims.ul_mbps.is_some()],
+        [DOWNLOAD_GRACE, UPLOAD_GRACE],
+        Instant::now(),
+    );
+    let result = build_result(ctx, &headers, &claims, measured, WebSource::Telemetry);
     if let Err(r) = save(ctx, &result).await {
         return r;
     }

@@ -1,14 +1,16 @@
 //! What the server itself measured of a test: body bytes sent (download) and received (upload)
 //! in 100 ms bins from each direction's first byte. A test is found by the token its page got
 //! from `/api/start` (`t=` on every request), or — for LibreSpeed clients, which have no such
-//! thing — by the client's address. speedtest-x stores whatever figures the browser posts; these
-//! bins are what lets a result say what the server saw instead.
+//! thing — by its client's address and the timing of its transfers ([`crate::runs`]).
+//! speedtest-x stores whatever figures the browser posts; these bins are what lets a result say
+//! what the server saw instead.
 
 use std::collections::HashMap;
-use std::net::IpAddr;
 use std::sync::atomic::{AtomicU64, Ordering};
 use std::sync::{Arc, Mutex, OnceLock};
 use std::time::{Duration, Instant};
+
+use crate::runs::{AddressRuns, Direction, Run};
 
 /// Width of a bin.
 const BIN: Duration = Duration::from_millis(100);
@@ -62,9 +64,16 @@ impl Timeline {
         self.total.load(Ordering::Relaxed)
     }
 
+    /// When the latest bytes were recorded.
+    pub fn last_at(&self) -> Option<Instant> {
+        let first = self.first.get()?;
+        Some(*first + Duration::from_nanos(self.last_ns.load(Ordering::Relaxed)))
+    }
+
     /// Bits per second after the first `grace` (slow start, buffers filling), up to the last
-    /// byte; `None` when less than a second was measured after it. A stall that runs into the
-    /// grace period's end moves the start back to where the stall began (`span_start`).
+    /// byte; `None` when less than a second was measured after it, or nothing moved in it (a
+    /// server figure of 0 would only say the bytes went uncounted). A stall that runs into
+    /// the grace period's end moves the start back to where the stall began (`span_start`).
     pub fn rate_bps(&self, grace: Duration) -> Option<f64> {
         self.first.get()?;
         let last =
@@ -78,6 +87,9 @@ impl Timeline {
             self.bins[..=until].iter().map(|b| b.load(Ordering::Relaxed)).collect();
         let from = span_start(&bins, from);
         let bytes: u64 = bins[from..].iter().sum();
+        if bytes == 0 {
+            return None;
+        }
         Some(bytes as f64 * 8.0 / (last - BIN * from as u32).as_secs_f64())
     }
 }
@@ -138,42 +150,27 @@ impl Meter {
     }
 }
 
-/// How a test is known.
-#[derive(Debug, Clone, PartialEq, Eq, Hash)]
-pub enum MeterKey {
-    /// The token `/api/start` gave the page.
-    Token(String),
-    /// A LibreSpeed client's address.
-    Client(IpAddr),
-}
-
 /// Every test being measured.
 #[derive(Debug, Default)]
 pub struct Meters {
-    map: Mutex<HashMap<MeterKey, Arc<Meter>>>,
+    /// Tests of wirespeed's page, by token.
+    tokens: Mutex<HashMap<String, Arc<Meter>>>,
+    /// LibreSpeed clients' transfers, by address.
+    pub addresses: AddressRuns,
 }
 
 impl Meters {
-    /// The meter of `key`, started now if there is none (a token must have been issued).
-    pub fn get(&self, key: &MeterKey, now: Instant) -> Option<Arc<Meter>> {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        if let Some(m) = map.get(key) {
-            m.touch(now);
-            return Some(m.clone());
-        }
-        if matches!(key, MeterKey::Token(_)) {
-            return None;
-        }
-        Some(Self::insert(&mut map, key.clone(), now))
+    /// The meter of a live token.
+    pub fn get(&self, token: &str, now: Instant) -> Option<Arc<Meter>> {
+        let map = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
+        let m = map.get(token)?;
+        m.touch(now);
+        Some(m.clone())
     }
 
     /// Starts a meter for a new token.
     pub fn issue(&self, token: String, now: Instant) -> Arc<Meter> {
-        let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
-        Self::insert(&mut map, MeterKey::Token(token), now)
-    }
-
-    fn insert(map: &mut HashMap<MeterKey, Arc<Meter>>, key: MeterKey, now: Instant) -> Arc<Meter> {
+        let mut map = self.tokens.lock().unwrap_or_else(|e| e.into_inner());
         if map.len() >= MAX_METERS {
             map.retain(|_, m| now.saturating_duration_since(m.touched()) < IDLE);
         }
@@ -184,18 +181,68 @@ impl Meters {
             }
         }
         let meter = Arc::new(Meter::new(now));
-        map.insert(key, meter.clone());
+        map.insert(token, meter.clone());
         meter
     }
 
-    /// Takes the meter of `key` away (its test is over and recorded).
-    pub fn finish(&self, key: &MeterKey) -> Option<Arc<Meter>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).remove(key)
+    /// Takes the meter of `token` away (its test is over and recorded).
+    pub fn finish(&self, token: &str) -> Option<Arc<Meter>> {
+        self.tokens.lock().unwrap_or_else(|e| e.into_inner()).remove(token)
     }
 
-    /// The meter of `key`, if there is one, without starting one.
-    pub fn peek(&self, key: &MeterKey) -> Option<Arc<Meter>> {
-        self.map.lock().unwrap_or_else(|e| e.into_inner()).get(key).cloned()
+    /// The meter of `token`, if there is one.
+    pub fn peek(&self, token: &str) -> Option<Arc<Meter>> {
+        self.tokens.lock().unwrap_or_else(|e| e.into_inner()).get(token).cloned()
+    }
+}
+
+/// Where one transfer's bytes are counted: a token's meter, or its address's run.
+#[derive(Debug, Clone)]
+pub enum Tally {
+    /// A direction of a token's meter.
+    Token(Arc<Meter>, Direction),
+    /// A run of a LibreSpeed client's address.
+    Run(Arc<Run>),
+}
+
+impl Tally {
+    /// Counts `n` bytes moved at `at`.
+    pub fn add(&self, n: u64, at: Instant) {
+        match self {
+            Tally::Token(m, Direction::Download) => m.download.add(n, at),
+            Tally::Token(m, Direction::Upload) => m.upload.add(n, at),
+            Tally::Run(r) => r.timeline.add(n, at),
+        }
+    }
+}
+
+/// A transfer in progress: counts into its tally, and tells its run when it is over (dropped:
+/// done, or cut).
+#[derive(Debug)]
+pub struct Transfer(Tally);
+
+impl Transfer {
+    /// A transfer counted into `tally`; a run's must have been started for it.
+    pub fn new(tally: Tally) -> Self {
+        Self(tally)
+    }
+
+    /// Where its bytes go.
+    pub fn tally(&self) -> &Tally {
+        &self.0
+    }
+
+    /// Counts `n` bytes moved at `at`.
+    pub fn add(&self, n: u64, at: Instant) {
+        self.0.add(n, at);
+    }
+}
+
+impl Drop for Transfer {
+    fn drop(&mut self) {
+        if let Tally::Run(r) = &self.0 {
+            r.end(Instant::now());
+        }
     }
 }
 
@@ -251,15 +298,23 @@ mod tests {
     }
 
     #[test]
-    fn tokens_must_be_issued_and_clients_start_on_demand() {
+    fn tokens_must_be_issued() {
         let m = Meters::default();
         let now = Instant::now();
-        assert!(m.get(&MeterKey::Token("nope".into()), now).is_none());
+        assert!(m.get("nope", now).is_none());
         m.issue("t1".into(), now);
-        assert!(m.get(&MeterKey::Token("t1".into()), now).is_some());
-        let ip = MeterKey::Client("192.0.2.1".parse().unwrap());
-        m.get(&ip, now).unwrap().download.add(5, now);
-        assert_eq!(m.finish(&ip).unwrap().download.total(), 5);
-        assert!(m.peek(&ip).is_none());
+        m.get("t1", now).unwrap().download.add(5, now);
+        assert_eq!(m.finish("t1").unwrap().download.total(), 5);
+        assert!(m.peek("t1").is_none());
+    }
+
+    #[test]
+    fn nothing_measured_after_the_grace_period_is_no_figure_not_zero() {
+        let t = Timeline::default();
+        let t0 = Instant::now();
+        t.add(1_000_000, t0);
+        // The last byte 3 s later, nothing between: a span with no bytes in it.
+        t.add(0, t0 + Duration::from_secs(3));
+        assert_eq!(t.rate_bps(Duration::from_millis(1500)), None);
     }
 }

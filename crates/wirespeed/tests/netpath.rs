@@ -118,6 +118,18 @@ fn a_test_whose_buffers_take_seconds_to_drain_ends_with_every_byte() {
         let received = summary["received_bytes"].as_u64().unwrap();
         assert!(sent > 8_000_000, "reverse {reverse}: only {sent} bytes sent");
         assert_eq!(received, sent, "reverse {reverse}: every byte sent arrives");
+        // The sender's rate is what left it, not what it put in its buffer (42 Mbit/s "sent"
+        // on this 20 Mbit/s link, before).
+        let sent_bps = summary["sent_bps"].as_f64().unwrap();
+        assert!(sent_bps <= 20e6, "reverse {reverse}: {sent_bps} bit/s sent through 20 Mbit/s");
+        // With a warm-up, the receiver's measured bytes are the sender's: the queued warm-up
+        // bytes were counted as measured at the receiver (5.52 MiB received of 4.62 sent).
+        args.extend(["-O", "1"]);
+        let report = wirespeed(&lab, "bandwidth", &args);
+        let summary = &report["summary"];
+        let sent = summary["sent_bytes"].as_u64().unwrap();
+        let received = summary["received_bytes"].as_u64().unwrap();
+        assert_eq!(received, sent, "reverse {reverse} with -O: {summary}");
     }
 }
 

@@ -24,9 +24,8 @@ fn librespeed_cli() -> PathBuf {
         .expect("librespeed-cli is not installed: run scripts/test.sh (cargo install librespeed-cli --locked)")
 }
 
-#[test]
-fn librespeed_cli_completes_a_run_and_its_telemetry_is_saved() {
-    let w = web(&[]);
+/// Starts librespeed-cli against `w` for `seconds` a phase, telemetry on, from 127.0.0.1.
+fn start_cli(w: &common::web::Web, seconds: u32) -> std::process::Child {
     let list = w.dir.path().join("servers.json");
     std::fs::write(
         &list,
@@ -39,12 +38,21 @@ fn librespeed_cli_completes_a_run_and_its_telemetry_is_saved() {
     )
     .unwrap();
     let base = format!("http://127.0.0.1:{}", w.port);
-    let out = Command::new(librespeed_cli())
-        .args(["--local-json", list.to_str().unwrap(), "--duration", "5", "--no-icmp", "--json"])
+    Command::new(librespeed_cli())
+        .args(["--local-json", list.to_str().unwrap(), "--no-icmp", "--json"])
+        .args(["--duration", &seconds.to_string()])
         .args(["--telemetry-server", &base, "--telemetry-path", "/results/telemetry.php"])
         .args(["--telemetry-share", "/results/"])
-        .output()
-        .unwrap();
+        .stdout(std::process::Stdio::piped())
+        .stderr(std::process::Stdio::piped())
+        .spawn()
+        .unwrap()
+}
+
+#[test]
+fn librespeed_cli_completes_a_run_and_its_telemetry_is_saved() {
+    let w = web(&[]);
+    let out = start_cli(&w, 5).wait_with_output().unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
     assert!(out.status.success(), "{stdout}\n{}", String::from_utf8_lossy(&out.stderr));
     let report: serde_json::Value = serde_json::from_str(stdout.trim()).unwrap();
@@ -143,4 +151,54 @@ fn a_slow_clients_download_is_saved_at_the_rate_it_read() {
         r.download_bps.unwrap() / 1e6,
         client_bps / 1e6
     );
+}
+
+/// A LibreSpeed client has no token, so its address tied every transfer from it since its last
+/// result to its test: a download of something else before the test took the server's figures
+/// down (the span from that download to the test's end), and one run 40 s earlier made the
+/// saved upload 0 bit/s "measured by the server". Now the test's own phases are measured.
+#[test]
+fn an_earlier_download_from_the_same_address_is_not_the_tests() {
+    let w = web(&[]);
+    let other = w.get([127, 0, 0, 1], "/backend/garbage.php?ckSize=20");
+    assert_eq!((other.status, other.body.len()), (200, 20 << 20));
+    let up = w.post([127, 0, 0, 1], "/backend/empty.php", "", &vec![7u8; 4 << 20]);
+    assert_eq!(up.status, 200);
+    // The test starts well after those (by timing alone; before, the span counted from them).
+    std::thread::sleep(std::time::Duration::from_secs(12));
+    let out = start_cli(&w, 5).wait_with_output().unwrap();
+    assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    let saved = w.saved();
+    assert_eq!(saved.len(), 1);
+    let r = &saved[0];
+    assert!(r.download_by_server && r.upload_by_server, "{r:?}");
+    for (server, client) in
+        [(r.download_bps, r.claimed_download_bps), (r.upload_bps, r.claimed_upload_bps)]
+    {
+        let ratio = server.unwrap() / client.unwrap();
+        assert!((0.5..2.0).contains(&ratio), "server/client {ratio}: {r:?}");
+    }
+}
+
+/// Two visitors behind one address testing at once: one was saved with about twice its own
+/// upload and the other with no server figure. Their transfers cannot be told apart by
+/// address, but their timing shows two tests; each is saved with its own client's figures,
+/// marked as such, and neither takes the other's bytes.
+#[test]
+fn two_clients_behind_one_address_testing_at_once_keep_their_own_figures() {
+    let w = web(&["--same-ip-multi-results"]);
+    let first = start_cli(&w, 6);
+    std::thread::sleep(std::time::Duration::from_secs(3));
+    let second = start_cli(&w, 6);
+    for c in [first, second] {
+        let out = c.wait_with_output().unwrap();
+        assert!(out.status.success(), "{}", String::from_utf8_lossy(&out.stderr));
+    }
+    let saved = w.saved();
+    assert_eq!(saved.len(), 2, "{saved:?}");
+    for r in &saved {
+        assert!(!r.download_by_server && !r.upload_by_server, "{r:?}");
+        assert_eq!(r.download_bps, r.claimed_download_bps, "{r:?}");
+        assert_eq!(r.upload_bps, r.claimed_upload_bps, "{r:?}");
+    }
 }

@@ -293,6 +293,78 @@ impl Collector {
             .and_then(|p| Some(loaded_latency(p.udp_idle()?, p.udp_between(omit_ns, end_ns)?)));
     }
 
+    /// Where the receiver of `flow` reached the bytes the sender had written when its warm-up
+    /// ended: nanoseconds since begin, and the receiver's totals of each stream then. Each end
+    /// ends its warm-up on its own clock, so over a path that queues (a rate limit, a delay)
+    /// the receiver's own cut comes before the queued warm-up bytes reach it: it counted them
+    /// as measured (a receiver with more bytes than its sender) and its span ran on into the
+    /// drain after the sender stopped. The cut is found in the receiver's interval snapshots
+    /// (TCP: its byte count reaching the sender's; UDP: its datagrams received or lost reaching
+    /// the sender's count), interpolated between the two around it; TCP bytes are then exact.
+    /// `None` without a warm-up, against an iperf3 server, or when the receiver never got that
+    /// far (a run cut short).
+    fn aligned_cut(
+        &self,
+        receiver: End,
+        flow: Flow,
+        sent_at_omit: &Snap,
+        last_ns: u64,
+    ) -> Option<(u64, Snap)> {
+        // An iperf3 server reports no intervals, and its counts already leave its warm-up out.
+        if self.spec.omit_ns == 0 || self.client_only {
+            return None;
+        }
+        let udp = self.spec.protocol == Protocol::Udp;
+        let ids = || (1..=self.spec.parallel).map(|id| (flow, id));
+        let zero = Totals::default();
+        let reached = |t: &Totals| if udp { t.packets + t.lost } else { t.bytes };
+        let sent = |t: &Totals| if udp { t.packets } else { t.bytes };
+        let target: u64 = ids().map(|k| sent(sent_at_omit.get(&k).unwrap_or(&zero))).sum();
+        // The receiver's snapshots: before anything moved, at each interval's end, at its last.
+        let mut series: Vec<(u64, &Snap)> = Vec::new();
+        let empty = Snap::new();
+        series.push((0, &empty));
+        for (i, (end_ns, local)) in self.local_ticks.iter().enumerate() {
+            let snap = match receiver {
+                End::Client => Some(local),
+                End::Server => self.remote_ticks.get(&(i as u32)),
+            };
+            if let Some(snap) = snap {
+                series.push(((*end_ns).min(last_ns), snap));
+            }
+        }
+        if let Some(last) = series.last_mut() {
+            last.0 = last.0.max(last_ns);
+        }
+        let count = |s: &Snap| -> u64 { ids().map(|k| reached(s.get(&k).unwrap_or(&zero))).sum() };
+        let pair =
+            series.windows(2).find(|w| count(w[0].1) <= target && target <= count(w[1].1))?;
+        let ((t0, a), (t1, b)) = (pair[0], pair[1]);
+        let (c0, c1) = (count(a), count(b));
+        let share = if c1 > c0 { (target - c0) as f64 / (c1 - c0) as f64 } else { 1.0 };
+        let at_ns = t0 + ((t1.saturating_sub(t0)) as f64 * share) as u64;
+        let lerp = |x: u64, y: u64| x + ((y.saturating_sub(x)) as f64 * share).round() as u64;
+        let snap = ids()
+            .map(|k| {
+                let (x, y) = (a.get(&k).unwrap_or(&zero), b.get(&k).unwrap_or(&zero));
+                let mut t = Totals {
+                    bytes: lerp(x.bytes, y.bytes),
+                    packets: lerp(x.packets, y.packets),
+                    lost: lerp(x.lost, y.lost),
+                    out_of_order: lerp(x.out_of_order, y.out_of_order),
+                    duplicates: lerp(x.duplicates, y.duplicates),
+                    ..*x
+                };
+                if !udp {
+                    // In-order bytes: the first ones the receiver read are the warm-up's.
+                    t.bytes = sent(sent_at_omit.get(&k).unwrap_or(&zero)).min(y.bytes);
+                }
+                (k, t)
+            })
+            .collect();
+        Some((at_ns, snap))
+    }
+
     /// `final_loss`: both ends have drained, so every datagram sent and not received was lost;
     /// otherwise (a run cut short) only the receivers' sequence gaps are, and datagrams in
     /// flight at the cut are neither.
@@ -309,13 +381,30 @@ impl Collector {
             let list = if end == End::Client { &local.active_ns } else { &server.active_ns };
             list.iter().find(|(f, _)| *f == flow).map_or(0, |(_, ns)| *ns)
         };
+        let omit_ns = self.spec.omit_ns;
         let flows: Vec<FlowSummary> = Flow::of(self.spec.direction)
             .iter()
             .map(|&flow| {
                 let sender = flow.sender();
                 let receiver = if sender == End::Client { End::Server } else { End::Client };
-                let send_span = span_of(sender, flow);
-                let recv_span = span_of(receiver, flow).max(1);
+                let mut send_span = span_of(sender, flow);
+                let mut recv_span = span_of(receiver, flow).max(1);
+                // The receiver's warm-up ends where the sender's bytes did (see `aligned_cut`).
+                let sent_at_omit = if sender == End::Client { &l0 } else { &r0 };
+                let last_ns = omit_ns + recv_span;
+                let cut = self.aligned_cut(receiver, flow, sent_at_omit, last_ns);
+                let (mut l0, mut r0) = (l0.clone(), r0.clone());
+                if let Some((at_ns, snap)) = cut {
+                    recv_span = last_ns.saturating_sub(at_ns).max(1);
+                    let theirs = if receiver == End::Client { &mut l0 } else { &mut r0 };
+                    theirs.extend(snap);
+                }
+                // A TCP sender's bytes left the host as fast as the receiver took them in: its
+                // writes end when the last one is in its socket buffer, which may hold seconds
+                // of the path's rate (11.3 Mbit/s "sent" on a 10 Mbit/s link).
+                if !udp {
+                    send_span = recv_span;
+                }
                 let streams: Vec<StreamFigures> = (1..=self.spec.parallel)
                     .map(|id| {
                         let (sent, recv) = sides(flow, id, (&l0, &l1), (&r0, &r1));
@@ -510,11 +599,48 @@ mod tests {
         assert_eq!(ivs.len(), 2);
         assert!(ivs[0].omitted && !ivs[1].omitted);
         let p = &sum.primary;
-        assert_eq!((p.total.sent_bytes, p.total.received_bytes), (2000, 2000));
-        assert_eq!(p.duration_ns, 1_000_000_000);
+        // The receiver's measured bytes begin where the sender's did: it reached the sender's
+        // 1000 bytes 50 ms after its own warm-up ended, and the 100 bytes then in flight were
+        // the warm-up's.
+        assert_eq!((p.total.sent_bytes, p.total.received_bytes), (2000, 1900));
+        assert_eq!(p.duration_ns, 950_000_000);
         assert_eq!(p.total.received_bps, 16_000.0);
         assert!(sum.server_cpu.is_none());
         assert!(sum.client_cpu.total_ratio > 0.0);
+    }
+
+    /// Through a 10 Mbit/s link with a deep queue, `-t 4 -O 2` reported the receiver with more
+    /// bytes than the sender (5.52 MiB against 4.62) over 4.85 s for a 4.06 s test: the
+    /// receiver's warm-up ended on its own clock with the queued warm-up bytes still on their
+    /// way, and its span ran on into the drain. Here 1 MB/s through a queue holding 0.8 s.
+    #[test]
+    fn a_queued_warm_up_is_left_out_at_the_receiver_too() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Tcp);
+        spec.omit_ns = 2_000_000_000;
+        let mut c = Collector::new(spec);
+        // Sender writes what the link takes plus a queue of 800 kB, filled in the first second.
+        let sent = [1_800_000, 2_800_000, 3_800_000, 4_800_000, 5_800_000, 6_800_000];
+        for (i, &s) in sent.iter().enumerate() {
+            c.local_tick((i as u64 + 1) * 1_000_000_000, &[st(Flow::Upload, 1, s)]);
+            c.remote_tick(i as u32, &[st(Flow::Upload, 1, (i as u64 + 1) * 1_000_000)]);
+        }
+        let local = LocalEnd {
+            at_omit: vec![st(Flow::Upload, 1, 2_800_000)],
+            at_end: vec![st(Flow::Upload, 1, 6_800_000)],
+            end_ns: 6_000_000_000,
+            active_ns: vec![(Flow::Upload, 4_000_000_000)],
+            ..Default::default()
+        };
+        // The receiver drains the queue for 0.8 s after the sender stops.
+        let mut server = results(vec![st(Flow::Upload, 1, 6_800_000)], 4_800_000_000);
+        server.at_omit = vec![st(Flow::Upload, 1, 2_000_000)];
+        let (_, sum) = c.finish(&local, &server);
+        let p = &sum.primary;
+        assert_eq!((p.total.sent_bytes, p.total.received_bytes), (4_000_000, 4_000_000));
+        // From 2.8 s, when the receiver read the 2.8 MB the sender had written by 2 s, to 6.8 s.
+        assert_eq!(p.duration_ns, 4_000_000_000);
+        assert_eq!(p.total.received_bps, 8e6);
+        assert_eq!(p.total.sent_bps, 8e6, "the sender's bytes took as long to leave");
     }
 
     #[test]
