@@ -139,7 +139,7 @@ pub struct AddressRuns {
 
 impl AddressRuns {
     /// Starts a transfer from `client`: it joins its direction's run if that one is in flight
-    /// or was active within [`RUN_GAP`], else begins a new run. End it with [`Run::end`].
+    /// or was active within the last 2 s, else begins a new run. End it with [`Run::end`].
     pub fn start(&self, client: IpAddr, direction: Direction, now: Instant) -> Arc<Run> {
         let mut map = self.map.lock().unwrap_or_else(|e| e.into_inner());
         if !map.contains_key(&client) && map.len() >= MAX_ADDRESSES {
