@@ -341,8 +341,10 @@ impl Diagnosis {
         let k = &self.kernel;
         let mut parts = Vec::new();
         if k.udp_receive_buffer_errors > 0 {
+            // The kernel counts packets: one sent with GSO (wirespeed's UDP bandwidth test)
+            // holds up to 64 datagrams, so this is no datagram count.
             parts.push(format!(
-                "{} UDP datagrams at a full receive buffer",
+                "{} UDP packets at a full receive buffer (a GSO packet holds many datagrams)",
                 k.udp_receive_buffer_errors
             ));
         }
@@ -598,7 +600,7 @@ mod tests {
                 (FindingCode::AcceptQueueFull, Side::Client)
             ]
         );
-        assert!(d.findings[0].text.contains("12 UDP datagrams at a full receive buffer"));
+        assert!(d.findings[0].text.contains("12 UDP packets at a full receive buffer"));
         assert!(d.findings[1].text.contains("dropped 3 connection attempts"));
     }
 

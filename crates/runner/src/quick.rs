@@ -170,6 +170,8 @@ fn plan(f: &Fixtures, t: Timing) -> Vec<(&'static str, Result<Client, String>)> 
         spec.direction = direction;
         spec.bitrate_bps = bitrate_bps;
         spec.length = length.unwrap_or(spec.length);
+        // Small datagrams are `wirespeed pps`: one kernel packet each.
+        spec.per_packet = length.is_some();
         spec.duration_ns = t.duration_ns;
         spec.interval_ns = t.interval_ns;
         // Latency under load beside every bandwidth row: bufferbloat shows in the table.

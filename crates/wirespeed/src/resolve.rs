@@ -221,6 +221,7 @@ pub(crate) fn pps(args: &PpsArgs, version: &str) -> Result<ClientOptions> {
     };
     spec.omit_ns = nanos("--omit", &args.omit)?;
     spec.interval_ns = nanos("--interval", &args.interval)?;
+    spec.per_packet = true;
     spec.validate()?;
     Ok(ClientOptions { spec, endpoint, latency: false })
 }

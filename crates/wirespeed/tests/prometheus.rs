@@ -11,7 +11,7 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use common::web::web;
-use common::{client, debian, free_port, server};
+use common::{client, debian, free_port, server, BIN};
 
 /// A peer process, killed and reaped when dropped.
 struct Peer(Child);
@@ -180,6 +180,43 @@ fn prometheus_scrapes_a_servers_metrics_and_reads_a_counter_back() {
     };
     assert_eq!(answer["value"][1], "1", "{answer}");
     assert_eq!(answer["metric"]["instance"], format!("127.0.0.1:{metrics}"));
+}
+
+/// `wirespeed_connections_open` showed 1 while a `bw -P 3` test held four connections on the
+/// port: a data connection left the count as soon as it was handed to its test.
+#[test]
+fn open_connections_count_data_streams_while_their_test_holds_them() {
+    let metrics = free_port();
+    let srv = server(&["--metrics", &format!("127.0.0.1:{metrics}"), "--no-save"]);
+    let target = format!("127.0.0.1:{}", srv.1);
+    let running = Peer(
+        Command::new(BIN)
+            .args(["bw", &target, "-P", "3", "-t", "8", "-i", "0.2", "--no-save"])
+            .stdout(Stdio::null())
+            .stderr(Stdio::null())
+            .spawn()
+            .unwrap(),
+    );
+    // Bytes are added at each interval: once some are, every stream is attached.
+    let received = "wirespeed_test_bytes_total{direction=\"received\",kind=\"bandwidth\"}";
+    let deadline = Instant::now() + Duration::from_secs(7);
+    let text = loop {
+        let text = scrape(metrics);
+        if sample(&text, received) > 0.0 {
+            break text;
+        }
+        assert!(Instant::now() < deadline, "no bytes counted mid-test:\n{text}");
+        std::thread::sleep(Duration::from_millis(50));
+    };
+    assert_eq!(sample(&text, "wirespeed_tests_active{kind=\"bandwidth\"}"), 1.0);
+    assert_eq!(sample(&text, "wirespeed_connections_open"), 4.0, "control and 3 data streams");
+    drop(running);
+    // Once the client is gone and the server has noticed, nothing is left open.
+    let deadline = Instant::now() + Duration::from_secs(20);
+    while sample(&scrape(metrics), "wirespeed_connections_open") > 0.0 {
+        assert!(Instant::now() < deadline, "connections left counted open");
+        std::thread::sleep(Duration::from_millis(100));
+    }
 }
 
 #[test]

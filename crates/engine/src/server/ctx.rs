@@ -17,7 +17,7 @@ use tokio::net::TcpStream;
 use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
-use wirespeed_metrics::Metrics;
+use wirespeed_metrics::{ConnectionRecord, Metrics};
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_proto::codec::SESSION_ID_LEN;
 
@@ -84,6 +84,9 @@ pub(crate) struct Attached {
     pub(crate) id: u16,
     /// The socket, connected to the peer, in blocking mode.
     pub(crate) socket: Socket,
+    /// Counts it in `wirespeed_connections_open` for as long as the test holds it (a server's
+    /// data connection; a client's have none).
+    pub(crate) open: Option<Arc<ConnectionRecord>>,
 }
 
 /// A session waiting for its data streams.
@@ -118,6 +121,8 @@ pub(crate) trait ServerHook: Any + Send + Sync + std::fmt::Debug {
     /// Routes a TCP connection [`Self::claims`] took, its bytes so far in `buf`: `Ok(None)`
     /// when it was handed to a running test, `Ok(Some(conversation))` when it starts one
     /// (run once the connection no longer counts as mid-handshake).
+    /// `open` counts the connection as open; a data connection keeps it as long as its test
+    /// holds the socket.
     fn route_tcp(
         &self,
         stream: TcpStream,
@@ -125,8 +130,9 @@ pub(crate) trait ServerHook: Any + Send + Sync + std::fmt::Debug {
         peer: SocketAddr,
         arrival: u64,
         ctx: Arc<Ctx>,
+        open: Arc<ConnectionRecord>,
     ) -> Routing {
-        let _ = (stream, buf, peer, arrival, ctx);
+        let _ = (stream, buf, peer, arrival, ctx, open);
         Box::pin(async { Err(Dropped::new("invalid", "no protocol claims this connection")) })
     }
 

@@ -92,13 +92,13 @@ async fn accept_loop(listener: TcpListener, ctx: Arc<Ctx>, handshakes: Arc<Hands
             tracing::debug!(%ip, "too many connections mid-handshake; shedding the longest silent");
         }
         let ctx2 = ctx.clone();
-        let open = ctx.config.metrics.server.connection();
+        // A data connection's test keeps a share of this as long as it holds the socket.
+        let open = Arc::new(ctx.config.metrics.server.connection());
         ctx.tasks.spawn(async move {
-            let _open = open;
             let routed = tokio::select! {
                 // A route that has finished wins over a shed that came at the same time.
                 biased;
-                r = route(stream, peer, arrival, &ctx2) => r,
+                r = route(stream, peer, arrival, &ctx2, &open) => r,
                 _ = pending.shed.cancelled() => {
                     // A cps test's connections close unread: one shed is counted like them.
                     if ctx2.empty_connection(peer.ip()) {
@@ -157,7 +157,8 @@ async fn udp_hello_loop(socket: UdpSocket, ctx: Arc<Ctx>) {
                 if sock.send(&ack).is_err() {
                     continue;
                 }
-                let attached = Attached { flow: hello.flow, id: hello.stream, socket: sock };
+                let attached =
+                    Attached { flow: hello.flow, id: hello.stream, socket: sock, open: None };
                 if let Err(why) = attach(&ctx, peer.ip(), hello.session, attached) {
                     ctx.config.metrics.server.protocol_error(why.reason);
                     tracing::debug!(%peer, "UDP hello refused: {why}");

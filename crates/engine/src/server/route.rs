@@ -12,6 +12,8 @@ use wirespeed_proto::codec::{
     ConnKind, DataHello, DecodeError, Preamble, DATA_HELLO_LEN, PREAMBLE_LEN, SESSION_ID_LEN,
 };
 
+use wirespeed_metrics::ConnectionRecord;
+
 use super::ctx::{canonical, Attached, Conversation, Ctx};
 use crate::net::framed::Framed;
 
@@ -57,6 +59,7 @@ pub(super) async fn route(
     peer: SocketAddr,
     arrival: u64,
     ctx: &Arc<Ctx>,
+    open: &Arc<ConnectionRecord>,
 ) -> Result<Route, Dropped> {
     let idle = ctx.config.idle_timeout;
     let mut buf = Vec::with_capacity(64);
@@ -65,7 +68,7 @@ pub(super) async fn route(
         return if ctx.empty_connection(peer.ip()) { Ok(Route::Done) } else { Err(why) };
     }
     if let Some(hook) = ctx.hooks.iter().find(|h| h.claims(buf[0])) {
-        let routed = hook.route_tcp(stream, buf, peer, arrival, ctx.clone()).await?;
+        let routed = hook.route_tcp(stream, buf, peer, arrival, ctx.clone(), open.clone()).await?;
         return Ok(routed.map_or(Route::Done, Route::Claimed));
     }
     let preamble = loop {
@@ -102,7 +105,12 @@ pub(super) async fn route(
                 ctx,
                 peer.ip(),
                 hello.session,
-                Attached { flow: hello.flow, id: hello.stream, socket: Socket::from(std) },
+                Attached {
+                    flow: hello.flow,
+                    id: hello.stream,
+                    socket: Socket::from(std),
+                    open: Some(open.clone()),
+                },
             )?;
             Ok(Route::Done)
         }

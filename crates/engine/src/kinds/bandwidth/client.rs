@@ -295,7 +295,7 @@ fn open_streams(
                     open_udp(server, bind, hello, &tune, &mut notes)?
                 }
             };
-            out.push(Attached { flow, id, socket });
+            out.push(Attached { flow, id, socket, open: None });
         }
     }
     notes.sort();

@@ -189,7 +189,7 @@ fn open_streams(
                 Protocol::Tcp | Protocol::Quic => open_tcp(spec, server, bind, cookie, &mut notes)?,
                 Protocol::Udp => open_udp(spec, server, bind, &mut notes)?,
             };
-            out.push(Attached { flow, id, socket });
+            out.push(Attached { flow, id, socket, open: None });
         }
     }
     notes.sort();

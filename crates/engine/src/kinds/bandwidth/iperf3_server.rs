@@ -13,7 +13,7 @@ use socket2::Socket;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use tokio::sync::mpsc;
-use wirespeed_metrics::{RefusalReason, TestOutcome};
+use wirespeed_metrics::{ConnectionRecord, RefusalReason, TestOutcome};
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::rules::Protocol;
 use wirespeed_proto::codec::DecodeError;
@@ -349,7 +349,7 @@ async fn collect_streams(
             tracing::warn!("{n}");
         }
         let (flow, id) = stream_slot(spec.direction, spec.parallel, index);
-        got.push(Attached { flow, id, socket: stream.socket });
+        got.push(Attached { flow, id, socket: stream.socket, open: stream.open });
     }
     Ok(got)
 }
@@ -552,8 +552,9 @@ impl ServerHook for Iperf3Hook {
         peer: SocketAddr,
         arrival: u64,
         ctx: Arc<Ctx>,
+        open: Arc<ConnectionRecord>,
     ) -> Routing {
-        Box::pin(route(stream, buf, peer, arrival, ctx))
+        Box::pin(route(stream, buf, peer, arrival, ctx, open))
     }
 
     fn take_datagram(&self, msg: &[u8], local: SocketAddr, peer: SocketAddr, ctx: &Ctx) -> bool {
@@ -577,6 +578,8 @@ pub(crate) struct Iperf3Waiting {
 pub(crate) struct ArrivedStream {
     pub(crate) arrival: u64,
     pub(crate) socket: Socket,
+    /// Counts a TCP stream in `wirespeed_connections_open` while the test holds it.
+    pub(crate) open: Option<Arc<ConnectionRecord>>,
 }
 
 /// An iperf3 connection: a data stream of a test setting up, or a new control connection.
@@ -586,6 +589,7 @@ async fn route(
     peer: SocketAddr,
     arrival: u64,
     ctx: Arc<Ctx>,
+    open: Arc<ConnectionRecord>,
 ) -> Result<Option<Conversation>, Dropped> {
     let cookie = loop {
         match Cookie::decode(&buf) {
@@ -618,7 +622,7 @@ async fn route(
     }
     let std = stream.into_std().map_err(Dropped::io)?;
     std.set_nonblocking(false).map_err(Dropped::io)?;
-    tx.try_send(ArrivedStream { arrival, socket: Socket::from(std) })
+    tx.try_send(ArrivedStream { arrival, socket: Socket::from(std), open: Some(open) })
         .map_err(|_| Dropped::new("unknown_session", "iperf3 test is not accepting streams"))?;
     Ok(None)
 }
@@ -641,7 +645,7 @@ fn udp_connect(msg: &[u8], local: SocketAddr, peer: SocketAddr, ctx: &Ctx) -> bo
     match connect_udp_stream(local, peer) {
         Ok(sock) => {
             let arrival = ctx.arrivals.fetch_add(1, Ordering::Relaxed);
-            let stream = ArrivedStream { arrival, socket: sock };
+            let stream = ArrivedStream { arrival, socket: sock, open: None };
             if stream.socket.send(&wire::UDP_CONNECT_REPLY).is_ok() && tx.try_send(stream).is_err()
             {
                 tracing::debug!(%peer, "iperf3 UDP stream beyond what its test expects");

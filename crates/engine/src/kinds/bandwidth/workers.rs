@@ -180,6 +180,8 @@ pub(crate) struct StreamEnd {
     socket: Arc<Socket>,
     tcp: bool,
     thread: Option<JoinHandle<()>>,
+    /// Keeps a server's data connection counted as open while the test holds it.
+    _open: Option<Arc<wirespeed_metrics::ConnectionRecord>>,
 }
 
 /// All stream ends of one side of one test.
@@ -242,6 +244,7 @@ impl Side {
                 socket,
                 tcp: spec.protocol == Protocol::Tcp,
                 thread: Some(thread),
+                _open: a.open,
             });
         }
         Ok(Self { shared, ends, done_rx, done: Vec::new() })
@@ -595,7 +598,8 @@ impl Job {
         if pacer.is_limited() {
             sys::tighten_timer_slack();
         }
-        let mut gso = batch > 1;
+        // `per_packet` (pps): each datagram its own skb, so the counts are the kernel's packets.
+        let mut gso = batch > 1 && !self.spec.per_packet;
         let mut seq: u64 = 1;
         while !self.shared.stopping() {
             let claimed = self.shared.claim(self.flow, (batch * len) as u64) as usize;
@@ -655,7 +659,7 @@ impl Job {
             sys::raise_rcvbuf(fd, 8 << 20);
         }
         let _ = self.socket.set_read_timeout(Some(Duration::from_millis(20)));
-        let gro = sys::enable_udp_gro(fd);
+        let gro = !self.spec.per_packet && sys::enable_udp_gro(fd);
         sys::enable_rx_timestamps(fd);
         let mut batch = if gro {
             RecvBatchSize::Coalesced.make()

@@ -132,6 +132,11 @@ pub struct BandwidthSpec {
     /// QUIC: streams per connection, each carrying its share of the connection's data.
     #[serde(default = "one_stream", skip_serializing_if = "is_one_stream")]
     pub quic_streams: u16,
+    /// UDP: every datagram its own packet in the kernel: no GSO on send, no GRO on receive
+    /// (`wirespeed pps`, whose figure is packets the kernel handled one by one; a GSO batch of
+    /// 64 datagrams is one packet to the kernel until it reaches a real link).
+    #[serde(default, skip_serializing_if = "std::ops::Not::not")]
+    pub per_packet: bool,
 }
 
 fn one_stream() -> u16 {
@@ -186,6 +191,7 @@ impl BandwidthSpec {
             dscp: None,
             zerocopy: false,
             quic_streams: 1,
+            per_packet: false,
         }
     }
 

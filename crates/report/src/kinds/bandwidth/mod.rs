@@ -108,6 +108,14 @@ impl View for BandwidthView {
                         t.retransmits.unwrap_or(0),
                         f.rtt_range_ns.map_or("-".into(), |r| nanos(r.mean as f64))
                     ),
+                    // Unpaced, a sender outruns one receiving thread on any machine: what
+                    // it offered and what arrived, said as such, not a "loss" of the path.
+                    Protocol::Udp if b.spec.bitrate_bps == 0 => format!(
+                        "unpaced: {} offered, {} delivered ({} more than the receiver took)",
+                        packet_rate(t.sent_pps.unwrap_or(0.0)),
+                        packet_rate(t.received_pps.unwrap_or(0.0)),
+                        percent(t.loss_ratio.unwrap_or(0.0)),
+                    ),
                     Protocol::Udp => format!(
                         "loss {}, jitter {}, {} received",
                         percent(t.loss_ratio.unwrap_or(0.0)),
