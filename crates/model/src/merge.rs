@@ -72,6 +72,25 @@ pub enum MergeError {
         /// The indices missing.
         missing: Vec<u32>,
     },
+    /// A member's counts disagree with the histograms that must hold them, or with its own
+    /// intervals: an edited or damaged report.
+    #[error("{source_name}: {why}; its counts cannot be trusted, so the run is not merged")]
+    Inconsistent {
+        /// Which report.
+        source_name: String,
+        /// What does not add up.
+        why: String,
+    },
+    /// Members that did not run at the same time.
+    #[error("members of run {run_id} began {apart_ms} ms apart, more than their runs allow ({allowed_ms} ms): they did not measure the same moments")]
+    Apart {
+        /// The run.
+        run_id: String,
+        /// Latest start minus earliest, milliseconds.
+        apart_ms: u64,
+        /// The most allowed, milliseconds.
+        allowed_ms: u64,
+    },
     /// A histogram is unreadable or of other settings.
     #[error("{source_name}: {error}")]
     Histogram {
@@ -89,6 +108,61 @@ pub struct Part<'a, R> {
     pub report: &'a R,
     /// Its histograms (for the kinds that keep them).
     pub histograms: &'a EncodedHistograms,
+}
+
+/// What a member's report counts, to check against the histograms it kept: each interval's
+/// span, whether it was the warm-up, and the samples it counts; the summary's duration and
+/// samples. Each kind that keeps histograms says this of its report.
+#[derive(Debug, Clone, Default)]
+pub(crate) struct Samples {
+    /// `(start_ns, end_ns, warm-up, samples)` of each interval.
+    pub intervals: Vec<(u64, u64, bool, u64)>,
+    /// The summary's measured time.
+    pub duration_ns: u64,
+    /// The summary's samples.
+    pub count: u64,
+}
+
+/// Whether a member's `samples` add up with its `histograms`: an interval histogram for each
+/// interval holding that interval's samples, a total holding the summary's, and a duration
+/// its measured intervals cover. An edited `received` merged to "1003001 round trips" over
+/// histograms holding 6004 samples; a member without interval histograms showed one member's
+/// rate under a two-member summary; a duration ×1000 merged to "2/s".
+fn check_samples(samples: &Samples, histograms: &EncodedHistograms) -> Result<(), String> {
+    let (ivs, kept) = (&samples.intervals, &histograms.intervals);
+    if kept.len() != ivs.len() {
+        return Err(format!(
+            "it has {} intervals but keeps {} interval histograms",
+            ivs.len(),
+            kept.len()
+        ));
+    }
+    for (k, ((_, _, _, count), text)) in ivs.iter().zip(kept).enumerate() {
+        let held = RttHistogram::decode(text).map_err(|e| e.to_string())?.len();
+        if held != *count {
+            return Err(format!("interval {k} counts {count} samples, its histogram holds {held}"));
+        }
+    }
+    let total = histograms.get("total").map_err(|e| e.to_string())?.map_or(0, |h| h.len());
+    if total != samples.count {
+        return Err(format!(
+            "its summary counts {} samples, its histograms hold {total}",
+            samples.count
+        ));
+    }
+    let measured: Vec<_> = ivs.iter().filter(|iv| !iv.2).collect();
+    if let (Some(first), Some(last)) = (measured.first(), measured.last()) {
+        let span = last.1.saturating_sub(first.0);
+        let slack = (span / 10).max(500_000_000);
+        if samples.duration_ns.abs_diff(span) > slack {
+            return Err(format!(
+                "its summary says it measured {:.3} s, its intervals cover {:.3} s",
+                samples.duration_ns as f64 / 1e9,
+                span as f64 / 1e9
+            ));
+        }
+    }
+    Ok(())
 }
 
 /// The sum of every part's histogram `name`; `None` when no part kept one.
@@ -249,13 +323,41 @@ pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report
         ordered.iter().map(|(_, r, _)| r.meta.histograms.as_ref().unwrap_or(&empty)).collect();
     let fail =
         |e: HistogramError| MergeError::Histogram { source_name: "merging".into(), error: e };
-    // Every histogram is read once up front, so a damaged one is named.
+    // Every histogram is read once up front, so a damaged one is named; then every count is
+    // checked against the histograms that must hold it.
     for (i, (name, report, _)) in ordered.iter().enumerate() {
-        let _ = report;
         for text in hists[i].named.values().chain(&hists[i].intervals) {
             RttHistogram::decode(text)
                 .map_err(|error| MergeError::Histogram { source_name: (*name).clone(), error })?;
         }
+        let samples = match &report.body {
+            ReportBody::Http(r) => Some(crate::kinds::http::samples(r)),
+            ReportBody::Dns(r) => Some(crate::kinds::dns::samples(r)),
+            ReportBody::Cps(r) => Some(crate::kinds::cps::samples(r)),
+            ReportBody::Latency(r) => Some(crate::kinds::latency::samples(r)),
+            _ => None,
+        };
+        if let (Some(samples), Some(_)) = (samples, report.meta.histograms.as_ref()) {
+            check_samples(&samples, hists[i])
+                .map_err(|why| MergeError::Inconsistent { source_name: (*name).clone(), why })?;
+        }
+    }
+    // Members are started together (a barrier, or one --start-at): ones that began further
+    // apart than a tenth of their run (a second at least) did not measure the same moments.
+    let starts: Vec<u64> = ordered.iter().map(|(_, _, m)| m.achieved_start_unix_ns).collect();
+    let apart = starts.iter().max().unwrap_or(&0) - starts.iter().min().unwrap_or(&0);
+    let longest = ordered
+        .iter()
+        .filter_map(|(_, r, _)| r.body.as_kind().spec().planned_ns())
+        .max()
+        .unwrap_or(0);
+    let allowed = (longest / 10).max(1_000_000_000);
+    if apart > allowed {
+        return Err(MergeError::Apart {
+            run_id: base.member.run_id.clone(),
+            apart_ms: apart / 1_000_000,
+            allowed_ms: allowed / 1_000_000,
+        });
     }
     macro_rules! parts {
         ($variant:ident) => {
@@ -478,6 +580,47 @@ mod tests {
             merged.meta.notes,
             ["member 1's tester (saturated_core): the client kept a core busy"]
         );
+    }
+
+    /// Counts that the histograms cannot hold were summed as given: an edited `received`
+    /// merged to "1003001 round trips" over histograms of 6004 samples, a member without
+    /// interval histograms showed one member's rate under the run's summary, a duration ×1000
+    /// merged to "2/s", and members started an hour apart merged with a note.
+    #[test]
+    fn counts_the_histograms_cannot_hold_and_members_far_apart_are_refused() {
+        let a = member(0, 2, &[10_000, 11_000]);
+        fn latency(m: &mut (String, Report)) -> &mut LatencyReport {
+            match &mut m.1.body {
+                ReportBody::Latency(l) => l,
+                _ => unreachable!("a latency member"),
+            }
+        }
+        let refused = |b: (String, Report)| merge(&[a.clone(), b], false).unwrap_err();
+
+        let mut edited = member(1, 2, &[20_000, 21_000]);
+        latency(&mut edited).summary.received = 1_000_000;
+        let err = refused(edited);
+        assert!(matches!(&err, MergeError::Inconsistent { .. }), "{err}");
+        assert!(err.to_string().contains("counts 1000000 samples, its histograms hold 2"), "{err}");
+
+        let mut bare = member(1, 2, &[20_000]);
+        if let Some(h) = bare.1.meta.histograms.as_mut() {
+            h.intervals.clear();
+        }
+        let err = refused(bare).to_string();
+        assert!(err.contains("1 intervals but keeps 0 interval histograms"), "{err}");
+
+        let mut stretched = member(1, 2, &[20_000]);
+        latency(&mut stretched).summary.duration_ns *= 1000;
+        let err = refused(stretched).to_string();
+        assert!(err.contains("measured 1000.000 s, its intervals cover 1.000 s"), "{err}");
+
+        let mut late = member(1, 2, &[20_000]);
+        if let Some(m) = late.1.meta.member.as_mut() {
+            m.achieved_start_unix_ns += 3_600_000_000_000;
+        }
+        let err = refused(late);
+        assert!(matches!(err, MergeError::Apart { apart_ms: 3_600_000, .. }), "{err}");
     }
 
     #[test]

@@ -342,6 +342,20 @@ impl KindReport for CpsReport {
 /// The members' reports of one connections-per-second run merged (see [`crate::merge`]):
 /// attempts, connections and failures summed, rates over the longest member's time, connect
 /// times from the summed histograms.
+/// What a merge checks against a member's histograms: connections made, with a connect time
+/// each.
+pub(crate) fn samples(r: &CpsReport) -> crate::merge::Samples {
+    crate::merge::Samples {
+        intervals: r
+            .intervals
+            .iter()
+            .map(|i| (i.start_ns, i.end_ns, i.omitted, i.connected))
+            .collect(),
+        duration_ns: r.summary.duration_ns,
+        count: r.summary.connected,
+    }
+}
+
 pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, CpsReport>],
     spec: &CpsSpec,

@@ -471,6 +471,15 @@ impl KindReport for DnsReport {
 /// answers per second over the longest member's time, percentiles from the summed histograms
 /// (`total`, and `setup` for connections), and dnsperf's exact moments combined exactly from
 /// each member's count, mean and standard deviation.
+/// What a merge checks against a member's histograms: answers, with a latency each.
+pub(crate) fn samples(r: &DnsReport) -> crate::merge::Samples {
+    crate::merge::Samples {
+        intervals: r.intervals.iter().map(|i| (i.start_ns, i.end_ns, false, i.completed)).collect(),
+        duration_ns: r.summary.duration_ns,
+        count: r.summary.completed,
+    }
+}
+
 pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, DnsReport>],
     spec: &DnsSpec,

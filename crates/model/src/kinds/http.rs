@@ -450,6 +450,19 @@ pub const PORTS_EXHAUSTED: &str = "local ports exhausted";
 /// The members' reports of one HTTP run merged (see [`crate::merge`]): counts summed, rates
 /// over the longest member's measured time, every latency figure from summed histograms (named
 /// `total`, `connect`, `tls`, `first_byte`, `queue`, and `step{i}.…` for a sweep's steps).
+/// What a merge checks against a member's histograms: responses, with a latency each.
+pub(crate) fn samples(r: &HttpReport) -> crate::merge::Samples {
+    crate::merge::Samples {
+        intervals: r
+            .intervals
+            .iter()
+            .map(|i| (i.start_ns, i.end_ns, i.omitted, i.responses))
+            .collect(),
+        duration_ns: r.summary.duration_ns,
+        count: r.summary.responses,
+    }
+}
+
 pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, HttpReport>],
     spec: &HttpSpec,

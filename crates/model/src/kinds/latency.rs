@@ -231,6 +231,24 @@ impl KindReport for LatencyReport {
 
 /// The members' reports of one latency run merged (see [`crate::merge`]): messages and losses
 /// summed, rates over the longest member's time, round trips from the summed histograms.
+/// What a merge checks against a member's histograms: round trips an interval counts (its
+/// rate over its span) and the summary's received.
+pub(crate) fn samples(r: &LatencyReport) -> crate::merge::Samples {
+    crate::merge::Samples {
+        intervals: r
+            .intervals
+            .iter()
+            .map(|i| {
+                let span = i.end_ns.saturating_sub(i.start_ns) as f64;
+                let count = (i.messages_per_second * span / 1e9).round() as u64;
+                (i.start_ns, i.end_ns, i.omitted, count)
+            })
+            .collect(),
+        duration_ns: r.summary.duration_ns,
+        count: r.summary.received,
+    }
+}
+
 pub(crate) fn merge(
     parts: &[crate::merge::Part<'_, LatencyReport>],
     spec: &LatencySpec,
