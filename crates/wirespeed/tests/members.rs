@@ -321,6 +321,49 @@ fn members_that_cannot_take_part_are_refused_with_exit_12() {
     let out = member(&gone, 0, &[], None).wait_with_output().unwrap();
     assert_eq!(out.status.code(), Some(12), "{}", stderr(&out));
     assert!(stderr(&out).contains("after the run's start"), "{}", stderr(&out));
+    // A member waiting for its start stops at once on SIGINT or SIGTERM (it slept through
+    // both, and a pod waited out its grace period), measuring and saving nothing.
+    let later = in_secs(600.0);
+    for signal in ["-INT", "-TERM"] {
+        let waiting = [
+            "http",
+            &url,
+            "-n",
+            "10",
+            "--members",
+            "2",
+            "--run-id",
+            "w",
+            "--start-at",
+            &later,
+            "--max-clock-error",
+            "1m",
+            "--no-save",
+        ];
+        let mut m = member(&waiting, 0, &[], None);
+        let mut err = std::io::BufReader::new(m.stderr.take().unwrap());
+        let mut line = String::new();
+        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
+        assert!(line.contains("waits") && line.contains("for the run's start"), "{line}");
+        Command::new("kill").args([signal, &m.id().to_string()]).status().unwrap();
+        let out = m.wait_with_output().unwrap();
+        let mut rest = String::new();
+        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        assert_eq!(out.status.code(), Some(130), "{signal}: {rest}");
+        assert!(rest.contains("interrupted") && rest.contains("measured nothing"), "{rest}");
+        assert!(out.stdout.is_empty(), "{signal}: a report was printed");
+    }
+    let far = in_secs(3.0 * 86400.0);
+    let out = member(
+        &["http", &url, "-n", "10", "--members", "2", "--run-id", "f", "--start-at", &far],
+        0,
+        &[],
+        None,
+    )
+    .wait_with_output()
+    .unwrap();
+    assert_eq!(out.status.code(), Some(1), "{}", stderr(&out));
+    assert!(stderr(&out).contains("more than 24 h ahead"), "{}", stderr(&out));
     // Flags that cannot make a member: no index, no run id, no way to start together, too
     // little to share.
     let file = tempfile::tempdir().unwrap();

@@ -104,28 +104,33 @@ async fn run_test(test: &dyn TestArgs) -> Result<u8> {
     .await
 }
 
-/// A token cancelled by the first Ctrl-C or SIGTERM.
+/// A token cancelled by the first Ctrl-C or SIGTERM. The handlers are in place when this
+/// returns (registered here, not in the task that waits on them): a signal that came before
+/// the task first ran killed the process instead.
 pub(crate) fn interrupt_token() -> CancellationToken {
+    use tokio::signal::unix::{signal, SignalKind};
     let token = CancellationToken::new();
     let t = token.clone();
+    let (mut int, mut term) =
+        (signal(SignalKind::interrupt()).ok(), signal(SignalKind::terminate()).ok());
     tokio::spawn(async move {
-        let mut term =
-            tokio::signal::unix::signal(tokio::signal::unix::SignalKind::terminate()).ok();
-        let terminated = async {
-            match term.as_mut() {
-                Some(s) => {
-                    s.recv().await;
-                }
-                None => std::future::pending().await,
-            }
-        };
         tokio::select! {
-            _ = tokio::signal::ctrl_c() => {}
-            _ = terminated => {}
+            _ = next_signal(int.as_mut()) => {}
+            _ = next_signal(term.as_mut()) => {}
         }
         t.cancel();
     });
     token
+}
+
+/// The next delivery of `signal`; never, when its handler could not be set.
+async fn next_signal(signal: Option<&mut tokio::signal::unix::Signal>) {
+    match signal {
+        Some(s) => {
+            s.recv().await;
+        }
+        None => std::future::pending().await,
+    }
 }
 
 /// Runs one client test: its events go to the chosen renderer as they happen, then the

@@ -142,10 +142,11 @@ pub(crate) async fn meet(
         }
         if cancel.is_cancelled() {
             blocking(|| store.barrier_leave(&joined.run_id, joined.index))?;
-            return Err(refused(
-                "was interrupted at the barrier; it left, and a replacement may take its place"
-                    .into(),
-            ));
+            return Err(super::Interrupted(format!(
+                "member {} of run {:?} was interrupted at the barrier; it left, and a replacement may take its place",
+                joined.index, joined.run_id
+            ))
+            .into());
         }
         if Instant::now() >= deadline {
             let reason = timed_out(&state, member.members, timeout);

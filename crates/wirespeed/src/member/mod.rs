@@ -11,6 +11,7 @@ mod clock;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
+use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::Client;
 use wirespeed_engine::MemberRun;
 use wirespeed_model::member::{ClockQuality, Member, MemberRecord, StartMethod};
@@ -24,6 +25,16 @@ use crate::flags::MemberArgs;
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
 pub(crate) struct NotStarted(pub String);
+
+/// The member was interrupted (SIGINT, SIGTERM) before its start came: it stopped at once and
+/// measured nothing. Exit code 130.
+#[derive(Debug, thiserror::Error)]
+#[error("{0}")]
+pub(crate) struct Interrupted(pub String);
+
+/// How far ahead `--start-at` may be: a member waits in the foreground (a pod, a job), and a
+/// start a day off is a mistake in the time, not a plan.
+const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// What this member was asked: who it is, the whole run, and how the start is agreed.
 #[derive(Debug, Clone)]
@@ -109,13 +120,24 @@ impl Plan {
     }
 }
 
-/// `--start-at`: RFC 3339 (`2026-12-04T10:00:00Z`, fractions allowed) or `@UNIX-SECONDS`.
+/// `--start-at`: RFC 3339 (`2026-12-04T10:00:00Z`, fractions allowed) or `@UNIX-SECONDS`,
+/// no further ahead than [`MAX_START_AHEAD`] (`@99999999999999` overflowed to a start in the
+/// past, "arrived 1596136281 s late").
 fn parse_time(text: &str) -> Result<u64> {
+    parse_time_from(text, SystemTime::now())
+}
+
+fn parse_time_from(text: &str, now: SystemTime) -> Result<u64> {
+    let latest = now + MAX_START_AHEAD;
     let at = match text.strip_prefix('@') {
         Some(secs) => {
             let secs: f64 = secs.parse().map_err(|_| anyhow!("bad --start-at {text:?}"))?;
+            let latest_s = latest.duration_since(UNIX_EPOCH).map_or(0.0, |d| d.as_secs_f64());
             if !(secs.is_finite() && secs > 0.0) {
                 bail!("bad --start-at {text:?}");
+            }
+            if secs > latest_s {
+                bail!(too_far(text));
             }
             UNIX_EPOCH + Duration::from_secs_f64(secs)
         }
@@ -123,7 +145,18 @@ fn parse_time(text: &str) -> Result<u64> {
             anyhow!("bad --start-at {text:?} ({e}): use RFC 3339, like 2026-12-04T10:00:00Z, or @UNIX-SECONDS")
         })?,
     };
+    if at > latest {
+        bail!(too_far(text));
+    }
     Ok(unix_ns(at))
+}
+
+fn too_far(text: &str) -> String {
+    format!(
+        "--start-at {text:?} is more than {} h ahead: members wait in the foreground for their start, \
+         so give a time within a day",
+        MAX_START_AHEAD.as_secs() / 3600
+    )
 }
 
 /// Nanoseconds since the Unix epoch.
@@ -145,7 +178,7 @@ pub(crate) async fn start(
     plan: &Plan,
     store: Option<&Store>,
     host: String,
-    cancel: &tokio_util::sync::CancellationToken,
+    cancel: &CancellationToken,
 ) -> Result<Started> {
     let kernel = clock::kernel();
     let (method, planned_ns, clock, joined) = match &plan.start {
@@ -171,7 +204,14 @@ pub(crate) async fn start(
             (StartMethod::Barrier, met.start_local_ns, met.clock, Some(met.joined))
         }
     };
-    wait_until(planned_ns, &plan.member).await?;
+    if let Err(e) = wait_until(planned_ns, &plan.member, cancel).await {
+        // The start is set, so the arrival cannot be given back: the run learns this member
+        // will not report, as it would of one that failed.
+        if let (Some(store), Some(joined)) = (store, &joined) {
+            barrier::finish(store, joined, Err(e.to_string()));
+        }
+        return Err(e);
+    }
     let achieved = unix_ns(SystemTime::now());
     let record = MemberRecord {
         member: plan.member.clone(),
@@ -188,8 +228,9 @@ pub(crate) async fn start(
 /// Sleeps until `at_ns` on this host's clock: a timer to within 5 ms of it, then the kernel's
 /// absolute sleep on the real-time clock with the timer slack at its least, so members on one
 /// busy core wake on time without spinning against each other. Refuses when `at_ns` has
-/// already passed.
-async fn wait_until(at_ns: u64, member: &Member) -> Result<()> {
+/// already passed; stops at once when `cancel` fires (a signal: before, the member slept
+/// through SIGINT and SIGTERM, and a pod waited out its grace period).
+async fn wait_until(at_ns: u64, member: &Member, cancel: &CancellationToken) -> Result<()> {
     let now = unix_ns(SystemTime::now());
     if now > at_ns {
         return Err(NotStarted(format!(
@@ -201,8 +242,35 @@ async fn wait_until(at_ns: u64, member: &Member) -> Result<()> {
         .into());
     }
     let coarse = (at_ns - now).saturating_sub(5_000_000);
-    tokio::time::sleep(Duration::from_nanos(coarse)).await;
+    if coarse >= 1_000_000_000 {
+        // A member that waits long says so: a silent one reads as hung.
+        eprintln!(
+            "wirespeed: member {} of run {:?} waits {} for the run's start",
+            member.index,
+            member.run_id,
+            human_ns(at_ns - now)
+        );
+    }
+    tokio::select! {
+        _ = tokio::time::sleep(Duration::from_nanos(coarse)) => {}
+        _ = cancel.cancelled() => {
+            return Err(Interrupted(format!(
+                "member {} of run {:?} was interrupted {} before its start: it stops, having measured nothing",
+                member.index,
+                member.run_id,
+                human_ns(at_ns.saturating_sub(unix_ns(SystemTime::now())))
+            ))
+            .into());
+        }
+    }
     tokio::task::block_in_place(|| sleep_until_realtime(at_ns));
+    if cancel.is_cancelled() {
+        return Err(Interrupted(format!(
+            "member {} of run {:?} was interrupted at its start: it stops, having measured nothing",
+            member.index, member.run_id
+        ))
+        .into());
+    }
     Ok(())
 }
 
@@ -228,6 +296,23 @@ fn sleep_until_realtime(at_ns: u64) {
         if r != libc::EINTR {
             break;
         }
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_more_than_a_day_ahead_is_refused_not_overflowed() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let at = parse_time_from("@1800003600", now).unwrap();
+        assert_eq!(at, 1_800_003_600 * 1_000_000_000);
+        for far in ["@99999999999999", "@1800090000", "2027-12-04T10:00:00Z"] {
+            let err = parse_time_from(far, now).unwrap_err().to_string();
+            assert!(err.contains("more than 24 h ahead"), "{far}: {err}");
+        }
+        assert!(parse_time_from("@inf", now).is_err());
     }
 }
 
