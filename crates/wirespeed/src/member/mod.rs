@@ -299,23 +299,6 @@ fn sleep_until_realtime(at_ns: u64) {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn a_start_more_than_a_day_ahead_is_refused_not_overflowed() {
-        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
-        let at = parse_time_from("@1800003600", now).unwrap();
-        assert_eq!(at, 1_800_003_600 * 1_000_000_000);
-        for far in ["@99999999999999", "@1800090000", "2027-12-04T10:00:00Z"] {
-            let err = parse_time_from(far, now).unwrap_err().to_string();
-            assert!(err.contains("more than 24 h ahead"), "{far}: {err}");
-        }
-        assert!(parse_time_from("@inf", now).is_err());
-    }
-}
-
 /// A duration for a message: `16 s`, `3.2 ms`, `40 µs`.
 pub(crate) fn human_ns(ns: u64) -> String {
     match ns {
@@ -357,5 +340,22 @@ pub(crate) fn stamp(event: &mut Event, started: &Started) {
         Event::Start { meta, .. } => meta.member = Some(started.record.clone()),
         Event::End(report) => record(report, started),
         _ => {}
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn a_start_more_than_a_day_ahead_is_refused_not_overflowed() {
+        let now = UNIX_EPOCH + Duration::from_secs(1_800_000_000);
+        let at = parse_time_from("@1800003600", now).unwrap();
+        assert_eq!(at, 1_800_003_600 * 1_000_000_000);
+        for far in ["@99999999999999", "@1800090000", "2027-12-04T10:00:00Z"] {
+            let err = parse_time_from(far, now).unwrap_err().to_string();
+            assert!(err.contains("more than 24 h ahead"), "{far}: {err}");
+        }
+        assert!(parse_time_from("@inf", now).is_err());
     }
 }
