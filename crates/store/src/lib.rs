@@ -107,8 +107,10 @@ pub enum StoreError {
         db: String,
         /// What went wrong, with the server's own message where it sent one.
         why: String,
-        /// The connection never came up (unreachable, refused, wrong credentials), as opposed
-        /// to a statement failing on a working connection.
+        /// The database cannot be used at all: the connection never came up (unreachable,
+        /// refused, wrong credentials) or the role may not set up wirespeed's tables (no
+        /// CREATE, a schema owned by another role), as opposed to a statement failing on a
+        /// working connection.
         connect: bool,
     },
 }

@@ -422,7 +422,7 @@ fn members_keep_their_reports_when_the_database_stops_mid_run() {
         assert_eq!(out.status.code(), Some(7), "{err}");
         let path = err
             .lines()
-            .find_map(|l| l.strip_prefix("wirespeed: this member's report is kept in "))
+            .find_map(|l| l.strip_prefix("wirespeed: the report is kept in "))
             .unwrap_or_else(|| panic!("where it was kept: {err}"))
             .to_string();
         assert!(Path::new(&path).starts_with(home.path()), "{path}");

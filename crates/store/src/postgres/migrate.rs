@@ -40,10 +40,12 @@ pub(crate) fn latest() -> i64 {
 /// is newer than ours or a `wirespeed` schema of tables that are not ours.
 pub(super) fn to_latest(session: &mut Session) -> Result<(), StoreError> {
     let shown = session.url.to_string();
+    // A role without the rights to set up the schema can never use this database: that is
+    // the database refused (exit 10), not one statement failing.
     let fail = |step: &str, e: postgres::Error| StoreError::Postgres {
         db: shown.clone(),
         why: format!("{step}: {}", describe(&e)),
-        connect: false,
+        connect: e.code() == Some(&postgres::error::SqlState::INSUFFICIENT_PRIVILEGE),
     };
     let client = session.client()?;
     let mut tx = client.transaction().map_err(|e| fail("migrating", e))?;

@@ -102,23 +102,36 @@ impl Postgres {
     }
 
     /// Runs `f` with the connection on its thread and waits for the answer. Errors name the
-    /// database and carry the server's message.
+    /// database and carry the server's message. A connection found broken by this call (the
+    /// server restarted, a proxy dropped it while idle) is made again and `f` run once more:
+    /// before, the first call after a break failed, and a run or a visitor's result with it.
+    /// A call that broke the connection itself had not been answered, so PostgreSQL rolled
+    /// back whatever it began.
     fn call<T: Send + 'static>(
         &self,
-        f: impl FnOnce(&mut Client) -> Result<T, postgres::Error> + Send + 'static,
+        mut f: impl FnMut(&mut Client) -> Result<T, postgres::Error> + Send + 'static,
     ) -> Result<T, StoreError> {
         self.with_session(move |session| {
             let shown = session.url.to_string();
-            let client = session.client()?;
-            let result = f(client);
-            if client.is_closed() {
-                session.client = None;
+            let mut retried = false;
+            loop {
+                let client = session.client()?;
+                let result = f(client);
+                let broke = client.is_closed();
+                if broke {
+                    session.client = None;
+                }
+                match result {
+                    Err(e) if broke && !retried && e.as_db_error().is_none() => retried = true,
+                    other => {
+                        return other.map_err(|e| StoreError::Postgres {
+                            db: shown,
+                            why: describe(&e),
+                            connect: false,
+                        })
+                    }
+                }
             }
-            result.map_err(|e| StoreError::Postgres {
-                db: shown,
-                why: describe(&e),
-                connect: false,
-            })
         })
     }
 

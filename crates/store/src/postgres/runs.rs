@@ -118,7 +118,7 @@ impl Postgres {
             let mut tx = c.transaction()?;
             let delete = tx.prepare("DELETE FROM runs WHERE id = $1")?;
             let mut missing = Vec::new();
-            for id in ids {
+            for &id in &ids {
                 if tx.execute(&delete, &[&id])? == 0 {
                     missing.push(id);
                 }

@@ -202,14 +202,10 @@ where
         Ok(ids) => finish(Ok(ids.first().copied())),
         Err(e) => {
             eprintln!("wirespeed: warning: results not saved: {e:#}");
-            if started.is_some() {
-                // A member's part is not lost with the database: kept beside it, for `merge`.
-                match crate::member::keep_locally(&report) {
-                    Ok(path) => {
-                        eprintln!("wirespeed: this member's report is kept in {}", path.display())
-                    }
-                    Err(k) => eprintln!("wirespeed: and could not be kept locally either: {k:#}"),
-                }
+            // A run is not lost with the database: kept beside it (a member's for `merge`).
+            match crate::member::keep_locally(&report) {
+                Ok(path) => eprintln!("wirespeed: the report is kept in {}", path.display()),
+                Err(k) => eprintln!("wirespeed: and could not be kept locally either: {k:#}"),
             }
             if failure.is_none() {
                 finish(Err(format!("its report could not be saved: {e:#}")));

@@ -308,22 +308,27 @@ pub(crate) fn human_ns(ns: u64) -> String {
     }
 }
 
-/// Keeps a member's report in a file when the database could not take it (it stopped
-/// mid-run): `$XDG_DATA_HOME/wirespeed/unsaved/RUN-INDEX.json`, which `wirespeed merge` reads
-/// beside the others. Returns where.
+/// Keeps a report in a file when the database could not take it (it stopped mid-run):
+/// `$XDG_DATA_HOME/wirespeed/unsaved/RUN-INDEX.json` for a member, which `wirespeed merge`
+/// reads beside the others, `KIND-START_MS.json` for any other run. Returns where.
 pub(crate) fn keep_locally(report: &Report) -> Result<std::path::PathBuf> {
-    let m = report.meta.member.as_ref().ok_or_else(|| anyhow!("not a member's report"))?;
     let dir = Store::default_path()
         .and_then(|db| Some(db.parent()?.join("unsaved")))
         .unwrap_or_else(|| std::path::PathBuf::from("."));
     std::fs::create_dir_all(&dir).with_context(|| format!("creating {}", dir.display()))?;
-    let safe: String = m
-        .member
-        .run_id
-        .chars()
-        .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
-        .collect();
-    let path = dir.join(format!("{safe}-{}.json", m.member.index));
+    let name = match report.meta.member.as_ref() {
+        Some(m) => {
+            let safe: String = m
+                .member
+                .run_id
+                .chars()
+                .map(|c| if c.is_ascii_alphanumeric() || "-_.".contains(c) { c } else { '_' })
+                .collect();
+            format!("{safe}-{}.json", m.member.index)
+        }
+        None => format!("{}-{}.json", report.kind().name(), report.meta.start_unix_ms),
+    };
+    let path = dir.join(name);
     std::fs::write(&path, serde_json::to_vec_pretty(report)?)
         .with_context(|| format!("writing {}", path.display()))?;
     Ok(path)
