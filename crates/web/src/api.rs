@@ -121,10 +121,23 @@ pub async fn result(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
         Ok(c) => c,
         Err(why) => return respond::refuse(StatusCode::BAD_REQUEST, why, false),
     };
-    let Some(meter) = ctx.state.meters.finish(&page.t) else {
+    let Some(meter) = ctx.state.meters.peek(&page.t) else {
         return respond::refuse(StatusCode::BAD_REQUEST, "unknown or expired test token", false);
     };
     let measured = librespeed::measured_by(&meter);
+    // A speed the server measured counts as well as one the page claims.
+    let speeds = Claims {
+        dl_mbps: claims.dl_mbps.or(measured[0].ok()),
+        ul_mbps: claims.ul_mbps.or(measured[1].ok()),
+        ..Claims::default()
+    };
+    if let Err(why) = speeds.has_a_speed() {
+        return respond::refuse(StatusCode::BAD_REQUEST, why, false);
+    }
+    // Recorded once: a second result for the token finds it gone.
+    if ctx.state.meters.finish(&page.t).is_none() {
+        return respond::refuse(StatusCode::BAD_REQUEST, "unknown or expired test token", false);
+    }
     let result = build_result(ctx, &headers, &claims, measured, WebSource::Page);
     if let Err(r) = librespeed::save(ctx, &result).await {
         return r;

@@ -304,6 +304,14 @@ async fn answer(
         Route::NqLarge => responsiveness::large(&ctx, req.method()),
         Route::NqUpload => responsiveness::upload(&ctx, req).await,
         Route::ResultsPage => assets::results_page(req.uri().path()),
+        Route::SpeedtestX => respond::refuse(
+            StatusCode::NOT_IMPLEMENTED,
+            "this is wirespeed web, not speedtest-x: it does not take speedtest-x's reports, which \
+             carry figures the browser typed in. It measures and saves LibreSpeed results itself \
+             (results/telemetry.php, which speedtest-x's page can be pointed at), serves its own \
+             page at /, and lists results at /results and /api/results",
+            false,
+        ),
         Route::Asset(a) => assets::serve(a),
     };
     respond::finish(reply, cors)

@@ -368,6 +368,9 @@ pub async fn telemetry(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
         Ok(c) => c,
         Err(why) => return respond::refuse(StatusCode::BAD_REQUEST, why, false),
     };
+    if let Err(why) = claims.has_a_speed() {
+        return respond::refuse(StatusCode::BAD_REQUEST, why, false);
+    }
     let measured = ctx.state.meters.addresses.finish(
         ctx.client,
         [claims.dl_mbps.is_some(), claims.ul_mbps.is_some()],

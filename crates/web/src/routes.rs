@@ -39,6 +39,9 @@ pub enum Route {
     NqLarge,
     /// The responsiveness test's upload sink.
     NqUpload,
+    /// speedtest-x's own report and results endpoints (`backend/report.php`,
+    /// `backend/results-api.php`), which this server does not take: answered with what to use.
+    SpeedtestX,
     /// An embedded file.
     Asset(Asset),
 }
@@ -64,6 +67,7 @@ impl Route {
             Route::NqSmall => "nq_small",
             Route::NqLarge => "nq_large",
             Route::NqUpload => "nq_upload",
+            Route::SpeedtestX => "speedtest_x",
             Route::Asset(_) => "asset",
         }
     }
@@ -103,6 +107,7 @@ pub fn route(path: &str) -> Option<Route> {
         "/nq/small" => Route::NqSmall,
         "/nq/large" => Route::NqLarge,
         "/nq/upload" => Route::NqUpload,
+        "/report" | "/results-api" => Route::SpeedtestX,
         "/api/start" => Route::ApiStart,
         "/api/progress" => Route::ApiProgress,
         "/api/result" => Route::ApiResult,

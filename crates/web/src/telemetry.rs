@@ -51,6 +51,16 @@ fn clip(s: &str) -> String {
 }
 
 impl Claims {
+    /// A result is a speed test's: one with ping and jitter alone was saved as a result with
+    /// no speeds and, one result a network being the default, replaced that network's real one.
+    pub fn has_a_speed(&self) -> Result<(), &'static str> {
+        if self.dl_mbps.is_none() && self.ul_mbps.is_none() {
+            return Err("a result needs a download or an upload figure (dl, ul): one without \
+                        either is not a speed test's, and is not saved");
+        }
+        Ok(())
+    }
+
     fn set(&mut self, name: &str, value: &str) -> Result<(), String> {
         if value.len() > MAX_FIELD {
             return Err(format!("{name}: longer than {MAX_FIELD} bytes"));

@@ -119,6 +119,16 @@ fn every_librespeed_endpoint_answers_in_every_spelling() {
     assert!(w.get(ME, "/results/").text().contains("results.js"));
     assert_eq!(w.get(ME, "/chart.js").status, 200);
     assert_eq!(w.get(ME, "/etc/passwd").status, 404);
+    // speedtest-x's own endpoints get an answer saying what this server is, not a silent 404.
+    for path in ["/backend/report.php", "/backend/results-api.php"] {
+        let r = w.post(ME, path, "", b"key=1&ip=127.0.0.1&dspeed=9");
+        assert_eq!(r.status, 501, "{path}");
+        assert!(
+            r.text().contains("not speedtest-x") && r.text().contains("telemetry"),
+            "{}",
+            r.text()
+        );
+    }
 }
 
 #[test]
@@ -144,11 +154,14 @@ fn bad_input_is_refused_and_nothing_is_stored_that_should_not_be() {
         w.send(ME, b"POST /empty HTTP/1.1\r\nHost: x\r\nTransfer-Encoding: chunked\r\n\r\nzz\r\n");
     assert!(broken.status == 400 || broken.status == 413, "{}", broken.head);
 
-    // Malformed telemetry: said precisely, nothing saved.
+    // Malformed telemetry: said precisely, nothing saved. A result with ping and jitter
+    // alone is no speed test's (it was saved, and replaced its network's real result).
     for (body, says) in [
         ("dl=<script>alert(1)</script>", "dl: expected a number"),
         ("ping=-1", "ping: expected a number"),
         ("jitter=1e999", "jitter: expected a number"),
+        ("ping=12&jitter=1", "a result needs a download or an upload figure"),
+        ("dl=&ul=Fail&ping=12&jitter=1", "a result needs a download or an upload figure"),
     ] {
         let r = w.post(
             ME,
@@ -193,7 +206,7 @@ fn bad_input_is_refused_and_nothing_is_stored_that_should_not_be() {
         ME,
         "/api/result",
         "",
-        format!(r#"{{"t":"{token}","ping_ms":10,"latency_down_ms":300,"latency_up_ms":20.5,"latency_grade":"A+"}}"#)
+        format!(r#"{{"t":"{token}","download_bps":9e7,"ping_ms":10,"latency_down_ms":300,"latency_up_ms":20.5,"latency_grade":"A+"}}"#)
             .as_bytes(),
     );
     assert_eq!(r.status, 400, "a grade is not the client's to give: {}", r.text());
@@ -202,6 +215,15 @@ fn bad_input_is_refused_and_nothing_is_stored_that_should_not_be() {
         "/api/result",
         "",
         format!(r#"{{"t":"{token}","ping_ms":10,"latency_down_ms":300,"latency_up_ms":20.5}}"#)
+            .as_bytes(),
+    );
+    assert_eq!(r.status, 400, "no speed, claimed or measured: {}", r.text());
+    assert!(r.text().contains("needs a download or an upload figure"), "{}", r.text());
+    let r = w.post(
+        ME,
+        "/api/result",
+        "",
+        format!(r#"{{"t":"{token}","download_bps":9e7,"ping_ms":10,"latency_down_ms":300,"latency_up_ms":20.5}}"#)
             .as_bytes(),
     );
     assert_eq!(r.status, 200, "{}", r.text());
