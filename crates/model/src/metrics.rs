@@ -62,6 +62,8 @@ crate::named! {
         Requests = "req/s",
         /// DNS queries.
         Queries = "q/s",
+        /// Datagrams of a packet-rate test (`wirespeed pps`).
+        Packets = "pkt/s",
     }
 }
 

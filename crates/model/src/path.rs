@@ -25,6 +25,10 @@ use crate::units::{parse_bitrate, parse_bytes, parse_duration, Bytes};
 pub const KEYS: [&str; 8] =
     ["delay", "jitter", "loss", "duplicate", "reorder", "corrupt", "rate", "queue"];
 
+/// Fastest rate a link may be given: well past what a machine's emulation (a veth pair, a
+/// user-space delay line) can carry, so a larger one would limit nothing.
+const MAX_RATE_BPS: u64 = 400_000_000_000;
+
 /// Longest delay (or jitter) a link may have: beyond it a test would only wait.
 pub const MAX_DELAY: Duration = Duration::from_secs(60);
 
@@ -178,6 +182,13 @@ impl Conditions {
                         "a rate under 8 kbit/s cannot carry a packet a second".into(),
                     ));
                 }
+                if bps > MAX_RATE_BPS {
+                    return Err(refuse(format!(
+                        "faster than {} Gbit/s, which no emulated link here carries (it would \
+                         limit nothing): leave the rate out for a link without one",
+                        MAX_RATE_BPS / 1_000_000_000
+                    )));
+                }
                 self.rate_bps = Some(bps);
             }
             "queue" => {
@@ -197,6 +208,22 @@ impl Conditions {
     /// Checks what only the whole set can tell: reordering needs a delay to jump ahead of (as
     /// netem insists), and a queue belongs to a rate limit.
     pub fn check(&self) -> Result<(), ConditionError> {
+        // A packet's delay is drawn from `delay ± jitter`: a jitter beyond the delay would
+        // need negative delays (netem clips them to 0, which is no longer the spread asked).
+        if self.jitter_ns > self.delay_ns {
+            return Err(ConditionError {
+                key: "jitter".into(),
+                value: duration_text(self.jitter_ns),
+                why: if self.delay_ns == 0 {
+                    "jitter spreads a delay: give a delay too".into()
+                } else {
+                    format!(
+                        "larger than the delay ({}): delays would be negative",
+                        duration_text(self.delay_ns)
+                    )
+                },
+            });
+        }
         if self.reorder > 0.0 && self.delay_ns == 0 {
             return Err(ConditionError {
                 key: "reorder".into(),
@@ -350,6 +377,9 @@ mod tests {
             (vec![("reorder", "10%")], "reorder"),
             (vec![("rate", "1M"), ("queue", "1M"), ("bandwidth", "1M")], "bandwidth"),
             (vec![("queue", "1M")], "queue"),
+            (vec![("jitter", "2ms")], "jitter"),
+            (vec![("delay", "5ms"), ("jitter", "6ms")], "jitter"),
+            (vec![("rate", "100Tbit")], "rate"),
         ] {
             let e = of(&pairs).unwrap_err();
             assert_eq!(e.key, key, "{pairs:?}: {e}");

@@ -2,6 +2,24 @@
 //! CSV and HTML. History, comparisons and the key-figure sections of Markdown and HTML
 //! reports are built as a [`Table`] once and printed in whichever format was asked for.
 
+/// `text` with its control characters escaped (`\n`, `\u{1b}`): a tag or target is free text,
+/// and printed raw a terminal escape in it acted on the terminal and a newline broke the table.
+/// CSV and JSON keep the text as it is (they quote it).
+pub fn visible(text: &str) -> std::borrow::Cow<'_, str> {
+    if !text.chars().any(char::is_control) {
+        return std::borrow::Cow::Borrowed(text);
+    }
+    let mut out = String::with_capacity(text.len() + 8);
+    for c in text.chars() {
+        if c.is_control() {
+            out.extend(c.escape_debug());
+        } else {
+            out.push(c);
+        }
+    }
+    std::borrow::Cow::Owned(out)
+}
+
 /// Rows of cells under headers; `numeric` columns are right-aligned.
 #[derive(Debug, Clone, Default, PartialEq, Eq)]
 pub struct Table {
@@ -29,10 +47,18 @@ impl Table {
         self.rows.push(row);
     }
 
-    /// Columns padded to their widest cell, two spaces apart.
+    /// Columns padded to their widest cell, two spaces apart; control characters shown
+    /// escaped (see [`visible`]).
     pub fn text(&self) -> String {
         // Display width: bytes for ASCII (the common case, and cheap), characters otherwise.
-        let width = |c: &String| if c.is_ascii() { c.len() } else { c.chars().count() };
+        let width = |c: &String| {
+            let c = visible(c);
+            if c.is_ascii() {
+                c.len()
+            } else {
+                c.chars().count()
+            }
+        };
         let cols = self.headers.len();
         // Every cell's width in one flat vector: a history of 100 000 runs is one allocation
         // here, not one per row.
@@ -66,11 +92,12 @@ impl Table {
                 if i > 0 {
                     out.push_str("  ");
                 }
+                let c = visible(c);
                 if self.numeric[i] {
                     pad(&mut out, gap);
-                    out.push_str(c);
+                    out.push_str(&c);
                 } else {
-                    out.push_str(c);
+                    out.push_str(&c);
                     if i + 1 < cells.len() {
                         pad(&mut out, gap);
                     }
@@ -92,7 +119,7 @@ impl Table {
 
     /// A GitHub-flavoured Markdown table (pipes in cells escaped).
     pub fn markdown(&self) -> String {
-        let cell = |c: &str| c.replace('|', "\\|");
+        let cell = |c: &str| visible(c).replace('|', "\\|");
         let row = |cells: &[String]| {
             format!("| {} |\n", cells.iter().map(|c| cell(c)).collect::<Vec<_>>().join(" | "))
         };
@@ -155,6 +182,18 @@ pub fn escape_html(s: &str) -> String {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn control_characters_in_cells_are_shown_escaped_not_sent_to_the_terminal() {
+        let mut t = Table::new(&["Tag", ">N"]);
+        t.push(vec!["red\x1b[31m\nline".into(), "1".into()]);
+        let text = t.text();
+        assert_eq!(text.lines().count(), 2, "{text}");
+        assert!(text.contains("red\\u{1b}[31m\\nline"), "{text}");
+        assert!(!text.contains('\x1b'));
+        assert!(t.markdown().lines().count() == 3, "{}", t.markdown());
+        assert!(t.csv().contains('\x1b'), "CSV keeps the text as it is");
+    }
 
     fn sample() -> Table {
         let mut t = Table::new(&["name", ">value"]);

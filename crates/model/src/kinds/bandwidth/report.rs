@@ -7,7 +7,7 @@ use super::figures::Figures;
 use super::spec::{BandwidthSpec, End, Flow};
 use crate::histogram::LatencyStats;
 use crate::kind::{Kind, KindReport, KindSpec};
-use crate::metrics::{metric, rate_line, Better, Metric, RunSeries, Unit};
+use crate::metrics::{metric, rate_line, Better, Events, Metric, RunSeries, Unit};
 use crate::rules::Protocol;
 use crate::stats::GaugeStats;
 
@@ -248,6 +248,22 @@ impl KindReport for BandwidthReport {
         let mut out =
             vec![metric("throughput_bps", "Throughput", Unit::BitsPerSecond, Better::Higher)
                 .of(primary.received_bps, rate_samples(0))];
+        // A packet-rate run (`wirespeed pps`) is judged, listed and compared by its packets.
+        if self.spec.per_packet {
+            let packets = metric(
+                "packet_rate",
+                "Packet rate",
+                Unit::PerSecond(Events::Packets),
+                Better::Higher,
+            );
+            out.insert(
+                0,
+                packets.of(
+                    primary.received_pps.unwrap_or(0.0),
+                    flow_samples(0, Side::Receiver, &|f| f.total.received_pps),
+                ),
+            );
+        }
         if let Some(rev) = &self.summary.reverse {
             out.push(
                 metric(
