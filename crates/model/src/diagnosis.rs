@@ -361,10 +361,15 @@ impl Diagnosis {
             found.push(Finding {
                 code: FindingCode::SocketBufferFull,
                 side: Side::Client,
+                // The counters are the whole namespace's: an emulated link's or a relay's
+                // socket on this host drops into them too (a rate limit's drops were blamed
+                // on the receiver), so they say where, not whose.
                 text: format!(
-                    "the kernel dropped {} on this machine during the test: loss may be a \
-                     receiver that could not keep up, not the network (a larger --window \
-                     helps; the counters are the namespace's, every socket's)",
+                    "the kernel dropped {} at full socket buffers on this machine during the \
+                     test: some loss happened here, not on the network; the counters are every \
+                     socket's of this network namespace, so the full buffer may be the test's \
+                     receiver (a larger --window helps it) or a relay's or an emulated link's \
+                     on this host",
                     parts.join(" and ")
                 ),
             });

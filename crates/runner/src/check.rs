@@ -42,11 +42,12 @@ impl Rule {
         if figure.is_empty() || !figure.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
             return Err(format!("{expr:?}: {figure:?} is not a figure name"));
         }
-        Ok(Self {
-            figure: figure.to_string(),
-            op,
-            value: number(value).map_err(|e| format!("{expr:?}: {e}"))?,
-        })
+        let value = number(value).map_err(|e| format!("{expr:?}: {e}"))?;
+        // NaN compares false with everything: the check could never pass, or never fail.
+        if !value.is_finite() {
+            return Err(format!("{expr:?}: {value} is not a value a figure can be compared with"));
+        }
+        Ok(Self { figure: figure.to_string(), op, value })
     }
 
     /// True when `actual` meets the rule.
@@ -58,6 +59,22 @@ impl Rule {
             Op::Ge => actual >= self.value,
         }
     }
+}
+
+/// The unit of figure `name` of `report` (as [`figure`] finds it), for a message.
+pub fn figure_unit(report: &Report, name: &str) -> Option<wirespeed_model::metrics::Unit> {
+    let all = report.metrics();
+    let key = match name {
+        "p50" | "p99" => {
+            let suffix = format!("_{name}_ns");
+            return all.iter().find(|m| m.key.ends_with(&suffix)).map(|m| m.unit);
+        }
+        "error_ratio" => "success_ratio",
+        "loss_ratio" if all.iter().all(|m| m.key != "loss_ratio") => "lost_ratio",
+        "lost_ratio" if all.iter().all(|m| m.key != "lost_ratio") => "loss_ratio",
+        other => other,
+    };
+    all.iter().find(|m| m.key == key).map(|m| m.unit)
 }
 
 /// The figure `name` of `report`: a key of its metrics (`throughput_bps`, `rtt_p99_ns`,
@@ -75,6 +92,50 @@ pub fn figure(report: &Report, name: &str) -> Option<f64> {
         "loss_ratio" => find("lost_ratio"),
         "lost_ratio" => find("loss_ratio"),
         _ => None,
+    })
+}
+
+/// The figures a report of workload kind `kind` can have (its metrics' keys, as
+/// [`wirespeed_model::KindReport::metrics`] makes them, and the short names [`figure`] takes);
+/// `None` for a kind this list does not know. A check is held to these when its scenario is
+/// read, not after the study has run.
+pub fn figures_of(kind: &str) -> Option<&'static [&'static str]> {
+    const HTTP: &[&str] = &[
+        "requests_per_second",
+        "success_ratio",
+        "latency_p50_ns",
+        "latency_p99_ns",
+        "p50",
+        "p99",
+        "error_ratio",
+    ];
+    const BANDWIDTH: &[&str] = &[
+        "packet_rate",
+        "throughput_bps",
+        "reverse_throughput_bps",
+        "loss_ratio",
+        "lost_ratio",
+        "jitter_ns",
+        "retransmits",
+    ];
+    Some(match kind {
+        "bandwidth" | "pps" => BANDWIDTH,
+        "latency" => &["messages_per_second", "rtt_p50_ns", "rtt_p99_ns", "p50", "p99"],
+        "cps" => &["connections_per_second", "connect_p50_ns", "connect_p99_ns", "p50", "p99"],
+        "http" | "vegeta" => HTTP,
+        "dns" => &[
+            "queries_per_second",
+            "lost_ratio",
+            "loss_ratio",
+            "latency_p50_ns",
+            "latency_p99_ns",
+            "p50",
+            "p99",
+        ],
+        "ping" => &["rtt_p50_ns", "rtt_mean_ns", "loss_ratio", "lost_ratio", "p50"],
+        "trace" => &["hops", "rtt_mean_ns"],
+        "rpm" => &["rpm", "loaded_latency_ns", "idle_latency_p50_ns", "download_bps", "upload_bps"],
+        _ => return None,
     })
 }
 
@@ -130,7 +191,7 @@ mod tests {
         assert_eq!(Rule::parse("p50 < 1ns").unwrap().value, 1.0);
         assert_eq!(Rule::parse("p50 < 250us").unwrap().value, 250e3);
         assert_eq!(Rule::parse("p50 < 2.5s").unwrap().value, 2.5e9);
-        for bad in ["p99", "p99 < fast", "< 5", "p 99 < 5", "p99 = 5"] {
+        for bad in ["p99", "p99 < fast", "< 5", "p 99 < 5", "p99 = 5", "p99 < NaN", "p99 < inf"] {
             assert!(Rule::parse(bad).is_err(), "{bad}");
         }
     }

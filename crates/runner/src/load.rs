@@ -241,10 +241,28 @@ fn check(s: &Scenario, kinds: &[&str]) -> Result<(), (String, String)> {
         }
     }
     for c in &s.check {
-        Rule::parse(&c.expr).map_err(|e| (c.expr.clone(), format!("check: {e}")))?;
+        let rule = Rule::parse(&c.expr).map_err(|e| (c.expr.clone(), format!("check: {e}")))?;
         if let Some(w) = &c.workload {
             if !s.workload.iter().any(|x| &x.name == w) {
                 return Err((w.clone(), format!("check {:?}: there is no workload {w:?}", c.expr)));
+            }
+        }
+        // A figure the workloads' reports cannot have is refused now, not after the study.
+        let judged = s.workload.iter().filter(|w| c.workload.as_ref().is_none_or(|n| n == &w.name));
+        for w in judged {
+            let Some(known) = crate::check::figures_of(&w.kind) else { continue };
+            if !known.contains(&rule.figure.as_str()) {
+                return Err((
+                    c.expr.clone(),
+                    format!(
+                        "check {:?}: a {} report of workload {:?} has no figure {:?}; its figures: {}",
+                        c.expr,
+                        w.kind,
+                        w.name,
+                        rule.figure,
+                        known.join(", ")
+                    ),
+                ));
             }
         }
     }

@@ -73,6 +73,9 @@ pub enum Outcome {
     Failed(String),
     /// It finished in an earlier invocation (`resume`); its report and samples (when kept).
     Kept(Box<Report>, Vec<Sample>),
+    /// Ctrl-C (or SIGTERM) cut it short: its report says so, and it is no run of the study's
+    /// (a cut run was summarised as done and counted in the median).
+    Interrupted(Box<Report>),
 }
 
 /// Where a run's files go and what it may use: the scenario's directory for
@@ -426,6 +429,8 @@ impl<W: Workloads> One<'_, W> {
         }
         match report {
             _ if !crashed.is_empty() => Outcome::Failed(crashed.join("\n")),
+            // Not kept as the run's report.json: `--resume` would take it for a finished run.
+            Ok(r) if cancel.is_cancelled() => Outcome::Interrupted(Box::new(r)),
             Ok(r) => {
                 let _ = std::fs::write(
                     self.dir.join("report.json"),

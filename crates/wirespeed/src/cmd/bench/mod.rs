@@ -170,8 +170,9 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
         |plan, run, outcome| {
             let id = plan.run_id(run);
             let mut text = outcome_line(&id, outcome);
-            if let Outcome::Done(report, _) = outcome {
-                // Saved as soon as it finished: a run that breaks later loses nothing before it.
+            if let Outcome::Done(report, _) | Outcome::Interrupted(report) = outcome {
+                // Saved as soon as it finished: a run that breaks later loses nothing before it
+                // (a cut one too, marked so in its notes).
                 if let Some(store) = &store {
                     if let Err(e) = store.save(report, Some(&format!("{scenario_name} {id}"))) {
                         text.push_str(&format!("warning: {id} not saved: {e}\n"));
@@ -191,11 +192,12 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
     let count = |f: fn(&Outcome) -> bool| results.iter().filter(|(_, o)| f(o)).count();
     let failed = count(|o| matches!(o, Outcome::Failed(_)));
     let summary = format!(
-        "{} runs: {} done, {} kept, {} skipped, {failed} failed; {failed_checks} checks failed; files in {}\n",
+        "{} runs: {} done, {} kept, {} skipped, {} interrupted, {failed} failed; {failed_checks} checks failed; files in {}\n",
         results.len(),
         count(|o| matches!(o, Outcome::Done(..))),
         count(|o| matches!(o, Outcome::Kept(..))),
         count(|o| matches!(o, Outcome::Skipped(_))),
+        count(|o| matches!(o, Outcome::Interrupted(_))),
         out.display()
     );
     let markdown = write_summaries(&out, &loaded, &results, &versions)?;
@@ -306,6 +308,13 @@ fn outcome_line(id: &str, outcome: &Outcome) -> String {
                 wirespeed_report::units::figure(head.value, head.unit)
             )
         }
+        Outcome::Interrupted(report) => {
+            let head = report.headline();
+            format!(
+                "stopped  {id}  cut short by an interrupt, so not counted ({} over what ran)\n",
+                wirespeed_report::units::figure(head.value, head.unit)
+            )
+        }
         Outcome::Skipped(why) => format!("skipped  {id}  ({why})\n"),
         Outcome::Failed(why) => format!("FAILED   {id}  {why}\n"),
     }
@@ -328,7 +337,12 @@ fn judge(
         .filter(|(only, _, _)| applies(only))
         .filter_map(|(_, expr, rule)| match wirespeed_runner::check::figure(report, &rule.figure) {
             Some(v) if rule.holds(v) => None,
-            Some(v) => Some(format!("check    {id}  {expr}: failed ({} is {v})\n", rule.figure)),
+            Some(v) => {
+                // In the figure's unit: "p99 is 28927" said nothing of what 28927 was.
+                let shown = wirespeed_runner::check::figure_unit(report, &rule.figure)
+                    .map_or_else(|| v.to_string(), |u| wirespeed_report::units::figure(v, u));
+                Some(format!("check    {id}  {expr}: failed ({} is {shown})\n", rule.figure))
+            }
             None => Some(format!(
                 "check    {id}  {expr}: this run has no {} (it has {})\n",
                 rule.figure,
