@@ -17,6 +17,7 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::dns::fixture_secure::{self, SecureListeners};
 use wirespeed_engine::kinds::dns::queries::builtin_lines;
 use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport, DohMethod};
+use wirespeed_model::ReportBody;
 use wirespeed_proto::dns::zone::Zone;
 
 /// A certificate for 127.0.0.1 and its key, as PEM files in `dir`.
@@ -74,18 +75,76 @@ async fn doq_and_doh_by_get_and_post_answer_every_query_with_the_zones_codes() {
         assert_eq!((rcode(&r, "NXDOMAIN"), rcode(&r, "NOERROR")), (2, 2 * 1004), "{what}");
     }
     // Over HTTP/3 as over HTTP/2, a path it does not serve is a 404 for every query: each a
-    // stream error, none an answer.
-    let mut s = spec(port, DnsTransport::Doh);
-    s.doh_http3 = true;
-    s.doh_path = Some("/nowhere".into());
-    s.passes = Some(1);
-    s.timeout_ns = 300_000_000;
-    s.max_outstanding = 600; // each waits out its timeout: all at once, not 32 at a time
-    let mut opts = dns_options(s, &lines);
-    opts.tls.cacert = Some(cert.clone());
-    let s = run_dns(opts).await.summary;
-    assert_eq!((s.completed, s.stream_errors, s.lost), (0, 1005, 1005), "{s:?}");
+    // stream error, lost at once, none an answer, and the report says why (each waited out
+    // its timeout and read as "1005 queries timed out").
+    for http3 in [false, true] {
+        let mut s = spec(port, DnsTransport::Doh);
+        s.doh_http3 = http3;
+        s.doh_path = Some("/nowhere".into());
+        s.passes = Some(1);
+        s.timeout_ns = 60_000_000_000;
+        let mut opts = dns_options(s, &lines);
+        opts.tls.cacert = Some(cert.clone());
+        let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+        let run = wirespeed_engine::kinds::dns::client::run(opts, tx, CancellationToken::new());
+        // Bounded, not timed: a run that waited out even one query's timeout would not end.
+        let report = tokio::time::timeout(Duration::from_secs(50), run)
+            .await
+            .expect("404s end their queries at once")
+            .unwrap();
+        let ReportBody::Dns(d) = &report.body else { panic!("not a DNS report") };
+        let s = &d.summary;
+        assert_eq!((s.completed, s.stream_errors, s.lost), (0, 1005, 1005), "{s:?}");
+        let notes = report.meta.notes.join("\n");
+        assert!(notes.contains("1005 queries failed on their own streams"), "{notes}");
+        assert!(notes.contains("HTTP 404 Not Found"), "{notes}");
+        assert!(!notes.contains("timed out"), "{notes}");
+    }
     stop.cancel();
+}
+
+/// A DoQ server that goes away mid-run: the run ends as the server lost (exit 5 at the
+/// binary), with what was measured before, not "completed 99.90 %"; and a run against no
+/// server at all ends at its time limit, not its handshake timeout.
+#[tokio::test(flavor = "multi_thread", worker_threads = 2)]
+async fn a_doq_server_that_goes_away_is_a_lost_server_not_a_completed_run() {
+    let dir = tempfile::tempdir().unwrap();
+    let (cert, key) = certificate(dir.path());
+    let (port, stop) = secure_fixture(&cert, &key);
+    let mut s = spec(port, DnsTransport::Doq);
+    s.passes = None;
+    s.duration_ns = Some(4_000_000_000);
+    s.max_outstanding = 4;
+    let mut opts = dns_options(s, &builtin_lines(100));
+    opts.tls.cacert = Some(cert.clone());
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let run =
+        tokio::spawn(wirespeed_engine::kinds::dns::client::run(opts, tx, CancellationToken::new()));
+    tokio::time::sleep(Duration::from_millis(1500)).await;
+    stop.cancel();
+    let err = run.await.unwrap().unwrap_err();
+    assert!(err.to_string().starts_with("lost the server mid-test"), "{err}");
+    let wirespeed_engine::ClientError::Partial { report, .. } = err else { panic!("{err}") };
+    let ReportBody::Dns(d) = &report.body else { panic!("not a DNS report") };
+    assert!(d.summary.completed > 0, "what was measured is kept: {:?}", d.summary);
+    assert!(report.meta.notes.iter().any(|n| n.starts_with("aborted:")), "{:?}", report.meta.notes);
+
+    // Nothing listens: the 2 s run ends by its limit, however long a handshake may wait.
+    let mut s = spec(port, DnsTransport::Doq);
+    s.passes = None;
+    s.duration_ns = Some(2_000_000_000);
+    let mut opts = dns_options(s, &builtin_lines(10));
+    opts.tls.cacert = Some(cert);
+    opts.connect_timeout = Duration::from_secs(30);
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let run = wirespeed_engine::kinds::dns::client::run(opts, tx, CancellationToken::new());
+    let report = tokio::time::timeout(Duration::from_secs(20), run)
+        .await
+        .expect("the run ends by its time limit");
+    let report = report.unwrap();
+    let ReportBody::Dns(d) = &report.body else { panic!("not a DNS report") };
+    let last = d.intervals.last().map_or(0, |i| i.end_ns);
+    assert!(last <= 2_500_000_000, "intervals up to {last} ns of a 2 s run");
 }
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]

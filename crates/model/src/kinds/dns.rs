@@ -364,8 +364,9 @@ pub struct DnsSummary {
     pub stray: StrayAnswers,
     /// Queries the kernel would not send (a refused port, a full buffer).
     pub send_errors: u64,
-    /// DoQ: queries whose stream the server reset, or whose reply was not one DNS message
-    /// (each also counts as lost, or late, as its answer never or too late came).
+    /// DoQ and DoH: queries whose stream the server reset, whose request got an HTTP error, or
+    /// whose reply was not one DNS message (each also counts as lost, at once: no answer can
+    /// come on a failed stream).
     #[serde(default)]
     pub stream_errors: u64,
     /// Open loop: queries the schedule asked for that were never sent (no free ID, or the

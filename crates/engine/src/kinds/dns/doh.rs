@@ -108,7 +108,9 @@ impl StreamClient {
 
 impl Exchanges for HttpsExchanges {
     async fn exchange(&self, msg: Vec<u8>) -> Reply {
-        let Ok((head, body)) = self.client.request(msg) else { return Reply::StreamError };
+        let Ok((head, body)) = self.client.request(msg) else {
+            return Reply::StreamError("the query could not be made a request".into());
+        };
         let request = head.map(|()| Full::new(body));
         let mut sender = self.sender.clone();
         if sender.ready().await.is_err() {
@@ -117,14 +119,16 @@ impl Exchanges for HttpsExchanges {
         let response = match sender.send_request(request).await {
             Ok(r) => r,
             Err(_) if self.sender.is_closed() => return Reply::Lost,
-            Err(_) => return Reply::StreamError,
+            Err(e) => return Reply::StreamError(format!("the request failed: {e}")),
         };
         if response.status() != StatusCode::OK {
-            return Reply::StreamError;
+            return Reply::StreamError(format!("HTTP {}", response.status()));
         }
         match Limited::new(response.into_body(), ANSWER).collect().await {
             Ok(body) => Reply::Answer(body.to_bytes().to_vec()),
-            Err(_) => Reply::StreamError,
+            Err(_) => {
+                Reply::StreamError("the answer failed or was longer than a DNS message".into())
+            }
         }
     }
 

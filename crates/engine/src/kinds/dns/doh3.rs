@@ -45,7 +45,9 @@ impl StreamClient {
 
 impl Exchanges for Https3Exchanges {
     async fn exchange(&self, msg: Vec<u8>) -> Reply {
-        let Ok((head, body)) = self.client.request(msg) else { return Reply::StreamError };
+        let Ok((head, body)) = self.client.request(msg) else {
+            return Reply::StreamError("the query could not be made a request".into());
+        };
         let mut send = self.send.clone();
         let Ok(mut stream) = send.send_request(head).await else { return self.gone_or_failed() };
         if !body.is_empty() && stream.send_data(body).await.is_err() {
@@ -56,14 +58,16 @@ impl Exchanges for Https3Exchanges {
         }
         let Ok(response) = stream.recv_response().await else { return self.gone_or_failed() };
         if response.status() != StatusCode::OK {
-            return Reply::StreamError;
+            return Reply::StreamError(format!("HTTP {}", response.status()));
         }
         let mut answer = Vec::new();
         loop {
             match stream.recv_data().await {
                 Ok(Some(mut chunk)) => {
                     if answer.len() + chunk.remaining() > ANSWER {
-                        return Reply::StreamError;
+                        return Reply::StreamError(
+                            "the answer was longer than a DNS message".into(),
+                        );
                     }
                     while chunk.has_remaining() {
                         let piece = chunk.chunk();
@@ -93,7 +97,7 @@ impl Https3Exchanges {
     fn gone_or_failed(&self) -> Reply {
         match self.quic.close_reason() {
             Some(_) => Reply::Lost,
-            None => Reply::StreamError,
+            None => Reply::StreamError("the stream was reset".into()),
         }
     }
 }

@@ -70,14 +70,16 @@ impl StreamClient {
 impl Exchanges for QuicExchanges {
     async fn exchange(&self, msg: Vec<u8>) -> Reply {
         let Ok((mut send, mut recv)) = self.connection.open_bi().await else { return Reply::Lost };
-        let Some(frame) = doq_frame(&msg) else { return Reply::StreamError };
+        let Some(frame) = doq_frame(&msg) else {
+            return Reply::StreamError("the query is too long for a DoQ frame".into());
+        };
         if send.write_all(&frame).await.is_err() || send.finish().is_err() {
             return self.gone_or_stream_error();
         }
         match recv.read_to_end(REPLY).await {
             Ok(reply) => match doq_message(&reply) {
                 Some(answer) => Reply::Answer(answer.to_vec()),
-                None => Reply::StreamError,
+                None => Reply::StreamError("the reply was not one DNS message".into()),
             },
             Err(_) => self.gone_or_stream_error(),
         }
@@ -98,7 +100,7 @@ impl QuicExchanges {
     fn gone_or_stream_error(&self) -> Reply {
         match self.connection.close_reason() {
             Some(_) => Reply::Lost,
-            None => Reply::StreamError,
+            None => Reply::StreamError("the stream was reset".into()),
         }
     }
 }

@@ -5,7 +5,8 @@
 //! for each exchange and writes it into the answer before the tracker counts it, so such an
 //! answer is checked (question, response code, lateness) exactly as a UDP or TCP one. An
 //! exchange that fails on its own (a reset stream, an HTTP error, a reply that is not one DNS
-//! message) is a stream error: counted as such, its query lost when its time is up.
+//! message) is a stream error: counted as such, and its query lost at once (it waited for its
+//! timeout, so a DoH server answering 404 to everything read as queries that timed out).
 
 use std::future::Future;
 use std::sync::atomic::Ordering::Relaxed;
@@ -25,8 +26,9 @@ const HEARTBEAT: Duration = Duration::from_millis(10);
 pub(super) enum Reply {
     /// The answer.
     Answer(Vec<u8>),
-    /// This exchange failed alone: reset, refused, or not one DNS message.
-    StreamError,
+    /// This exchange failed alone: reset, refused, an HTTP error, or not one DNS message;
+    /// why, for the report.
+    StreamError(String),
     /// The connection is gone, and every exchange on it.
     Lost,
 }
@@ -49,7 +51,7 @@ impl StreamClient {
         conn: E,
         local: &mut Local,
     ) -> Ended {
-        let mut asked: JoinSet<(u16, Reply)> = JoinSet::new();
+        let mut asked: JoinSet<(u16, u32, Reply)> = JoinSet::new();
         let ended = loop {
             if self.part.control.interrupt.load(Relaxed) {
                 break Ended::Done;
@@ -65,7 +67,7 @@ impl StreamClient {
             let wait = self.part.wait(now, HEARTBEAT);
             tokio::select! {
                 Some(done) = asked.join_next() => match done {
-                    Ok((id, Reply::Answer(mut msg))) => {
+                    Ok((id, _, Reply::Answer(mut msg))) => {
                         if msg.len() >= 2 {
                             set_id(&mut msg, id);
                         }
@@ -75,8 +77,15 @@ impl StreamClient {
                             local.pending.push(latency_ns);
                         }
                     }
-                    Ok((_, Reply::StreamError)) => self.part.tracker.counts.stream_errors += 1,
-                    Ok((_, Reply::Lost)) => break Ended::Closed,
+                    Ok((id, generation, Reply::StreamError(why))) => {
+                        // Its query cannot be answered any more: lost now, not at its timeout
+                        // (unless that came first).
+                        if self.part.tracker.fail(id, generation) {
+                            self.part.tracker.counts.stream_errors += 1;
+                            self.part.tracker.counts.last_stream_error = Some(why);
+                        }
+                    }
+                    Ok((_, _, Reply::Lost)) => break Ended::Closed,
                     Err(_) => {}
                 },
                 () = conn.closed() => break Ended::Closed,
@@ -96,7 +105,7 @@ impl StreamClient {
         &mut self,
         now: u64,
         conn: &E,
-        asked: &mut JoinSet<(u16, Reply)>,
+        asked: &mut JoinSet<(u16, u32, Reply)>,
     ) {
         let want = self.part.sendable(now);
         // An exchange lives a little past its query's timeout, so a late answer is still told
@@ -111,13 +120,13 @@ impl StreamClient {
             };
             let mut msg = self.part.queries.get(q).bytes.clone();
             set_id(&mut msg, 0);
-            self.part.tracker.sent(id, q, 0, now, msg.len());
+            let generation = self.part.tracker.sent(id, q, 0, now, msg.len());
             let conn = conn.clone();
             asked.spawn(async move {
                 match tokio::time::timeout(limit, conn.exchange(msg)).await {
-                    Ok(reply) => (id, reply),
+                    Ok(reply) => (id, generation, reply),
                     // Its query is lost by now; the exchange is dropped (and reset).
-                    Err(_) => (id, Reply::StreamError),
+                    Err(_) => (id, generation, Reply::StreamError("no answer".into())),
                 }
             });
             queued += 1;

@@ -100,6 +100,10 @@ impl StreamClient {
     pub(super) async fn run(mut self) {
         let mut local = Local::new();
         let mut failures = 0u32;
+        // When this worker's server went away (its connection closed, and connecting again
+        // has failed since), nanoseconds since the run began.
+        let mut lost_at: Option<u64> = None;
+        let mut connected_once = false;
         loop {
             if self.part.control.interrupt.load(Relaxed) {
                 break;
@@ -110,9 +114,18 @@ impl StreamClient {
             }
             self.part.tracker.counts.connect_attempts += 1;
             let started = Instant::now();
-            match self.connect().await {
+            // A connection still being tried when the run stops is given up: a DoQ run of 6 s
+            // against nothing waited out its handshake timeout, to 10.2 s.
+            let attempt = tokio::select! {
+                r = self.connect() => Some(r),
+                () = self.stopped() => None,
+            };
+            let Some(attempt) = attempt else { break };
+            match attempt {
                 Ok(stream) => {
                     failures = 0;
+                    lost_at = None;
+                    connected_once = true;
                     self.part.tracker.counts.connects += 1;
                     local.setups.push(started.elapsed().as_nanos() as u64);
                     let ended = match stream {
@@ -124,6 +137,7 @@ impl StreamClient {
                     };
                     if let Ended::Closed = ended {
                         self.part.tracker.abandon(false);
+                        lost_at = Some(since(self.part.begin));
                     } else {
                         break;
                     }
@@ -149,7 +163,19 @@ impl StreamClient {
         if self.part.control.interrupt.load(Relaxed) {
             self.part.tracker.abandon(true);
         }
+        // The last attempt failed, after a connection had been made and lost: cut off.
+        if let (Some(at), true, true) = (lost_at, connected_once, failures > 0) {
+            self.part.tracker.counts.cut_off += 1;
+            self.part.tracker.counts.cut_off_at_ns = at;
+        }
         self.part.shared.finish(&mut local, &self.part.tracker.counts, since(self.part.begin));
+    }
+
+    /// Resolves once the run stops sending (or is interrupted).
+    async fn stopped(&self) {
+        while !self.part.control.stopping() {
+            tokio::time::sleep(HEARTBEAT).await;
+        }
     }
 
     async fn pause(&mut self, d: Duration) {

@@ -40,8 +40,16 @@ pub(super) struct Counts {
     pub lost: u64,
     pub truncated: u64,
     pub send_errors: u64,
-    /// DoQ streams the server reset, or whose reply was not one message.
+    /// DoQ streams the server reset, or whose reply was not one message; DoH requests that
+    /// failed alone (an HTTP error).
     pub stream_errors: u64,
+    /// Why the last of them failed.
+    pub last_stream_error: Option<String>,
+    /// Stream workers whose last attempt to connect failed after they had connected before:
+    /// the server went away and did not come back.
+    pub cut_off: u64,
+    /// The latest moment one of them lost its server, nanoseconds since the run began.
+    pub cut_off_at_ns: u64,
     pub unsent: u64,
     pub request_bytes: u64,
     pub response_bytes: u64,
@@ -101,6 +109,11 @@ impl Counts {
         self.connect_attempts += o.connect_attempts;
         self.connects += o.connects;
         self.interrupted += o.interrupted;
+        self.cut_off += o.cut_off;
+        self.cut_off_at_ns = self.cut_off_at_ns.max(o.cut_off_at_ns);
+        if o.last_stream_error.is_some() {
+            self.last_stream_error.clone_from(&o.last_stream_error);
+        }
         if o.last_connect_failure.is_some() {
             self.last_connect_failure.clone_from(&o.last_connect_failure);
         }
@@ -195,7 +208,15 @@ impl Tracker {
     }
 
     /// Records that query `query` left on `socket` with `id` at `now_ns`.
-    pub(super) fn sent(&mut self, id: u16, query: u32, socket: u16, now_ns: u64, bytes: usize) {
+    /// Returns the slot's generation, which tells this query from a later one on the same ID.
+    pub(super) fn sent(
+        &mut self,
+        id: u16,
+        query: u32,
+        socket: u16,
+        now_ns: u64,
+        bytes: usize,
+    ) -> u32 {
         let s = &mut self.slots[usize::from(id)];
         s.generation = s.generation.wrapping_add(1);
         *s =
@@ -204,6 +225,21 @@ impl Tracker {
         self.in_flight += 1;
         self.counts.sent += 1;
         self.counts.request_bytes += bytes as u64;
+        s.generation
+    }
+
+    /// Counts query `id` (of `generation`) as lost now: its exchange failed and no answer can
+    /// come. False when it was no longer waiting (timed out first, or the ID reused).
+    pub(super) fn fail(&mut self, id: u16, generation: u32) -> bool {
+        let slot = &mut self.slots[usize::from(id)];
+        if slot.generation != generation || slot.fate != Fate::InFlight {
+            return false;
+        }
+        slot.fate = Fate::TimedOut;
+        self.in_flight -= 1;
+        self.counts.lost += 1;
+        self.free.push_back(id);
+        true
     }
 
     /// Counts one answer that arrived on `socket` at `now_ns`.
