@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds the Go programs the studies measure (gost, frp, vegeta, CoreDNS, AdGuard's dnsproxy,
 # Caddy: an HTTP/3 server and, as a reverse proxy, an HTTP/3 client that are not ours)
-# from the Go module proxy, at pinned versions, into one directory that scripts/test.sh and the
+# from the Go module proxy, at pinned versions, and those it refuses (goresponsiveness, the
+# reference RPM client) from the snapshots in ../shared/peers, into one directory that scripts/test.sh and the
 # benchmarks put on PATH. Only what is missing (or pinned at another version) is built; a
 # program that fails to build is reported with Go's own error and the others go on.
 #
@@ -99,6 +100,44 @@ for entry in "${PEERS[@]}"; do
       go build -trimpath "${ldflags[@]}" -o "$bin/$out" "$path"
     done
   ) >"$log" 2>&1; then
+    echo "$wanted" >"$stamp"
+    secs=$(( $(date +%s) - start ))
+    grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true
+    echo "$name $wanted built in ${secs}s on $(date -u +%F) with $(go env GOVERSION)" >>"$peers/versions.tmp"
+    mv "$peers/versions.tmp" "$peers/versions.txt"
+    echo "   built in ${secs}s" >&2
+  else
+    echo "peers.sh: $name ($wanted) did not build; the end of its log ($log):" >&2
+    tail -5 "$log" >&2
+    failed+=("$name")
+  fi
+done
+# Programs the module proxy refuses, built from the snapshots in ../shared/peers (its README
+# says how each builds). That folder is read-only: each is copied under $peers/src and built
+# there, never in our tree. The stamp is the snapshot's commit (.origins).
+shared=${WIRESPEED_SHARED_PEERS:-$(cd "$(dirname "$0")/.." && pwd)/../shared/peers}
+SHARED=(
+  "goresponsiveness goresponsiveness"
+)
+for entry in "${SHARED[@]}"; do
+  read -r name out <<<"$entry"
+  stamp="$bin/.$name.version"
+  origin=$(grep "^$name " "$shared/.origins" 2>/dev/null | cut -d' ' -f2 || true)
+  if [ -z "$origin" ]; then
+    echo "peers.sh: $name: no snapshot in $shared (set WIRESPEED_SHARED_PEERS)" >&2
+    failed+=("$name")
+    continue
+  fi
+  wanted="$name@$origin (shared/peers)"
+  if [ -x "$bin/$out" ] && [ "$(cat "$stamp" 2>/dev/null)" = "$wanted" ]; then
+    continue
+  fi
+  echo "== building $name ($wanted)" >&2
+  src="$peers/src/$name"
+  rm -rf "$src" && cp -r "$shared/$name" "$src" && chmod -R u+w "$src"
+  start=$(date +%s)
+  log="$peers/$name.log"
+  if (cd "$src" && go build -trimpath -o "$bin/$out" .) >"$log" 2>&1; then
     echo "$wanted" >"$stamp"
     secs=$(( $(date +%s) - start ))
     grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true

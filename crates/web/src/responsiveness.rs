@@ -62,9 +62,39 @@ pub fn config(ctx: &Ctx<'_>, req: &Request<Incoming>) -> Reply {
                 "large_download_url": url("/nq/large"),
                 "upload_url": url("/nq/upload"),
             },
-            "test_endpoint": host,
+            "test_endpoint": endpoint_host(&host),
         }),
     )
+}
+
+/// The host of a `Host` header without its port: the draft's `test_endpoint` is where to
+/// connect, and clients put the URL's port to it (goresponsiveness joins them, so a
+/// `host:port` here made `host:port:port` and a run of RPM +Inf at 0 Mbit/s on any port but
+/// 443). An IPv6 literal loses its brackets, which joining puts back.
+fn endpoint_host(host: &str) -> &str {
+    if let Some(rest) = host.strip_prefix('[') {
+        return rest.split(']').next().unwrap_or(rest);
+    }
+    match host.rsplit_once(':') {
+        Some((name, port)) if !name.contains(':') && port.bytes().all(|b| b.is_ascii_digit()) => {
+            name
+        }
+        _ => host,
+    }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_endpoint_is_the_host_alone() {
+        assert_eq!(endpoint_host("127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(endpoint_host("speed.example:443"), "speed.example");
+        assert_eq!(endpoint_host("speed.example"), "speed.example");
+        assert_eq!(endpoint_host("[::1]:8080"), "::1");
+        assert_eq!(endpoint_host("[::1]"), "::1");
+    }
 }
 
 /// `/nq/small`: one byte, for probes.

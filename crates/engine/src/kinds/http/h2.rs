@@ -54,15 +54,17 @@ impl Protocol for H2 {
     ) -> Result<Sender, (Cause, Option<String>)> {
         let io_err = |e: io::Error| (Cause::of(&e, true), None);
         let since = |t: Instant| t.elapsed().as_nanos() as u64;
-        c.count(|t| t.connections += 1);
         if let Some(path) = ctx.peer.addr.as_pathname() {
             let stream = tokio::net::UnixStream::connect(path).await.map_err(io_err)?;
+            c.count(|t| t.connections += 1);
             c.histograms(|h| h.connect.record(since(opened)));
             return h2_over(stream).await;
         }
         let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
         let tcp = tokio::net::TcpStream::connect(addr).await.map_err(io_err)?;
         let _ = tcp.set_nodelay(true);
+        // Opened when connected, as the connect time is recorded (not at the attempt).
+        c.count(|t| t.connections += 1);
         c.histograms(|h| h.connect.record(since(opened)));
         let Some((config, name)) = &ctx.peer.tls else { return h2_over(tcp).await };
         let connector = tokio_rustls::TlsConnector::from(config.clone());

@@ -99,7 +99,6 @@ impl Protocol for H3 {
         opened: Instant,
         index: usize,
     ) -> Result<Sender, (Cause, Option<String>)> {
-        c.count(|t| t.connections += 1);
         let h3 = &ctx.proto;
         let addr = ctx.peer.addr.as_socket().ok_or((Cause::Other, None))?;
         let endpoint = &h3.endpoints[index % h3.endpoints.len()];
@@ -118,9 +117,12 @@ impl Protocol for H3 {
         } else {
             (connecting.await.map_err(handshake)?, None)
         };
-        if early.is_some() {
-            c.count(|t| t.early_data += 1);
-        }
+        // Opened once its handshake is done (or its 0-RTT begun), as the setup's time is
+        // recorded: counted at the attempt, 9446 "opened" stood beside 1467 setups.
+        c.count(|t| {
+            t.connections += 1;
+            t.early_data += u64::from(early.is_some());
+        });
         c.histograms(|h| h.connect.record(opened.elapsed().as_nanos() as u64));
         let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(connection.clone()))
             .await
