@@ -274,6 +274,29 @@ pub(crate) fn realtime_ns() -> i64 {
     ts.tv_sec * 1_000_000_000 + ts.tv_nsec
 }
 
+/// The monotonic clock and the wall clock read at one moment: the monotonic reading is taken
+/// between two wall-clock ones and paired with their midpoint, and a pair more than 5 µs
+/// apart (the thread was preempted between the reads) is read again. What puts a kernel
+/// receive stamp (wall clock) on the monotonic clock: reading the two one after the other
+/// put a preemption between them into every stamp's age, and an HTTP response "arrived"
+/// before its request was sent (1 ns latencies).
+pub(crate) fn paired_clocks() -> (std::time::Instant, i64) {
+    let mut best = (std::time::Instant::now(), 0i64, i64::MAX);
+    for _ in 0..4 {
+        let before = realtime_ns();
+        let mono = std::time::Instant::now();
+        let after = realtime_ns();
+        let gap = after - before;
+        if gap < best.2 {
+            best = (mono, before + gap / 2, gap);
+        }
+        if gap <= 5_000 {
+            break;
+        }
+    }
+    (best.0, best.1)
+}
+
 /// Nanoseconds of `CLOCK_MONOTONIC` (what iperf3 stamps its datagrams with).
 pub(crate) fn monotonic_ns() -> i64 {
     let mut ts = libc::timespec { tv_sec: 0, tv_nsec: 0 };

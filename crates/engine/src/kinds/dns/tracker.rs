@@ -250,6 +250,19 @@ impl Tracker {
         now_ns: u64,
         queries: &QuerySet,
     ) -> Answered {
+        self.answer_stamped(msg, socket, (now_ns, now_ns), queries)
+    }
+
+    /// Counts one answer that the kernel stamped at `stamp_ns` and this thread read at
+    /// `read_ns`: the stamp, unless it falls before its query was sent (the clocks' error, no
+    /// latency: the read time stands then).
+    pub(super) fn answer_stamped(
+        &mut self,
+        msg: &[u8],
+        socket: u16,
+        (stamp_ns, read_ns): (u64, u64),
+        queries: &QuerySet,
+    ) -> Answered {
         let Ok(h) = Header::read_answer(msg) else {
             self.counts.stray.malformed += 1;
             return Answered::Stray;
@@ -291,6 +304,7 @@ impl Tracker {
             stray.malformed += 1;
             return Answered::Stray;
         };
+        let now_ns = if stamp_ns >= slot.sent_ns { stamp_ns } else { read_ns };
         let latency_ns = now_ns.saturating_sub(slot.sent_ns);
         self.counts.complete(rcode, latency_ns, msg.len());
         let truncated = h.truncated();
@@ -394,6 +408,18 @@ mod tests {
         assert_eq!((t.counts.completed, t.counts.truncated, t.counts.rcodes[0]), (1, 1, 1));
         assert_eq!(t.answer(b"junk", 0, 0, &qs), Answered::Stray);
         assert_eq!(t.counts.stray.malformed, 1);
+    }
+
+    /// A kernel stamp earlier than its query's send is the clocks' error: the read time is
+    /// the arrival then, never a latency of 0.
+    #[test]
+    fn a_stamp_before_the_send_gives_way_to_the_read_time() {
+        let qs = queries();
+        let mut t = Tracker::new(1_000, 1);
+        let id = t.take_id().unwrap();
+        t.sent(id, 0, 0, 500, 30);
+        let got = t.answer_stamped(&answer_to(&qs, 0, id, 0), 0, (400, 540), &qs);
+        assert_eq!(got, Answered::Completed { query: 0, latency_ns: 40, truncated: false });
     }
 
     #[test]

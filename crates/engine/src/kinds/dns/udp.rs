@@ -191,7 +191,12 @@ impl UdpWorker {
             for i in 0..got {
                 let at = inbox.stamp_ns(i).map_or(now, |t| ((t - offset).max(0) as u64).min(now));
                 let msg = inbox.received(i);
-                let answered = self.part.tracker.answer(msg, socket as u16, at, &self.part.queries);
+                let answered = self.part.tracker.answer_stamped(
+                    msg,
+                    socket as u16,
+                    (at, now),
+                    &self.part.queries,
+                );
                 if let Answered::Completed { query, latency_ns, truncated } = answered {
                     local.pending.push(latency_ns);
                     *latency_ewma = if *latency_ewma == 0.0 {
@@ -384,20 +389,9 @@ impl UdpWorker {
 /// wall-clock ones; a pair more than 5 µs apart (the thread was preempted between them, which
 /// would shift every stamp of the batch) is read again.
 fn clock_offset(begin: Instant) -> (u64, i64) {
-    let mut best = (0, 0, i64::MAX);
-    for _ in 0..4 {
-        let before = sys::realtime_ns();
-        let mono = since(begin);
-        let after = sys::realtime_ns();
-        let gap = after - before;
-        if gap < best.2 {
-            best = (mono, before + gap / 2 - mono as i64, gap);
-        }
-        if gap <= 5_000 {
-            break;
-        }
-    }
-    (best.0, best.1)
+    let (now, wall) = sys::paired_clocks();
+    let mono = now.saturating_duration_since(begin).as_nanos() as u64;
+    (mono, wall - mono as i64)
 }
 
 /// True for the errors a connected UDP socket reports when an ICMP error came back for an

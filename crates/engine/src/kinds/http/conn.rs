@@ -45,16 +45,19 @@ impl Read for Stamped<'_> {
     }
 }
 
-/// Where a wall-clock receive stamp falls on the monotonic clock latency is counted on; now
-/// when there is no stamp, or when the wall clock was stepped since (a stamp in the future or
-/// more than a minute old).
-fn arrival(received_ns: Option<i64>) -> Instant {
-    let now = Instant::now();
+/// Where a wall-clock receive stamp falls on the monotonic clock latency is counted on (the
+/// two clocks read as one pair, [`sys::paired_clocks`]); now when there is no stamp, when the
+/// wall clock was stepped since (a stamp in the future or more than a minute old), or when the
+/// stamp would put the arrival before `not_before`, the request's send: no answer comes before
+/// its question, so such a stamp is the clocks' error, not a latency (min 1 ns was reported).
+fn arrival(received_ns: Option<i64>, not_before: Instant) -> Instant {
+    let (now, wall) = sys::paired_clocks();
     let Some(stamp) = received_ns else { return now };
-    match u64::try_from(sys::realtime_ns() - stamp) {
-        Ok(age) if age < 60_000_000_000 => {
-            now.checked_sub(std::time::Duration::from_nanos(age)).unwrap_or(now)
-        }
+    match u64::try_from(wall - stamp) {
+        Ok(age) if age < 60_000_000_000 => now
+            .checked_sub(std::time::Duration::from_nanos(age))
+            .filter(|&at| at >= not_before)
+            .unwrap_or(now),
         _ => now,
     }
 }
@@ -435,7 +438,7 @@ impl Conn {
             // Bytes nobody asked for: the connection cannot be trusted.
             return Some(Step::Failed(Cause::Invalid, None));
         }
-        self.arrived = arrival(self.io.received_ns);
+        self.arrived = arrival(self.io.received_ns, self.sent_at);
         self.reads += 1;
         if self.first_byte.is_none() {
             let arrived = self.arrived;
@@ -537,13 +540,24 @@ mod tests {
     #[test]
     fn a_receive_stamp_puts_the_arrival_back_by_its_age() {
         let before = Instant::now();
-        let a = arrival(Some(sys::realtime_ns() - 10_000_000_000));
+        let long_ago = before - Duration::from_secs(30);
+        let a = arrival(Some(sys::realtime_ns() - 10_000_000_000), long_ago);
         assert!(before.duration_since(a) >= Duration::from_secs(5), "{a:?} against {before:?}");
         // No stamp, a stamp from the future or over a minute old (the wall clock was stepped):
         // the arrival is when it was read.
         let now_ns = sys::realtime_ns();
         for stamp in [None, Some(now_ns + 10_000_000_000), Some(now_ns - 120_000_000_000)] {
-            assert!(arrival(stamp) >= before, "{stamp:?}");
+            assert!(arrival(stamp, long_ago) >= before, "{stamp:?}");
         }
+    }
+
+    /// HTTP latency read 1 ns at best (h2load: 10 µs on the same fixture): a receive stamp
+    /// that lands before the request was sent is the clocks' error, so the read time stands.
+    #[test]
+    fn no_arrival_comes_before_its_request_was_sent() {
+        let sent = Instant::now();
+        // A stamp 2 ms old for a request sent just now: impossible, and not believed.
+        let a = arrival(Some(sys::realtime_ns() - 2_000_000), sent);
+        assert!(a >= sent, "arrived {:?} before it was sent", sent.duration_since(a));
     }
 }
