@@ -83,20 +83,6 @@ fn endpoint_host(host: &str) -> &str {
     }
 }
 
-#[cfg(test)]
-mod tests {
-    use super::*;
-
-    #[test]
-    fn the_test_endpoint_is_the_host_alone() {
-        assert_eq!(endpoint_host("127.0.0.1:8080"), "127.0.0.1");
-        assert_eq!(endpoint_host("speed.example:443"), "speed.example");
-        assert_eq!(endpoint_host("speed.example"), "speed.example");
-        assert_eq!(endpoint_host("[::1]:8080"), "::1");
-        assert_eq!(endpoint_host("[::1]"), "::1");
-    }
-}
-
 /// `/nq/small`: one byte, for probes.
 pub fn small(ctx: &Ctx<'_>, method: &Method) -> Reply {
     if method != Method::GET && method != Method::HEAD {
@@ -174,4 +160,18 @@ pub async fn upload(ctx: &Ctx<'_>, req: Request<Incoming>) -> Reply {
     let _ = ctx.state.limits.charge(ctx.client, uncharged, Instant::now());
     drop(slot);
     respond::empty()
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    #[test]
+    fn the_test_endpoint_is_the_host_alone() {
+        assert_eq!(endpoint_host("127.0.0.1:8080"), "127.0.0.1");
+        assert_eq!(endpoint_host("speed.example:443"), "speed.example");
+        assert_eq!(endpoint_host("speed.example"), "speed.example");
+        assert_eq!(endpoint_host("[::1]:8080"), "::1");
+        assert_eq!(endpoint_host("[::1]"), "::1");
+    }
 }
