@@ -182,7 +182,7 @@ fn ctrl_c_in_the_middle_stops_everything() {
     let marker = format!("int-{}", std::process::id());
     let file = dir.path().join("s.toml");
     std::fs::write(&file, scenario(&marker, "20s", false)).unwrap();
-    let mut child = Command::new(common::BIN)
+    let child = Command::new(common::BIN)
         .args([
             "bench",
             file.to_str().unwrap(),
