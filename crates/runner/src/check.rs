@@ -96,7 +96,7 @@ pub fn figure(report: &Report, name: &str) -> Option<f64> {
 }
 
 /// The figures a report of workload kind `kind` can have (its metrics' keys, as
-/// [`wirespeed_model::KindReport::metrics`] makes them, and the short names [`figure`] takes);
+/// [`wirespeed_model::kind::KindReport::metrics`] makes them, and the short names [`figure`] takes);
 /// `None` for a kind this list does not know. A check is held to these when its scenario is
 /// read, not after the study has run.
 pub fn figures_of(kind: &str) -> Option<&'static [&'static str]> {
