@@ -217,6 +217,38 @@ fn cloudflares_mach_measures_the_web_server() {
     }
 }
 
+/// goresponsiveness, the draft's reference client, joins the configuration's `test_endpoint`
+/// with each URL's port: `wirespeed web` gave "host:port" there, and on any port but 443 the
+/// client printed RPM +Inf at 0 Mbit/s and exited 0. Built by scripts/peers.sh from
+/// ../shared/peers.
+#[test]
+fn goresponsiveness_measures_the_web_server_on_any_port() {
+    let Some(goresponsiveness) = which("goresponsiveness") else {
+        assert!(
+            !wirespeed_store::testing::required(),
+            "goresponsiveness is not installed (scripts/test.sh builds it: scripts/peers.sh)"
+        );
+        return;
+    };
+    let dir = tempfile::tempdir().unwrap();
+    let (c, k) = certificate(dir.path(), &["127.0.0.1"]);
+    let w = web(&["--no-save", "--tls-cert", &c, "--tls-key", &k]);
+    let config = format!("https://127.0.0.1:{}/.well-known/nq", w.port);
+    let out = Command::new(goresponsiveness)
+        // Four connections, both legs at once, a looser stability: a run of about 16 s.
+        .args(["-url", &config, "-rpm.mnp", "4", "-rpm.timeout", "12", "-rpm.sdt", "20"])
+        .arg("-rpm.parallel")
+        .output()
+        .unwrap();
+    let text = String::from_utf8_lossy(&out.stdout).to_string();
+    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+    let legs = common::goresponsiveness::legs(&text);
+    assert_eq!(legs.len(), 2, "{text}");
+    for (mbps, rpm) in legs {
+        assert!(mbps > 0.0 && rpm.is_finite() && rpm > 0.0, "{mbps} Mbit/s, {rpm} RPM: {text}");
+    }
+}
+
 /// A self-signed certificate for `names` written to `dir`: the certificate's and key's paths.
 fn certificate(dir: &std::path::Path, names: &[&str]) -> (String, String) {
     let names: Vec<String> = names.iter().map(|n| n.to_string()).collect();

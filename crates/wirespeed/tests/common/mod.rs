@@ -140,5 +140,6 @@ pub(crate) fn newest_kind(store: &wirespeed_store::Store) -> String {
         store.list(&wirespeed_store::RunFilter { limit: Some(1), ..Default::default() }).unwrap();
     store.get(newest[0].id).unwrap().unwrap().kind().to_string()
 }
+pub(crate) mod goresponsiveness;
 pub(crate) mod mmdb;
 pub(crate) mod web;
