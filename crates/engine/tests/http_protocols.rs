@@ -161,6 +161,38 @@ async fn h2c_against_the_fixture_in_both_models() {
     stop.cancel();
 }
 
+/// `--h3 -c 5000 -d 2` ran 20.6 s: its intervals ended 3.95-14.08 s into the run and the summary
+/// said 10.13 s (every connection's counts were merged every interval, and the closed model
+/// waited for everything in flight when `-d` ended). The time axis adds up: the summary's time
+/// is its intervals', they tile the run, and a connection counts as opened as its setup does;
+/// and what is in flight when `-d` ends is abandoned, not waited for.
+#[tokio::test(flavor = "multi_thread")]
+async fn many_h2_connections_keep_the_time_axis_whole() {
+    let (port, stop) = common::http_fixture().await;
+    let mut spec = HttpSpec::new(format!("http://127.0.0.1:{port}/"));
+    spec.http2 = true;
+    spec.connections = 1000;
+    spec.duration_ns = 1_000_000_000;
+    spec.interval_ns = 500_000_000;
+    let r = run_opts(HttpOptions::single(spec.clone(), Vec::new(), "test").unwrap()).await.unwrap();
+    let s = &r.summary;
+    let spans: u64 = r.intervals.iter().filter(|i| !i.omitted).map(|i| i.end_ns - i.start_ns).sum();
+    assert_eq!(s.duration_ns, spans, "the summary's time is its intervals'");
+    for w in r.intervals.windows(2) {
+        assert_eq!(w[0].end_ns, w[1].start_ns, "intervals tile the run");
+    }
+    assert_eq!(s.connections_opened, s.breakdown.connect.count, "opened as set up");
+    // Answers that take 20 s: every request is in flight when the 1 s run ends. The run ends
+    // with its time (no answer came), not with the answers: the bound is a fifth of the wait.
+    spec.url = format!("http://127.0.0.1:{port}/?delay=20s");
+    spec.connections = 50;
+    let began = std::time::Instant::now();
+    let err = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap_err();
+    assert!(err.to_string().contains("abandoned"), "{err}");
+    assert!(began.elapsed() < std::time::Duration::from_secs(4), "the run waited for its requests");
+    stop.cancel();
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn unix_sockets_targets_and_redirects_against_nginx() {
     let Some(nginx) = Nginx::start() else { return };
