@@ -111,10 +111,13 @@ impl View for BandwidthView {
                     // Unpaced, a sender outruns one receiving thread on any machine: what
                     // it offered and what arrived, said as such, not a "loss" of the path.
                     Protocol::Udp if b.spec.bitrate_bps == 0 => format!(
-                        "unpaced: {} offered, {} delivered ({} more than the receiver took)",
+                        "unpaced: {} offered, {} delivered ({})",
                         packet_rate(t.sent_pps.unwrap_or(0.0)),
                         packet_rate(t.received_pps.unwrap_or(0.0)),
-                        percent(t.loss_ratio.unwrap_or(0.0)),
+                        match t.loss_ratio.unwrap_or(0.0) {
+                            0.0 => "every one".to_string(),
+                            r => format!("{} of them more than the receiver took", percent(r)),
+                        }
                     ),
                     Protocol::Udp => format!(
                         "loss {}, jitter {}, {} received",
