@@ -47,6 +47,7 @@ pub(super) fn job(args: K8sJobArgs) -> Result<u8> {
         name: &name,
         namespace: args.namespace.as_deref(),
         run_label: &label_value(&run_id),
+        run_id: &run_id,
         members: args.members,
         image: &args.image,
         args: &member_args,
@@ -136,6 +137,8 @@ struct Manifest<'a> {
     name: &'a str,
     namespace: Option<&'a str>,
     run_label: &'a str,
+    /// The run id the members are given (the label is it made fit for a label value).
+    run_id: &'a str,
     members: u32,
     image: &'a str,
     args: &'a [String],
@@ -156,7 +159,16 @@ impl Manifest<'_> {
             "app.kubernetes.io/name: wirespeed\n        wirespeed/run: {}\n        wirespeed/role: member",
             q(self.run_label)
         );
-        let _ = writeln!(y, "# wirespeed: {} members of run {}", self.members, q(self.run_label));
+        // The run id the members get, which `merge --run-id` takes; the label may differ (it
+        // was shown here, and a sanitised id named no run the members saved).
+        let _ = writeln!(y, "# wirespeed: {} members of run {}", self.members, q(self.run_id));
+        if self.run_label != self.run_id {
+            let _ = writeln!(
+                y,
+                "# (labelled wirespeed/run={}, a label's spelling of it)",
+                q(self.run_label)
+            );
+        }
         let _ = writeln!(
             y,
             "# kubectl apply -f THIS; kubectl wait --for=condition=complete job/{}",
@@ -233,5 +245,27 @@ mod tests {
         assert_eq!(label_value("-run id 7-"), "run-id-7");
         assert!(is_dns_label("ws-1") && !is_dns_label("Ws") && !is_dns_label("-a"));
         assert!(new_run_id().starts_with("ws-"));
+    }
+
+    /// The header named the label's spelling of the run id ("nightly-42"), which no member
+    /// was given: `merge --run-id` with it found nothing.
+    #[test]
+    fn the_header_names_the_run_id_the_members_get() {
+        let args = ["http".to_string()];
+        let m = Manifest {
+            name: "wirespeed-x",
+            namespace: None,
+            run_label: &label_value("Nightly 42!"),
+            run_id: "Nightly 42!",
+            members: 2,
+            image: "i",
+            args: &args,
+            secret: None,
+            selectors: &[],
+            resources: (None, None),
+        };
+        let yaml = m.yaml();
+        assert!(yaml.starts_with("# wirespeed: 2 members of run \"Nightly 42!\"\n"), "{yaml}");
+        assert!(yaml.contains("labelled wirespeed/run=\"Nightly-42\""), "{yaml}");
     }
 }
