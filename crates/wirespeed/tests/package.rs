@@ -100,13 +100,20 @@ fn manual_pages_render_without_warnings() {
         let path = written.join(name);
         assert!(path.exists(), "{name} was not written");
         // -k: UTF-8 input through preconv, as man-db does; -ww: every warning; -z: no
-        // output, only the check.
-        let checked = run("groff", &["-k", "-man", "-Tutf8", "-ww", "-z", path.to_str().unwrap()]);
-        assert!(
-            checked.status.success() && text(&checked).is_empty(),
-            "{name}: {}",
-            text(&checked)
-        );
+        // output, only the check. And plain `groff -man`, without preconv: raw UTF-8 in the
+        // page ("×", "—") was an invalid input character to it.
+        for preconv in [true, false] {
+            let mut args = vec!["-man", "-Tutf8", "-ww", "-z", path.to_str().unwrap()];
+            if preconv {
+                args.insert(0, "-k");
+            }
+            let checked = run("groff", &args);
+            assert!(
+                checked.status.success() && text(&checked).is_empty(),
+                "{name} (preconv {preconv}): {}",
+                text(&checked)
+            );
+        }
     }
     assert!(!written.join("wirespeed-role.1").exists(), "the hidden subcommand got a page");
     let server =
