@@ -63,6 +63,22 @@ if ! command -v go >/dev/null; then
 fi
 
 failed=()
+# Records that $1 ($2) was built (its stamp $3, started at $4) in versions.txt.
+built() {
+  local name=$1 wanted=$2 stamp=$3 start=$4 secs
+  echo "$wanted" >"$stamp"
+  secs=$(( $(date +%s) - start ))
+  grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true
+  echo "$name $wanted built in ${secs}s on $(date -u +%F) with $(go env GOVERSION)" >>"$peers/versions.tmp"
+  mv "$peers/versions.tmp" "$peers/versions.txt"
+  echo "   built in ${secs}s" >&2
+}
+# Says that $1 ($2) did not build, with the end of its log $3.
+not_built() {
+  echo "peers.sh: $1 ($2) did not build; the end of its log ($3):" >&2
+  tail -5 "$3" >&2
+  failed+=("$1")
+}
 for entry in "${PEERS[@]}"; do
   read -r name module version targets <<<"$entry"
   stamp="$bin/.$name.version"
@@ -100,16 +116,9 @@ for entry in "${PEERS[@]}"; do
       go build -trimpath "${ldflags[@]}" -o "$bin/$out" "$path"
     done
   ) >"$log" 2>&1; then
-    echo "$wanted" >"$stamp"
-    secs=$(( $(date +%s) - start ))
-    grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true
-    echo "$name $wanted built in ${secs}s on $(date -u +%F) with $(go env GOVERSION)" >>"$peers/versions.tmp"
-    mv "$peers/versions.tmp" "$peers/versions.txt"
-    echo "   built in ${secs}s" >&2
+    built "$name" "$wanted" "$stamp" "$start"
   else
-    echo "peers.sh: $name ($wanted) did not build; the end of its log ($log):" >&2
-    tail -5 "$log" >&2
-    failed+=("$name")
+    not_built "$name" "$wanted" "$log"
   fi
 done
 # Programs the module proxy refuses, built from the snapshots in ../shared/peers (its README
@@ -138,16 +147,9 @@ for entry in "${SHARED[@]}"; do
   start=$(date +%s)
   log="$peers/$name.log"
   if (cd "$src" && go build -trimpath -o "$bin/$out" .) >"$log" 2>&1; then
-    echo "$wanted" >"$stamp"
-    secs=$(( $(date +%s) - start ))
-    grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true
-    echo "$name $wanted built in ${secs}s on $(date -u +%F) with $(go env GOVERSION)" >>"$peers/versions.tmp"
-    mv "$peers/versions.tmp" "$peers/versions.txt"
-    echo "   built in ${secs}s" >&2
+    built "$name" "$wanted" "$stamp" "$start"
   else
-    echo "peers.sh: $name ($wanted) did not build; the end of its log ($log):" >&2
-    tail -5 "$log" >&2
-    failed+=("$name")
+    not_built "$name" "$wanted" "$log"
   fi
 done
 if [ ${#failed[@]} -gt 0 ]; then
