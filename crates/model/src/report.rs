@@ -106,6 +106,20 @@ impl Report {
         self.body.as_kind().series()
     }
 
+    /// How the run ended when it did not finish: `interrupted` (the user stopped it) or
+    /// `aborted` (the server lost, a stream failed), from the notes that say so; `None` for a
+    /// run that finished.
+    pub fn ending(&self) -> Option<&'static str> {
+        let said = |prefix: &str| self.meta.notes.iter().any(|n| n.starts_with(prefix));
+        if said("interrupted:") {
+            Some("interrupted")
+        } else if said("aborted:") {
+            Some("aborted")
+        } else {
+            None
+        }
+    }
+
     /// The run's latency histogram, where its kind keeps one.
     pub fn histogram(&self) -> Option<&[HistogramBucket]> {
         self.body.as_kind().histogram()

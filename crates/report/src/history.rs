@@ -21,6 +21,8 @@ pub struct HistoryRow {
     pub headline: Option<(f64, String)>,
     /// Free-text tag.
     pub tag: Option<String>,
+    /// How it ended when it did not finish (`interrupted`, `aborted`).
+    pub ended: Option<String>,
 }
 
 /// `2026-12-02 10:00:00` in UTC.
@@ -58,7 +60,11 @@ pub fn table(rows: Vec<HistoryRow>, raw: bool) -> Table {
                 r.headline.map_or((String::new(), String::new()), |(v, u)| (v.to_string(), u));
             row.extend([r.kind, r.target, v, unit]);
         } else {
-            let shown = headline(&r.headline);
+            // A cut run's figure covers only what ran: marked, so it is not read as a whole.
+            let shown = match &r.ended {
+                Some(how) => format!("{} ({how})", headline(&r.headline)),
+                None => headline(&r.headline),
+            };
             row.extend([r.kind, r.target, shown]);
         }
         row.push(r.tag.unwrap_or_default());
@@ -80,6 +86,7 @@ mod tests {
                 target: "127.0.0.1".into(),
                 headline: Some((9.41e9, "bit/s".into())),
                 tag: Some("lab, rack 2".into()),
+                ended: None,
             },
             HistoryRow {
                 id: 3,
@@ -88,6 +95,7 @@ mod tests {
                 target: "::1".into(),
                 headline: Some((624_000.0, "q/s".into())),
                 tag: None,
+                ended: Some("interrupted".into()),
             },
             HistoryRow {
                 id: 1,
@@ -96,6 +104,7 @@ mod tests {
                 target: "localhost".into(),
                 headline: None,
                 tag: None,
+                ended: None,
             },
         ]
     }

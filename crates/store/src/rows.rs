@@ -25,6 +25,8 @@ pub struct RunRow {
     pub headline: Option<f64>,
     /// Its unit's code (`bit/s`, `req/s`, `ns`, …).
     pub headline_unit: Option<String>,
+    /// How it ended when it did not finish: `interrupted` or `aborted`.
+    pub ended: Option<String>,
 }
 
 /// Which runs to list. Empty fields match everything.
@@ -95,6 +97,7 @@ pub(crate) struct NewRun {
     pub(crate) headline_key: String,
     pub(crate) headline: f64,
     pub(crate) headline_unit: String,
+    pub(crate) ended: Option<&'static str>,
     pub(crate) json: String,
     /// The run and index of a member's report (`--members`).
     pub(crate) member: Option<(String, i64)>,
@@ -112,6 +115,7 @@ impl NewRun {
             headline_key: head.key.to_string(),
             headline: head.value,
             headline_unit: head.unit.code().to_string(),
+            ended: report.ending(),
             json: serde_json::to_string(report)
                 .map_err(|source| StoreError::Corrupt { id: 0, source })?,
             member: report

@@ -399,3 +399,22 @@ fn postgres_over_tls_as_libpq_reads_sslmode() {
         .to_string();
     assert!(missing.contains("sslrootcert /nonexistent/ca.pem"), "{missing}");
 }
+
+/// A run cut short (its notes say interrupted or aborted) is listed as such on both
+/// databases: the history showed it as a whole run.
+#[test]
+fn cut_runs_are_listed_with_how_they_ended() {
+    let (stores, _pg) = each_store();
+    for (name, s) in stores {
+        let mut interrupted = report(1, 1.0);
+        interrupted.meta.notes.push("interrupted: the test was stopped early by the user".into());
+        let mut aborted = report(2, 1.0);
+        aborted.meta.notes.push("aborted: lost the server mid-test: gone".into());
+        s.save(&interrupted, None).unwrap();
+        s.save(&aborted, None).unwrap();
+        s.save(&report(3, 1.0), None).unwrap();
+        let rows = s.list(&RunFilter::default()).unwrap();
+        let ended: Vec<Option<&str>> = rows.iter().map(|r| r.ended.as_deref()).collect();
+        assert_eq!(ended, [None, Some("aborted"), Some("interrupted")], "{name}");
+    }
+}

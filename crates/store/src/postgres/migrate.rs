@@ -26,6 +26,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { to: 4, name: "0004_web_budgets", sql: include_str!("schema/0004_web_budgets.sql") },
     Migration { to: 5, name: "0005_members", sql: include_str!("schema/0005_members.sql") },
     Migration { to: 6, name: "0006_web_latency", sql: include_str!("schema/0006_web_latency.sql") },
+    Migration { to: 7, name: "0007_run_ending", sql: include_str!("schema/0007_run_ending.sql") },
 ];
 
 /// The advisory lock every migration holds (any fixed number; "wirespee" in ASCII).

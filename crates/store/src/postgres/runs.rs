@@ -60,8 +60,8 @@ impl Postgres {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUNS_LOCK])?;
             let insert = tx.prepare(
-                "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10) RETURNING id",
+                "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index, ended)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
             )?;
             let insert_report =
                 tx.prepare("INSERT INTO reports (run_id, report) VALUES ($1, $2::text::json)")?;
@@ -81,6 +81,7 @@ impl Postgres {
                             &r.headline_unit,
                             &r.member.as_ref().map(|m| storable(&m.0)),
                             &r.member.as_ref().map(|m| m.1 as i32),
+                            &r.ended,
                         ],
                     )?
                     .try_get(0)?;
@@ -138,7 +139,7 @@ impl Postgres {
     /// The runs `filter` matches, newest first.
     pub(crate) fn list(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
         let mut sql = String::from(
-            "SELECT id, kind, target, started_at_ms, tag, headline_key, headline, headline_unit FROM runs WHERE true",
+            "SELECT id, kind, target, started_at_ms, tag, headline_key, headline, headline_unit, ended FROM runs WHERE true",
         );
         let mut args = Vec::new();
         let mut clause = |text: &str, arg: Arg| {
@@ -179,6 +180,7 @@ impl Postgres {
                         headline_key: r.try_get(5)?,
                         headline: r.try_get(6)?,
                         headline_unit: r.try_get(7)?,
+                        ended: r.try_get(8)?,
                     })
                 })
                 .collect()

@@ -44,6 +44,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0006_web_latency.sql"),
         backfill: None,
     },
+    Migration {
+        name: "0007_run_ending",
+        sql: include_str!("migrations/0007_run_ending.sql"),
+        backfill: Some(backfill_endings),
+    },
 ];
 
 /// Applies every migration the database has not had.
@@ -76,6 +81,25 @@ pub(crate) fn to_version(
             }
             other => other,
         })?;
+    }
+    Ok(())
+}
+
+/// Marks the runs saved before `ended` existed that did not finish (their notes say so).
+fn backfill_endings(tx: &Transaction<'_>) -> rusqlite::Result<()> {
+    let mut read = tx.prepare(
+        "SELECT runs.id, reports.report FROM runs JOIN reports ON reports.run_id = runs.id \
+         WHERE reports.report LIKE '%interrupted:%' OR reports.report LIKE '%aborted:%'",
+    )?;
+    let mut write = tx.prepare("UPDATE runs SET ended = ?2 WHERE id = ?1")?;
+    let rows = read.query_map([], |r| Ok((r.get::<_, i64>(0)?, r.get::<_, String>(1)?)))?;
+    for row in rows {
+        let (id, json) = row?;
+        if let Ok(report) = serde_json::from_str::<wirespeed_model::Report>(&json) {
+            if let Some(ended) = report.ending() {
+                write.execute(params![id, ended])?;
+            }
+        }
     }
     Ok(())
 }
@@ -117,7 +141,7 @@ mod tests {
                     params![r.kind().name(), r.target(), ms as i64, r.meta.version, "old", json],
                 )
                 .unwrap(),
-            2..=5 => {
+            2..=6 => {
                 let head = r.headline();
                 conn.execute(
                     "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
@@ -139,9 +163,30 @@ mod tests {
     fn corrupt_report(version: usize) -> &'static str {
         match version {
             1 => "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE id = ?1",
-            2..=5 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
+            2..=6 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
             v => panic!("no corruption written for schema {v}: add one with the new migration"),
         }
+    }
+
+    /// Runs saved before `ended` existed that were cut short are marked from their notes.
+    #[test]
+    fn older_cut_runs_are_marked_by_the_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let mut conn = Connection::open(&path).unwrap();
+        to_version(&mut conn, "r.db", 6).unwrap();
+        insert_at(&conn, 6, 10, 5e8);
+        let mut cut = report(20, 7e8);
+        cut.meta.notes.push("interrupted: the test was stopped early by the user".into());
+        conn.execute(
+            "UPDATE reports SET report = ?1 WHERE run_id = ?2",
+            params![serde_json::to_string(&cut).unwrap(), conn.last_insert_rowid()],
+        )
+        .unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        let rows = store.list(&RunFilter::default()).unwrap();
+        assert_eq!(rows[0].ended.as_deref(), Some("interrupted"));
     }
 
     #[test]

@@ -93,8 +93,8 @@ impl Sqlite {
             let mut ids = Vec::with_capacity(rows.len());
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10)",
+                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index, ended)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
                 )?;
                 let mut insert_report = tx.prepare_cached("INSERT INTO reports (run_id, report) VALUES (?1, ?2)")?;
                 for r in rows {
@@ -108,7 +108,8 @@ impl Sqlite {
                         r.headline,
                         r.headline_unit,
                         r.member.as_ref().map(|m| &m.0),
-                        r.member.as_ref().map(|m| m.1)
+                        r.member.as_ref().map(|m| m.1),
+                        r.ended
                     ])?;
                     let id = tx.last_insert_rowid();
                     insert_report.execute(params![id, r.json])?;

@@ -11,7 +11,7 @@ impl Sqlite {
     /// The runs `filter` matches, newest first.
     pub(crate) fn list(&self, filter: &RunFilter) -> Result<Vec<RunRow>, StoreError> {
         let mut sql = String::from(
-            "SELECT id, kind, target, started_at_ms, tag, headline_key, headline, headline_unit FROM runs WHERE 1",
+            "SELECT id, kind, target, started_at_ms, tag, headline_key, headline, headline_unit, ended FROM runs WHERE 1",
         );
         let mut args: Vec<Value> = Vec::new();
         let mut clause = |text: &str, v: Value| {
@@ -49,6 +49,7 @@ impl Sqlite {
                     headline_key: r.get(5)?,
                     headline: r.get(6)?,
                     headline_unit: r.get(7)?,
+                    ended: r.get(8)?,
                 })
             })?;
             rows.collect()

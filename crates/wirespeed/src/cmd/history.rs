@@ -41,6 +41,7 @@ pub(super) fn run(args: HistoryArgs) -> Result<u8> {
             target: r.target,
             headline: r.headline.zip(r.headline_unit),
             tag: r.tag,
+            ended: r.ended,
         })
         .collect();
     let out = match args.format {
@@ -61,6 +62,7 @@ pub(super) fn run(args: HistoryArgs) -> Result<u8> {
                         "headline": r.headline.as_ref().map(|h| h.0),
                         "headline_unit": r.headline.as_ref().map(|h| &h.1),
                         "tag": r.tag,
+                        "ended": r.ended,
                     })
                 })
                 .collect();
