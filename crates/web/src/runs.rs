@@ -161,6 +161,12 @@ impl AddressRuns {
         run
     }
 
+    /// True while a transfer from `client` that began before `before` is in flight.
+    pub fn in_flight(&self, client: IpAddr, before: Instant) -> bool {
+        let map = self.map.lock().unwrap_or_else(|e| e.into_inner());
+        map.get(&client).is_some_and(|runs| runs.iter().any(|r| r.started < before && r.active()))
+    }
+
     /// The server's figures for the test whose result `client` posts now, in the directions
     /// the client says it tested; the runs that result accounts for are forgotten, so no other
     /// result can claim them.
