@@ -192,17 +192,8 @@ fn a_client_killed_mid_test_leaves_the_server_serving() {
 
 #[test]
 fn cloudflares_mach_measures_the_web_server() {
-    let Some(mach) = which("mach") else {
-        assert!(
-            !wirespeed_store::testing::required(),
-            "mach is not installed (scripts/test.sh does)"
-        );
-        return;
-    };
-    let dir = tempfile::tempdir().unwrap();
-    let (c, k) = certificate(dir.path(), &["127.0.0.1"]);
-    let w = web(&["--no-save", "--tls-cert", &c, "--tls-key", &k]);
-    let config = format!("https://127.0.0.1:{}/.well-known/nq", w.port);
+    let Some(mach) = peer("mach", "scripts/test.sh installs it") else { return };
+    let (_dir, _w, config) = web_over_tls();
     // Its defaults reach Cloudflare: a local configuration and no score upload, always.
     let out = Command::new(mach)
         .args(["rpm", "-c", &config, "--insecure", "--disable-aim-scores"])
@@ -223,17 +214,12 @@ fn cloudflares_mach_measures_the_web_server() {
 /// ../shared/peers.
 #[test]
 fn goresponsiveness_measures_the_web_server_on_any_port() {
-    let Some(goresponsiveness) = which("goresponsiveness") else {
-        assert!(
-            !wirespeed_store::testing::required(),
-            "goresponsiveness is not installed (scripts/test.sh builds it: scripts/peers.sh)"
-        );
+    let Some(goresponsiveness) =
+        peer("goresponsiveness", "scripts/test.sh builds it: scripts/peers.sh")
+    else {
         return;
     };
-    let dir = tempfile::tempdir().unwrap();
-    let (c, k) = certificate(dir.path(), &["127.0.0.1"]);
-    let w = web(&["--no-save", "--tls-cert", &c, "--tls-key", &k]);
-    let config = format!("https://127.0.0.1:{}/.well-known/nq", w.port);
+    let (_dir, _w, config) = web_over_tls();
     let out = Command::new(goresponsiveness)
         // Four connections, both legs at once, a looser stability: a run of about 16 s.
         .args(["-url", &config, "-rpm.mnp", "4", "-rpm.timeout", "12", "-rpm.sdt", "20"])
@@ -247,6 +233,27 @@ fn goresponsiveness_measures_the_web_server_on_any_port() {
     for (mbps, rpm) in legs {
         assert!(mbps > 0.0 && rpm.is_finite() && rpm > 0.0, "{mbps} Mbit/s, {rpm} RPM: {text}");
     }
+}
+
+/// A peer program on PATH; `None` (to skip) only where a missing peer may skip, else a failure
+/// saying how it is installed.
+fn peer(name: &str, how: &str) -> Option<std::path::PathBuf> {
+    let found = which(name);
+    assert!(
+        found.is_some() || !wirespeed_store::testing::required(),
+        "{name} is not installed ({how})"
+    );
+    found
+}
+
+/// `wirespeed web` over TLS with a certificate made for 127.0.0.1 (kept in the directory
+/// returned), and its responsiveness configuration's URL.
+fn web_over_tls() -> (tempfile::TempDir, common::web::Web, String) {
+    let dir = tempfile::tempdir().unwrap();
+    let (c, k) = certificate(dir.path(), &["127.0.0.1"]);
+    let w = web(&["--no-save", "--tls-cert", &c, "--tls-key", &k]);
+    let config = format!("https://127.0.0.1:{}/.well-known/nq", w.port);
+    (dir, w, config)
 }
 
 /// A self-signed certificate for `names` written to `dir`: the certificate's and key's paths.
