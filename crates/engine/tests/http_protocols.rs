@@ -183,13 +183,12 @@ async fn many_h2_connections_keep_the_time_axis_whole() {
     }
     assert_eq!(s.connections_opened, s.breakdown.connect.count, "opened as set up");
     // Answers that take 20 s: every request is in flight when the 1 s run ends. The run ends
-    // with its time (no answer came), not with the answers: the bound is a fifth of the wait.
+    // with its time, abandoning them (waiting, it ended on each request's timeout instead and
+    // said "50 × timeout").
     spec.url = format!("http://127.0.0.1:{port}/?delay=20s");
     spec.connections = 50;
-    let began = std::time::Instant::now();
     let err = run_opts(HttpOptions::single(spec, Vec::new(), "test").unwrap()).await.unwrap_err();
     assert!(err.to_string().contains("abandoned"), "{err}");
-    assert!(began.elapsed() < std::time::Duration::from_secs(4), "the run waited for its requests");
     stop.cancel();
 }
 
