@@ -35,14 +35,48 @@ async fn run(opts: RpmOptions) -> Result<(), ClientError> {
     rpm::run(opts, tx, CancellationToken::new()).await.map(drop)
 }
 
+/// A configuration naming URLs on `base`.
+fn configuration(base: &str) -> String {
+    format!(
+        r#"{{"version":1,"urls":{{"small_https_download_url":"{base}/small",
+        "large_https_download_url":"{base}/large","https_upload_url":"{base}/upload"}}}}"#
+    )
+}
+
 #[tokio::test(flavor = "multi_thread")]
 async fn a_server_without_http2_is_named_as_such() {
     let Some(nginx) = Nginx::start() else { return };
-    nginx.put(".well-known/nq", r#"{"version":1,"urls":{}}"#);
+    // The configuration is read over HTTP/1.1; the test itself needs HTTP/2.
+    nginx.put(".well-known/nq", &configuration(&format!("http://{}", nginx.addr)));
     let url = format!("http://{}/.well-known/nq", nginx.addr);
     let err = run(options(url, None)).await.unwrap_err();
     assert!(matches!(err, ClientError::Protocol(_)), "{err:?}");
     assert!(err.to_string().contains("does not speak HTTP/2"), "{err}");
+    assert!(!err.to_string().contains("configuration"), "{err}");
+}
+
+/// A configuration served over HTTP/1.1 only (nginx's plain listener) is read, and the test
+/// runs over HTTP/2 where it points (nginx's TLS listener): a client that read it over HTTP/2
+/// only refused the document before any load.
+#[tokio::test(flavor = "multi_thread")]
+async fn a_configuration_served_over_http1_is_read() {
+    let dir = tempfile::tempdir().unwrap();
+    let files = TlsFiles::self_signed(dir.path());
+    let Some(nginx) = Nginx::start_with(Some(&files)) else { return };
+    let base = format!("https://127.0.0.1:{}", nginx.tls_port.unwrap());
+    nginx.put("nq.json", &configuration(&base));
+    nginx.put("small", "x");
+    nginx.put("large", &"x".repeat(8 << 20));
+    let mut opts = options(format!("http://{}/nq.json", nginx.addr), Some(&files));
+    opts.spec.mode = wirespeed_model::kinds::rpm::RpmMode::Download;
+    opts.spec.idle_probes = 2;
+    let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();
+    let report = rpm::run(opts, tx, CancellationToken::new()).await;
+    let report = report.unwrap_or_else(|e| panic!("{e}: {}", nginx.error_log()));
+    let wirespeed_model::ReportBody::Rpm(rpm) = report.body else { panic!("not an RPM report") };
+    assert_eq!(rpm.summary.large_url, format!("{base}/large"));
+    assert!(rpm.intervals.iter().any(|i| i.download_bytes > 0), "{:?}", rpm.intervals);
+    assert!(rpm.summary.idle.count >= 1, "{:?}", rpm.summary.idle);
 }
 
 #[tokio::test(flavor = "multi_thread")]

@@ -54,8 +54,15 @@ pub(super) struct Phases {
 /// Why a connection or request failed, in words for the report.
 pub(super) type Failure = String;
 
-/// An HTTP/2 session to `server`, and how long its handshakes took.
-pub(super) async fn connect(server: &Server) -> Result<(SendRequest<ReqBody>, Phases), Failure> {
+/// A connection made, before any HTTP is spoken on it.
+enum Transport {
+    Plain(tokio::net::TcpStream),
+    Tls(Box<tokio_rustls::client::TlsStream<tokio::net::TcpStream>>),
+}
+
+/// A TCP connection to `server` (and TLS over it for `https://`), and how long its handshakes
+/// took.
+async fn open(server: &Server) -> Result<(Transport, Phases), Failure> {
     let started = Instant::now();
     let tcp =
         tokio::time::timeout(server.connect_timeout, tokio::net::TcpStream::connect(server.addr))
@@ -69,7 +76,7 @@ pub(super) async fn connect(server: &Server) -> Result<(SendRequest<ReqBody>, Ph
         crate::net::sys::set_notsent_lowat(std::os::fd::AsRawFd::as_raw_fd(&tcp), NOTSENT_LOWAT);
     let tcp_ns = started.elapsed().as_nanos() as u64;
     let Some((config, name)) = &server.tls else {
-        return Ok((h2_over(tcp, "prior knowledge").await?, Phases { tcp_ns, tls_ns: 0 }));
+        return Ok((Transport::Plain(tcp), Phases { tcp_ns, tls_ns: 0 }));
     };
     let tls_started = Instant::now();
     let connector = tokio_rustls::TlsConnector::from(config.clone());
@@ -87,10 +94,108 @@ pub(super) async fn connect(server: &Server) -> Result<(SendRequest<ReqBody>, Ph
         _ => 1,
     };
     let tls_ns = tls_started.elapsed().as_nanos() as u64 / round_trips;
-    if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
-        return Err(NOT_H2_ALPN.into());
+    Ok((Transport::Tls(Box::new(tls)), Phases { tcp_ns, tls_ns }))
+}
+
+/// An HTTP/2 session to `server`, and how long its handshakes took.
+pub(super) async fn connect(server: &Server) -> Result<(SendRequest<ReqBody>, Phases), Failure> {
+    match open(server).await? {
+        (Transport::Plain(tcp), phases) => Ok((h2_over(tcp, "prior knowledge").await?, phases)),
+        (Transport::Tls(tls), phases) => {
+            if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
+                return Err(NOT_H2_ALPN.into());
+            }
+            Ok((h2_over(*tls, "ALPN h2").await?, phases))
+        }
     }
-    Ok((h2_over(tls, "ALPN h2").await?, Phases { tcp_ns, tls_ns }))
+}
+
+/// A document (the test's configuration) at `path` on `server`: its status and at most `limit`
+/// bytes of its body. Unlike the test, it is read over whatever HTTP the server speaks: HTTP/2
+/// when TLS agrees to it, HTTP/1.1 otherwise, and over plain HTTP HTTP/1.1 first, then HTTP/2
+/// with prior knowledge for a server that answers only that.
+pub(super) async fn get_document(
+    server: &Server,
+    path: &str,
+    limit: usize,
+) -> Result<(hyper::StatusCode, Bytes), Failure> {
+    let (transport, _) = open(server).await?;
+    let uri = format!("{}{path}", server.origin);
+    let authority = server.origin.split_once("://").map_or(&*server.origin, |(_, a)| a);
+    match transport {
+        Transport::Tls(tls) if tls.get_ref().1.alpn_protocol() == Some(b"h2") => {
+            let mut sender = h2_over(*tls, "ALPN h2").await?;
+            read_document(&mut sender, &uri, limit).await
+        }
+        Transport::Tls(tls) => read_over_http1(*tls, authority, path, limit).await,
+        Transport::Plain(tcp) => match read_over_http1(tcp, authority, path, limit).await {
+            Ok(document) => Ok(document),
+            Err(http1) => {
+                let Ok((Transport::Plain(tcp), _)) = open(server).await else {
+                    return Err(http1);
+                };
+                let h2 = async {
+                    let mut sender = h2_over(tcp, "prior knowledge").await?;
+                    read_document(&mut sender, &uri, limit).await
+                };
+                h2.await.map_err(|h2| format!("{http1}; over HTTP/2 with prior knowledge: {h2}"))
+            }
+        },
+    }
+}
+
+/// `path` at `authority` read over HTTP/1.1 on `stream`.
+async fn read_over_http1<S>(
+    stream: S,
+    authority: &str,
+    path: &str,
+    limit: usize,
+) -> Result<(hyper::StatusCode, Bytes), Failure>
+where
+    S: AsyncRead + AsyncWrite + Send + Unpin + 'static,
+{
+    let (mut sender, conn) = hyper::client::conn::http1::handshake(TokioIo::new(stream))
+        .await
+        .map_err(|e| format!("over HTTP/1.1: {e}"))?;
+    tokio::spawn(async move {
+        let _ = conn.await;
+    });
+    sender.ready().await.map_err(|e| format!("over HTTP/1.1: {e}"))?;
+    // HTTP/1.1 names the server in a Host header and the resource by its path alone.
+    let request = Request::get(path)
+        .header(hyper::header::HOST, authority)
+        .body(no_body())
+        .map_err(|e| format!("request: {e}"))?;
+    let response =
+        sender.send_request(request).await.map_err(|e| format!("over HTTP/1.1: {e}"))?;
+    collect(response, limit).await
+}
+
+/// `uri` read on an HTTP/2 session.
+async fn read_document(
+    sender: &mut SendRequest<ReqBody>,
+    uri: &str,
+    limit: usize,
+) -> Result<(hyper::StatusCode, Bytes), Failure> {
+    sender.ready().await.map_err(|e| format!("connection closed: {e}"))?;
+    let response = sender.send_request(request_of(uri)?).await.map_err(|e| e.to_string())?;
+    collect(response, limit).await
+}
+
+/// A GET of `uri` with no body.
+fn request_of(uri: &str) -> Result<Request<ReqBody>, Failure> {
+    Request::get(uri).body(no_body()).map_err(|e| format!("request: {e}"))
+}
+
+/// A response's status and at most `limit` bytes of its body.
+async fn collect(
+    response: hyper::Response<hyper::body::Incoming>,
+    limit: usize,
+) -> Result<(hyper::StatusCode, Bytes), Failure> {
+    let status = response.status();
+    let limited = http_body_util::Limited::new(response.into_body(), limit);
+    let body = limited.collect().await.map_err(|e| format!("reading the answer: {e}"))?;
+    Ok((status, body.to_bytes()))
 }
 
 /// What a server that answers TLS without offering HTTP/2 is told.

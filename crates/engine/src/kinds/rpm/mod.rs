@@ -10,8 +10,6 @@ mod load;
 use std::net::IpAddr;
 use std::time::{Duration, Instant, SystemTime};
 
-use http_body_util::BodyExt;
-use hyper::Request;
 use rustls_pki_types::ServerName;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
@@ -28,6 +26,9 @@ pub use conn::Config;
 
 /// Largest configuration document read.
 const MAX_CONFIG_BYTES: usize = 64 * 1024;
+
+/// What the configuration is read over: any HTTP the server offers (the test itself needs h2).
+const CONFIG_ALPN: &[&[u8]] = &[b"h2", b"http/1.1"];
 
 /// Where a responsiveness test's URLs come from.
 #[derive(Debug, Clone)]
@@ -90,7 +91,7 @@ pub async fn run(
             upload.origin()
         )));
     }
-    let server = server_for(&small, &opts).await?;
+    let server = server_for(&small, &opts, &[b"h2"]).await?;
     let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, Some(server.addr));
     let _ = events
         .send(Event::Start { spec: TestSpec::Rpm(Box::new(spec.clone())), meta: meta.clone() });
@@ -213,16 +214,27 @@ pub async fn run(
 fn first_failure(server: &conn::Server, why: String) -> ClientError {
     if why.starts_with("cannot connect") || why.contains("timed out") {
         ClientError::Connect { addr: server.addr, cause: std::io::Error::other(why) }
+    } else if server.tls.is_none() && why.starts_with("request failed") {
+        // Prior knowledge is refused only at the first request, by an HTTP/1 answer to the
+        // preface; the connection itself was made.
+        ClientError::Protocol(format!(
+            "the server does not speak HTTP/2 with prior knowledge (h2c), which a test of an \
+             http:// URL needs: {why}"
+        ))
     } else {
         ClientError::Protocol(why)
     }
 }
 
 /// The server `url` names: resolved, with its TLS settings.
-async fn server_for(url: &HttpUrl, opts: &RpmOptions) -> Result<conn::Server, ClientError> {
+async fn server_for(
+    url: &HttpUrl,
+    opts: &RpmOptions,
+    alpn: &[&[u8]],
+) -> Result<conn::Server, ClientError> {
     let addr = resolve(&url.host, url.port, opts.family).await?[0];
     let tls = if url.secure {
-        let config = client_config(&opts.tls, &[b"h2"]).map_err(ClientError::local("TLS"))?;
+        let config = client_config(&opts.tls, alpn).map_err(ClientError::local("TLS"))?;
         let name = opts.tls.server_name.clone().unwrap_or_else(|| url.host.clone());
         let name = ServerName::try_from(name.clone()).map_err(|e| {
             ClientError::Protocol(format!("'{name}' is not a TLS server name: {e}"))
@@ -234,36 +246,20 @@ async fn server_for(url: &HttpUrl, opts: &RpmOptions) -> Result<conn::Server, Cl
     Ok(conn::Server { addr, tls, origin: url.origin(), connect_timeout: opts.connect_timeout })
 }
 
-/// Fetches and reads the configuration at `url`; its URLs must name the same host unless
+/// Fetches and reads the configuration at `url` (over HTTP/1.1 or HTTP/2, as a browser would);
+/// its URLs must name the same host unless
 /// `allow_other_hosts` (a configuration is someone else's document: it must not turn this
 /// test's load on a third party unasked).
 async fn fetch_config(url: &str, opts: &RpmOptions) -> Result<Config, ClientError> {
     let at = HttpUrl::parse(url).map_err(ClientError::Protocol)?;
-    let server = server_for(&at, opts).await?;
-    let (mut sender, _) =
-        conn::connect(&server).await.map_err(|why| first_failure(&server, why))?;
-    let request = Request::get(format!("{}{}", server.origin, at.path))
-        .body(conn::no_body())
-        .map_err(|e| ClientError::Protocol(format!("request: {e}")))?;
-    let fetched = async {
-        sender.ready().await.map_err(|e| e.to_string())?;
-        let response = sender.send_request(request).await.map_err(|e| e.to_string())?;
-        let status = response.status();
-        let limited = http_body_util::Limited::new(response.into_body(), MAX_CONFIG_BYTES);
-        let body = limited.collect().await.map_err(|e| e.to_string())?.to_bytes();
-        Ok::<_, String>((status, body))
-    };
+    let server = server_for(&at, opts, CONFIG_ALPN).await?;
+    let fetched = conn::get_document(&server, &at.path, MAX_CONFIG_BYTES);
     let (status, body) = tokio::time::timeout(Duration::from_secs(10), fetched)
         .await
         .map_err(|_| ClientError::ServerGone(format!("no configuration from {url} within 10 s")))?
-        .map_err(|e| match at.secure {
-            true => ClientError::Protocol(format!("fetching the configuration {url}: {e}")),
-            // Prior knowledge is refused only at the first request, by an HTTP/1 answer to
-            // the preface; the connection itself was made.
-            false => ClientError::Protocol(format!(
-                "fetching the configuration {url}: the server does not speak HTTP/2 with prior \
-                 knowledge (h2c): {e}"
-            )),
+        .map_err(|why| match why.starts_with("cannot connect") || why.contains("timed out") {
+            true => first_failure(&server, why),
+            false => ClientError::Protocol(format!("fetching the configuration {url}: {why}")),
         })?;
     if status != hyper::StatusCode::OK {
         return Err(ClientError::Protocol(format!(
