@@ -266,6 +266,12 @@ impl Store {
         on_backend!(self, db => db.remove_web(id))
     }
 
+    /// The saved run merged from member run `run_id` (`wirespeed merge`), if any: saving
+    /// another merge of that run replaces it.
+    pub fn merge_of(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        on_backend!(self, db => db.merge_of(run_id))
+    }
+
     /// The saved reports of run `run_id`'s members (`--members`), by index.
     pub fn member_rows(&self, run_id: &str) -> Result<Vec<members::MemberRow>, StoreError> {
         on_backend!(self, db => db.member_rows(run_id))

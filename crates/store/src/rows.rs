@@ -101,6 +101,9 @@ pub(crate) struct NewRun {
     pub(crate) json: String,
     /// The run and index of a member's report (`--members`).
     pub(crate) member: Option<(String, i64)>,
+    /// The member run a merged report was made from: saving it replaces that run's earlier
+    /// merge.
+    pub(crate) merged: Option<String>,
 }
 
 impl NewRun {
@@ -123,6 +126,7 @@ impl NewRun {
                 .member
                 .as_ref()
                 .map(|m| (m.member.run_id.clone(), i64::from(m.member.index))),
+            merged: report.meta.merged.as_ref().map(|m| m.run_id.clone()),
         })
     }
 }

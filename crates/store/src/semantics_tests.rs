@@ -418,3 +418,38 @@ fn cut_runs_are_listed_with_how_they_ended() {
         assert_eq!(ended, [None, Some("aborted"), Some("interrupted")], "{name}");
     }
 }
+
+/// A member run is saved merged once: `merge --run-id` run twice (more members since, or
+/// `--allow-partial`) listed the same run twice, with two different figures.
+#[test]
+fn merging_a_run_again_replaces_its_earlier_merge() {
+    let (stores, _pg) = each_store();
+    for (name, s) in stores {
+        let merged = |run_id: &str, value: f64| {
+            let mut r = report(1, value);
+            r.meta.merged = Some(wirespeed_model::merge::MergeRecord {
+                run_id: run_id.into(),
+                members: 2,
+                merged: vec![0, 1],
+                missing: Vec::new(),
+                partial: false,
+                hosts: vec!["a".into(), "b".into()],
+                planned_start_unix_ns: 0,
+                start_skew_ns: 0,
+                latest_start_late_ns: 0,
+            });
+            r
+        };
+        let plain = s.save(&report(2, 1.0), None).unwrap();
+        let first = s.save(&merged("r1", 1e9), None).unwrap();
+        let other = s.save(&merged("r2", 3e9), None).unwrap();
+        assert_eq!(s.merge_of("r1").unwrap(), Some(first), "{name}");
+        let again = s.save(&merged("r1", 2e9), None).unwrap();
+        assert_eq!(s.merge_of("r1").unwrap(), Some(again), "{name}");
+        let mut left = ids(&s, RunFilter::default());
+        left.sort();
+        assert_eq!(left, [plain, other, again], "{name}");
+        assert!(s.get(first).unwrap().is_none(), "{name}");
+        assert_eq!(s.merge_of("r3").unwrap(), None, "{name}");
+    }
+}

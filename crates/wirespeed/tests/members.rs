@@ -133,6 +133,19 @@ fn members_started_apart_meet_at_the_postgres_barrier_and_merge_exactly() {
         assert!((855..=945).contains(&sent), "an interval's merged rate: {iv}");
     }
     assert_exact(dir.path(), &m, &lines);
+
+    // Merged and saved twice, the run is listed once: the second merge replaces the first.
+    let first = client(&["merge", "--run-id", "exact-pg", "--db", &db]);
+    ok(&first);
+    let store = wirespeed_store::Store::open_at(&pg.location()).unwrap();
+    let first_id = store.merge_of("exact-pg").unwrap().expect("the merge was saved");
+    let again = client(&["merge", "--run-id", "exact-pg", "--db", &db]);
+    ok(&again);
+    let second_id = store.merge_of("exact-pg").unwrap().unwrap();
+    assert_ne!(first_id, second_id);
+    assert!(store.get(first_id).unwrap().is_none(), "the first merge is still saved");
+    let said = String::from_utf8_lossy(&again.stderr);
+    assert!(said.contains(&format!("in place of run {first_id}")), "{said}");
 }
 
 /// The same run with no database: every member is given the start, and keeps its own SQLite

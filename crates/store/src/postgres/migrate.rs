@@ -27,6 +27,7 @@ const MIGRATIONS: &[Migration] = &[
     Migration { to: 5, name: "0005_members", sql: include_str!("schema/0005_members.sql") },
     Migration { to: 6, name: "0006_web_latency", sql: include_str!("schema/0006_web_latency.sql") },
     Migration { to: 7, name: "0007_run_ending", sql: include_str!("schema/0007_run_ending.sql") },
+    Migration { to: 8, name: "0008_merged_run", sql: include_str!("schema/0008_merged_run.sql") },
 ];
 
 /// The advisory lock every migration holds (any fixed number; "wirespee" in ASCII).

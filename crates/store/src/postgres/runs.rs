@@ -60,13 +60,19 @@ impl Postgres {
             let mut tx = c.transaction()?;
             tx.execute("SELECT pg_advisory_xact_lock($1)", &[&RUNS_LOCK])?;
             let insert = tx.prepare(
-                "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index, ended)
-                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11) RETURNING id",
+                "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index, ended, merged_run)
+                 VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $10, $11, $12) RETURNING id",
             )?;
             let insert_report =
                 tx.prepare("INSERT INTO reports (run_id, report) VALUES ($1, $2::text::json)")?;
+            let replace_merge = tx.prepare("DELETE FROM runs WHERE merged_run = $1")?;
             let mut ids = Vec::with_capacity(rows.len());
             for r in &rows {
+                // A run is merged into one saved run: a new merge replaces the earlier.
+                let merged = r.merged.as_deref().map(storable);
+                if let Some(merged) = &merged {
+                    tx.execute(&replace_merge, &[merged])?;
+                }
                 let id: i64 = tx
                     .query_one(
                         &insert,
@@ -82,6 +88,7 @@ impl Postgres {
                             &r.member.as_ref().map(|m| storable(&m.0)),
                             &r.member.as_ref().map(|m| m.1 as i32),
                             &r.ended,
+                            &merged,
                         ],
                     )?
                     .try_get(0)?;
@@ -126,6 +133,14 @@ impl Postgres {
             }
             tx.commit()?;
             Ok(missing)
+        })
+    }
+
+    /// The saved run merged from member run `run_id`, if any.
+    pub(crate) fn merge_of(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        let run_id = storable(run_id);
+        self.call(move |c| {
+            c.query_one("SELECT max(id) FROM runs WHERE merged_run = $1", &[&run_id])?.try_get(0)
         })
     }
 

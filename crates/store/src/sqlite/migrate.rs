@@ -49,6 +49,11 @@ pub const MIGRATIONS: &[Migration] = &[
         sql: include_str!("migrations/0007_run_ending.sql"),
         backfill: Some(backfill_endings),
     },
+    Migration {
+        name: "0008_merged_run",
+        sql: include_str!("migrations/0008_merged_run.sql"),
+        backfill: None,
+    },
 ];
 
 /// Applies every migration the database has not had.

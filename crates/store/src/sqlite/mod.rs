@@ -93,11 +93,16 @@ impl Sqlite {
             let mut ids = Vec::with_capacity(rows.len());
             {
                 let mut insert = tx.prepare_cached(
-                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index, ended)
-                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11)",
+                    "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit, member_run, member_index, ended, merged_run)
+                     VALUES (?1, ?2, ?3, ?4, ?5, ?6, ?7, ?8, ?9, ?10, ?11, ?12)",
                 )?;
                 let mut insert_report = tx.prepare_cached("INSERT INTO reports (run_id, report) VALUES (?1, ?2)")?;
+                let mut replace_merge = tx.prepare_cached("DELETE FROM runs WHERE merged_run = ?1")?;
                 for r in rows {
+                    // A run is merged into one saved run: a new merge replaces the earlier.
+                    if let Some(merged) = &r.merged {
+                        replace_merge.execute([merged])?;
+                    }
                     insert.execute(params![
                         r.kind,
                         r.target,
@@ -109,7 +114,8 @@ impl Sqlite {
                         r.headline_unit,
                         r.member.as_ref().map(|m| &m.0),
                         r.member.as_ref().map(|m| m.1),
-                        r.ended
+                        r.ended,
+                        r.merged
                     ])?;
                     let id = tx.last_insert_rowid();
                     insert_report.execute(params![id, r.json])?;
@@ -155,6 +161,13 @@ impl Sqlite {
             }
             tx.commit()?;
             Ok(missing)
+        })
+    }
+
+    /// The saved run merged from member run `run_id`, if any.
+    pub(crate) fn merge_of(&self, run_id: &str) -> Result<Option<i64>, StoreError> {
+        self.sql(|c| {
+            c.query_row("SELECT max(id) FROM runs WHERE merged_run = ?1", [run_id], |r| r.get(0))
         })
     }
 

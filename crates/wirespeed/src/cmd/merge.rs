@@ -77,11 +77,34 @@ pub(super) fn run(args: MergeArgs) -> Result<u8> {
     if let Some(path) = &args.output.chart {
         saved::write_chart(path, &wirespeed_report::charts::run_charts(&merged))?;
     }
-    if let Err(e) = output::save(&args.output, None, &[&merged]) {
+    if let Err(e) = save(&args.output, &merged) {
         eprintln!("wirespeed: warning: the merged run was not saved: {e:#}");
         return Ok(exit::NOT_SAVED);
     }
     Ok(exit::OK)
+}
+
+/// Saves the merged run; a run merged and saved before is replaced (a run is listed once),
+/// and the user told which.
+fn save(output: &crate::flags::OutputArgs, merged: &Report) -> Result<()> {
+    if output.no_save {
+        return Ok(());
+    }
+    let store = Store::open_at(&saved::db_location(&output.db)?)?;
+    let run_id = merged.meta.merged.as_ref().map(|m| m.run_id.as_str());
+    let earlier = match run_id {
+        Some(run_id) => store.merge_of(run_id)?,
+        None => None,
+    };
+    let saved = output::save(output, Some(&store), &[merged])?;
+    if let (Some(earlier), Some(id)) = (earlier, saved.first()) {
+        eprintln!(
+            "wirespeed: run {:?} was merged before: its merge is now run {id}, in place of run \
+             {earlier}",
+            run_id.unwrap_or_default()
+        );
+    }
+    Ok(())
 }
 
 /// The reports of run `run_id`'s members saved in `store`, named by where they came from.

@@ -166,8 +166,7 @@ where
         .header(hyper::header::HOST, authority)
         .body(no_body())
         .map_err(|e| format!("request: {e}"))?;
-    let response =
-        sender.send_request(request).await.map_err(|e| format!("over HTTP/1.1: {e}"))?;
+    let response = sender.send_request(request).await.map_err(|e| format!("over HTTP/1.1: {e}"))?;
     collect(response, limit).await
 }
 
