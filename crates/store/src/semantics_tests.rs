@@ -230,6 +230,7 @@ fn postgres_openers_at_once_migrate_once_and_all_save() {
 #[test]
 fn postgres_refuses_a_newer_schema_and_a_foreign_one_changing_nothing() {
     let Some(pg) = TestPostgres::start() else { return };
+    older_merges_are_marked_by_the_upgrade(&pg);
     let newer = Location::parse(&pg.create_database("newer")).unwrap();
     Store::open_at(&newer).unwrap().save(&report(1, 1.0), None).unwrap();
     let mut admin = postgres::Client::connect(&pg.url_for("newer"), postgres::NoTls).unwrap();
@@ -425,21 +426,7 @@ fn cut_runs_are_listed_with_how_they_ended() {
 fn merging_a_run_again_replaces_its_earlier_merge() {
     let (stores, _pg) = each_store();
     for (name, s) in stores {
-        let merged = |run_id: &str, value: f64| {
-            let mut r = report(1, value);
-            r.meta.merged = Some(wirespeed_model::merge::MergeRecord {
-                run_id: run_id.into(),
-                members: 2,
-                merged: vec![0, 1],
-                missing: Vec::new(),
-                partial: false,
-                hosts: vec!["a".into(), "b".into()],
-                planned_start_unix_ns: 0,
-                start_skew_ns: 0,
-                latest_start_late_ns: 0,
-            });
-            r
-        };
+        let merged = merged_report;
         let plain = s.save(&report(2, 1.0), None).unwrap();
         let first = s.save(&merged("r1", 1e9), None).unwrap();
         let other = s.save(&merged("r2", 3e9), None).unwrap();
@@ -452,4 +439,41 @@ fn merging_a_run_again_replaces_its_earlier_merge() {
         assert!(s.get(first).unwrap().is_none(), "{name}");
         assert_eq!(s.merge_of("r3").unwrap(), None, "{name}");
     }
+}
+
+/// A merged run saved at schema 7 (no `merged_run`) is marked by migration 8 from its report,
+/// so that merging its run again replaces it.
+fn older_merges_are_marked_by_the_upgrade(pg: &TestPostgres) {
+    let older = Location::parse(&pg.create_database("older")).unwrap();
+    let store = Store::open_at(&older).unwrap();
+    let id = store.save(&merged_report("r7", 1.0), None).unwrap();
+    store.save(&report(2, 1.0), None).unwrap();
+    drop(store);
+    let mut admin = postgres::Client::connect(&pg.url_for("older"), postgres::NoTls).unwrap();
+    admin
+        .batch_execute(
+            "DROP INDEX wirespeed.runs_merged_run; ALTER TABLE wirespeed.runs DROP COLUMN merged_run;
+             UPDATE wirespeed.schema_version SET version = 7",
+        )
+        .unwrap();
+    let store = Store::open_at(&older).unwrap();
+    assert_eq!(store.merge_of("r7").unwrap(), Some(id));
+    assert_eq!(store.schema_version().unwrap(), crate::MIGRATIONS.len() as i64);
+}
+
+/// A report merged from member run `run_id` (two members).
+pub(crate) fn merged_report(run_id: &str, value: f64) -> wirespeed_model::Report {
+    let mut r = report(1, value);
+    r.meta.merged = Some(wirespeed_model::merge::MergeRecord {
+        run_id: run_id.into(),
+        members: 2,
+        merged: vec![0, 1],
+        missing: Vec::new(),
+        partial: false,
+        hosts: vec!["a".into(), "b".into()],
+        planned_start_unix_ns: 0,
+        start_skew_ns: 0,
+        latest_start_late_ns: 0,
+    });
+    r
 }

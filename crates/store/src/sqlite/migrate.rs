@@ -146,7 +146,7 @@ mod tests {
                     params![r.kind().name(), r.target(), ms as i64, r.meta.version, "old", json],
                 )
                 .unwrap(),
-            2..=6 => {
+            2..=7 => {
                 let head = r.headline();
                 conn.execute(
                     "INSERT INTO runs (kind, target, started_at_ms, version, tag, headline_key, headline, headline_unit)
@@ -168,7 +168,7 @@ mod tests {
     fn corrupt_report(version: usize) -> &'static str {
         match version {
             1 => "UPDATE runs SET report = '{\"kind\":\"warp\"}' WHERE id = ?1",
-            2..=6 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
+            2..=7 => "UPDATE reports SET report = '{\"kind\":\"warp\"}' WHERE run_id = ?1",
             v => panic!("no corruption written for schema {v}: add one with the new migration"),
         }
     }
@@ -192,6 +192,26 @@ mod tests {
         let store = Store::open(&path).unwrap();
         let rows = store.list(&RunFilter::default()).unwrap();
         assert_eq!(rows[0].ended.as_deref(), Some("interrupted"));
+    }
+
+    /// Merged runs saved before `merged_run` existed are marked from their reports (so that
+    /// merging their run again replaces them); a report that is not JSON is left unmarked.
+    #[test]
+    fn older_merged_runs_are_marked_by_the_upgrade() {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let mut conn = Connection::open(&path).unwrap();
+        to_version(&mut conn, "r.db", 7).unwrap();
+        insert_at(&conn, 7, 10, 5e8);
+        let merged = crate::semantics_tests::merged_report("r42", 7e8);
+        let json = serde_json::to_string(&merged).unwrap();
+        conn.execute("UPDATE reports SET report = ?1 WHERE run_id = ?2", params![json, 1]).unwrap();
+        insert_at(&conn, 7, 30, 5e8);
+        conn.execute("UPDATE reports SET report = 'not json' WHERE run_id = 2", []).unwrap();
+        drop(conn);
+        let store = Store::open(&path).unwrap();
+        assert_eq!(store.merge_of("r42").unwrap(), Some(1));
+        assert_eq!(store.count().unwrap(), 2);
     }
 
     #[test]

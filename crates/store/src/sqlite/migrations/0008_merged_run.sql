@@ -4,5 +4,6 @@
 -- older merged runs from their reports.
 ALTER TABLE runs ADD COLUMN merged_run TEXT;
 UPDATE runs SET merged_run =
-    (SELECT json_extract(report, '$.meta.merged.run_id') FROM reports WHERE reports.run_id = runs.id);
+    (SELECT CASE WHEN json_valid(report) THEN json_extract(report, '$.meta.merged.run_id') END
+       FROM reports WHERE reports.run_id = runs.id);
 CREATE INDEX runs_merged_run ON runs (merged_run) WHERE merged_run IS NOT NULL;
