@@ -48,22 +48,30 @@ fn main() -> ExitCode {
 /// Logs go to stderr: info and above for the server, warnings for clients; `-v` adds debug,
 /// `-vv` trace; `RUST_LOG` overrides both.
 fn init_logging(verbose: u8, server: bool) {
+    use tracing::level_filters::LevelFilter;
+    use tracing_subscriber::filter::Targets;
+    use tracing_subscriber::layer::SubscriberExt;
+    use tracing_subscriber::util::SubscriberInitExt;
     let level = match (verbose, server) {
-        (0, false) => "warn",
-        (0, true) => "info",
-        (1, _) => "debug",
-        _ => "trace",
+        (0, false) => LevelFilter::WARN,
+        (0, true) => LevelFilter::INFO,
+        (1, _) => LevelFilter::DEBUG,
+        _ => LevelFilter::TRACE,
     };
-    let filter = tracing_subscriber::EnvFilter::try_from_default_env().unwrap_or_else(|_| {
-        tracing_subscriber::EnvFilter::new(format!(
-            "wirespeed={level},wirespeed_engine={level},wirespeed_web={level}"
-        ))
+    // `RUST_LOG` as `target=level` pairs (tracing's `Targets`; span and field filters, which
+    // need the regex engine, are not worth its build time here).
+    let from_env = std::env::var("RUST_LOG").ok().and_then(|v| v.parse::<Targets>().ok());
+    let filter = from_env.unwrap_or_else(|| {
+        ["wirespeed", "wirespeed_engine", "wirespeed_web"]
+            .into_iter()
+            .fold(Targets::new(), |t, target| t.with_target(target, level))
     });
     tracing_subscriber::fmt()
-        .with_env_filter(filter)
         .with_writer(std::io::stderr)
         // Escape codes only where a person reads them, not in log files or pipes.
         .with_ansi(std::io::stderr().is_terminal() && std::env::var_os("NO_COLOR").is_none())
         .with_target(false)
+        .finish()
+        .with(filter)
         .init();
 }
