@@ -36,8 +36,8 @@ PEERS=(
   "caddy github.com/caddyserver/caddy/v2 v2.11.9 cmd/caddy=caddy"
 )
 # Not here: the module proxy answers "403 Forbidden ... This module version is not available"
-# for ethr (github.com/microsoft/ethr at v1.0.0 and at its last commit's pseudo-version),
-# AdGuard Home (github.com/AdguardTeam/AdGuardHome@v0.107.57) and gost v3
+# for ethr (github.com/microsoft/ethr at v1.0.0 and at its last commit's pseudo-version: it is
+# built from its snapshot in ../shared/peers below), AdGuard Home (github.com/AdguardTeam/AdGuardHome@v0.107.57) and gost v3
 # (github.com/go-gost/gost/v3@v3.0.0); dnsproxy is AdGuard's DNS engine in its place.
 
 # Run after `go get`, in the program's module, when a program needs more than its module holds.
@@ -127,6 +127,7 @@ done
 shared=${WIRESPEED_SHARED_PEERS:-$(cd "$(dirname "$0")/.." && pwd)/../shared/peers}
 SHARED=(
   "goresponsiveness goresponsiveness"
+  "ethr ethr"
 )
 for entry in "${SHARED[@]}"; do
   read -r name out <<<"$entry"
