@@ -135,6 +135,15 @@ mod tests {
     use crate::testing::report;
     use crate::{RunFilter, Store};
 
+    /// A database file at schema `version` (in the directory returned), and a connection to it.
+    fn database_at(version: usize) -> (tempfile::TempDir, std::path::PathBuf, Connection) {
+        let dir = tempfile::tempdir().unwrap();
+        let path = dir.path().join("r.db");
+        let mut conn = Connection::open(&path).unwrap();
+        to_version(&mut conn, "r.db", version).unwrap();
+        (dir, path, conn)
+    }
+
     /// Inserts a run as the schema at `version` had it.
     fn insert_at(conn: &Connection, version: usize, ms: u64, bps: f64) {
         let r = report(ms, bps);
@@ -176,10 +185,7 @@ mod tests {
     /// Runs saved before `ended` existed that were cut short are marked from their notes.
     #[test]
     fn older_cut_runs_are_marked_by_the_upgrade() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        let mut conn = Connection::open(&path).unwrap();
-        to_version(&mut conn, "r.db", 6).unwrap();
+        let (_dir, path, conn) = database_at(6);
         insert_at(&conn, 6, 10, 5e8);
         let mut cut = report(20, 7e8);
         cut.meta.notes.push("interrupted: the test was stopped early by the user".into());
@@ -198,10 +204,7 @@ mod tests {
     /// merging their run again replaces them); a report that is not JSON is left unmarked.
     #[test]
     fn older_merged_runs_are_marked_by_the_upgrade() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        let mut conn = Connection::open(&path).unwrap();
-        to_version(&mut conn, "r.db", 7).unwrap();
+        let (_dir, path, conn) = database_at(7);
         insert_at(&conn, 7, 10, 5e8);
         let merged = crate::semantics_tests::merged_report("r42", 7e8);
         let json = serde_json::to_string(&merged).unwrap();
@@ -217,10 +220,7 @@ mod tests {
     #[test]
     fn every_earlier_schema_upgrades_with_its_runs() {
         for version in 1..MIGRATIONS.len() {
-            let dir = tempfile::tempdir().unwrap();
-            let path = dir.path().join("r.db");
-            let mut conn = Connection::open(&path).unwrap();
-            to_version(&mut conn, "r.db", version).unwrap();
+            let (_dir, path, conn) = database_at(version);
             insert_at(&conn, version, 10, 5e8);
             insert_at(&conn, version, 20, 7e8);
             // A row whose report no longer parses must not stop the upgrade.
@@ -248,10 +248,7 @@ mod tests {
 
     #[test]
     fn web_results_saved_before_latency_was_measured_read_back_without_it() {
-        let dir = tempfile::tempdir().unwrap();
-        let path = dir.path().join("r.db");
-        let mut conn = Connection::open(&path).unwrap();
-        to_version(&mut conn, "r.db", 5).unwrap();
+        let (_dir, path, conn) = database_at(5);
         conn.execute(
             "INSERT INTO web_results (id, created_ms, network, isp, country, region, download_bps, ping_ms,
              download_by_server, upload_by_server, user_agent, lang, source)
