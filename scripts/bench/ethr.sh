@@ -1,0 +1,114 @@
+#!/usr/bin/env bash
+# wirespeed against Microsoft's ethr (built from its source snapshot by scripts/peers.sh) on
+# loopback, the tests of the seed's ethr practice, each tool against its own server: TCP
+# bandwidth on one stream (ethr -t b), connections/s on one thread (-t c), UDP packets/s of
+# small datagrams on one thread (-t p -p udp: ethr always sends 1-byte payloads, its source
+# says, unpaced, datagram by
+# datagram; `wirespeed pps` sends 64-byte ones, datagram by datagram since issue 43, no GSO),
+# and TCP round-trip latency p50 (-t l: batches of 1000 back-to-back round trips). Servers are
+# pinned to core 1 and clients to core 0, so that neither tool's client and server fight over
+# one core. Runs alternate (wirespeed, ethr, wirespeed, ethr, ...): RUNS of SECS seconds each.
+# Prints each run's figure and the client's and server's CPU seconds, and per case the median
+# ratio wirespeed / ethr of the figure and of CPU per unit of work (client + server).
+# ethr's figures are its per-second lines (its log's TestResult rows; latency from its text
+# table, whose JSON log shifts the percentile columns), the first second left out.
+#   RUNS=5 SECS=5 scripts/bench/ethr.sh
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+RUNS=${RUNS:-5}
+SECS=${SECS:-5}
+source scripts/bench/common.sh
+need taskset jq
+command -v ethr >/dev/null || { echo "ethr is needed: scripts/peers.sh builds it" >&2; exit 1; }
+WS_PORT=15331
+ETHR_PORT=15332
+
+# cpu_seconds PID: a process's user + system CPU so far, in seconds.
+cpu_seconds() { awk -v hz="$(getconf CLK_TCK)" '{print ($14 + $15) / hz}' "/proc/$1/stat"; }
+
+# unit NUMBER[K|M|G|T][us|ms|s]: ethr's printed figure as a plain number (bits, counts, µs).
+unit() {
+  awk -v s="$1" 'BEGIN {
+    m = 1; if (s ~ /us$/) { sub(/us$/, "", s) } else if (s ~ /ms$/) { sub(/ms$/, "", s); m = 1000 }
+    else if (s ~ /s$/) { sub(/s$/, "", s); m = 1000000 }
+    if (s ~ /K$/) m *= 1e3; else if (s ~ /M$/) m *= 1e6; else if (s ~ /G$/) m *= 1e9; else if (s ~ /T$/) m *= 1e12
+    sub(/[KMGT]$/, "", s); printf "%.6g\n", s * m }'
+}
+
+# A fresh server per run: ethr's keeps accepted connections open past what its fd limit allows
+# after a connections/s run ("accept4: too many open files").
+start_servers() {
+  taskset -c 1 "$WS" server -B 127.0.0.1 -p "$WS_PORT" 2>"$tmp/ws.log" & WS_PID=$!
+  (cd "$tmp" && exec taskset -c 1 ethr -s -ip 127.0.0.1 -port "$ETHR_PORT" -no >"$tmp/ethrs.txt" 2>&1) & ETHR_PID=$!
+  PIDS+=("$WS_PID" "$ETHR_PID")
+  sleep 0.5
+}
+stop_servers() { kill "$WS_PID" "$ETHR_PID" 2>/dev/null || true; wait "$WS_PID" "$ETHR_PID" 2>/dev/null || true; }
+
+# ws_run FILTER ARGS...: one wirespeed run; prints "figure client_cpu server_cpu".
+ws_run() {
+  local pick=$1; shift
+  local before after cpu
+  before=$(cpu_seconds "$WS_PID")
+  cpu=$(cpu_of taskset -c 0 "$WS" "$@" -p "$WS_PORT" -t "$SECS" -f json --no-save)
+  after=$(cpu_seconds "$WS_PID")
+  echo "$(jq -r "$pick" "$tmp/out") $cpu $(awk -v a="$after" -v b="$before" 'BEGIN {print a - b}')"
+}
+
+# ethr_run FIELD ARGS...: one ethr run; FIELD names its log's per-second figure (or "latency"
+# for the p50 column of its text table); prints "median-figure client_cpu server_cpu".
+ethr_run() {
+  local field=$1; shift
+  local before after cpu figure
+  before=$(cpu_seconds "$ETHR_PID")
+  rm -f "$tmp/ethrc.log"
+  cpu=$(cpu_of taskset -c 0 ethr -c 127.0.0.1 -port "$ETHR_PORT" -d "${SECS}s" -dp 2 -o "$tmp/ethrc.log" "$@")
+  after=$(cpu_seconds "$ETHR_PID")
+  if [ "$field" = latency ]; then
+    # Rows of Avg, Min, 50%, ... after the header; the p50 column, in µs.
+    figure=$(awk '/^ *[0-9.]+[um]?s +[0-9.]+[um]?s/ {print $3}' "$tmp/out" | while read -r v; do unit "$v"; done | median)
+  else
+    figure=$(jq -r "select(.Type == \"TestResult\") | .$field" "$tmp/ethrc.log" | tail -n +2 |
+      while read -r v; do unit "$v"; done | median)
+  fi
+  echo "$figure $cpu $(awk -v a="$after" -v b="$before" 'BEGIN {print a - b}')"
+}
+
+# bench NAME UNIT WS_FILTER "WS ARGS" ETHR_FIELD "ETHR ARGS" [lower]: RUNS alternating pairs;
+# "lower" when a smaller figure is better (latency).
+bench() {
+  local name=$1 what=$2 pick=$3 ws_args=$4 field=$5 ethr_args=$6 better=${7:-higher}
+  echo "$name ($what; wirespeed $ws_args | ethr $ethr_args):"
+  printf '  %-3s %14s %8s %8s   %14s %8s %8s\n' run wirespeed client server ethr client server
+  local i w e ratios=() cpu_ratios=()
+  for i in $(seq 1 "$RUNS"); do
+    start_servers
+    # shellcheck disable=SC2086
+    w=$(ws_run "$pick" $ws_args)
+    # shellcheck disable=SC2086
+    e=$(ethr_run "$field" $ethr_args)
+    stop_servers
+    read -r wf wc wsv <<<"$w"
+    read -r ef ec esv <<<"$e"
+    printf '  %-3s %14.6g %8.2f %8.2f   %14.6g %8.2f %8.2f\n' "$i" "$wf" "$wc" "$wsv" "$ef" "$ec" "$esv"
+    ratios+=("$(ratio "$wf" "$ef")")
+    # CPU per unit of work: (client + server CPU) / figure, wirespeed's over ethr's (latency:
+    # per round trip is not comparable across batch and stream, so CPU per second of test).
+    if [ "$better" = lower ]; then
+      cpu_ratios+=("$(ratio "$(awk -v a="$wc" -v b="$wsv" 'BEGIN {print a + b}')" "$(awk -v a="$ec" -v b="$esv" 'BEGIN {print a + b}')")")
+    else
+      cpu_ratios+=("$(awk -v wc="$wc" -v ws="$wsv" -v wf="$wf" -v ec="$ec" -v es="$esv" -v ef="$ef" \
+        'BEGIN {printf "%.3f", ((wc + ws) / wf) / ((ec + es) / ef)}')")
+    fi
+  done
+  echo "  $name: median ratio wirespeed / ethr: $(printf '%s\n' "${ratios[@]}" | median) ($better is better); CPU per unit of work: $(printf '%s\n' "${cpu_ratios[@]}" | median)"
+}
+
+bench "tcp bandwidth" "bit/s received, 1 stream" '.summary.received_bps' "bw 127.0.0.1" \
+  BitsPerSecond "-t b -n 1"
+bench "connections/s" "connections/s, 1 thread" '.summary.connections_per_second' "cps 127.0.0.1" \
+  ConnectionsPerSecond "-t c -n 1"
+bench "packets/s" "UDP datagrams/s received, 1 thread" '.summary.received_pps' "pps 127.0.0.1" \
+  PacketsPerSecond "-t p -p udp -n 1"
+bench "tcp latency" "round-trip p50 in µs" '.summary.rtt.p50_ns / 1000' "latency 127.0.0.1" \
+  latency "-t l -n 1" lower
