@@ -12,7 +12,7 @@
 # CPU per unit of work (client + server). ethr's figures are the median of its per-second lines
 # (its log's TestResult rows, the first second left out); its latency comes from its text
 # table, because its JSON log shifts the percentile columns.
-#   RUNS=5 SECS=5 scripts/bench/ethr.sh
+#   RUNS=5 SECS=5 scripts/bench/ethr.sh        (ONLY=latency: the cases whose name has it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 RUNS=${RUNS:-5}
@@ -78,6 +78,7 @@ ethr_run() {
 # "lower" when a smaller figure is better (latency).
 bench() {
   local name=$1 what=$2 pick=$3 ws_args=$4 field=$5 ethr_args=$6 better=${7:-higher}
+  [[ "$name" == *"${ONLY:-}"* ]] || return 0
   echo "$name ($what; wirespeed $ws_args | ethr $ethr_args):"
   printf '  %-3s %14s %8s %8s   %14s %8s %8s\n' run wirespeed client server ethr client server
   local i w e ratios=() cpu_ratios=()
@@ -112,3 +113,7 @@ bench "packets/s" "UDP datagrams/s received, 1 thread" '.summary.received_pps' "
   PacketsPerSecond "-t p -p udp -n 1"
 bench "tcp latency" "round-trip p50 in µs" '.summary.rtt.p50_ns / 1000' "latency 127.0.0.1" \
   latency "-t l -n 1" lower
+# Go's scheduler spins a while before it parks a thread, so ethr's side of each round trip
+# rarely waits for an idle core to wake; `--busy-poll` is wirespeed's client doing the same.
+bench "tcp latency, busy-poll" "round-trip p50 in µs" '.summary.rtt.p50_ns / 1000' \
+  "latency 127.0.0.1 --busy-poll" latency "-t l -n 1" lower
