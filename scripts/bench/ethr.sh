@@ -52,14 +52,15 @@ ws_run() {
   before=$(cpu_seconds "$WS_PID")
   cpu=$(cpu_of taskset -c 0 "$WS" "$@" -p "$WS_PORT" -t "$SECS" -f json --no-save)
   after=$(cpu_seconds "$WS_PID")
-  echo "$(jq -r "$pick" "$tmp/out") $cpu $(awk -v a="$after" -v b="$before" 'BEGIN {print a - b}')"
+  # The round trips a latency run made (0 for the others), for its CPU per round trip.
+  echo "$(jq -r "$pick" "$tmp/out") $cpu $(awk -v a="$after" -v b="$before" 'BEGIN {print a - b}') $(jq -r '.summary.received // 0' "$tmp/out")"
 }
 
 # ethr_run FIELD ARGS...: one ethr run; FIELD names its log's per-second figure (or "latency"
 # for the p50 column of its text table); prints "median-figure client_cpu server_cpu".
 ethr_run() {
   local field=$1; shift
-  local before after cpu figure
+  local before after cpu figure trips=0
   before=$(cpu_seconds "$ETHR_PID")
   rm -f "$tmp/ethrc.log"
   cpu=$(cpu_of taskset -c 0 ethr -c 127.0.0.1 -port "$ETHR_PORT" -d "${SECS}s" -dp 2 -o "$tmp/ethrc.log" "$@")
@@ -67,11 +68,13 @@ ethr_run() {
   if [ "$field" = latency ]; then
     # Rows of Avg, Min, 50%, ... after the header; the p50 column, in µs.
     figure=$(awk '/^ *[0-9.]+[um]?s +[0-9.]+[um]?s/ {print $3}' "$tmp/out" | while read -r v; do unit "$v"; done | median)
+    # Each row is a batch of 1000 round trips (ethr's -i default).
+    trips=$(awk '/^ *[0-9.]+[um]?s +[0-9.]+[um]?s/ {n++} END {print n * 1000}' "$tmp/out")
   else
     figure=$(jq -r "select(.Type == \"TestResult\") | .$field" "$tmp/ethrc.log" | tail -n +2 |
       while read -r v; do unit "$v"; done | median)
   fi
-  echo "$figure $cpu $(awk -v a="$after" -v b="$before" 'BEGIN {print a - b}')"
+  echo "$figure $cpu $(awk -v a="$after" -v b="$before" 'BEGIN {print a - b}') $trips"
 }
 
 # bench NAME UNIT WS_FILTER "WS ARGS" ETHR_FIELD "ETHR ARGS" [lower]: RUNS alternating pairs;
@@ -89,14 +92,16 @@ bench() {
     # shellcheck disable=SC2086
     e=$(ethr_run "$field" $ethr_args)
     stop_servers
-    read -r wf wc wsv <<<"$w"
-    read -r ef ec esv <<<"$e"
+    read -r wf wc wsv wn <<<"$w"
+    read -r ef ec esv en <<<"$e"
     printf '  %-3s %14.6g %8.2f %8.2f   %14.6g %8.2f %8.2f\n' "$i" "$wf" "$wc" "$wsv" "$ef" "$ec" "$esv"
     ratios+=("$(ratio "$wf" "$ef")")
-    # CPU per unit of work: (client + server CPU) / figure, wirespeed's over ethr's (latency:
-    # per round trip is not comparable across batch and stream, so CPU per second of test).
+    # CPU per unit of work, wirespeed's over ethr's: (client + server CPU) per round trip for
+    # latency (ethr rests a second between its batches, so per second of test says nothing),
+    # per unit of the figure for the rates.
     if [ "$better" = lower ]; then
-      cpu_ratios+=("$(ratio "$(awk -v a="$wc" -v b="$wsv" 'BEGIN {print a + b}')" "$(awk -v a="$ec" -v b="$esv" 'BEGIN {print a + b}')")")
+      cpu_ratios+=("$(awk -v wc="$wc" -v ws="$wsv" -v wn="$wn" -v ec="$ec" -v es="$esv" -v en="$en" \
+        'BEGIN {printf "%.3f", (wn == 0 || en == 0) ? 0 : ((wc + ws) / wn) / ((ec + es) / en)}')")
     else
       cpu_ratios+=("$(awk -v wc="$wc" -v ws="$wsv" -v wf="$wf" -v ec="$ec" -v es="$esv" -v ef="$ef" \
         'BEGIN {printf "%.3f", ((wc + ws) / wf) / ((ec + es) / ef)}')")
