@@ -197,6 +197,18 @@ while True: sum(range(10000))'"#,
         let small =
             crate::process::spawn("small", &words("sleep 30"), &BTreeMap::new(), dir.path())
                 .unwrap();
+        // Sampled once "big" holds its memory: on a loaded machine Python takes more than the
+        // sampling window to start and allocate, and a fixed wait read it before it had.
+        let rss = |pid: u32| -> u64 {
+            let status = std::fs::read_to_string(format!("/proc/{pid}/status")).unwrap_or_default();
+            let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:"));
+            kib.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0) << 10
+        };
+        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        while rss(big.pid) <= 60 << 20 {
+            assert!(std::time::Instant::now() < deadline, "big never held 60 MiB");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         let sampler = Sampler::start(
             vec![("big".into(), big.pid), ("small".into(), small.pid)],
             Duration::from_millis(100),
