@@ -204,9 +204,9 @@ while True: sum(range(10000))'"#,
             let kib = status.lines().find_map(|l| l.strip_prefix("VmRSS:"));
             kib.and_then(|v| v.trim().trim_end_matches("kB").trim().parse().ok()).unwrap_or(0) << 10
         };
-        let deadline = std::time::Instant::now() + Duration::from_secs(60);
+        let deadline = Instant::now() + Duration::from_secs(60);
         while rss(big.pid) <= 60 << 20 {
-            assert!(std::time::Instant::now() < deadline, "big never held 60 MiB");
+            assert!(Instant::now() < deadline, "big never held 60 MiB");
             std::thread::sleep(Duration::from_millis(20));
         }
         let sampler = Sampler::start(
