@@ -210,13 +210,18 @@ pub async fn run(
     Ok(report)
 }
 
+/// How the first request's failure begins when a plain server refused the HTTP/2 preface.
+const H2C_REFUSALS: [&str; 3] = ["request failed", "connection closed", "answer cut short"];
+
 /// The error for the first connection of a test that failed.
 fn first_failure(server: &conn::Server, why: String) -> ClientError {
     if why.starts_with("cannot connect") || why.contains("timed out") {
         ClientError::Connect { addr: server.addr, cause: std::io::Error::other(why) }
-    } else if server.tls.is_none() && why.starts_with("request failed") {
+    } else if server.tls.is_none() && H2C_REFUSALS.iter().any(|start| why.starts_with(start)) {
         // Prior knowledge is refused only at the first request, by an HTTP/1 answer to the
-        // preface; the connection itself was made.
+        // preface; the connection itself was made. Which step sees the refusal is a race: the
+        // server's answer and close can come before the request is sent (the connection is
+        // already closed), while it is sent, or while its answer is read.
         ClientError::Protocol(format!(
             "the server does not speak HTTP/2 with prior knowledge (h2c), which a test of an \
              http:// URL needs: {why}"
