@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod diagnosis;
 pub mod event;
+pub mod glob;
 pub mod histogram;
 pub mod kind;
 pub mod kinds;

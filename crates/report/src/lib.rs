@@ -22,6 +22,7 @@ pub mod markdown;
 pub mod openmetrics;
 mod percentiles;
 pub mod plot;
+pub mod publish;
 pub mod quick;
 pub mod table;
 pub mod text;

@@ -43,6 +43,58 @@ impl Loaded {
     }
 }
 
+impl Loaded {
+    /// Keeps the systems whose names match one of `patterns` (`*`, `{a,b}`: `bench --systems`)
+    /// and their runs, in order. A pattern that matches no system is an error naming them.
+    pub fn keep_systems(&mut self, patterns: &[String]) -> Result<(), String> {
+        let names: Vec<String> = self.plan.systems.iter().map(|s| s.name.clone()).collect();
+        let kept = matching("--systems", patterns, &names, "systems")?;
+        let runs = std::mem::take(&mut self.plan.runs);
+        self.plan.runs = runs
+            .into_iter()
+            .filter_map(|mut r| {
+                r.system = kept.iter().position(|&k| k == r.system)?;
+                Some(r)
+            })
+            .collect();
+        let systems = std::mem::take(&mut self.plan.systems);
+        self.plan.systems = keep_indices(systems, &kept);
+        Ok(())
+    }
+
+    /// Keeps the workloads (by their cells' names, swept values included: `h3-latency*`)
+    /// matching one of `patterns` and their runs (`bench --workloads`).
+    pub fn keep_workloads(&mut self, patterns: &[String]) -> Result<(), String> {
+        let names: Vec<String> = self.plan.workloads.iter().map(|w| w.name.clone()).collect();
+        let kept = matching("--workloads", patterns, &names, "workloads")?;
+        let runs = std::mem::take(&mut self.plan.runs);
+        self.plan.runs = runs
+            .into_iter()
+            .filter_map(|mut r| {
+                r.workload = kept.iter().position(|&k| k == r.workload)?;
+                Some(r)
+            })
+            .collect();
+        let workloads = std::mem::take(&mut self.plan.workloads);
+        self.plan.workloads = keep_indices(workloads, &kept);
+        Ok(())
+    }
+}
+
+/// The indices of `names` that match one of `patterns`; a pattern matching none is an error.
+fn matching(flag: &str, patterns: &[String], names: &[String], what: &str) -> Result<Vec<usize>, String> {
+    use wirespeed_model::glob::glob;
+    if let Some(p) = patterns.iter().find(|p| !names.iter().any(|n| glob(p, n))) {
+        return Err(format!("{flag} '{p}' matches none of the {what}: {}", names.join(", ")));
+    }
+    Ok((0..names.len()).filter(|&i| patterns.iter().any(|p| glob(p, &names[i]))).collect())
+}
+
+/// The items of `all` at the indices `kept`, in order.
+fn keep_indices<T>(all: Vec<T>, kept: &[usize]) -> Vec<T> {
+    all.into_iter().enumerate().filter(|(i, _)| kept.contains(i)).map(|(_, t)| t).collect()
+}
+
 /// The 1-based line of the first occurrence of `needle` in `text`.
 fn line_of(text: &str, needle: &str) -> Option<usize> {
     text.find(needle).map(|at| text[..at].matches('\n').count() + 1)

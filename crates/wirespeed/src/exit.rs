@@ -16,6 +16,7 @@
 //! | 11 | a scenario's checks failed (`wirespeed bench`; every run finished) |
 //! | 12 | a member of a run (`--members`) did not start: it came late or twice, the barrier timed out or the run was aborted, or its clock is off by more than `--max-clock-error`; and `merge` refused a partial or mismatched run |
 //! | 13 | `rpm`: a leg never reached working conditions (goodput or responsiveness still varied at its time limit); the report, saved, says so and gives the last interval's figures |
+//! | 14 | `publish --check`: a page is not what its template and data render, or is missing |
 //! | 130 | a test interrupted by the user (results so far are still reported); `server` and `web` exit 0 when stopped |
 
 use wirespeed_engine::ClientError;
@@ -50,6 +51,8 @@ pub(crate) const CHECKS_FAILED: u8 = 11;
 pub(crate) const MEMBER_REFUSED: u8 = 12;
 /// A responsiveness test whose load or responsiveness never stabilized.
 pub(crate) const UNSTABLE: u8 = 13;
+/// A published page differs from what its template and data render.
+pub(crate) const PAGE_DIFFERS: u8 = 14;
 /// Interrupted by the user.
 pub(crate) const INTERRUPTED: u8 = 130;
 

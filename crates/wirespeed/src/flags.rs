@@ -84,6 +84,9 @@ pub(crate) enum Command {
     Retention(RetentionArgs),
     /// Run a scenario file (systems × workloads, TOML): side-by-side studies, or show its matrix.
     Bench(BenchArgs),
+    /// Render study pages from their templates and kept data (every figure drawn from a
+    /// table), or check that the pages are what they render.
+    Publish(PublishArgs),
     /// Print a shell's completion script (bash, zsh, fish, elvish, powershell).
     Completions(CompletionsArgs),
     /// Print the manual page (roff), or write one page per subcommand into a directory.
@@ -104,6 +107,25 @@ pub(crate) struct CompletionsArgs {
     /// The shell.
     #[arg(value_enum)]
     pub shell: clap_complete::Shell,
+}
+
+/// `wirespeed publish`.
+#[derive(Debug, Args)]
+#[command(after_help = "A template is Markdown whose figures are placeholders naming cells of kept \
+    CSV tables ({{ ours[tcp-upload/direct].median | rate:2 }}); its prose may carry no figure \
+    of its own. A template in DIR/templates/NAME.md renders to DIR/NAME.md, its tables' paths \
+    taken from DIR. The syntax and the formats: docs/studies/README.md.\n\n\
+    Examples:\n  \
+    wirespeed publish docs/studies/templates/*.md\n  \
+    wirespeed publish --check docs/studies/templates/*.md")]
+pub(crate) struct PublishArgs {
+    /// The templates (each in a `templates/` folder beside the page it renders).
+    #[arg(required = true, value_name = "TEMPLATE")]
+    pub templates: Vec<PathBuf>,
+    /// Write nothing: exit 14 when a page differs from what its template and data render, or
+    /// is missing, naming the first line that differs.
+    #[arg(long)]
+    pub check: bool,
 }
 
 /// `wirespeed man`.
@@ -227,6 +249,15 @@ pub(crate) struct BenchArgs {
     /// load 1 s, each sweep cut to its first, middle and last value.
     #[arg(long)]
     pub smoke: bool,
+    /// Run only the systems whose names match one of these patterns (`*` any characters;
+    /// several separated by commas), their runs as the file orders them: a study of part of a
+    /// scenario without a copy of its file (`--systems 'direct,gost-*quic,gost-*kcp'`).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub systems: Vec<String>,
+    /// Run only the workloads whose names match one of these patterns (a swept workload's
+    /// cells are named `NAME[VAR=VALUE]`: `h3-latency*` keeps them all).
+    #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
+    pub workloads: Vec<String>,
     /// Where the [[host]]s are, whatever the file says: local (all on this machine), netns
     /// (network namespaces on this machine, with emulated links; needs root) or ssh.
     #[arg(long, value_name = "MODE", value_parser = ["local", "netns", "ssh"])]

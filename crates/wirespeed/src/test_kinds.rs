@@ -114,6 +114,7 @@ impl Command {
             | Command::Rm(_)
             | Command::Retention(_)
             | Command::Bench(_)
+            | Command::Publish(_)
             | Command::Completions(_)
             | Command::Man(_)
             | Command::Role(_) => return None,

@@ -32,6 +32,27 @@ fn scenarios_expand_and_show_their_command_lines() {
     );
 }
 
+/// `--systems` and `--workloads` keep part of a scenario, its runs in the file's order; a
+/// pattern that matches nothing is refused with the names it could have matched.
+#[test]
+fn part_of_a_scenario_runs_without_a_copy_of_its_file() {
+    let file = scenario("valid/transports.toml");
+    let file = file.to_str().unwrap();
+    let out = client(&["bench", file, "--systems", "direct,tunnel-ws*", "--workloads", "tcp-bw*", "--list"]);
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
+    let text = String::from_utf8(out.stdout).unwrap();
+    let systems: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("system   ")).collect();
+    assert!(systems.len() >= 2 && systems[0] == "direct", "{text}");
+    assert!(systems[1..].iter().all(|s| s.starts_with("tunnel-ws")), "{text}");
+    let runs: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("run      ")).collect();
+    assert!(!runs.is_empty() && runs.iter().all(|r| r.contains("/tcp-bw")), "{text}");
+    assert!(runs.iter().all(|r| r.starts_with("direct/") || r.starts_with("tunnel-ws")), "{text}");
+    let none = client(&["bench", file, "--systems", "gost-*", "--list"]);
+    assert_eq!(none.status.code(), Some(1));
+    let err = String::from_utf8_lossy(&none.stderr);
+    assert!(err.contains("--systems 'gost-*' matches none of the systems: direct"), "{err}");
+}
+
 #[test]
 fn bad_scenarios_are_refused_with_where_and_why() {
     let dir = tempfile::tempdir().unwrap();

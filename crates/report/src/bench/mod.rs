@@ -272,6 +272,24 @@ pub fn csv(baselines: &[&str], cells: &[BenchCell]) -> String {
     out
 }
 
+/// Each role's peak memory and CPU time as CSV: a row per workload, system and role, MiB and
+/// seconds unrounded (the medians over the finished runs, as the summary's columns).
+pub fn resources_csv(cells: &[BenchCell]) -> String {
+    let mut out = String::from("workload,system,role,peak_rss_mib,cpu_s\n");
+    for c in cells {
+        let mut roles: Vec<&str> = c.memory.iter().map(|(r, _)| r.as_str()).collect();
+        roles.extend(c.cpu.iter().map(|(r, _)| r.as_str()).filter(|r| !c.memory.iter().any(|(m, _)| m == r)));
+        for role in roles {
+            let find = |v: &[(String, f64)]| v.iter().find(|(r, _)| r == role).map(|(_, x)| *x);
+            let mib = find(&c.memory).map_or(String::new(), |b| (b / f64::from(1u32 << 20)).to_string());
+            let cpu = find(&c.cpu).map_or(String::new(), |s| s.to_string());
+            out.push_str(&crate::csv::record([c.workload.as_str(), &c.system, role, &mib, &cpu]));
+            out.push('\n');
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -316,6 +334,15 @@ mod tests {
     #[test]
     fn bench_csv() {
         insta::assert_snapshot!(csv(&["direct"], &cells()));
+    }
+
+    #[test]
+    fn resources_are_a_row_per_role_in_mib_and_seconds() {
+        let text = resources_csv(&cells());
+        let lines: Vec<&str> = text.lines().collect();
+        assert_eq!(lines[0], "workload,system,role,peak_rss_mib,cpu_s");
+        assert!(lines.contains(&"tcp-bw[parallel=1],rathole-tcp,server,12.5,1.25"), "{text}");
+        assert!(!text.contains(",direct,"), "direct has no roles sampled: {text}");
     }
 
     #[test]

@@ -8,6 +8,7 @@ mod k8s;
 mod merge;
 mod metrics;
 mod prune;
+mod publish;
 mod quick;
 mod role;
 mod server;
@@ -41,6 +42,7 @@ pub(crate) fn run(command: Command) -> Result<u8> {
         Command::Merge(args) => return merge::run(*args),
         Command::K8s(crate::flags::K8sCommand::Job(args)) => return k8s::job(*args),
         Command::Role(args) => return role::run(&args),
+        Command::Publish(args) => return publish::run(&args),
         Command::Completions(args) => return shell::completions(&args),
         Command::Man(args) => return shell::man(&args),
         Command::Bench(args) => match bench::inspect(&args)? {

@@ -113,6 +113,13 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     if args.smoke {
         loaded.smoke(smoke_length);
     }
+    // After --smoke, which expands the plan again from the file.
+    if !args.systems.is_empty() {
+        loaded.keep_systems(&args.systems).map_err(anyhow::Error::msg)?;
+    }
+    if !args.workloads.is_empty() {
+        loaded.keep_workloads(&args.workloads).map_err(anyhow::Error::msg)?;
+    }
     Ok(loaded)
 }
 
@@ -353,7 +360,8 @@ fn judge(
 }
 
 /// Writes the summary per workload and system as Markdown, CSV, JSON, HTML and an SVG of
-/// charts under `out`; the Markdown, to print.
+/// charts under `out`, with each role's memory and CPU as `resources.csv`; the Markdown, to
+/// print.
 fn write_summaries(
     out: &std::path::Path,
     loaded: &wirespeed_runner::Loaded,
@@ -369,6 +377,7 @@ fn write_summaries(
         ("summary.md", markdown.clone()),
         ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
         ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
+        ("resources.csv", wirespeed_report::bench::resources_csv(&cells)),
         ("summary.html", wirespeed_report::bench::html(name, baseline, &cells, versions)),
     ] {
         let path = out.join(file);

@@ -1,0 +1,198 @@
+//! How a value drawn from data is written on a page: the named formats a placeholder ends
+//! with (`| rate:2`, `| pct:1`), each a fixed rule, so the same value always reads the same.
+
+use super::expr::Value;
+use super::PublishError;
+
+/// A named format and its number of decimals.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Format {
+    /// The cell as the file has it (the default: text such as a version stays text).
+    Raw,
+    /// A plain number with `n` decimals.
+    Num(usize),
+    /// A whole number with thousands separated by commas.
+    Int,
+    /// A rate in bit/s with the prefix that keeps it between 1 and 1000 (kbit/s to Tbit/s).
+    Rate(usize),
+    /// A percentage: `67.1 %`.
+    Pct(usize),
+    /// A signed percentage: `+13 %`, `−36 %` (a minus sign, not a hyphen).
+    SignedPct(usize),
+    /// A factor: `5.3×`.
+    Times(usize),
+    /// Nanoseconds as microseconds: `67.6 µs`.
+    Micros(usize),
+    /// Nanoseconds as milliseconds: `1.2 ms`.
+    Millis(usize),
+    /// Bytes as MiB: `22.6 MiB`.
+    Mib(usize),
+}
+
+impl Format {
+    /// `name` or `name:decimals`.
+    pub fn parse(spec: &str) -> Result<Format, PublishError> {
+        let (name, decimals) = match spec.split_once(':') {
+            Some((n, d)) => (n, Some(d)),
+            None => (spec, None),
+        };
+        let d = match decimals {
+            None => 0,
+            Some(d) => d.parse::<usize>().ok().filter(|&d| d <= 9).ok_or_else(|| {
+                PublishError::Template(format!("'{spec}': decimals must be 0 to 9"))
+            })?,
+        };
+        Ok(match name {
+            "raw" => Format::Raw,
+            "num" => Format::Num(d),
+            "int" => Format::Int,
+            "rate" => Format::Rate(d),
+            "pct" => Format::Pct(d),
+            "spct" => Format::SignedPct(d),
+            "x" => Format::Times(d),
+            "us" => Format::Micros(d),
+            "ms" => Format::Millis(d),
+            "mib" => Format::Mib(d),
+            _ => {
+                return Err(PublishError::Template(format!(
+                    "unknown format '{name}' (raw, num, int, rate, pct, spct, x, us, ms, mib)"
+                )))
+            }
+        })
+    }
+
+    /// `value` written in this format; a range as `low–high unit`, the unit once.
+    pub fn write(self, value: &Value) -> Result<String, PublishError> {
+        match value {
+            Value::Text(t) if self == Format::Raw => Ok(t.clone()),
+            Value::Text(t) => Err(PublishError::Template(format!(
+                "'{t}' is not a number; only the raw format writes text"
+            ))),
+            Value::Number(n) if self == Format::Raw => Ok(n.to_string()),
+            Value::Number(n) => Ok(self.number(*n)),
+            Value::Range(lo, hi) => {
+                let (lo, hi) = (self.number(*lo), self.number(*hi));
+                let (lo_value, lo_unit) = split_unit(&lo);
+                let (hi_value, hi_unit) = split_unit(&hi);
+                Ok(if lo_unit == hi_unit {
+                    format!("{lo_value}–{hi_value}{hi_unit}")
+                } else {
+                    format!("{lo}–{hi}")
+                })
+            }
+            Value::Missing(why) => Err(PublishError::Missing(why.clone())),
+            Value::List(v) => Err(PublishError::Template(format!(
+                "{} values where one is written: take min, max, median or range of them",
+                v.len()
+            ))),
+        }
+    }
+
+    fn number(self, n: f64) -> String {
+        match self {
+            Format::Raw => n.to_string(),
+            Format::Num(d) => fixed(n, d),
+            Format::Int => thousands(n),
+            Format::Rate(d) => {
+                let prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
+                // The prefix is chosen on the rounded value, so 999.96 Mbit/s reads 1.00 Gbit/s.
+                let (scale, prefix) = prefixes
+                    .into_iter()
+                    .find(|(s, _)| fixed(n.abs() / s, d).parse::<f64>().unwrap_or(0.0) >= 1.0)
+                    .unwrap_or((1.0, ""));
+                format!("{} {prefix}bit/s", fixed(n / scale, d))
+            }
+            Format::Pct(d) => format!("{} %", fixed(n, d)),
+            Format::SignedPct(d) => {
+                let text = fixed(n.abs(), d);
+                let zero = text.chars().all(|c| c == '0' || c == '.');
+                let sign = if zero { "" } else if n < 0.0 { "−" } else { "+" };
+                format!("{sign}{text} %")
+            }
+            Format::Times(d) => format!("{}×", fixed(n, d)),
+            Format::Micros(d) => format!("{} µs", fixed(n / 1e3, d)),
+            Format::Millis(d) => format!("{} ms", fixed(n / 1e6, d)),
+            Format::Mib(d) => format!("{} MiB", fixed(n / (1u64 << 20) as f64, d)),
+        }
+    }
+}
+
+/// `n` with `d` decimals, a minus sign for negatives, and never `-0`.
+fn fixed(n: f64, d: usize) -> String {
+    let text = format!("{n:.d$}");
+    match text.strip_prefix('-') {
+        Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
+        Some(rest) => format!("−{rest}"),
+        None => text,
+    }
+}
+
+/// `n` rounded, thousands separated by commas.
+fn thousands(n: f64) -> String {
+    let digits = format!("{:.0}", n.abs());
+    let mut out = String::new();
+    for (i, c) in digits.chars().enumerate() {
+        if i > 0 && (digits.len() - i) % 3 == 0 {
+            out.push(',');
+        }
+        out.push(c);
+    }
+    if n.round() < 0.0 {
+        out.insert(0, '−');
+    }
+    out
+}
+
+/// `12.3 Gbit/s` as (`12.3`, ` Gbit/s`); `5.3×` as (`5.3`, `×`).
+fn split_unit(text: &str) -> (&str, &str) {
+    let end = text
+        .char_indices()
+        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || c == ',' || (i == 0 && (c == '−' || c == '+'))))
+        .map_or(text.len(), |(i, _)| i);
+    text.split_at(end)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    fn write(spec: &str, v: f64) -> String {
+        Format::parse(spec).unwrap().write(&Value::Number(v)).unwrap()
+    }
+
+    #[test]
+    fn each_format_writes_its_rule() {
+        assert_eq!(write("rate:2", 25_261_565_740.48), "25.26 Gbit/s");
+        assert_eq!(write("rate:2", 999_996_000.0), "1.00 Gbit/s");
+        assert_eq!(write("rate:0", 345_000_000.0), "345 Mbit/s");
+        assert_eq!(write("pct:1", 67.100_965), "67.1 %");
+        assert_eq!(write("spct:0", -36.2), "−36 %");
+        assert_eq!(write("spct:0", 13.4), "+13 %");
+        assert_eq!(write("spct:0", -0.2), "0 %");
+        assert_eq!(write("x:1", 5.26), "5.3×");
+        assert_eq!(write("us:1", 67_600.0), "67.6 µs");
+        assert_eq!(write("ms:2", 1_234_567.0), "1.23 ms");
+        assert_eq!(write("mib:1", 23.7 * 1_048_576.0), "23.7 MiB");
+        assert_eq!(write("int", 54_871.0), "54,871");
+        assert_eq!(write("int", 999.0), "999");
+        assert_eq!(write("num:3", -0.0001), "0.000");
+        assert_eq!(write("num:1", -2.25), "−2.2");
+    }
+
+    #[test]
+    fn a_range_names_its_unit_once() {
+        let r = Value::Range(4.0e9, 8.46e9);
+        assert_eq!(Format::Rate(1).write(&r).unwrap(), "4.0–8.5 Gbit/s");
+        let r = Value::Range(345e6, 2.38e9);
+        assert_eq!(Format::Rate(2).write(&r).unwrap(), "345.00 Mbit/s–2.38 Gbit/s");
+        assert_eq!(Format::Times(1).write(&Value::Range(2.94, 5.3)).unwrap(), "2.9–5.3×");
+        assert_eq!(Format::SignedPct(0).write(&Value::Range(-13.0, -9.0)).unwrap(), "−13–−9 %");
+    }
+
+    #[test]
+    fn bad_formats_and_text_are_refused() {
+        assert!(Format::parse("rate:x").is_err() && Format::parse("gbps").is_err());
+        assert!(Format::Pct(1).write(&Value::Text("Debian".into())).is_err());
+        assert!(Format::Raw.write(&Value::List(vec![1.0, 2.0])).is_err());
+    }
+}
