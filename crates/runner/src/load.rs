@@ -82,7 +82,12 @@ impl Loaded {
 }
 
 /// The indices of `names` that match one of `patterns`; a pattern matching none is an error.
-fn matching(flag: &str, patterns: &[String], names: &[String], what: &str) -> Result<Vec<usize>, String> {
+fn matching(
+    flag: &str,
+    patterns: &[String],
+    names: &[String],
+    what: &str,
+) -> Result<Vec<usize>, String> {
     use wirespeed_model::glob::glob;
     if let Some(p) = patterns.iter().find(|p| !names.iter().any(|n| glob(p, n))) {
         return Err(format!("{flag} '{p}' matches none of the {what}: {}", names.join(", ")));

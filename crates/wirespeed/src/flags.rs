@@ -111,13 +111,15 @@ pub(crate) struct CompletionsArgs {
 
 /// `wirespeed publish`.
 #[derive(Debug, Args)]
-#[command(after_help = "A template is Markdown whose figures are placeholders naming cells of kept \
+#[command(
+    after_help = "A template is Markdown whose figures are placeholders naming cells of kept \
     CSV tables ({{ ours[tcp-upload/direct].median | rate:2 }}); its prose may carry no figure \
     of its own. A template in DIR/templates/NAME.md renders to DIR/NAME.md, its tables' paths \
     taken from DIR. The syntax and the formats: docs/studies/README.md.\n\n\
     Examples:\n  \
     wirespeed publish docs/studies/templates/*.md\n  \
-    wirespeed publish --check docs/studies/templates/*.md")]
+    wirespeed publish --check docs/studies/templates/*.md"
+)]
 pub(crate) struct PublishArgs {
     /// The templates (each in a `templates/` folder beside the page it renders).
     #[arg(required = true, value_name = "TEMPLATE")]

@@ -38,7 +38,15 @@ fn scenarios_expand_and_show_their_command_lines() {
 fn part_of_a_scenario_runs_without_a_copy_of_its_file() {
     let file = scenario("valid/transports.toml");
     let file = file.to_str().unwrap();
-    let out = client(&["bench", file, "--systems", "direct,tunnel-ws*", "--workloads", "tcp-bw*", "--list"]);
+    let out = client(&[
+        "bench",
+        file,
+        "--systems",
+        "direct,tunnel-ws*",
+        "--workloads",
+        "tcp-bw*",
+        "--list",
+    ]);
     assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stderr));
     let text = String::from_utf8(out.stdout).unwrap();
     let systems: Vec<&str> = text.lines().filter_map(|l| l.strip_prefix("system   ")).collect();

@@ -704,7 +704,11 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
             reference.len()
         ));
         if leg == 0 {
-            assert!(gr.len() >= 2, "{name}: goresponsiveness gave a figure in {} of 3 runs", gr.len());
+            assert!(
+                gr.len() >= 2,
+                "{name}: goresponsiveness gave a figure in {} of 3 runs",
+                gr.len()
+            );
             let g = draft09[draft09.len() / 2];
             let bound = spread(&draft09).max(mach_spread);
             note(format!(

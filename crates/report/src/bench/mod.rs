@@ -278,10 +278,13 @@ pub fn resources_csv(cells: &[BenchCell]) -> String {
     let mut out = String::from("workload,system,role,peak_rss_mib,cpu_s\n");
     for c in cells {
         let mut roles: Vec<&str> = c.memory.iter().map(|(r, _)| r.as_str()).collect();
-        roles.extend(c.cpu.iter().map(|(r, _)| r.as_str()).filter(|r| !c.memory.iter().any(|(m, _)| m == r)));
+        roles.extend(
+            c.cpu.iter().map(|(r, _)| r.as_str()).filter(|r| !c.memory.iter().any(|(m, _)| m == r)),
+        );
         for role in roles {
             let find = |v: &[(String, f64)]| v.iter().find(|(r, _)| r == role).map(|(_, x)| *x);
-            let mib = find(&c.memory).map_or(String::new(), |b| (b / f64::from(1u32 << 20)).to_string());
+            let mib =
+                find(&c.memory).map_or(String::new(), |b| (b / f64::from(1u32 << 20)).to_string());
             let cpu = find(&c.cpu).map_or(String::new(), |s| s.to_string());
             out.push_str(&crate::csv::record([c.workload.as_str(), &c.system, role, &mib, &cpu]));
             out.push('\n');

@@ -45,7 +45,8 @@ impl Table {
         }
         let mut seen = HashMap::new();
         for (i, row) in rows.iter().enumerate() {
-            let key: Vec<&str> = keys.iter().map(|&k| row.get(k).map_or("", String::as_str)).collect();
+            let key: Vec<&str> =
+                keys.iter().map(|&k| row.get(k).map_or("", String::as_str)).collect();
             if let Some(first) = seen.insert(key.join("/"), i) {
                 return Err(bad(format!(
                     "rows {} and {} have the same key '{}'",
@@ -75,9 +76,7 @@ impl Table {
             )));
         }
         Ok((0..self.rows.len())
-            .filter(|&i| {
-                patterns.iter().zip(&self.keys).all(|(p, &k)| glob(p, &self.rows[i][k]))
-            })
+            .filter(|&i| patterns.iter().zip(&self.keys).all(|(p, &k)| glob(p, &self.rows[i][k])))
             .map(|index| Row { table: self, index })
             .collect())
     }

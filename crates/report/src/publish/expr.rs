@@ -1,6 +1,7 @@
 //! The expressions inside a placeholder: cells of kept tables (`ours[tcp-upload/direct].median`,
 //! globs for several), numbers, `+ − × ÷`, and the named rules `min`, `max`, `median`, `mean`,
-//! `range`, `count`, `sum`, `abs` and `first` (the first of its arguments the data hold). Lists combine element by element, in file order.
+//! `range`, `count`, `sum`, `abs` and `first` (the first of its arguments the data hold), and
+//! `each(s in alias[glob], EXPR)`, EXPR once per matching row with `{s}` its key part. Lists combine element by element, in file order.
 
 use std::collections::HashMap;
 
@@ -35,24 +36,48 @@ pub struct Scope<'a> {
 /// [`PublishError::Missing`], which a placeholder's `| else TEXT` answers.
 pub fn eval(source: &str, scope: &Scope<'_>) -> Result<Value, PublishError> {
     let tokens = tokenize(source)?;
-    let mut parser = Parser { tokens, at: 0, scope };
-    let value = parser.sum()?;
-    match parser.tokens.get(parser.at) {
-        None => match value {
-            Value::Missing(why) => Err(PublishError::Missing(why)),
-            value => Ok(value),
-        },
-        Some(t) => Err(PublishError::Template(format!("'{source}': unexpected {t:?}"))),
+    let mut parser = Parser { tokens, at: 0 };
+    let tree = parser.sum()?;
+    if let Some(t) = parser.tokens.get(parser.at) {
+        return Err(PublishError::Template(format!("'{source}': unexpected {t:?}")));
+    }
+    match tree.value(scope.tables, &mut scope.vars.to_vec())? {
+        Value::Missing(why) => Err(PublishError::Missing(why)),
+        value => Ok(value),
     }
 }
 
 #[derive(Debug, Clone, PartialEq)]
 enum Token {
     Number(f64),
-    /// `alias[key/parts].column` or `alias[key/parts]` (its `value` column), or a name.
-    Cell { alias: String, keys: Vec<String>, column: Option<String> },
+    /// `alias[key/parts].column` or `alias[key/parts]` (its `value` column).
+    Cell {
+        alias: String,
+        keys: Vec<String>,
+        column: Option<String>,
+    },
     Name(String),
     Op(char),
+}
+
+/// A parsed expression.
+#[derive(Debug, Clone)]
+enum Tree {
+    Number(f64),
+    Cell {
+        alias: String,
+        keys: Vec<String>,
+        column: Option<String>,
+    },
+    Binary(char, Box<Tree>, Box<Tree>),
+    Rule(String, Vec<Tree>),
+    /// `each(VAR in alias[keys], EXPR)`: EXPR once per matching row, a list.
+    Each {
+        var: String,
+        alias: String,
+        keys: Vec<String>,
+        body: Box<Tree>,
+    },
 }
 
 fn tokenize(source: &str) -> Result<Vec<Token>, PublishError> {
@@ -77,7 +102,8 @@ fn tokenize(source: &str) -> Result<Vec<Token>, PublishError> {
                 i += 1;
             }
             let text: String = chars[start..i].iter().collect();
-            tokens.push(Token::Number(text.parse().map_err(|_| bad(&format!("'{text}' is not a number")))?));
+            let n = text.parse().map_err(|_| bad(&format!("'{text}' is not a number")))?;
+            tokens.push(Token::Number(n));
         } else if c.is_alphabetic() || c == '_' {
             let start = i;
             while i < chars.len() && (chars[i].is_alphanumeric() || chars[i] == '_') {
@@ -88,7 +114,10 @@ fn tokenize(source: &str) -> Result<Vec<Token>, PublishError> {
                 tokens.push(Token::Name(name));
                 continue;
             }
-            let close = chars[i..].iter().position(|&c| c == ']').ok_or_else(|| bad("a '[' without its ']'"))?;
+            let close = chars[i..]
+                .iter()
+                .position(|&c| c == ']')
+                .ok_or_else(|| bad("a '[' without its ']'"))?;
             let keys: String = chars[i + 1..i + close].iter().collect();
             i += close + 1;
             let mut column = None;
@@ -109,13 +138,12 @@ fn tokenize(source: &str) -> Result<Vec<Token>, PublishError> {
     Ok(tokens)
 }
 
-struct Parser<'a, 's> {
+struct Parser {
     tokens: Vec<Token>,
     at: usize,
-    scope: &'a Scope<'s>,
 }
 
-impl Parser<'_, '_> {
+impl Parser {
     fn peek_op(&self) -> Option<char> {
         match self.tokens.get(self.at) {
             Some(Token::Op(c)) => Some(*c),
@@ -132,38 +160,63 @@ impl Parser<'_, '_> {
         }
     }
 
-    fn sum(&mut self) -> Result<Value, PublishError> {
+    fn sum(&mut self) -> Result<Tree, PublishError> {
         let mut left = self.product()?;
         while let Some(op @ ('+' | '-')) = self.peek_op() {
             self.at += 1;
-            let right = self.product()?;
-            left = combine(op, left, right)?;
+            left = Tree::Binary(op, Box::new(left), Box::new(self.product()?));
         }
         Ok(left)
     }
 
-    fn product(&mut self) -> Result<Value, PublishError> {
+    fn product(&mut self) -> Result<Tree, PublishError> {
         let mut left = self.factor()?;
         while let Some(op @ ('*' | '/')) = self.peek_op() {
             self.at += 1;
-            let right = self.factor()?;
-            left = combine(op, left, right)?;
+            left = Tree::Binary(op, Box::new(left), Box::new(self.factor()?));
         }
         Ok(left)
     }
 
-    fn factor(&mut self) -> Result<Value, PublishError> {
+    fn factor(&mut self) -> Result<Tree, PublishError> {
         let token = self.tokens.get(self.at).cloned();
         self.at += 1;
         match token {
-            Some(Token::Number(n)) => Ok(Value::Number(n)),
-            Some(Token::Op('-')) => combine('-', Value::Number(0.0), self.factor()?),
-            Some(Token::Op('(')) => {
-                let v = self.sum()?;
-                self.expect(')')?;
-                Ok(v)
+            Some(Token::Number(n)) => Ok(Tree::Number(n)),
+            Some(Token::Op('-')) => {
+                Ok(Tree::Binary('-', Box::new(Tree::Number(0.0)), Box::new(self.factor()?)))
             }
-            Some(Token::Cell { alias, keys, column }) => self.cell(&alias, &keys, column.as_deref()),
+            Some(Token::Op('(')) => {
+                let t = self.sum()?;
+                self.expect(')')?;
+                Ok(t)
+            }
+            Some(Token::Cell { alias, keys, column }) => Ok(Tree::Cell { alias, keys, column }),
+            Some(Token::Name(name)) if name == "each" && self.peek_op() == Some('(') => {
+                self.at += 1;
+                let bad =
+                    || PublishError::Template("write each(s in alias[key/parts], EXPR)".into());
+                let (
+                    Some(Token::Name(var)),
+                    Some(Token::Name(within)),
+                    Some(Token::Cell { alias, keys, .. }),
+                ) = (
+                    self.tokens.get(self.at).cloned(),
+                    self.tokens.get(self.at + 1).cloned(),
+                    self.tokens.get(self.at + 2).cloned(),
+                )
+                else {
+                    return Err(bad());
+                };
+                if within != "in" {
+                    return Err(bad());
+                }
+                self.at += 3;
+                self.expect(',')?;
+                let body = Box::new(self.sum()?);
+                self.expect(')')?;
+                Ok(Tree::Each { var, alias, keys, body })
+            }
             Some(Token::Name(name)) if self.peek_op() == Some('(') => {
                 self.at += 1;
                 let mut args = vec![self.sum()?];
@@ -172,7 +225,7 @@ impl Parser<'_, '_> {
                     args.push(self.sum()?);
                 }
                 self.expect(')')?;
-                rule(&name, args)
+                Ok(Tree::Rule(name, args))
             }
             Some(Token::Name(name)) => Err(PublishError::Template(format!(
                 "'{name}' is neither a rule nor a cell (cells are alias[key].column)"
@@ -180,38 +233,106 @@ impl Parser<'_, '_> {
             other => Err(PublishError::Template(format!("unexpected {other:?}"))),
         }
     }
+}
 
-    fn cell(&self, alias: &str, keys: &[String], column: Option<&str>) -> Result<Value, PublishError> {
-        let table = self.scope.tables.get(alias).ok_or_else(|| {
-            PublishError::Template(format!("no table '{alias}' in the template's data"))
-        })?;
-        let keys: Vec<String> = keys.iter().map(|k| substitute(k, self.scope.vars)).collect::<Result<_, _>>()?;
-        let column = column.unwrap_or("value");
-        let rows = table.select(&keys)?;
-        let name = || format!("{alias}[{}].{column}", keys.join("/"));
-        if !keys.iter().any(|k| is_pattern(k)) {
-            let Some(row) = rows.first() else {
-                return Ok(Value::Missing(format!("{}: no row in {}", name(), table.source)));
-            };
-            let Some(text) = row.cell(column)? else {
-                return Ok(Value::Missing(format!("{} is empty", name())));
-            };
-            return Ok(text.parse::<f64>().map_or_else(|_| Value::Text(text.to_string()), Value::Number));
+impl Tree {
+    fn value(
+        &self,
+        tables: &HashMap<String, Table>,
+        vars: &mut Vec<(String, String)>,
+    ) -> Result<Value, PublishError> {
+        match self {
+            Tree::Number(n) => Ok(Value::Number(*n)),
+            Tree::Cell { alias, keys, column } => {
+                cell(tables, vars, alias, keys, column.as_deref())
+            }
+            Tree::Binary(op, a, b) => combine(*op, a.value(tables, vars)?, b.value(tables, vars)?),
+            Tree::Rule(name, args) => {
+                let args = args.iter().map(|a| a.value(tables, vars)).collect::<Result<_, _>>()?;
+                rule(name, args)
+            }
+            Tree::Each { var, alias, keys, body } => {
+                let table = table(tables, alias)?;
+                let keys: Vec<String> =
+                    keys.iter().map(|k| substitute(k, vars)).collect::<Result<_, _>>()?;
+                let part = keys.iter().position(|k| is_pattern(k)).ok_or_else(|| {
+                    PublishError::Template("each() needs a glob in one key part".into())
+                })?;
+                let names: Vec<String> =
+                    table.select(&keys)?.iter().map(|r| r.key(part).to_string()).collect();
+                if names.is_empty() {
+                    return Ok(Value::Missing(format!(
+                        "each(): no rows of {} match",
+                        table.source
+                    )));
+                }
+                let mut values = Vec::new();
+                for name in names {
+                    vars.push((var.clone(), name));
+                    let v = body.value(tables, vars);
+                    vars.pop();
+                    match v? {
+                        Value::Number(n) => values.push(n),
+                        Value::Missing(why) => return Ok(Value::Missing(why)),
+                        other => {
+                            return Err(PublishError::Template(format!(
+                                "each(): the expression gave {other:?}, not one number"
+                            )))
+                        }
+                    }
+                }
+                Ok(Value::List(values))
+            }
         }
-        if rows.is_empty() {
-            return Ok(Value::Missing(format!("{}: no rows match in {}", name(), table.source)));
-        }
-        let mut values = Vec::new();
-        for row in rows {
-            let Some(text) = row.cell(column)? else {
-                return Ok(Value::Missing(format!("{alias}[{}].{column} is empty", row.name())));
-            };
-            values.push(text.parse::<f64>().map_err(|_| {
-                PublishError::Template(format!("{alias}[{}].{column}: '{text}' is not a number", row.name()))
-            })?);
-        }
-        Ok(Value::List(values))
     }
+}
+
+fn table<'t>(tables: &'t HashMap<String, Table>, alias: &str) -> Result<&'t Table, PublishError> {
+    tables
+        .get(alias)
+        .ok_or_else(|| PublishError::Template(format!("no table '{alias}' in the template's data")))
+}
+
+/// A cell, or a list of them where a key part is a glob.
+fn cell(
+    tables: &HashMap<String, Table>,
+    vars: &[(String, String)],
+    alias: &str,
+    keys: &[String],
+    column: Option<&str>,
+) -> Result<Value, PublishError> {
+    let table = table(tables, alias)?;
+    let keys: Vec<String> = keys.iter().map(|k| substitute(k, vars)).collect::<Result<_, _>>()?;
+    let column = column.unwrap_or("value");
+    let rows = table.select(&keys)?;
+    let name = || format!("{alias}[{}].{column}", keys.join("/"));
+    if !keys.iter().any(|k| is_pattern(k)) {
+        let Some(row) = rows.first() else {
+            return Ok(Value::Missing(format!("{}: no row in {}", name(), table.source)));
+        };
+        let Some(text) = row.cell(column)? else {
+            return Ok(Value::Missing(format!("{} is empty", name())));
+        };
+        return Ok(text
+            .parse::<f64>()
+            .map_or_else(|_| Value::Text(text.to_string()), Value::Number));
+    }
+    if rows.is_empty() {
+        return Ok(Value::Missing(format!("{}: no rows match in {}", name(), table.source)));
+    }
+    let mut values = Vec::new();
+    for row in rows {
+        let Some(text) = row.cell(column)? else {
+            return Ok(Value::Missing(format!("{alias}[{}].{column} is empty", row.name())));
+        };
+        values.push(text.parse::<f64>().map_err(|_| {
+            PublishError::Template(format!(
+                "{alias}[{}].{column}: '{text}' is not a number",
+                row.name()
+            ))
+        })?);
+    }
+    Ok(Value::List(values))
 }
 
 /// `{var}` in a key replaced by the loop variable's value.
@@ -258,8 +379,12 @@ fn combine(op: char, left: Value, right: Value) -> Result<Value, PublishError> {
         (Value::Missing(_), _) => Ok(left),
         (_, Value::Missing(_)) => Ok(right),
         (Value::Number(a), Value::Number(b)) => Ok(Value::Number(f(*a, *b))),
-        (Value::List(a), Value::Number(b)) => Ok(Value::List(a.iter().map(|a| f(*a, *b)).collect())),
-        (Value::Number(a), Value::List(b)) => Ok(Value::List(b.iter().map(|b| f(*a, *b)).collect())),
+        (Value::List(a), Value::Number(b)) => {
+            Ok(Value::List(a.iter().map(|a| f(*a, *b)).collect()))
+        }
+        (Value::Number(a), Value::List(b)) => {
+            Ok(Value::List(b.iter().map(|b| f(*a, *b)).collect()))
+        }
         (Value::List(a), Value::List(b)) if a.len() == b.len() => {
             Ok(Value::List(a.iter().zip(b).map(|(a, b)| f(*a, *b)).collect()))
         }
@@ -276,9 +401,11 @@ fn combine(op: char, left: Value, right: Value) -> Result<Value, PublishError> {
 fn rule(name: &str, args: Vec<Value>) -> Result<Value, PublishError> {
     if name == "first" {
         let missing = args.iter().find(|a| matches!(a, Value::Missing(_))).cloned();
-        return Ok(args.into_iter().find(|a| !matches!(a, Value::Missing(_))).or(missing).unwrap_or(
-            Value::Missing("first() of nothing".into()),
-        ));
+        return Ok(args
+            .into_iter()
+            .find(|a| !matches!(a, Value::Missing(_)))
+            .or(missing)
+            .unwrap_or(Value::Missing("first() of nothing".into())));
     }
     if let Some(missing) = args.iter().find(|a| matches!(a, Value::Missing(_))) {
         return Ok(missing.clone());
@@ -323,7 +450,10 @@ mod tests {
         let ours = "workload,system,median\nup,direct,100\nup,a,50\nup,b,25\ndown,direct,90\ndown,a,45\ndown,b,\n";
         let seed = "key,value,unit\nup.direct,80,bit/s\nversion,Debian 12.11,\n";
         HashMap::from([
-            ("ours".into(), Table::parse("ours.csv", ours, &["workload".into(), "system".into()]).unwrap()),
+            (
+                "ours".into(),
+                Table::parse("ours.csv", ours, &["workload".into(), "system".into()]).unwrap(),
+            ),
             ("seed".into(), Table::parse("seed.csv", seed, &["key".into()]).unwrap()),
         ])
     }
@@ -335,8 +465,14 @@ mod tests {
 
     #[test]
     fn cells_rules_and_arithmetic() {
-        assert_eq!(run("ours[up/direct].median / seed[up.direct]", &[]).unwrap(), Value::Number(1.25));
-        assert_eq!(run("(ours[up/a].median / ours[up/direct].median - 1) * 100", &[]).unwrap(), Value::Number(-50.0));
+        assert_eq!(
+            run("ours[up/direct].median / seed[up.direct]", &[]).unwrap(),
+            Value::Number(1.25)
+        );
+        assert_eq!(
+            run("(ours[up/a].median / ours[up/direct].median - 1) * 100", &[]).unwrap(),
+            Value::Number(-50.0)
+        );
         assert_eq!(run("ours[*/a].median", &[]).unwrap(), Value::List(vec![50.0, 45.0]));
         assert_eq!(
             run("range(ours[*/a].median / ours[*/direct].median)", &[]).unwrap(),
@@ -352,6 +488,14 @@ mod tests {
         );
         let vars = [("s".to_string(), "b".to_string())];
         assert_eq!(run("ours[up/{s}].median * 2e0", &vars).unwrap(), Value::Number(50.0));
+        assert_eq!(
+            run("each(s in ours[*/a], ours[{s}/a].median / ours[{s}/direct].median)", &[]).unwrap(),
+            Value::List(vec![0.5, 0.5])
+        );
+        assert!(matches!(
+            run("each(s in ours[down/*], ours[down/{s}].median)", &[]),
+            Err(PublishError::Missing(_))
+        ));
     }
 
     #[test]
@@ -359,12 +503,21 @@ mod tests {
         assert!(matches!(run("ours[down/b].median", &[]), Err(PublishError::Missing(_))));
         assert!(matches!(run("ours[down/c].median", &[]), Err(PublishError::Missing(_))));
         assert!(matches!(run("ours[*/b].median", &[]), Err(PublishError::Missing(_))));
-        assert!(matches!(run("max(ours[down/b].median, 1) * 2", &[]), Err(PublishError::Missing(_))));
-        assert!(matches!(run("first(ours[down/b].median, seed[none])", &[]), Err(PublishError::Missing(_))));
+        assert!(matches!(
+            run("max(ours[down/b].median, 1) * 2", &[]),
+            Err(PublishError::Missing(_))
+        ));
+        assert!(matches!(
+            run("first(ours[down/b].median, seed[none])", &[]),
+            Err(PublishError::Missing(_))
+        ));
         assert!(matches!(run("ours[up/a].mean", &[]), Err(PublishError::Template(_))));
         assert!(matches!(run("other[up].value", &[]), Err(PublishError::Template(_))));
         assert!(matches!(run("ours[up/a].median +", &[]), Err(PublishError::Template(_))));
-        assert!(matches!(run("ours[*/a].median / ours[up/*].median", &[]), Err(PublishError::Template(_))));
+        assert!(matches!(
+            run("ours[*/a].median / ours[up/*].median", &[]),
+            Err(PublishError::Template(_))
+        ));
         assert!(matches!(run("ours[up/{s}].median", &[]), Err(PublishError::Template(_))));
     }
 }

@@ -4,43 +4,77 @@
 use super::expr::Value;
 use super::PublishError;
 
-/// A named format and its number of decimals.
+/// How many digits a number keeps: `2` decimals, or `3s` significant digits (345 Mbit/s,
+/// 46.3 Gbit/s, 2.38 Gbit/s).
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub enum Digits {
+    /// Digits after the point.
+    Decimals(usize),
+    /// Digits in all, after the point as many as are left (none dropped before it).
+    Significant(usize),
+}
+
+impl Digits {
+    /// The decimals to write `n` with.
+    fn decimals(self, n: f64) -> usize {
+        match self {
+            Digits::Decimals(d) => d,
+            Digits::Significant(s) if n == 0.0 || !n.is_finite() => s.saturating_sub(1),
+            Digits::Significant(s) => {
+                // The magnitude after rounding to `s` digits: 99.96 at three is 100.
+                let magnitude = n.abs().log10().floor() as i64;
+                let rounded = {
+                    let scale = 10f64.powi((s as i64 - 1 - magnitude) as i32);
+                    (n.abs() * scale).round() / scale
+                };
+                let magnitude = rounded.log10().floor() as i64;
+                (s as i64 - 1 - magnitude).max(0) as usize
+            }
+        }
+    }
+}
+
+/// A named format and its digits.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
 pub enum Format {
     /// The cell as the file has it (the default: text such as a version stays text).
     Raw,
     /// A plain number with `n` decimals.
-    Num(usize),
+    Num(Digits),
     /// A whole number with thousands separated by commas.
     Int,
     /// A rate in bit/s with the prefix that keeps it between 1 and 1000 (kbit/s to Tbit/s).
-    Rate(usize),
+    Rate(Digits),
     /// A percentage: `67.1 %`.
-    Pct(usize),
+    Pct(Digits),
     /// A signed percentage: `+13 %`, `−36 %` (a minus sign, not a hyphen).
-    SignedPct(usize),
+    SignedPct(Digits),
     /// A factor: `5.3×`.
-    Times(usize),
+    Times(Digits),
     /// Nanoseconds as microseconds: `67.6 µs`.
-    Micros(usize),
+    Micros(Digits),
     /// Nanoseconds as milliseconds: `1.2 ms`.
-    Millis(usize),
+    Millis(Digits),
     /// Bytes as MiB: `22.6 MiB`.
-    Mib(usize),
+    Mib(Digits),
 }
 
 impl Format {
-    /// `name` or `name:decimals`.
+    /// `name`, `name:decimals` or `name:Ns` (N significant digits).
     pub fn parse(spec: &str) -> Result<Format, PublishError> {
-        let (name, decimals) = match spec.split_once(':') {
+        let (name, digits) = match spec.split_once(':') {
             Some((n, d)) => (n, Some(d)),
             None => (spec, None),
         };
-        let d = match decimals {
-            None => 0,
-            Some(d) => d.parse::<usize>().ok().filter(|&d| d <= 9).ok_or_else(|| {
-                PublishError::Template(format!("'{spec}': decimals must be 0 to 9"))
-            })?,
+        let bad = || PublishError::Template(format!("'{spec}': digits are 0 to 9, or 1s to 9s"));
+        let d = match digits {
+            None => Digits::Decimals(0),
+            Some(d) => match d.strip_suffix('s') {
+                Some(n) => Digits::Significant(
+                    n.parse().ok().filter(|n| (1..=9).contains(n)).ok_or_else(bad)?,
+                ),
+                None => Digits::Decimals(d.parse().ok().filter(|&d| d <= 9).ok_or_else(bad)?),
+            },
         };
         Ok(match name {
             "raw" => Format::Raw,
@@ -98,7 +132,9 @@ impl Format {
                 // The prefix is chosen on the rounded value, so 999.96 Mbit/s reads 1.00 Gbit/s.
                 let (scale, prefix) = prefixes
                     .into_iter()
-                    .find(|(s, _)| fixed(n.abs() / s, d).parse::<f64>().unwrap_or(0.0) >= 1.0)
+                    .find(|(s, _)| {
+                        fixed(n.abs() / s, d).replace('−', "-").parse::<f64>().unwrap_or(0.0) >= 1.0
+                    })
                     .unwrap_or((1.0, ""));
                 format!("{} {prefix}bit/s", fixed(n / scale, d))
             }
@@ -106,7 +142,13 @@ impl Format {
             Format::SignedPct(d) => {
                 let text = fixed(n.abs(), d);
                 let zero = text.chars().all(|c| c == '0' || c == '.');
-                let sign = if zero { "" } else if n < 0.0 { "−" } else { "+" };
+                let sign = if zero {
+                    ""
+                } else if n < 0.0 {
+                    "−"
+                } else {
+                    "+"
+                };
                 format!("{sign}{text} %")
             }
             Format::Times(d) => format!("{}×", fixed(n, d)),
@@ -117,8 +159,9 @@ impl Format {
     }
 }
 
-/// `n` with `d` decimals, a minus sign for negatives, and never `-0`.
-fn fixed(n: f64, d: usize) -> String {
+/// `n` with `digits`, a minus sign for negatives, and never `-0`.
+fn fixed(n: f64, digits: Digits) -> String {
+    let d = digits.decimals(n);
     let text = format!("{n:.d$}");
     match text.strip_prefix('-') {
         Some(rest) if rest.chars().all(|c| c == '0' || c == '.') => rest.to_string(),
@@ -147,7 +190,9 @@ fn thousands(n: f64) -> String {
 fn split_unit(text: &str) -> (&str, &str) {
     let end = text
         .char_indices()
-        .find(|&(i, c)| !(c.is_ascii_digit() || c == '.' || c == ',' || (i == 0 && (c == '−' || c == '+'))))
+        .find(|&(i, c)| {
+            !(c.is_ascii_digit() || c == '.' || c == ',' || (i == 0 && (c == '−' || c == '+')))
+        })
         .map_or(text.len(), |(i, _)| i);
     text.split_at(end)
 }
@@ -177,22 +222,29 @@ mod tests {
         assert_eq!(write("int", 999.0), "999");
         assert_eq!(write("num:3", -0.0001), "0.000");
         assert_eq!(write("num:1", -2.25), "−2.2");
+        assert_eq!(write("rate:3s", 46_328_353_422.8), "46.3 Gbit/s");
+        assert_eq!(write("rate:3s", 344_635_056.1), "345 Mbit/s");
+        assert_eq!(write("rate:3s", 2_380_208_461.5), "2.38 Gbit/s");
+        assert_eq!(write("us:3s", 49_535.0), "49.5 µs");
+        assert_eq!(write("us:3s", 168_447.0), "168 µs");
+        assert_eq!(write("us:3s", 99_960.0), "100 µs");
+        assert_eq!(write("num:2s", 1_234.0), "1234");
     }
 
     #[test]
     fn a_range_names_its_unit_once() {
-        let r = Value::Range(4.0e9, 8.46e9);
-        assert_eq!(Format::Rate(1).write(&r).unwrap(), "4.0–8.5 Gbit/s");
-        let r = Value::Range(345e6, 2.38e9);
-        assert_eq!(Format::Rate(2).write(&r).unwrap(), "345.00 Mbit/s–2.38 Gbit/s");
-        assert_eq!(Format::Times(1).write(&Value::Range(2.94, 5.3)).unwrap(), "2.9–5.3×");
-        assert_eq!(Format::SignedPct(0).write(&Value::Range(-13.0, -9.0)).unwrap(), "−13–−9 %");
+        let f = |spec: &str, v: Value| Format::parse(spec).unwrap().write(&v).unwrap();
+        assert_eq!(f("rate:1", Value::Range(4.0e9, 8.46e9)), "4.0–8.5 Gbit/s");
+        assert_eq!(f("rate:2", Value::Range(345e6, 2.38e9)), "345.00 Mbit/s–2.38 Gbit/s");
+        assert_eq!(f("x:1", Value::Range(2.94, 5.3)), "2.9–5.3×");
+        assert_eq!(f("spct:0", Value::Range(-13.0, -9.0)), "−13–−9 %");
     }
 
     #[test]
     fn bad_formats_and_text_are_refused() {
         assert!(Format::parse("rate:x").is_err() && Format::parse("gbps").is_err());
-        assert!(Format::Pct(1).write(&Value::Text("Debian".into())).is_err());
+        assert!(Format::parse("rate:0s").is_err() && Format::parse("rate:10").is_err());
+        assert!(Format::parse("pct:1").unwrap().write(&Value::Text("Debian".into())).is_err());
         assert!(Format::Raw.write(&Value::List(vec![1.0, 2.0])).is_err());
     }
 }

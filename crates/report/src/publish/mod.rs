@@ -18,7 +18,7 @@
 //! `{{ ours[tcp-upload/direct].median | rate:2 }}` writes one cell; `ours[tcp-*/gost-ws].median`
 //! is a list (globs `*` and `{a,b}`), which `min`, `max`, `median`, `mean`, `count` and `range`
 //! reduce; `+ - * /` combine cells and lists element by element. The formats are in [`format`];
-//! `| else TEXT` writes TEXT where the data hold no such cell. Lines between
+//! `| else TEXT` writes TEXT (or nothing, for a bare `| else`) where the data hold no such cell. Lines between
 //! `{{#each s in ours[tcp-upload/*]}}` and `{{/each}}` repeat for each matching row, `{s}` in a
 //! key and `{{s}}` in the text standing for the row's key part.
 
@@ -127,18 +127,24 @@ fn expand(
     while i < lines.len() {
         let at = |e: PublishError| at_line(first + i, e);
         if let Some(head) = each_head(lines[i]) {
-            let (var, alias, keys) = head.map_err(at)?;
-            let end = block_end(lines, i).ok_or_else(|| at(PublishError::Template("'{{#each' without its '{{/each}}'".into())))?;
+            let EachHead { var, alias, keys } = head.map_err(at)?;
+            let end = block_end(lines, i).ok_or_else(|| {
+                at(PublishError::Template("'{{#each' without its '{{/each}}'".into()))
+            })?;
             let table = tables
                 .get(&alias)
                 .ok_or_else(|| at(PublishError::Template(format!("no table '{alias}'"))))?;
-            let keys: Vec<String> = keys.iter().map(|k| substitute(k, vars)).collect::<Result<_, _>>().map_err(at)?;
+            let keys: Vec<String> =
+                keys.iter().map(|k| substitute(k, vars)).collect::<Result<_, _>>().map_err(at)?;
             let part = keys.iter().position(|k| data::is_pattern(k)).ok_or_else(|| {
                 at(PublishError::Template("an '{{#each' needs a glob in one key part".into()))
             })?;
             let rows = table.select(&keys).map_err(at)?;
             if rows.is_empty() {
-                return Err(at(PublishError::Missing(format!("no rows in {} match", table.source))));
+                return Err(at(PublishError::Missing(format!(
+                    "no rows in {} match",
+                    table.source
+                ))));
             }
             for row in rows {
                 vars.push((var.clone(), row.key(part).to_string()));
@@ -165,13 +171,21 @@ fn at_line(line: usize, e: PublishError) -> PublishError {
     }
 }
 
-/// `{{#each VAR in alias[keys]}}` on a line of its own: (VAR, alias, keys).
-fn each_head(line: &str) -> Option<Result<(String, String, Vec<String>), PublishError>> {
+/// What an `{{#each}}` line names: its variable, and the table and keys it runs over.
+struct EachHead {
+    var: String,
+    alias: String,
+    keys: Vec<String>,
+}
+
+/// `{{#each VAR in alias[keys]}}` on a line of its own.
+fn each_head(line: &str) -> Option<Result<EachHead, PublishError>> {
     let inner = line.trim().strip_prefix("{{#each ")?.strip_suffix("}}")?;
-    let parse = || -> Option<(String, String, Vec<String>)> {
+    let parse = || -> Option<EachHead> {
         let (var, selector) = inner.split_once(" in ")?;
         let (alias, keys) = selector.trim().strip_suffix(']')?.split_once('[')?;
-        Some((var.trim().into(), alias.trim().into(), keys.split('/').map(|k| k.trim().into()).collect()))
+        let keys = keys.split('/').map(|k| k.trim().into()).collect();
+        Some(EachHead { var: var.trim().into(), alias: alias.trim().into(), keys })
     };
     Some(parse().ok_or_else(|| {
         PublishError::Template(format!("'{line}': write '{{{{#each s in alias[key/parts]}}}}'"))
@@ -195,7 +209,11 @@ fn block_end(lines: &[&str], start: usize) -> Option<usize> {
 }
 
 /// `line` with each placeholder replaced by what it names.
-fn fill(line: &str, tables: &HashMap<String, Table>, vars: &[(String, String)]) -> Result<String, PublishError> {
+fn fill(
+    line: &str,
+    tables: &HashMap<String, Table>,
+    vars: &[(String, String)],
+) -> Result<String, PublishError> {
     let mut out = String::new();
     let mut rest = line;
     while let Some(open) = rest.find("{{") {
@@ -225,9 +243,11 @@ fn placeholder(
     let mut format = Format::Raw;
     let mut otherwise = None;
     for part in parts {
-        match part.strip_prefix("else ") {
-            Some(text) => otherwise = Some(text.to_string()),
-            None => format = Format::parse(part)?,
+        match part.strip_prefix("else") {
+            Some(text) if text.is_empty() || text.starts_with(' ') => {
+                otherwise = Some(text.trim().to_string());
+            }
+            _ => format = Format::parse(part)?,
         }
     }
     let value = match (eval(expression, &Scope { tables, vars }), otherwise) {
@@ -258,7 +278,8 @@ mod tests {
         }
     }
 
-    const HEAD: &str = "<!-- publish\nours = s/summary.csv by workload, system\nseed = s/seed.csv by key\n-->\n";
+    const HEAD: &str =
+        "<!-- publish\nours = s/summary.csv by workload, system\nseed = s/seed.csv by key\n-->\n";
 
     #[test]
     fn a_template_renders_its_tables_rows_and_rules() {
@@ -278,7 +299,10 @@ mod tests {
     fn what_the_data_do_not_hold_is_refused_with_its_line() {
         let missing = format!("{HEAD}\nDownload p50 {{{{ ours[down/direct].p50_ns | us:1 }}}}.\n");
         let err = render(&missing, &read).unwrap_err();
-        assert!(matches!(err, PublishError::Missing(_)) && err.to_string().starts_with("line 6:"), "{err}");
+        assert!(
+            matches!(err, PublishError::Missing(_)) && err.to_string().starts_with("line 6:"),
+            "{err}"
+        );
         let typed = format!("{HEAD}\nDirect runs 25.3 Gbit/s.\n");
         assert!(matches!(render(&typed, &read), Err(PublishError::Prose(_))));
         let gone = "<!-- publish\nours = s/gone.csv by key\n-->\ntext\n";

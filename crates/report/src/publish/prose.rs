@@ -9,18 +9,8 @@ use super::PublishError;
 /// Checks `body` (which begins at template line `first`); the error lists every typed figure.
 pub fn check(body: &str, first: usize) -> Result<(), PublishError> {
     let mut typed = Vec::new();
-    let mut fenced = false;
-    let mut comment = false;
-    for (n, line) in body.lines().enumerate() {
-        if line.trim_start().starts_with("```") {
-            fenced = !fenced;
-            continue;
-        }
-        if fenced {
-            continue;
-        }
-        let text = strip(line, &mut comment);
-        for word in typed_figures(&text) {
+    for (n, line) in strip(body).lines().enumerate() {
+        for word in typed_figures(line) {
             typed.push(format!("line {}: '{word}'", first + n));
         }
     }
@@ -33,25 +23,19 @@ pub fn check(body: &str, first: usize) -> Result<(), PublishError> {
     )))
 }
 
-/// `line` without its placeholders, code spans, link targets and comments (`comment` carries
-/// an HTML comment over lines).
-fn strip(line: &str, comment: &mut bool) -> String {
-    let mut out = String::new();
-    let mut rest = line;
+/// `text` with its fenced blocks, placeholders, code spans, link targets and comments blanked
+/// out, line breaks kept (a code span or a comment may run over lines).
+fn strip(text: &str) -> String {
+    let mut out = String::with_capacity(text.len());
+    let mut rest = text;
+    let blank = |s: &str| -> String { s.chars().filter(|&c| c == '\n').collect() };
     loop {
-        if *comment {
-            match rest.find("-->") {
-                Some(end) => {
-                    *comment = false;
-                    rest = &rest[end + 3..];
-                }
-                None => return out,
-            }
-        }
+        let fence = rest.find("```").filter(|&at| at == 0 || rest[..at].ends_with('\n'));
         let next = ["{{", "`", "](", "<!--"]
             .iter()
             .filter_map(|m| rest.find(m).map(|at| (at, *m)))
-            .min_by_key(|(at, _)| *at);
+            .chain(fence.map(|at| (at, "```")))
+            .min_by_key(|(at, m)| (*at, usize::MAX - m.len()));
         let Some((at, marker)) = next else {
             out.push_str(rest);
             return out;
@@ -62,17 +46,13 @@ fn strip(line: &str, comment: &mut bool) -> String {
         let close = match marker {
             "{{" => "}}",
             "`" => "`",
+            "```" => "\n```",
             "](" => ")",
-            _ => {
-                *comment = true;
-                rest = after;
-                continue;
-            }
+            _ => "-->",
         };
-        rest = match after.find(close) {
-            Some(end) => &after[end + close.len()..],
-            None => "",
-        };
+        let end = after.find(close).map_or(after.len(), |e| e + close.len());
+        out.push_str(&blank(&after[..end]));
+        rest = &after[end..];
     }
 }
 
@@ -102,7 +82,8 @@ mod tests {
 
     #[test]
     fn placeholders_code_links_dates_and_names_may_hold_digits() {
-        let ok = "Ran {{ ours[up/direct].median | rate:2 }} with `iperf3 -t 3` on 2026-12-04, p50 and\n\
+        let ok =
+            "Ran {{ ours[up/direct].median | rate:2 }} with `iperf3 -t 3` on 2026-12-04, p50 and\n\
                   h2 over [draft-09](https://example.org/rfc9000), three repeats <!-- note 42 -->\n\
                   ```\nwirespeed bench -t 10\n```\n<!-- a comment\nover 2 lines -->\n";
         check(ok, 1).unwrap();
@@ -117,5 +98,7 @@ mod tests {
         }
         assert!(check("A `code span` then 1.5 ms\n", 1).is_err());
         assert!(check("An unclosed {{ placeholder then 7\n", 1).is_ok());
+        let spans = "a `code span\nover 2 lines` and\n```\nfenced 3\n```\nthen 4 here\n";
+        assert!(check(spans, 1).unwrap_err().to_string().ends_with("line 6: '4'"), "lines kept");
     }
 }

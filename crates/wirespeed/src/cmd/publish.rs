@@ -20,13 +20,18 @@ pub(super) fn run(args: &PublishArgs) -> Result<u8> {
         let rendered = publish::render(&text, &|path| std::fs::read_to_string(dir.join(path)))
             .map_err(|e| anyhow!("{}: {e}", template.display()))?;
         if !args.check {
-            std::fs::write(&page, rendered).with_context(|| format!("writing {}", page.display()))?;
+            std::fs::write(&page, rendered)
+                .with_context(|| format!("writing {}", page.display()))?;
             println!("{} -> {}", template.display(), page.display());
             continue;
         }
         match std::fs::read_to_string(&page) {
             Ok(on_disk) if on_disk == rendered => {}
-            Ok(on_disk) => differs.push(format!("{}: {}", page.display(), first_difference(&on_disk, &rendered))),
+            Ok(on_disk) => differs.push(format!(
+                "{}: {}",
+                page.display(),
+                first_difference(&on_disk, &rendered)
+            )),
             Err(e) => differs.push(format!("{}: cannot be read ({e})", page.display())),
         }
     }
@@ -57,7 +62,9 @@ fn first_difference(page: &str, rendered: &str) -> String {
     let (a, b): (Vec<&str>, Vec<&str>) = (page.lines().collect(), rendered.lines().collect());
     let n = a.iter().zip(&b).take_while(|(x, y)| x == y).count();
     match (a.get(n), b.get(n)) {
-        (Some(x), Some(y)) => format!("line {} reads\n    {x}\n  where the template and data give\n    {y}", n + 1),
+        (Some(x), Some(y)) => {
+            format!("line {} reads\n    {x}\n  where the template and data give\n    {y}", n + 1)
+        }
         (Some(_), None) => format!("has lines past the rendered end, from line {}", n + 1),
         (None, _) => format!("ends at line {n}, before what the template renders"),
     }
