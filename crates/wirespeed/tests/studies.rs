@@ -19,7 +19,6 @@ const AWAITING_TEMPLATES: &[&str] = &[
     "dns-servers.md",
     "dns-servers-hosts.md",
     "ethr-hosts.md",
-    "gost-transports-hosts.md",
     "rathole-vs-frp.md",
     "rathole-vs-frp-loss.md",
 ];

@@ -114,9 +114,18 @@ fn tokenize(source: &str) -> Result<Vec<Token>, PublishError> {
                 tokens.push(Token::Name(name));
                 continue;
             }
+            // A key may hold brackets of its own (a sweep's `tcp-upload[loss=0%]`).
+            let mut depth = 0;
             let close = chars[i..]
                 .iter()
-                .position(|&c| c == ']')
+                .position(|&c| {
+                    depth += match c {
+                        '[' => 1,
+                        ']' => -1,
+                        _ => 0,
+                    };
+                    depth == 0
+                })
                 .ok_or_else(|| bad("a '[' without its ']'"))?;
             let keys: String = chars[i + 1..i + close].iter().collect();
             i += close + 1;
@@ -447,7 +456,7 @@ mod tests {
     use super::*;
 
     fn tables() -> HashMap<String, Table> {
-        let ours = "workload,system,median\nup,direct,100\nup,a,50\nup,b,25\ndown,direct,90\ndown,a,45\ndown,b,\n";
+        let ours = "workload,system,median\nup,direct,100\nup,a,50\nup,b,25\ndown,direct,90\ndown,a,45\ndown,b,\nup[loss=1%],c,40\n";
         let seed = "key,value,unit\nup.direct,80,bit/s\nversion,Debian 12.11,\n";
         HashMap::from([
             (
@@ -479,6 +488,7 @@ mod tests {
             Value::Range(0.5, 0.5)
         );
         assert_eq!(run("max(ours[up/*].median)", &[]).unwrap(), Value::Number(100.0));
+        assert_eq!(run("ours[up[loss=1%]/c].median", &[]).unwrap(), Value::Number(40.0));
         assert_eq!(run("count(ours[up/{a,b}].median)", &[]).unwrap(), Value::Number(2.0));
         assert_eq!(run("sum(ours[up/{a,b}].median)", &[]).unwrap(), Value::Number(75.0));
         assert_eq!(run("seed[version]", &[]).unwrap(), Value::Text("Debian 12.11".into()));

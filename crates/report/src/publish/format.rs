@@ -108,7 +108,10 @@ impl Format {
                 let (lo, hi) = (self.number(*lo), self.number(*hi));
                 let (lo_value, lo_unit) = split_unit(&lo);
                 let (hi_value, hi_unit) = split_unit(&hi);
-                Ok(if lo_unit == hi_unit {
+                Ok(if lo == hi {
+                    // Both ends read the same: one figure, not `0.1–0.1 ms`.
+                    hi.clone()
+                } else if lo_unit == hi_unit {
                     format!("{lo_value}–{hi_value}{hi_unit}")
                 } else {
                     format!("{lo}–{hi}")
@@ -237,6 +240,7 @@ mod tests {
         assert_eq!(f("rate:1", Value::Range(4.0e9, 8.46e9)), "4.0–8.5 Gbit/s");
         assert_eq!(f("rate:2", Value::Range(345e6, 2.38e9)), "345.00 Mbit/s–2.38 Gbit/s");
         assert_eq!(f("x:1", Value::Range(2.94, 5.3)), "2.9–5.3×");
+        assert_eq!(f("ms:1", Value::Range(94e3, 112e3)), "0.1 ms");
         assert_eq!(f("spct:0", Value::Range(-13.0, -9.0)), "−13–−9 %");
     }
 
