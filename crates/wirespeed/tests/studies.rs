@@ -20,7 +20,6 @@ const AWAITING_TEMPLATES: &[&str] = &[
     "dns-servers-hosts.md",
     "ethr-hosts.md",
     "rathole-vs-frp.md",
-    "rathole-vs-frp-loss.md",
 ];
 
 fn pages(dir: &Path) -> Vec<String> {
