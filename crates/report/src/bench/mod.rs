@@ -53,6 +53,10 @@ pub struct BenchCell {
     /// Each role's CPU time in a run (seconds, user and system), the median over the runs.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu: Vec<(String, f64)>,
+    /// Every number of each finished run's summary, by its path in the report's JSON
+    /// (`latency.mean_ns`, `success_ratio`), in repeat order: what `figures.csv` keeps.
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub figures: Vec<(String, Vec<f64>)>,
     /// Each role's RSS over the first finished run: `(seconds, bytes)`.
     #[serde(skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<(String, Vec<(f64, f64)>)>,
@@ -293,6 +297,57 @@ pub fn resources_csv(cells: &[BenchCell]) -> String {
     out
 }
 
+/// Every summary figure of every cell as CSV: a row per workload, system and figure (its path
+/// in the report's JSON summary), the median, lowest and highest over the finished runs.
+pub fn figures_csv(cells: &[BenchCell]) -> String {
+    let mut out = String::from("workload,system,figure,median,min,max,runs\n");
+    for c in cells {
+        for (figure, values) in &c.figures {
+            let (Some(m), Some(lo), Some(hi)) = (
+                median(values),
+                values.iter().copied().reduce(f64::min),
+                values.iter().copied().reduce(f64::max),
+            ) else {
+                continue;
+            };
+            let fields = [
+                &c.workload,
+                &c.system,
+                figure,
+                &m.to_string(),
+                &lo.to_string(),
+                &hi.to_string(),
+                &values.len().to_string(),
+            ];
+            out.push_str(&crate::csv::record(fields));
+            out.push('\n');
+        }
+    }
+    out
+}
+
+/// Each role's memory over the first finished run of each cell as CSV: a row per sample,
+/// seconds from the start and MiB.
+pub fn memory_csv(cells: &[BenchCell]) -> String {
+    let mut out = String::from("workload,system,role,seconds,rss_mib\n");
+    for c in cells {
+        for (role, points) in &c.timeline {
+            for (seconds, bytes) in points {
+                let mib = (bytes / f64::from(1u32 << 20)).to_string();
+                out.push_str(&crate::csv::record([
+                    &c.workload,
+                    &c.system,
+                    role,
+                    &seconds.to_string(),
+                    &mib,
+                ]));
+                out.push('\n');
+            }
+        }
+    }
+    out
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -309,6 +364,7 @@ mod tests {
             higher_is_better: true,
             p50_ns: vec![],
             p99_ns: vec![],
+            figures: vec![],
             timeline: vec![],
             planned: 3,
             failed,
@@ -337,6 +393,24 @@ mod tests {
     #[test]
     fn bench_csv() {
         insta::assert_snapshot!(csv(&["direct"], &cells()));
+    }
+
+    #[test]
+    fn figures_and_memory_are_rows_of_their_own() {
+        let mut c = cells();
+        c[0].figures = vec![("latency.mean_ns".into(), vec![3.0, 1.0, 2.0])];
+        c[0].timeline = vec![("server".into(), vec![(0.0, 1_048_576.0), (1.0, 2_097_152.0)])];
+        let figures = figures_csv(&c);
+        assert_eq!(figures.lines().next(), Some("workload,system,figure,median,min,max,runs"));
+        assert!(
+            figures.contains(&format!("{},{},latency.mean_ns,2,1,3,3", c[0].workload, c[0].system)),
+            "{figures}"
+        );
+        let memory = memory_csv(&c);
+        assert!(
+            memory.contains(&format!("{},{},server,1,2", c[0].workload, c[0].system)),
+            "{memory}"
+        );
     }
 
     #[test]
@@ -416,6 +490,7 @@ mod tests {
             failed: 0,
             memory: vec![],
             cpu: vec![],
+            figures: vec![],
             timeline: vec![],
         };
         vec![

@@ -360,8 +360,8 @@ fn judge(
 }
 
 /// Writes the summary per workload and system as Markdown, CSV, JSON, HTML and an SVG of
-/// charts under `out`, with each role's memory and CPU as `resources.csv`; the Markdown, to
-/// print.
+/// charts under `out`, with each role's memory and CPU as `resources.csv`, every summary
+/// figure as `figures.csv` and memory over time as `memory.csv`; the Markdown, to print.
 fn write_summaries(
     out: &std::path::Path,
     loaded: &wirespeed_runner::Loaded,
@@ -378,6 +378,8 @@ fn write_summaries(
         ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
         ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
         ("resources.csv", wirespeed_report::bench::resources_csv(&cells)),
+        ("figures.csv", wirespeed_report::bench::figures_csv(&cells)),
+        ("memory.csv", wirespeed_report::bench::memory_csv(&cells)),
         ("summary.html", wirespeed_report::bench::html(name, baseline, &cells, versions)),
     ] {
         let path = out.join(file);
@@ -440,6 +442,15 @@ fn summarize(
                     None => timeline.push((s.role.clone(), vec![point])),
                 }
             }
+            let mut figures: Vec<(String, Vec<f64>)> = Vec::new();
+            for (report, _) in &finished {
+                for (key, value) in summary_numbers(report) {
+                    match figures.iter_mut().find(|(k, _)| *k == key) {
+                        Some((_, values)) => values.push(value),
+                        None => figures.push((key, vec![value])),
+                    }
+                }
+            }
             let latency = |name: &str| -> Vec<f64> {
                 finished.iter().filter_map(|(r, _)| figure(r, name)).collect()
             };
@@ -461,11 +472,34 @@ fn summarize(
                 failed: runs.iter().filter(|o| matches!(o, Outcome::Failed(_))).count(),
                 memory: medians(peaks),
                 cpu: medians(cpu),
+                figures,
                 timeline,
             });
         }
     }
     cells
+}
+
+/// Every number in `report`'s summary, by its path (`latency.mean_ns`); lists (a histogram's
+/// buckets) are left out.
+fn summary_numbers(report: &wirespeed_model::Report) -> Vec<(String, f64)> {
+    fn walk(prefix: &str, v: &serde_json::Value, out: &mut Vec<(String, f64)>) {
+        match v {
+            serde_json::Value::Number(n) => out.extend(n.as_f64().map(|n| (prefix.to_string(), n))),
+            serde_json::Value::Object(map) => {
+                for (k, v) in map {
+                    let path = if prefix.is_empty() { k.clone() } else { format!("{prefix}.{k}") };
+                    walk(&path, v, out);
+                }
+            }
+            _ => {}
+        }
+    }
+    let mut out = Vec::new();
+    if let Ok(v) = serde_json::to_value(report) {
+        walk("", &v["summary"], &mut out);
+    }
+    out
 }
 
 fn show(args: &BenchArgs) -> Result<u8> {
