@@ -29,6 +29,16 @@ pub fn is_pattern(pattern: &str) -> bool {
     pattern.contains('*') || pattern.contains('{')
 }
 
+/// What `pattern`'s one `*` matched in `text` (`rate=*` in `rate=100` is `100`); the whole of
+/// `text` when the pattern has no `*`, several, or choices.
+pub fn capture<'t>(pattern: &str, text: &'t str) -> &'t str {
+    let Some((head, tail)) = pattern.split_once('*') else { return text };
+    if tail.contains('*') || pattern.contains('{') || !glob(pattern, text) {
+        return text;
+    }
+    &text[head.len()..text.len() - tail.len()]
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
@@ -40,5 +50,13 @@ mod tests {
         assert!(!glob("tcp-{upload,download}", "tcp-latency"));
         assert!(glob("*+ws", "gost-relay+ws") && !glob("*-ws", "gost-wss"));
         assert!(glob("gost-m*s", "gost-mwss") && glob("a", "a") && !glob("a", "ab"));
+    }
+
+    #[test]
+    fn a_single_star_captures_what_it_matched() {
+        assert_eq!(capture("latency[rate=*]", "latency[rate=100]"), "100");
+        assert_eq!(capture("gost-*", "gost-relay+ws"), "relay+ws");
+        assert_eq!(capture("*-{a,b}", "x-a"), "x-a");
+        assert_eq!(capture("a*b*", "aXbY"), "aXbY");
     }
 }

@@ -44,6 +44,17 @@ impl Loaded {
 }
 
 impl Loaded {
+    /// Runs each cell `repeat` times whatever the file says (`bench --repeat`), and expands
+    /// the runs again.
+    pub fn set_repeat(&mut self, repeat: u32) -> Result<(), String> {
+        if repeat == 0 {
+            return Err("--repeat must be at least 1".into());
+        }
+        self.scenario.run.repeat = repeat;
+        self.plan = matrix::expand(&self.scenario)?;
+        Ok(())
+    }
+
     /// Keeps the systems whose names match one of `patterns` (`*`, `{a,b}`: `bench --systems`)
     /// and their runs, in order. A pattern that matches no system is an error naming them.
     pub fn keep_systems(&mut self, patterns: &[String]) -> Result<(), String> {

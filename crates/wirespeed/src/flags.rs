@@ -260,6 +260,10 @@ pub(crate) struct BenchArgs {
     /// cells are named `NAME[VAR=VALUE]`: `h3-latency*` keeps them all).
     #[arg(long, value_name = "PATTERN", value_delimiter = ',')]
     pub workloads: Vec<String>,
+    /// Run each cell this many times, whatever the file's `repeat` says (a study the source
+    /// ran once, as it ran it).
+    #[arg(long, value_name = "N")]
+    pub repeat: Option<u32>,
     /// Where the [[host]]s are, whatever the file says: local (all on this machine), netns
     /// (network namespaces on this machine, with emulated links; needs root) or ssh.
     #[arg(long, value_name = "MODE", value_parser = ["local", "netns", "ssh"])]

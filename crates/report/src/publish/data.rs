@@ -4,7 +4,7 @@
 use std::collections::HashMap;
 
 use super::PublishError;
-pub(super) use wirespeed_model::glob::{glob, is_pattern};
+pub(super) use wirespeed_model::glob::{capture, glob, is_pattern};
 
 /// One CSV file: its header and rows, and which columns make a row's key.
 #[derive(Debug, Clone)]

@@ -267,8 +267,11 @@ impl Tree {
                 let part = keys.iter().position(|k| is_pattern(k)).ok_or_else(|| {
                     PublishError::Template("each() needs a glob in one key part".into())
                 })?;
-                let names: Vec<String> =
-                    table.select(&keys)?.iter().map(|r| r.key(part).to_string()).collect();
+                let names: Vec<String> = table
+                    .select(&keys)?
+                    .iter()
+                    .map(|r| super::data::capture(&keys[part], r.key(part)).to_string())
+                    .collect();
                 if names.is_empty() {
                     return Ok(Value::Missing(format!(
                         "each(): no rows of {} match",
@@ -397,6 +400,14 @@ fn combine(op: char, left: Value, right: Value) -> Result<Value, PublishError> {
         (Value::List(a), Value::List(b)) if a.len() == b.len() => {
             Ok(Value::List(a.iter().zip(b).map(|(a, b)| f(*a, *b)).collect()))
         }
+        (Value::Range(lo, hi), Value::Number(b)) => {
+            let (x, y) = (f(*lo, *b), f(*hi, *b));
+            Ok(Value::Range(x.min(y), x.max(y)))
+        }
+        (Value::Number(a), Value::Range(lo, hi)) => {
+            let (x, y) = (f(*a, *lo), f(*a, *hi));
+            Ok(Value::Range(x.min(y), x.max(y)))
+        }
         (Value::List(a), Value::List(b)) => Err(PublishError::Template(format!(
             "'{op}' between {} values and {}: lists combine element by element",
             a.len(),
@@ -488,6 +499,7 @@ mod tests {
             Value::Range(0.5, 0.5)
         );
         assert_eq!(run("max(ours[up/*].median)", &[]).unwrap(), Value::Number(100.0));
+        assert_eq!(run("100 - range(ours[up/*].median)", &[]).unwrap(), Value::Range(0.0, 75.0));
         assert_eq!(run("ours[up[loss=1%]/c].median", &[]).unwrap(), Value::Number(40.0));
         assert_eq!(run("count(ours[up/{a,b}].median)", &[]).unwrap(), Value::Number(2.0));
         assert_eq!(run("sum(ours[up/{a,b}].median)", &[]).unwrap(), Value::Number(75.0));

@@ -131,14 +131,15 @@ impl Format {
             Format::Num(d) => fixed(n, d),
             Format::Int => thousands(n),
             Format::Rate(d) => {
-                let prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k")];
-                // The prefix is chosen on the rounded value, so 999.96 Mbit/s reads 1.00 Gbit/s.
-                let (scale, prefix) = prefixes
-                    .into_iter()
-                    .find(|(s, _)| {
-                        fixed(n.abs() / s, d).replace('−', "-").parse::<f64>().unwrap_or(0.0) >= 1.0
-                    })
-                    .unwrap_or((1.0, ""));
+                let prefixes = [(1e12, "T"), (1e9, "G"), (1e6, "M"), (1e3, "k"), (1.0, "")];
+                // The largest prefix that keeps the value at 1 or more; one up where rounding
+                // makes it 1000 (999.96 Mbit/s reads 1.00 Gbit/s, 583 Mbit/s stays Mbit/s).
+                let mut i = prefixes.iter().position(|(s, _)| n.abs() / s >= 1.0).unwrap_or(4);
+                let rounded = |i: usize| fixed(n.abs() / prefixes[i].0, d).replace('−', "-");
+                if i > 0 && rounded(i).parse::<f64>().unwrap_or(0.0) >= 1000.0 {
+                    i -= 1;
+                }
+                let (scale, prefix) = prefixes[i];
                 format!("{} {prefix}bit/s", fixed(n / scale, d))
             }
             Format::Pct(d) => format!("{} %", fixed(n, d)),
@@ -213,6 +214,8 @@ mod tests {
         assert_eq!(write("rate:2", 25_261_565_740.48), "25.26 Gbit/s");
         assert_eq!(write("rate:2", 999_996_000.0), "1.00 Gbit/s");
         assert_eq!(write("rate:0", 345_000_000.0), "345 Mbit/s");
+        assert_eq!(write("rate:0", 583_000_000.0), "583 Mbit/s");
+        assert_eq!(write("rate:0", 999.6), "1 kbit/s");
         assert_eq!(write("pct:1", 67.100_965), "67.1 %");
         assert_eq!(write("spct:0", -36.2), "−36 %");
         assert_eq!(write("spct:0", 13.4), "+13 %");

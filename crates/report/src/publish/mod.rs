@@ -18,9 +18,11 @@
 //! `{{ ours[tcp-upload/direct].median | rate:2 }}` writes one cell; `ours[tcp-*/gost-ws].median`
 //! is a list (globs `*` and `{a,b}`), which `min`, `max`, `median`, `mean`, `count` and `range`
 //! reduce; `+ - * /` combine cells and lists element by element. The formats are in [`format`];
-//! `| else TEXT` writes TEXT (or nothing, for a bare `| else`) where the data hold no such cell. Lines between
+//! `| else TEXT` writes TEXT (or nothing, for a bare `| else`) where the data hold no such cell;
+//! `\{{` is a literal `{{`. Lines between
 //! `{{#each s in ours[tcp-upload/*]}}` and `{{/each}}` repeat for each matching row, `{s}` in a
-//! key and `{{s}}` in the text standing for the row's key part.
+//! key and `{{s}}` in the text standing for the row's key part (for a part with one `*`, what
+//! the `*` matched: `latency[rate=*]` gives `100`).
 
 mod data;
 pub mod expr;
@@ -147,7 +149,7 @@ fn expand(
                 ))));
             }
             for row in rows {
-                vars.push((var.clone(), row.key(part).to_string()));
+                vars.push((var.clone(), data::capture(&keys[part], row.key(part)).to_string()));
                 expand(&lines[i + 1..end], first + i + 1, tables, vars, out)?;
                 vars.pop();
             }
@@ -217,6 +219,13 @@ fn fill(
     let mut out = String::new();
     let mut rest = line;
     while let Some(open) = rest.find("{{") {
+        if rest[..open].ends_with('\\') {
+            // `\{{` is a literal `{{`: a page that shows the syntax.
+            out.push_str(&rest[..open - 1]);
+            out.push_str("{{");
+            rest = &rest[open + 2..];
+            continue;
+        }
         let close = rest[open..]
             .find("}}")
             .map(|c| open + c)
@@ -303,6 +312,10 @@ mod tests {
             matches!(err, PublishError::Missing(_)) && err.to_string().starts_with("line 6:"),
             "{err}"
         );
+        let shown = format!("{HEAD}\nWrite `\\{{{{ ours[up/direct].median }}}}`.\n");
+        assert!(render(&shown, &read)
+            .unwrap()
+            .ends_with("Write `{{ ours[up/direct].median }}`.\n"));
         let typed = format!("{HEAD}\nDirect runs 25.3 Gbit/s.\n");
         assert!(matches!(render(&typed, &read), Err(PublishError::Prose(_))));
         let gone = "<!-- publish\nours = s/gone.csv by key\n-->\ntext\n";

@@ -113,7 +113,10 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     if args.smoke {
         loaded.smoke(smoke_length);
     }
-    // After --smoke, which expands the plan again from the file.
+    if let Some(repeat) = args.repeat {
+        loaded.set_repeat(repeat).map_err(anyhow::Error::msg)?;
+    }
+    // After --smoke and --repeat, which expand the plan again from the file.
     if !args.systems.is_empty() {
         loaded.keep_systems(&args.systems).map_err(anyhow::Error::msg)?;
     }
