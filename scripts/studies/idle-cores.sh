@@ -39,15 +39,18 @@ for r in $(seq "$rounds"); do
   wait "${spinners[@]}" 2>/dev/null || true
   spinners=()
 done
-python3 - "$work" "$rounds" "$out" <<'PY'
-import json, statistics, sys, datetime, pathlib
-work, rounds, out = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3]
-rows = ["state,p50_ns,p99_ns,rounds,date"]
+machine="$(nproc) vCPUs ($(lscpu | sed -n 's/^Model name: *//p' | head -1)), $(free -g | awk '/^Mem/{print $2}') GiB, Debian $(cat /etc/debian_version), Linux $(uname -r | cut -d- -f1)"
+python3 - "$work" "$rounds" "$out" "$machine" <<'PY'
+import csv, io, json, statistics, sys, datetime, pathlib
+work, rounds, out, machine = pathlib.Path(sys.argv[1]), int(sys.argv[2]), sys.argv[3], sys.argv[4]
+rows = [["state", "p50_ns", "p99_ns", "rounds", "date", "machine"]]
 for state in ("idle", "busy"):
     runs = [json.loads((work / f"{state}-{r}.json").read_text()) for r in range(1, rounds + 1)]
     p50 = statistics.median(run["summary"]["rtt"]["p50_ns"] for run in runs)
     p99 = statistics.median(run["summary"]["rtt"]["p99_ns"] for run in runs)
-    rows.append(f"{state},{p50},{p99},{rounds},{datetime.date.today().isoformat()}")
-pathlib.Path(out).write_text("\n".join(rows) + "\n")
+    rows.append([state, p50, p99, rounds, datetime.date.today().isoformat(), machine])
+text = io.StringIO()
+csv.writer(text, lineterminator="\n").writerows(rows)
+pathlib.Path(out).write_text(text.getvalue())
 print(open(out).read(), end="")
 PY
