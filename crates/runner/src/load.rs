@@ -60,14 +60,7 @@ impl Loaded {
     pub fn keep_systems(&mut self, patterns: &[String]) -> Result<(), String> {
         let names: Vec<String> = self.plan.systems.iter().map(|s| s.name.clone()).collect();
         let kept = matching("--systems", patterns, &names, "systems")?;
-        let runs = std::mem::take(&mut self.plan.runs);
-        self.plan.runs = runs
-            .into_iter()
-            .filter_map(|mut r| {
-                r.system = kept.iter().position(|&k| k == r.system)?;
-                Some(r)
-            })
-            .collect();
+        self.keep_runs(&kept, |r| &mut r.system);
         let systems = std::mem::take(&mut self.plan.systems);
         self.plan.systems = keep_indices(systems, &kept);
         Ok(())
@@ -78,17 +71,24 @@ impl Loaded {
     pub fn keep_workloads(&mut self, patterns: &[String]) -> Result<(), String> {
         let names: Vec<String> = self.plan.workloads.iter().map(|w| w.name.clone()).collect();
         let kept = matching("--workloads", patterns, &names, "workloads")?;
+        self.keep_runs(&kept, |r| &mut r.workload);
+        let workloads = std::mem::take(&mut self.plan.workloads);
+        self.plan.workloads = keep_indices(workloads, &kept);
+        Ok(())
+    }
+
+    /// Keeps the runs whose index (`index` of a run: its system's or its workload's) is one of
+    /// `kept`, renumbered to its place there.
+    fn keep_runs(&mut self, kept: &[usize], index: fn(&mut matrix::Run) -> &mut usize) {
         let runs = std::mem::take(&mut self.plan.runs);
         self.plan.runs = runs
             .into_iter()
             .filter_map(|mut r| {
-                r.workload = kept.iter().position(|&k| k == r.workload)?;
+                let i = index(&mut r);
+                *i = kept.iter().position(|k| k == i)?;
                 Some(r)
             })
             .collect();
-        let workloads = std::mem::take(&mut self.plan.workloads);
-        self.plan.workloads = keep_indices(workloads, &kept);
-        Ok(())
     }
 }
 
