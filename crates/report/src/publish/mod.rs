@@ -17,7 +17,7 @@
 //!
 //! `{{ ours[tcp-upload/direct].median | rate:2 }}` writes one cell; `ours[tcp-*/gost-ws].median`
 //! is a list (globs `*` and `{a,b}`), which `min`, `max`, `median`, `mean`, `count` and `range`
-//! reduce; `+ - * /` combine cells and lists element by element. The formats are in [`format`];
+//! reduce; `+ - * /` combine cells and lists element by element. The formats are in [`mod@format`];
 //! `| else TEXT` writes TEXT (or nothing, for a bare `| else`) where the data hold no such cell;
 //! `\{{` is a literal `{{`. Lines between
 //! `{{#each s in ours[tcp-upload/*]}}` and `{{/each}}` repeat for each matching row, `{s}` in a
