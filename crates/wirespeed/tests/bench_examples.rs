@@ -46,6 +46,17 @@ fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
 
 /// [`smoke`], with the scenario's hosts made `hosts` (`--hosts`).
 fn smoke_on(name: &str, hosts: Option<HostsMode>) -> (Vec<Value>, tempfile::TempDir) {
+    smoke_part(name, hosts, &[], &[])
+}
+
+/// [`smoke_on`] of part of the scenario: its systems and workloads matching `systems` and
+/// `workloads` (`--systems`, `--workloads`; all where empty).
+fn smoke_part(
+    name: &str,
+    hosts: Option<HostsMode>,
+    systems: &[&str],
+    workloads: &[&str],
+) -> (Vec<Value>, tempfile::TempDir) {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let path = example(name);
     let text = std::fs::read_to_string(&path).unwrap();
@@ -59,9 +70,17 @@ fn smoke_on(name: &str, hosts: Option<HostsMode>) -> (Vec<Value>, tempfile::Temp
         assert!(listing.contains(&format!("system   {}", cell.name)), "{listing}");
     }
 
-    // The cells --smoke keeps (its lengths change no cell).
+    // The cells --smoke keeps (its lengths change no cell), of the part asked for.
     loaded.smoke(|_| None);
+    let own = |v: &[&str]| v.iter().map(|s| s.to_string()).collect::<Vec<_>>();
+    if !systems.is_empty() {
+        loaded.keep_systems(&own(systems)).unwrap();
+    }
+    if !workloads.is_empty() {
+        loaded.keep_workloads(&own(workloads)).unwrap();
+    }
     let dir = tempfile::tempdir().unwrap();
+    let (systems, workloads) = (systems.join(","), workloads.join(","));
     let mut args = vec![
         "bench",
         path.to_str().unwrap(),
@@ -72,6 +91,12 @@ fn smoke_on(name: &str, hosts: Option<HostsMode>) -> (Vec<Value>, tempfile::Temp
     ];
     if let Some(h) = hosts {
         args.extend(["--hosts", h.name()]);
+    }
+    if !systems.is_empty() {
+        args.extend(["--systems", &systems]);
+    }
+    if !workloads.is_empty() {
+        args.extend(["--workloads", &workloads]);
     }
     // Examples that run wirespeed's own server find this build first on PATH.
     let bin_dir = Path::new(common::BIN).parent().unwrap();
@@ -173,9 +198,13 @@ fn examples_rathole_http() {
     }
 }
 
+/// The one-worker servers, as the richer-mix study runs them.
+const ONE_WORKER: &[&str] =
+    &["wirespeed-fixture", "unbound", "nsd", "knot", "bind9", "coredns", "dnsproxy-cache"];
+
 #[test]
 fn examples_dns_servers() {
-    let (cells, dir) = smoke("dns-servers.toml");
+    let (cells, dir) = smoke_part("dns-servers.toml", None, ONE_WORKER, &["qps*"]);
     assert_eq!(cells.len(), 7 * 3, "seven servers at 1, 8 and 64 clients");
     // Each client count has BIND at 100 % of itself, and one fastest server at 100 %.
     let csv = std::fs::read_to_string(dir.path().join("summary.csv")).unwrap();
@@ -194,6 +223,14 @@ fn examples_dns_servers() {
     let md = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
     assert!(md.contains("## qps: Queries/s as % of bind9 by clients"), "{md}");
     assert!(md.contains("## qps: Queries/s as % of fastest by clients"), "{md}");
+
+    // The source's own tests, on one name, at one, four and eight workers (BIND's `-n`).
+    let (cells, _dir) = smoke_part("dns-servers.toml", None, &["bind9*"], &["seed-*"]);
+    let names: Vec<&str> = cells.iter().map(|c| c["system"].as_str().unwrap()).collect();
+    assert_eq!(cells.len(), 3 * 3, "{names:?}");
+    for system in ["bind9", "bind9-x4", "bind9-x8"] {
+        assert!(names.contains(&system), "{names:?}");
+    }
 }
 
 #[test]
@@ -202,7 +239,8 @@ fn examples_dns_servers_across_netns_hosts() {
         skip::missing(&e.to_string(), "run as root");
         return;
     }
-    let (cells, dir) = smoke_on("dns-servers.toml", Some(HostsMode::Netns));
+    let (cells, dir) =
+        smoke_part("dns-servers.toml", Some(HostsMode::Netns), ONE_WORKER, &["qps*"]);
     assert_eq!(cells.len(), 7 * 3 * 2, "seven servers, three client counts, two links");
     // Every run's report keeps both directions of its link, as the cell asked.
     let mut checked = 0;
