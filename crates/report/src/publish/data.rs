@@ -81,6 +81,21 @@ impl Table {
             .collect())
     }
 
+    /// What a loop variable takes over the rows matching `keys` (`{{#each}}` and `each()`):
+    /// for each row, in file order, the key part the first glob stands in (what its one `*`
+    /// matched, or the whole part). A key with no glob is a template error.
+    pub fn bindings(&self, keys: &[String]) -> Result<Vec<String>, PublishError> {
+        let part = keys
+            .iter()
+            .position(|k| is_pattern(k))
+            .ok_or_else(|| PublishError::Template("a loop needs a glob in one key part".into()))?;
+        Ok(self
+            .select(keys)?
+            .iter()
+            .map(|r| capture(&keys[part], r.key(part)).to_string())
+            .collect())
+    }
+
     fn column(&self, name: &str) -> Result<usize, PublishError> {
         self.header.iter().position(|h| h == name).ok_or_else(|| {
             PublishError::Template(format!(

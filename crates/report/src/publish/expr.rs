@@ -264,14 +264,7 @@ impl Tree {
                 let table = table(tables, alias)?;
                 let keys: Vec<String> =
                     keys.iter().map(|k| substitute(k, vars)).collect::<Result<_, _>>()?;
-                let part = keys.iter().position(|k| is_pattern(k)).ok_or_else(|| {
-                    PublishError::Template("each() needs a glob in one key part".into())
-                })?;
-                let names: Vec<String> = table
-                    .select(&keys)?
-                    .iter()
-                    .map(|r| super::data::capture(&keys[part], r.key(part)).to_string())
-                    .collect();
+                let names = table.bindings(&keys)?;
                 if names.is_empty() {
                     return Ok(Value::Missing(format!(
                         "each(): no rows of {} match",

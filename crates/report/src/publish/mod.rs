@@ -138,18 +138,13 @@ fn expand(
                 .ok_or_else(|| at(PublishError::Template(format!("no table '{alias}'"))))?;
             let keys: Vec<String> =
                 keys.iter().map(|k| substitute(k, vars)).collect::<Result<_, _>>().map_err(at)?;
-            let part = keys.iter().position(|k| data::is_pattern(k)).ok_or_else(|| {
-                at(PublishError::Template("an '{{#each' needs a glob in one key part".into()))
-            })?;
-            let rows = table.select(&keys).map_err(at)?;
-            if rows.is_empty() {
-                return Err(at(PublishError::Missing(format!(
-                    "no rows in {} match",
-                    table.source
-                ))));
+            let bound = table.bindings(&keys).map_err(at)?;
+            if bound.is_empty() {
+                let why = format!("no rows in {} match", table.source);
+                return Err(at(PublishError::Missing(why)));
             }
-            for row in rows {
-                vars.push((var.clone(), data::capture(&keys[part], row.key(part)).to_string()));
+            for value in bound {
+                vars.push((var.clone(), value));
                 expand(&lines[i + 1..end], first + i + 1, tables, vars, out)?;
                 vars.pop();
             }
