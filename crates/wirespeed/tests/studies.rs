@@ -120,7 +120,8 @@ fn every_command_a_page_gives_names_an_example_that_expands() {
             if line.trim_start().starts_with(['-', '|', '(']) || !line.contains(".toml") {
                 continue;
             }
-            let mut words = shell_words(args.split(" #").next().unwrap());
+            let mut words =
+                wirespeed_runner::words::split(args.split(" #").next().unwrap()).unwrap();
             if let Some(i) = words.iter().position(|w| w == "--out") {
                 words.drain(i..i + 2);
             }
@@ -148,31 +149,6 @@ fn every_command_a_page_gives_names_an_example_that_expands() {
         }
     }
     assert!(seen >= 7, "commands found: {seen}");
-}
-
-/// `text` split as a shell splits it: words, 'quoted' and "quoted" as one.
-fn shell_words(text: &str) -> Vec<String> {
-    let (mut words, mut word, mut quote, mut any) = (Vec::new(), String::new(), None, false);
-    for c in text.chars() {
-        match (quote, c) {
-            (None, '\'' | '"') => (quote, any) = (Some(c), true),
-            (Some(q), c) if c == q => quote = None,
-            (None, c) if c.is_whitespace() => {
-                if any {
-                    words.push(std::mem::take(&mut word));
-                }
-                any = false;
-            }
-            (_, c) => {
-                word.push(c);
-                any = true;
-            }
-        }
-    }
-    if any {
-        words.push(word);
-    }
-    words
 }
 
 fn copy_dir(from: &Path, to: &Path) {
