@@ -149,6 +149,11 @@ pub(crate) fn latency_metrics<'a>(
     summary: &LatencyStats,
     intervals: impl Iterator<Item = &'a LatencyStats> + Clone,
 ) -> Vec<Metric> {
+    // No sample, no percentile (ethr's connections/s test times no connect): a 0 would read
+    // as a measurement.
+    if summary.count == 0 {
+        return Vec::new();
+    }
     let seen = intervals.filter(|s| s.count > 0);
     vec![
         metric(names.p50.0, names.p50.1, Unit::Nanos, Better::Lower)

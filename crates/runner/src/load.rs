@@ -55,6 +55,19 @@ impl Loaded {
         Ok(())
     }
 
+    /// Puts every pair of hosts on a path with `conditions` whatever `[network]` says
+    /// (`bench --network`: the same study over another path without a copy of its file; an
+    /// empty list, a plain link), and expands the runs again. `[[link]]`s still override it.
+    pub fn set_network(&mut self, conditions: Vec<(String, String)>) -> Result<(), String> {
+        let table: crate::scenario::Conditions =
+            conditions.into_iter().map(|(k, v)| (k, toml::Value::String(v))).collect();
+        self.scenario.network = (!table.is_empty()).then_some(table);
+        check_hosts(&self.scenario).map_err(|(_, m)| format!("--network: {m}"))?;
+        crate::paths::check(&self.scenario).map_err(|e| format!("--network: {e}"))?;
+        self.plan = matrix::expand(&self.scenario)?;
+        Ok(())
+    }
+
     /// Keeps the systems whose names match one of `patterns` (`*`, `{a,b}`: `bench --systems`)
     /// and their runs, in order. A pattern that matches no system is an error naming them.
     pub fn keep_systems(&mut self, patterns: &[String]) -> Result<(), String> {

@@ -415,6 +415,11 @@ pub struct System {
     /// Programs that must be on PATH; without them the system's cells are skipped, not failed.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// Whose client makes its workloads' load: wirespeed's own (the default), or `ethr`
+    /// (Microsoft's ethr, from PATH), each workload's test kind and options made by ethr's
+    /// flags, so that another tool's client and server stand beside wirespeed's.
+    #[serde(default)]
+    pub client: Option<String>,
     /// Where the load goes.
     pub entry: Entry,
     /// Environment of every process.

@@ -63,6 +63,7 @@ struct ShortLatency {
 impl Workloads for ShortLatency {
     fn command_line(
         &self,
+        _: Option<&str>,
         kind: &str,
         entry: &str,
         _: &BTreeMap<String, toml::Value>,

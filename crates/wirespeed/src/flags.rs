@@ -95,6 +95,11 @@ pub(crate) enum Command {
     /// and sample a process (or pass a load's report through) until standard input closes.
     #[command(hide = true)]
     Role(RoleArgs),
+    /// Run another tool's client as a scenario's workload (`ethr …`) and print what it measured
+    /// as a wirespeed report (JSON): the load of a system whose `client` is that tool, on a
+    /// study's host.
+    #[command(hide = true)]
+    Peer(PeerArgs),
 }
 
 /// `wirespeed completions`.
@@ -154,6 +159,20 @@ pub(crate) struct RoleArgs {
     pub load: bool,
     /// The load's command line.
     #[arg(last = true, value_name = "ARGV")]
+    pub argv: Vec<String>,
+}
+
+/// `wirespeed peer` (internal: a peer's client as a workload).
+#[derive(Debug, Args)]
+pub(crate) struct PeerArgs {
+    /// Leading time its summary leaves out (the workload's warm-up).
+    #[arg(long, value_name = "DURATION")]
+    pub omit: Option<String>,
+    /// Output format: json, the only one (the runner reads it).
+    #[arg(short = 'f', long, default_value = "json", value_parser = ["json"])]
+    pub format: String,
+    /// The peer's command line (`ethr -c HOST -port PORT -t b …`).
+    #[arg(last = true, required = true, value_name = "ARGV")]
     pub argv: Vec<String>,
 }
 
@@ -264,6 +283,11 @@ pub(crate) struct BenchArgs {
     /// ran once, as it ran it).
     #[arg(long, value_name = "N")]
     pub repeat: Option<u32>,
+    /// The path between the hosts, whatever the file's [network] says: conditions as
+    /// KEY=VALUE separated by commas (`delay=0.5ms,rate=1Gbit`), or `none` for a plain link
+    /// (--hosts netns).
+    #[arg(long, value_name = "CONDITIONS")]
+    pub network: Option<String>,
     /// Where the [[host]]s are, whatever the file says: local (all on this machine), netns
     /// (network namespaces on this machine, with emulated links; needs root) or ssh.
     #[arg(long, value_name = "MODE", value_parser = ["local", "netns", "ssh"])]

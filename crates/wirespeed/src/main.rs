@@ -7,6 +7,7 @@
 
 mod cmd;
 mod errors;
+mod ethr;
 mod exit;
 mod flags;
 mod member;

@@ -117,7 +117,8 @@ impl Command {
             | Command::Publish(_)
             | Command::Completions(_)
             | Command::Man(_)
-            | Command::Role(_) => return None,
+            | Command::Role(_)
+            | Command::Peer(_) => return None,
         })
     }
 }

@@ -39,9 +39,11 @@ use crate::Loaded;
 
 /// How a workload cell becomes a test and runs.
 pub trait Workloads {
-    /// The words of the command line for a test of `kind` aimed at `entry` with `options`.
+    /// The words of the command line for a test of `kind` aimed at `entry` with `options`,
+    /// made by the system's `client` when it names another tool's.
     fn command_line(
         &self,
+        client: Option<&str>,
         kind: &str,
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
@@ -515,7 +517,8 @@ pub(crate) fn workload_line(
             v => Ok((k.clone(), v.clone())),
         })
         .collect::<Result<BTreeMap<_, _>, String>>()?;
-    workloads.command_line(&w.kind, &entry, &options).map_err(|e| format!("{e:#}"))
+    let client = s.system[cell.system].client.as_deref();
+    workloads.command_line(client, &w.kind, &entry, &options).map_err(|e| format!("{e:#}"))
 }
 
 /// What a reader of a run's report should know of where it ran: each placed role's host and

@@ -339,7 +339,15 @@ pub(crate) async fn run_there(
     words: &[String],
     cancel: CancellationToken,
 ) -> Result<Report> {
-    let test_words = words.iter().skip(1).cloned().chain(["--format".into(), "json".into()]);
+    // `--format json` right after the subcommand: a peer's words (`peer -- ethr …`) end in
+    // the peer's own arguments.
+    let test_words = words
+        .iter()
+        .skip(1)
+        .take(1)
+        .cloned()
+        .chain(["--format".into(), "json".into()])
+        .chain(words.iter().skip(2).cloned());
     let ssh = placement.ssh_host(host);
     let command = match ssh {
         Some(ssh) => {

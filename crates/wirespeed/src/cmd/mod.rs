@@ -7,6 +7,7 @@ mod http;
 mod k8s;
 mod merge;
 mod metrics;
+mod peer;
 mod prune;
 mod publish;
 mod quick;
@@ -42,6 +43,7 @@ pub(crate) fn run(command: Command) -> Result<u8> {
         Command::Merge(args) => return merge::run(*args),
         Command::K8s(crate::flags::K8sCommand::Job(args)) => return k8s::job(*args),
         Command::Role(args) => return role::run(&args),
+        Command::Peer(args) => return peer::run(&args),
         Command::Publish(args) => return publish::run(&args),
         Command::Completions(args) => return shell::completions(&args),
         Command::Man(args) => return shell::man(&args),

@@ -248,21 +248,23 @@ impl KindReport for BandwidthReport {
         let mut out =
             vec![metric("throughput_bps", "Throughput", Unit::BitsPerSecond, Better::Higher)
                 .of(primary.received_bps, rate_samples(0))];
-        // A packet-rate run (`wirespeed pps`) is judged, listed and compared by its packets.
+        // A packet-rate run (`wirespeed pps`) is judged, listed and compared by its packets:
+        // those that arrived, or where only the sender counted (ethr's client, which never
+        // learns what arrived), those sent.
         if self.spec.per_packet {
+            let received = |f: &FlowFigures| f.total.received_pps;
+            let sent = |f: &FlowFigures| f.total.sent_pps;
+            let (rate, samples) = match primary.received_pps {
+                Some(r) => (r, flow_samples(0, Side::Receiver, &received)),
+                None => (primary.sent_pps.unwrap_or(0.0), flow_samples(0, Side::Sender, &sent)),
+            };
             let packets = metric(
                 "packet_rate",
                 "Packet rate",
                 Unit::PerSecond(Events::Packets),
                 Better::Higher,
             );
-            out.insert(
-                0,
-                packets.of(
-                    primary.received_pps.unwrap_or(0.0),
-                    flow_samples(0, Side::Receiver, &|f| f.total.received_pps),
-                ),
-            );
+            out.insert(0, packets.of(rate, samples));
         }
         if let Some(rev) = &self.summary.reverse {
             out.push(

@@ -11,7 +11,7 @@ mod workload;
 
 use anyhow::{Context, Result};
 use wirespeed_runner::check::Rule;
-use wirespeed_runner::execute::{self, Outcome, Places};
+use wirespeed_runner::execute::{self, Outcome, Places, Workloads};
 use wirespeed_runner::matrix::{Plan, Run};
 use wirespeed_runner::scenario::HostsMode;
 use wirespeed_runner::template;
@@ -116,6 +116,9 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     if let Some(repeat) = args.repeat {
         loaded.set_repeat(repeat).map_err(anyhow::Error::msg)?;
     }
+    if let Some(network) = &args.network {
+        loaded.set_network(network_conditions(network)?).map_err(anyhow::Error::msg)?;
+    }
     // After --smoke and --repeat, which expand the plan again from the file.
     if !args.systems.is_empty() {
         loaded.keep_systems(&args.systems).map_err(anyhow::Error::msg)?;
@@ -124,6 +127,21 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
         loaded.keep_workloads(&args.workloads).map_err(anyhow::Error::msg)?;
     }
     Ok(loaded)
+}
+
+/// `--network`'s `KEY=VALUE,…` (or `none`) as conditions.
+fn network_conditions(text: &str) -> Result<Vec<(String, String)>> {
+    if text.trim() == "none" {
+        return Ok(Vec::new());
+    }
+    text.split(',')
+        .map(|pair| {
+            let (k, v) = pair.split_once('=').with_context(|| {
+                format!("--network {pair:?}: expected KEY=VALUE (delay=0.5ms,rate=1Gbit) or none")
+            })?;
+            Ok((k.trim().to_string(), v.trim().to_string()))
+        })
+        .collect()
 }
 
 /// `--smoke`: the option that sets how long a test of `kind` runs, and a short value for it.
@@ -521,8 +539,20 @@ fn show(args: &BenchArgs) -> Result<u8> {
 }
 
 /// Every workload cell's options are flags its test kind has: its command line, aimed at a
-/// placeholder address, must parse as one typed by hand would.
+/// placeholder address, must parse as one typed by hand would; and for a system whose load is
+/// another client's (ethr), that client must have a flag for each.
 fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
+    let mut clients: Vec<&str> =
+        loaded.scenario.system.iter().filter_map(|s| s.client.as_deref()).collect();
+    clients.dedup();
+    for client in clients {
+        for w in &loaded.plan.workloads {
+            let workload = &loaded.scenario.workload[w.workload];
+            workload::InProcess
+                .command_line(Some(client), &workload.kind, "127.0.0.1:9", &w.options)
+                .with_context(|| format!("workload {:?} made by {client}", w.name))?;
+        }
+    }
     for w in &loaded.plan.workloads {
         let workload = &loaded.scenario.workload[w.workload];
         if workload.kind == vegeta_load::KIND {
@@ -559,7 +589,13 @@ fn commands(loaded: &wirespeed_runner::Loaded) -> Result<String> {
         for w in &loaded.plan.workloads {
             let workload = &s.workload[w.workload];
             let entry = system.entry.for_target(workload.target.as_deref()).map_or("", |e| e);
-            let words = workload::command_line(&workload.kind, &fill(entry)?, &w.options)?;
+            let words = Workloads::command_line(
+                &workload::InProcess,
+                system.client.as_deref(),
+                &workload.kind,
+                &fill(entry)?,
+                &w.options,
+            )?;
             out.push_str(&format!("load     {} {}: {}\n", cell.name, w.name, words.join(" ")));
         }
     }

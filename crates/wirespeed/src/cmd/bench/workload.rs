@@ -2,7 +2,8 @@
 //! --OPTION VALUE …` — parsed by the same flags and resolved by the same code as a test typed
 //! by hand, then run in-process. So a cell of a benchmark matrix and a command line are the
 //! same thing, and an option a test kind does not have is refused in clap's words. A `vegeta`
-//! workload is vegeta's own load instead (`vegeta_load`).
+//! workload is vegeta's own load instead (`vegeta_load`), and a system whose `client` is ethr
+//! has its workloads made by ethr's client (`crate::ethr`).
 
 use std::collections::BTreeMap;
 
@@ -21,16 +22,24 @@ pub(super) struct InProcess;
 impl Workloads for InProcess {
     fn command_line(
         &self,
+        client: Option<&str>,
         kind: &str,
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
     ) -> Result<Vec<String>> {
-        command_line(kind, entry, options)
+        match client {
+            None => command_line(kind, entry, options),
+            Some(crate::ethr::CLIENT) => crate::ethr::command_line(kind, entry, options),
+            Some(other) => bail!("client {other:?}: not one wirespeed can run (it runs ethr)"),
+        }
     }
 
     async fn run(&self, words: &[String], cancel: CancellationToken) -> Result<Report> {
         if words.first().map(String::as_str) == Some(super::vegeta_load::KIND) {
             return super::vegeta_load::run(words, cancel).await;
+        }
+        if words.get(1).map(String::as_str) == Some("peer") {
+            return crate::ethr::run(words, cancel).await;
         }
         run(words, cancel).await
     }

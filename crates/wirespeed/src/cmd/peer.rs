@@ -1,0 +1,28 @@
+//! `wirespeed peer -- ethr …`: another tool's client run as a workload on a study's host, its
+//! figures printed as a wirespeed report in JSON for the runner to read (`crate::ethr`).
+
+use anyhow::{Context, Result};
+
+use crate::exit;
+use crate::flags::PeerArgs;
+
+/// Runs the peer's command until it ends or the process is interrupted; prints its report.
+pub(crate) fn run(args: &PeerArgs) -> Result<u8> {
+    let mut words = vec!["wirespeed".to_string(), "peer".into()];
+    if let Some(omit) = &args.omit {
+        words.extend(["--omit".into(), omit.clone()]);
+    }
+    words.push("--".into());
+    words.extend(args.argv.iter().cloned());
+    let runtime = tokio::runtime::Builder::new_current_thread()
+        .enable_all()
+        .build()
+        .context("starting the async runtime")?;
+    let report = runtime.block_on(async {
+        let cancel = super::interrupt_token();
+        crate::ethr::run(&words, cancel).await
+    })?;
+    let json = serde_json::to_string(&report)?;
+    crate::output::write_stdout(format!("{json}\n").as_bytes())?;
+    Ok(exit::OK)
+}
