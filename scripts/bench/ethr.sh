@@ -3,9 +3,10 @@
 # loopback: the tests of the seed's ethr practice, each tool against its own server. TCP
 # bandwidth on one stream (ethr -t b); connections/s on one thread (-t c); UDP packets/s on one
 # thread (-t p -p udp: ethr always sends 1-byte payloads, its source says, unpaced, datagram by
-# datagram; `wirespeed pps` sends 64-byte ones, also datagram by datagram with no GSO: the
-# sizes cannot match, ours carry a sequence number); TCP round-trip latency p50 (-t l: batches
-# of 1000 back-to-back round trips). Servers are pinned to core 1 and clients to core 0, so
+# datagram, and its client counts those sent; `wirespeed pps` sends 16-byte ones, the least that
+# carries its sequence number, also datagram by datagram with no GSO, and the figure compared is
+# its rate sent, like ethr's); TCP round-trip latency p50 (-t l: batches of 1000 back-to-back
+# round trips). Servers are pinned to core 1 and clients to core 0, so
 # that neither tool's client and server fight over one core. Runs alternate (wirespeed, ethr,
 # wirespeed, ethr, ...): RUNS of SECS seconds each. Prints each run's figure and the client's
 # and server's CPU seconds, and per case the median ratio wirespeed / ethr of the figure and of
@@ -114,11 +115,12 @@ bench "tcp bandwidth" "bit/s received, 1 stream" '.summary.received_bps' "bw 127
   BitsPerSecond "-t b -n 1"
 bench "connections/s" "connections/s, 1 thread" '.summary.connections_per_second' "cps 127.0.0.1" \
   ConnectionsPerSecond "-t c -n 1"
-bench "packets/s" "UDP datagrams/s received, 1 thread" '.summary.received_pps' "pps 127.0.0.1" \
+bench "packets/s" "UDP datagrams/s sent, 1 thread" '.summary.sent_pps' "pps 127.0.0.1 -l 16" \
   PacketsPerSecond "-t p -p udp -n 1"
 bench "tcp latency" "round-trip p50 in µs" '.summary.rtt.p50_ns / 1000' "latency 127.0.0.1" \
   latency "-t l -n 1" lower
 # Go's scheduler spins a while before it parks a thread, so ethr's side of each round trip
-# rarely waits for an idle core to wake; `--busy-poll` is wirespeed's client doing the same.
+# rarely waits for an idle core to wake; `--busy-poll` is wirespeed's client polling without
+# sleeping, and its server polling its echo for such a client.
 bench "tcp latency, busy-poll" "round-trip p50 in µs" '.summary.rtt.p50_ns / 1000' \
   "latency 127.0.0.1 --busy-poll" latency "-t l -n 1" lower

@@ -64,13 +64,8 @@ async fn a_latency_run_reports_the_echo_threads_and_knows_busy_polling_is_chosen
     assert!(d.server_threads.iter().any(|t| t.name == "ws-echo-1"), "{:?}", d.server_threads);
     let poller = d.client_threads.iter().find(|t| t.name == "ws-rtt-1").expect("the client thread");
     assert!(poller.busy_ratio() > 0.0, "{poller:?}");
-    // However busy the polling thread, polling by choice is no limit of the client.
-    assert!(
-        !d.findings
-            .iter()
-            .any(|f| f.code == FindingCode::SaturatedCore && f.side.word() == "client"),
-        "{:?}",
-        d.findings
-    );
+    // However busy the polling threads (the client's, and the server's echo, which polls for
+    // such a client), polling by choice is no limit of either side.
+    assert!(!d.findings.iter().any(|f| f.code == FindingCode::SaturatedCore), "{:?}", d.findings);
     server.shutdown().await;
 }

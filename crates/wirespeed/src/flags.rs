@@ -641,7 +641,7 @@ pub(crate) struct LatencyArgs {
     /// UDP: how long an answer may take before the message counts as lost.
     #[arg(long, default_value = "1s", value_name = "DURATION")]
     pub timeout: String,
-    /// Poll for each answer without sleeping (like sockperf): leaves out the wake-up time, costs a CPU per connection.
+    /// Poll for each answer without sleeping (like sockperf), and have a wirespeed server poll its echoes too: leaves out the wake-up time, costs a CPU per connection on each side.
     #[arg(long)]
     pub busy_poll: bool,
     /// Measure against any echo service (RFC 862 echo, socat, an echo behind a proxy) instead of a wirespeed server; needs a port.

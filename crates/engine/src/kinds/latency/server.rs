@@ -136,6 +136,11 @@ impl Echo {
         let all = Arc::new(Mutex::new(Vec::new()));
         let mut threads = Vec::new();
         let mut shared = Vec::new();
+        // A client that busy-polls (`--busy-poll`) has its echoes polled too, so that neither
+        // side's round trip waits for a sleeping thread to wake; at most one spinning thread per
+        // core, so a client asking for more cannot take the whole machine.
+        let cores = std::thread::available_parallelism().map_or(1, |n| n.get());
+        let spin = spec.busy_poll && usize::from(spec.parallel) <= cores;
         for (i, s) in sockets.into_iter().enumerate() {
             let usage = all.clone();
             let _ = s.set_read_timeout(Some(POLL));
@@ -152,8 +157,8 @@ impl Echo {
                     let born = Instant::now();
                     let _ = match (protocol, quic) {
                         (Protocol::Quic, Some(config)) => quic_stream::echo(&s, config, &stop),
-                        (Protocol::Udp, _) => echo_udp(&s, &stop),
-                        _ => echo_tcp(&s, &stop),
+                        (Protocol::Udp, _) => echo_udp(&s, &stop, spin),
+                        _ => echo_tcp(&s, &stop, spin),
                     };
                     let used = own_usage(born);
                     let cpu = (used.user_ns, used.system_ns);
@@ -179,11 +184,29 @@ fn timed_out(e: &io::Error) -> bool {
     )
 }
 
+/// One read: blocking (up to the socket's timeout), or when `spin`, a non-blocking one that
+/// the caller repeats at once.
+fn read(s: &Socket, buf: &mut [u8], spin: bool) -> io::Result<usize> {
+    if !spin {
+        return (&*s).read(buf);
+    }
+    use std::os::fd::AsRawFd;
+    // SAFETY: `buf` is writable for its whole length.
+    let n = unsafe {
+        libc::recv(s.as_raw_fd(), buf.as_mut_ptr().cast(), buf.len(), libc::MSG_DONTWAIT)
+    };
+    if n < 0 {
+        Err(io::Error::last_os_error())
+    } else {
+        Ok(n as usize)
+    }
+}
+
 /// Writes back every byte read, as it arrives; the client reads whole messages.
-fn echo_tcp(s: &Socket, stop: &AtomicBool) -> io::Result<()> {
+fn echo_tcp(s: &Socket, stop: &AtomicBool, spin: bool) -> io::Result<()> {
     let mut buf = vec![0u8; 64 * 1024];
     while !stop.load(Relaxed) {
-        match (&*s).read(&mut buf) {
+        match read(s, &mut buf, spin) {
             Ok(0) => return Ok(()),
             Ok(n) => (&*s).write_all(&buf[..n])?,
             Err(e) if timed_out(&e) => {}
@@ -194,11 +217,11 @@ fn echo_tcp(s: &Socket, stop: &AtomicBool) -> io::Result<()> {
 }
 
 /// Sends every datagram back on the connected socket, except repeated stream hellos.
-fn echo_udp(s: &Socket, stop: &AtomicBool) -> io::Result<()> {
+fn echo_udp(s: &Socket, stop: &AtomicBool, spin: bool) -> io::Result<()> {
     let mut buf = vec![0u8; 65_536];
     let started = Instant::now();
     while !stop.load(Relaxed) {
-        match (&*s).read(&mut buf) {
+        match read(s, &mut buf, spin) {
             Ok(n)
                 if n == HELLO_LEN
                     && buf.starts_with(&HELLO_MAGIC)
