@@ -57,6 +57,17 @@ fn smoke_part(
     systems: &[&str],
     workloads: &[&str],
 ) -> (Vec<Value>, tempfile::TempDir) {
+    smoke_over(name, hosts, None, systems, workloads)
+}
+
+/// [`smoke_part`] with the hosts' path set by `--network` (`none`, or `KEY=VALUE,…`).
+fn smoke_over(
+    name: &str,
+    hosts: Option<HostsMode>,
+    network: Option<&str>,
+    systems: &[&str],
+    workloads: &[&str],
+) -> (Vec<Value>, tempfile::TempDir) {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let path = example(name);
     let text = std::fs::read_to_string(&path).unwrap();
@@ -91,6 +102,9 @@ fn smoke_part(
     ];
     if let Some(h) = hosts {
         args.extend(["--hosts", h.name()]);
+    }
+    if let Some(n) = network {
+        args.extend(["--network", n]);
     }
     if !systems.is_empty() {
         args.extend(["--systems", &systems]);
@@ -254,27 +268,107 @@ fn examples_dns_servers_across_netns_hosts() {
     assert!(checked >= 2 * 3, "{checked} runs");
 }
 
+/// A run's report in a smoke's output directory.
+fn run_report(dir: &Path, run: &str) -> Value {
+    let path = dir.join("runs").join(run).join("report.json");
+    serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
+}
+
 #[test]
-fn examples_ethr_hosts_on_one_machine_and_across_netns_hosts() {
-    let (cells, _dir) = smoke("ethr-hosts.toml");
-    assert_eq!(cells.len(), 7, "seven tests, one system");
+fn examples_ethr_beside_wirespeed_on_loopback_and_netns_hosts() {
+    // nginx on port 80, ethr's ICMP ping and network namespaces all need root.
     if let Err(e) = wirespeed_netlab::privilege::check() {
         skip::missing(&e.to_string(), "run as root");
         return;
     }
-    let (cells, dir) = smoke_on("ethr-hosts.toml", Some(HostsMode::Netns));
-    assert_eq!(cells.len(), 7);
-    // Through the 1 Gbit/s link, a TCP stream carries at most its payload's share of it.
-    let report: Value = serde_json::from_str(
-        &std::fs::read_to_string(
-            dir.path().join("runs/wirespeed_tcp-bandwidth_parallel=1__r1/report.json"),
-        )
-        .unwrap(),
-    )
-    .unwrap();
+    let (cells, dir) = smoke("ethr.toml");
+    assert_eq!(cells.len(), 12, "six tests, each by both tools");
+    // Each of ethr's runs came back as a report of the test's own kind, saying it was ethr's.
+    for (workload, kind) in [
+        ("bandwidth", "bandwidth"),
+        ("packets", "bandwidth"),
+        ("connections", "cps"),
+        ("latency", "latency"),
+        ("icmp-ping", "ping"),
+        ("tcp-connect", "ping"),
+    ] {
+        let report = run_report(dir.path(), &format!("ethr_{workload}_r1"));
+        assert_eq!(report["kind"], kind, "{workload}");
+        let notes = report["meta"]["notes"].to_string();
+        assert!(notes.contains("load made by ethr's client (ethr "), "{workload}: {notes}");
+    }
+    // ethr's client counts what it sent, never what arrived: its packets/s run has a send rate
+    // and no receiver's figure, and is not shown as one.
+    let packets = run_report(dir.path(), "ethr_packets_r1");
+    assert!(packets["summary"]["sent_pps"].as_f64().unwrap() > 0.0, "{packets}");
+    assert!(packets["summary"]["received_pps"].is_null(), "{packets}");
+    // Its connections/s test times no connect: no connect percentile stands in for one.
+    let connections = cells_of(&cells, "ethr")
+        .into_iter()
+        .find(|c| c["workload"] == "connections")
+        .unwrap()
+        .clone();
+    assert!(connections["p50_ns"].as_array().is_none_or(Vec::is_empty), "{connections}");
+
+    let (cells, _dir) = smoke_on("ethr.toml", Some(HostsMode::Netns));
+    assert_eq!(cells.len(), 12);
+    // Over an emulated 1 Gbit/s link, wirespeed's stream carries at most its payload's share.
+    let (_, dir) = smoke_over(
+        "ethr.toml",
+        Some(HostsMode::Netns),
+        Some("delay=0.5ms,rate=1Gbit"),
+        &["wirespeed"],
+        &["bandwidth"],
+    );
+    let report = run_report(dir.path(), "wirespeed_bandwidth_r1");
     let bps = report["summary"]["received_bps"].as_f64().unwrap();
     assert!(bps > 0.0 && bps <= 1e9 * 1448.0 / 1500.0 * 1.02, "{bps}");
     assert_eq!(report["meta"]["links"][0]["conditions"]["rate_bps"], 1_000_000_000u64);
+}
+
+#[test]
+fn ethr_as_a_load_says_why_when_it_measured_nothing() {
+    if wirespeed_runner::process::which("ethr").is_none() {
+        skip::missing("ethr is not installed", "scripts/peers.sh builds it");
+        return;
+    }
+    // No ethr server on the port: ethr prints a zero a second and exits 0; the load does not
+    // pass that off as a measurement.
+    let port = common::free_port().to_string();
+    let out = common::client(&[
+        "peer",
+        "--",
+        "ethr",
+        "-c",
+        "127.0.0.1",
+        "-port",
+        &port,
+        "-t",
+        "c",
+        "-d",
+        "1500ms",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("counted nothing in any second"), "{said}");
+    assert!(out.stdout.is_empty());
+    // A test type it cannot read is refused before ethr starts.
+    let out = common::client(&["peer", "--", "ethr", "-c", "127.0.0.1", "-t", "tr"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("not a test this reads"), "{said}");
+    // A scenario asking ethr for what it has no flag for is refused when read, by name.
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("udp.toml");
+    std::fs::write(
+        &file,
+        "[scenario]\nname = \"u\"\n[[system]]\nname = \"ethr\"\nclient = \"ethr\"\nentry = \"127.0.0.1:9\"\n\
+         [[workload]]\nname = \"udp\"\nkind = \"bandwidth\"\nudp = true\n",
+    )
+    .unwrap();
+    let out = common::client(&["bench", file.to_str().unwrap(), "--list"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("no equivalent of bandwidth --udp"), "{said}");
 }
 
 #[test]
@@ -381,7 +475,7 @@ fn every_example_is_exercised_here() {
         names,
         [
             "dns-servers.toml",
-            "ethr-hosts.toml",
+            "ethr.toml",
             "frp-http.toml",
             "frp-transports.toml",
             "gost-http.toml",

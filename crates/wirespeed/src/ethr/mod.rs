@@ -166,6 +166,9 @@ pub(crate) fn command_line(
         }
         args.extend(["-dp".into(), "2".into()]);
     }
+    // No log file (ethr writes `ethrc.log` into whatever directory it runs in): what it
+    // printed is what is read.
+    args.push("-no".into());
     let mut words = vec!["wirespeed".to_string(), "peer".into()];
     if !omit.is_zero() {
         words.extend(["--omit".into(), go(omit)]);
@@ -274,8 +277,13 @@ pub(crate) fn ask_of(words: &[String]) -> Result<Ask> {
 pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
     let ask = ask_of(words)?;
     let began = SystemTime::now();
+    // ethr writes a log file into the directory it runs in unless told not to.
+    let mut args = ask.args.clone();
+    if !args.iter().any(|a| a == "-no" || a == "-o") {
+        args.push("-no".into());
+    }
     let child = std::process::Command::new(CLIENT)
-        .args(&ask.args)
+        .args(&args)
         .stdin(std::process::Stdio::null())
         .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::piped())
@@ -354,7 +362,7 @@ mod tests {
         .unwrap();
         assert_eq!(
             bw.join(" "),
-            "wirespeed peer --omit 1000ms -- ethr -c 10.0.0.2 -port 8888 -t b -ncs -d 11000ms -n 4 -dp 2"
+            "wirespeed peer --omit 1000ms -- ethr -c 10.0.0.2 -port 8888 -t b -ncs -d 11000ms -n 4 -dp 2 -no"
         );
         let ask = ask_of(&bw).unwrap();
         assert_eq!(
