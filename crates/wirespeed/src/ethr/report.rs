@@ -91,6 +91,67 @@ fn cpu_usage(cpu: (u64, u64), wall_ns: u64) -> CpuUsage {
     CpuUsage::from_nanos(cpu.0, cpu.1, wall_ns.max(1))
 }
 
+/// One interval per printed second of a bandwidth or packets/s run, as ethr's client counted it.
+fn client_intervals(
+    ask: &Ask,
+    printed: &Printed,
+    flow: Flow,
+    figures: impl Fn(&Second) -> Figures,
+) -> Vec<BandwidthInterval> {
+    printed
+        .seconds
+        .iter()
+        .map(|s| {
+            let (start_ns, end_ns) = interval_span(s);
+            BandwidthInterval {
+                index: s.index,
+                start_ns,
+                end_ns,
+                omitted: u64::from(s.index) < ask.omit.as_secs(),
+                measured_at: Some(End::Client),
+                flows: vec![FlowFigures { flow, total: figures(s), streams: Vec::new() }],
+                probe_rtt: None,
+                probe_udp_rtt: None,
+            }
+        })
+        .collect()
+}
+
+/// The summary of a run whose measured seconds (after `omit`) came to `total`.
+fn client_summary(
+    ask: &Ask,
+    flow: Flow,
+    seconds: u64,
+    total: Figures,
+    cpu: (u64, u64),
+) -> BandwidthSummary {
+    BandwidthSummary {
+        primary: FlowSummary {
+            flow,
+            sender: flow.sender(),
+            duration_ns: seconds * SECOND_NS,
+            total,
+            rtt_range_ns: None,
+            cwnd_max_bytes: None,
+            streams: Vec::new(),
+        },
+        reverse: None,
+        client_cpu: cpu_usage(cpu, ask.duration.as_nanos() as u64),
+        server_cpu: None,
+        latency: None,
+        udp_latency: None,
+    }
+}
+
+/// A bandwidth spec of what ethr was asked.
+fn client_spec(ask: &Ask, protocol: Protocol) -> BandwidthSpec {
+    let mut spec = BandwidthSpec::new(ask.target.clone(), protocol);
+    spec.parallel = ask.parallel;
+    spec.duration_ns = ask.duration.as_nanos() as u64;
+    spec.omit_ns = ask.omit.as_nanos() as u64;
+    spec
+}
+
 fn bandwidth(
     ask: &Ask,
     printed: &Printed,
@@ -111,53 +172,15 @@ fn bandwidth(
             ..Default::default()
         }
     };
-    let intervals = printed
-        .seconds
-        .iter()
-        .map(|s| {
-            let (start_ns, end_ns) = interval_span(s);
-            BandwidthInterval {
-                index: s.index,
-                start_ns,
-                end_ns,
-                omitted: u64::from(s.index) < ask.omit.as_secs(),
-                measured_at: Some(End::Client),
-                flows: vec![FlowFigures {
-                    flow,
-                    total: figures(s.bits_per_second.unwrap_or(0.0), 1.0),
-                    streams: Vec::new(),
-                }],
-                probe_rtt: None,
-                probe_udp_rtt: None,
-            }
-        })
-        .collect();
+    let intervals =
+        client_intervals(ask, printed, flow, |s| figures(s.bits_per_second.unwrap_or(0.0), 1.0));
     let seconds = measured(ask, printed).count() as u64;
     let bps = mean(measured(ask, printed).filter_map(|s| s.bits_per_second));
-    let duration_ns = seconds * SECOND_NS;
-    let mut spec = BandwidthSpec::new(ask.target.clone(), Protocol::Tcp);
-    spec.parallel = ask.parallel;
-    spec.duration_ns = ask.duration.as_nanos() as u64;
-    spec.omit_ns = ask.omit.as_nanos() as u64;
+    let mut spec = client_spec(ask, Protocol::Tcp);
     spec.direction = if reverse { Direction::Download } else { Direction::Upload };
     spec.length = length;
     spec.bitrate_bps = bitrate_bps;
-    let summary = BandwidthSummary {
-        primary: FlowSummary {
-            flow,
-            sender: flow.sender(),
-            duration_ns,
-            total: figures(bps, seconds as f64),
-            rtt_range_ns: None,
-            cwnd_max_bytes: None,
-            streams: Vec::new(),
-        },
-        reverse: None,
-        client_cpu: cpu_usage(cpu, ask.duration.as_nanos() as u64),
-        server_cpu: None,
-        latency: None,
-        udp_latency: None,
-    };
+    let summary = client_summary(ask, flow, seconds, figures(bps, seconds as f64), cpu);
     let note = format!(
         "ethr's client counts the bytes it {}: TCP delivers what was written, so sent and \
          received are both that count (short of what was in flight at the end); its rates are \
@@ -168,68 +191,26 @@ fn bandwidth(
 }
 
 fn packets(ask: &Ask, printed: &Printed, cpu: (u64, u64)) -> BandwidthReport {
-    let figures = |bps: f64, pps: f64, seconds: f64| {
-        let packets = (pps * seconds).round() as u64;
-        Figures {
-            sent_bytes: (bps * seconds / 8.0).round() as u64,
-            sent_bps: bps,
-            sent_packets: Some(packets),
-            sent_pps: Some(pps),
-            ..Default::default()
-        }
+    let figures = |bps: f64, pps: f64, seconds: f64| Figures {
+        sent_bytes: (bps * seconds / 8.0).round() as u64,
+        sent_bps: bps,
+        sent_packets: Some((pps * seconds).round() as u64),
+        sent_pps: Some(pps),
+        ..Default::default()
     };
-    let intervals = printed
-        .seconds
-        .iter()
-        .map(|s| {
-            let (start_ns, end_ns) = interval_span(s);
-            BandwidthInterval {
-                index: s.index,
-                start_ns,
-                end_ns,
-                omitted: u64::from(s.index) < ask.omit.as_secs(),
-                measured_at: Some(End::Client),
-                flows: vec![FlowFigures {
-                    flow: Flow::Upload,
-                    total: figures(
-                        s.bits_per_second.unwrap_or(0.0),
-                        s.packets_per_second.unwrap_or(0.0),
-                        1.0,
-                    ),
-                    streams: Vec::new(),
-                }],
-                probe_rtt: None,
-                probe_udp_rtt: None,
-            }
-        })
-        .collect();
+    let intervals = client_intervals(ask, printed, Flow::Upload, |s| {
+        figures(s.bits_per_second.unwrap_or(0.0), s.packets_per_second.unwrap_or(0.0), 1.0)
+    });
     let seconds = measured(ask, printed).count() as u64;
     let bps = mean(measured(ask, printed).filter_map(|s| s.bits_per_second));
     let pps = mean(measured(ask, printed).filter_map(|s| s.packets_per_second));
-    let mut spec = BandwidthSpec::new(ask.target.clone(), Protocol::Udp);
-    spec.parallel = ask.parallel;
-    spec.duration_ns = ask.duration.as_nanos() as u64;
-    spec.omit_ns = ask.omit.as_nanos() as u64;
+    let mut spec = client_spec(ask, Protocol::Udp);
     // ethr's packets/s test always sends one byte, unpaced.
     spec.length = 1;
     spec.bitrate_bps = 0;
     spec.per_packet = true;
-    let summary = BandwidthSummary {
-        primary: FlowSummary {
-            flow: Flow::Upload,
-            sender: End::Client,
-            duration_ns: seconds * SECOND_NS,
-            total: figures(bps, pps, seconds as f64),
-            rtt_range_ns: None,
-            cwnd_max_bytes: None,
-            streams: Vec::new(),
-        },
-        reverse: None,
-        client_cpu: cpu_usage(cpu, ask.duration.as_nanos() as u64),
-        server_cpu: None,
-        latency: None,
-        udp_latency: None,
-    };
+    let summary =
+        client_summary(ask, Flow::Upload, seconds, figures(bps, pps, seconds as f64), cpu);
     BandwidthReport { spec, intervals, summary }
 }
 
@@ -388,4 +369,60 @@ fn ping(ask: &Ask, printed: &Printed, port: Option<u16>) -> PingReport {
         histogram: all.buckets(),
     };
     PingReport { spec, probes, summary }
+}
+
+#[cfg(test)]
+mod tests {
+    use super::super::{ask_of, output};
+    use super::*;
+
+    fn ask(words: &str) -> Ask {
+        ask_of(&words.split(' ').map(String::from).collect::<Vec<_>>()).unwrap()
+    }
+
+    #[test]
+    fn bandwidth_leaves_out_the_omitted_seconds_and_says_whose_count_it_is() {
+        let a = ask("wirespeed peer --omit 1000ms -- ethr -c h -port 1 -t b -ncs -d 3000ms");
+        let printed = output::parse(
+            "[  SUM]     TCP      000-001 sec    1.00G\n[  SUM]     TCP      001-002 sec    3.00G\n[  SUM]     TCP      002-003 sec    5.00G\n",
+        );
+        let r = of(&a, &printed, SystemTime::UNIX_EPOCH, (0, 0));
+        let ReportBody::Bandwidth(b) = &r.body else { panic!("not bandwidth") };
+        assert_eq!(b.summary.primary.total.sent_bps, 4e9);
+        assert_eq!(b.summary.primary.duration_ns, 2 * SECOND_NS);
+        assert!(b.intervals[0].omitted && !b.intervals[1].omitted);
+        assert!(r.meta.notes.iter().any(|n| n.contains("bytes it wrote")), "{:?}", r.meta.notes);
+    }
+
+    #[test]
+    fn packets_are_the_rate_sent_and_nothing_received() {
+        let a = ask("wirespeed peer -- ethr -c h -port 1 -t p -p udp -d 1000ms");
+        let printed = output::parse("  UDP      000-001 sec   50.77M     6.35M\n");
+        let r = of(&a, &printed, SystemTime::UNIX_EPOCH, (0, 0));
+        let ReportBody::Bandwidth(b) = &r.body else { panic!("not bandwidth") };
+        let total = &b.summary.primary.total;
+        assert_eq!(
+            (total.sent_pps, total.received_pps, total.received_packets),
+            (Some(6.35e6), None, None)
+        );
+        // The headline is the rate sent: the only one ethr's client knows.
+        assert_eq!(r.headline().value, 6.35e6);
+    }
+
+    #[test]
+    fn latency_percentiles_are_the_medians_of_the_batches() {
+        let a = ask("wirespeed peer -- ethr -c h -port 1 -t l -d 3000ms");
+        let printed = output::parse(
+            "10us 5us 10us 20us 30us 40us 50us 60us 70us\n20us 6us 30us 21us 31us 41us 51us 61us 90us\n30us 4us 20us 22us 32us 42us 52us 62us 80us\n",
+        );
+        let r = of(&a, &printed, SystemTime::UNIX_EPOCH, (0, 0));
+        let ReportBody::Latency(l) = &r.body else { panic!("not latency") };
+        let rtt = &l.summary.rtt;
+        assert_eq!(
+            (rtt.p50_ns, rtt.p99_ns, rtt.min_ns, rtt.max_ns),
+            (20_000, 41_000, 4_000, 90_000)
+        );
+        assert_eq!((rtt.count, rtt.mean_ns), (3 * super::super::BATCH, 20_000.0));
+        assert!(l.summary.histogram.is_empty());
+    }
 }
