@@ -179,8 +179,8 @@ pub(crate) fn command_line(
     Ok(words)
 }
 
-/// `HOST:PORT`, `[V6]:PORT` or a bare host. (The port stays text: `--dry-run` shows one not
-/// yet chosen as `<port.main>`.)
+/// `HOST:PORT`, `[V6]:PORT` or a bare host, the port as text: `--dry-run` shows one not yet
+/// chosen as `<port.main>`, which `resolve::split_target` (what runs use) rightly refuses.
 fn split_entry(entry: &str) -> (&str, Option<&str>) {
     if let Some(rest) = entry.strip_prefix('[') {
         if let Some((host, port)) = rest.split_once("]:") {
@@ -246,9 +246,8 @@ pub(crate) fn ask_of(words: &[String]) -> Result<Ask> {
         Some("pi") => Test::Ping {
             port: match value("-p").map(String::as_str) {
                 Some("tcp") => Some(
-                    split_entry(&target)
+                    crate::resolve::split_target(&target)?
                         .1
-                        .and_then(|p| p.parse().ok())
                         .context("ethr -x: a TCP ping needs HOST:PORT")?,
                 ),
                 _ => None,
@@ -289,15 +288,17 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
         .stderr(std::process::Stdio::piped())
         .spawn()
         .context("ethr did not start (scripts/peers.sh builds it)")?;
-    let pid = child.id() as libc::pid_t;
-    let waited = tokio::task::spawn_blocking(move || wait(child));
+    let process = Child { pid: child.id() as libc::pid_t, reaped: Default::default() };
+    let reaper = process.clone();
+    let waited = tokio::task::spawn_blocking(move || wait(child, &reaper));
     let stop = cancel.clone();
+    let signals = process.clone();
     let interrupt = tokio::spawn(async move {
         stop.cancelled().await;
-        // SAFETY: kill(2) on our own child, which the blocking wait has not reaped while this
-        // task lives (it is aborted as soon as the wait returns).
-        unsafe { libc::kill(pid, libc::SIGINT) };
+        signals.signal(libc::SIGINT);
     });
+    // Dropped before ethr ended (the run itself cancelled from above): it is killed, not left.
+    let _kill_on_drop = KillOnDrop(process);
     let outcome = waited.await.context("waiting for ethr")?;
     interrupt.abort();
     let (status, stdout, stderr, cpu) = outcome?;
@@ -317,9 +318,35 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
 
 type Waited = (std::process::ExitStatus, String, String, (u64, u64));
 
-/// Reads the child's output to its end and reaps it with wait4(2), for the CPU it used (user,
-/// system, ns): the kernel's own account, whatever ethr's threads did.
-fn wait(mut child: std::process::Child) -> Result<Waited> {
+/// The ethr process, and whether it has been reaped: a signal goes only to a pid still ours
+/// (once reaped, the number may be another process's).
+#[derive(Clone)]
+struct Child {
+    pid: libc::pid_t,
+    reaped: std::sync::Arc<std::sync::Mutex<bool>>,
+}
+
+impl Child {
+    fn signal(&self, signal: libc::c_int) {
+        let reaped = self.reaped.lock().unwrap_or_else(|e| e.into_inner());
+        if !*reaped {
+            // SAFETY: kill(2) on our own child, not reaped while the lock is held.
+            unsafe { libc::kill(self.pid, signal) };
+        }
+    }
+}
+
+struct KillOnDrop(Child);
+
+impl Drop for KillOnDrop {
+    fn drop(&mut self) {
+        self.0.signal(libc::SIGKILL);
+    }
+}
+
+/// Reads the child's output to its end, waits for it to exit, and reaps it with wait4(2) for
+/// the CPU it used (user, system, ns): the kernel's own account, whatever ethr's threads did.
+fn wait(mut child: std::process::Child, process: &Child) -> Result<Waited> {
     use std::io::Read;
     let mut stderr = child.stderr.take().context("ethr's stderr")?;
     let errors = std::thread::spawn(move || {
@@ -329,11 +356,29 @@ fn wait(mut child: std::process::Child) -> Result<Waited> {
     });
     let mut stdout = String::new();
     child.stdout.take().context("ethr's stdout")?.read_to_string(&mut stdout)?;
+    let pid = process.pid;
+    // Exited, not yet reaped (WNOWAIT): a signal sent until the reap below still finds it.
+    // SAFETY: siginfo is plain data the kernel fills.
+    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
+    loop {
+        let r = unsafe {
+            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
+        };
+        if r == 0 {
+            break;
+        }
+        let e = std::io::Error::last_os_error();
+        if e.kind() != std::io::ErrorKind::Interrupted {
+            bail!("waiting for ethr: {e}");
+        }
+    }
+    let mut reaped = process.reaped.lock().unwrap_or_else(|e| e.into_inner());
     let mut status = 0;
-    // SAFETY: rusage is plain data the kernel fills; the pid is our unreaped child.
+    // SAFETY: rusage is plain data the kernel fills; the pid is our exited, unreaped child.
     let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let pid = child.id() as libc::pid_t;
     let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
+    *reaped = true;
+    drop(reaped);
     if got != pid {
         bail!("waiting for ethr: {}", std::io::Error::last_os_error());
     }

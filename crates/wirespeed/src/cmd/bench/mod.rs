@@ -544,6 +544,7 @@ fn show(args: &BenchArgs) -> Result<u8> {
 fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
     let mut clients: Vec<&str> =
         loaded.scenario.system.iter().filter_map(|s| s.client.as_deref()).collect();
+    clients.sort_unstable();
     clients.dedup();
     for client in clients {
         for w in &loaded.plan.workloads {
