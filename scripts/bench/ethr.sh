@@ -1,11 +1,12 @@
 #!/usr/bin/env bash
 # wirespeed against Microsoft's ethr (built from its source snapshot by scripts/peers.sh) on
 # loopback: the tests of the seed's ethr practice, each tool against its own server. TCP
-# bandwidth on one stream (ethr -t b); connections/s on one thread (-t c); UDP packets/s on one
-# thread (-t p -p udp: ethr always sends 1-byte payloads, its source says, unpaced, datagram by
-# datagram, and its client counts those sent; `wirespeed pps` sends 16-byte ones, the least that
-# carries its sequence number, also datagram by datagram with no GSO, and the figure compared is
-# its rate sent, like ethr's); TCP round-trip latency p50 (-t l: batches of 1000 back-to-back
+# bandwidth on one stream (ethr -t b); connections/s on one thread (-t c; closed with RST, as
+# ethr's client does); UDP packets/s on one thread (-t p -p udp: ethr always sends 1-byte
+# payloads, its source says, unpaced, datagram by datagram, and its client counts those sent;
+# `wirespeed pps` sends 16-byte ones, the least that carries its sequence number, also datagram
+# by datagram with no GSO, and the figure compared is its rate sent, like ethr's); TCP
+# round-trip latency p50 (-t l: batches of 1000 back-to-back
 # round trips). Servers are pinned to core 1 and clients to core 0, so
 # that neither tool's client and server fight over one core. Runs alternate (wirespeed, ethr,
 # wirespeed, ethr, ...): RUNS of SECS seconds each. Prints each run's figure and the client's
@@ -114,8 +115,13 @@ bench() {
 # Bandwidth as the bytes the client wrote: the one count ethr's client has.
 bench "tcp bandwidth" "bit/s written, 1 stream" '.summary.sent_bps' "bw 127.0.0.1" \
   BitsPerSecond "-t b -n 1"
-bench "connections/s" "connections/s, 1 thread" '.summary.connections_per_second' "cps 127.0.0.1" \
-  ConnectionsPerSecond "-t c -n 1"
+# ethr's client closes each connection with RST (SO_LINGER 0 in client.go's tcpRunCpsTest):
+# `cps --rst` is the like-with-like case. wirespeed's default has its server close first, so
+# the TIME_WAIT stays there: a FIN exchange and a wait more per connection on the client.
+bench "connections/s" "connections/s, 1 thread, RST close" '.summary.connections_per_second' \
+  "cps 127.0.0.1 --rst" ConnectionsPerSecond "-t c -n 1"
+bench "connections/s, server closes" "connections/s, 1 thread" '.summary.connections_per_second' \
+  "cps 127.0.0.1" ConnectionsPerSecond "-t c -n 1"
 bench "packets/s" "UDP datagrams/s sent, 1 thread" '.summary.sent_pps' "pps 127.0.0.1 -l 16" \
   PacketsPerSecond "-t p -p udp -n 1"
 # Beside it, the same 16-byte datagrams from a UDP bandwidth test, which batches them with GSO

@@ -212,6 +212,11 @@ fn cloudflares_mach_measures_the_web_server() {
 /// with each URL's port: `wirespeed web` gave "host:port" there, and on any port but 443 the
 /// client printed RPM +Inf at 0 Mbit/s and exited 0. Built by scripts/peers.sh from
 /// ../shared/peers.
+///
+/// goresponsiveness itself now and then prints `RPM: NaN` for a leg that moved data (seen
+/// here at 1451 Mbit/s); such a run is tried again, up to three runs, and one with a finite
+/// figure on both legs is needed. Every run must move data on both legs and never print +Inf,
+/// the defect's signature.
 #[test]
 fn goresponsiveness_measures_the_web_server_on_any_port() {
     let Some(goresponsiveness) =
@@ -220,19 +225,30 @@ fn goresponsiveness_measures_the_web_server_on_any_port() {
         return;
     };
     let (_dir, _w, config) = web_over_tls();
-    let out = Command::new(goresponsiveness)
-        // Four connections, both legs at once, a looser stability: a run of about 16 s.
-        .args(["-url", &config, "-rpm.mnp", "4", "-rpm.timeout", "12", "-rpm.sdt", "20"])
-        .arg("-rpm.parallel")
-        .output()
-        .unwrap();
-    let text = String::from_utf8_lossy(&out.stdout).to_string();
-    assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
-    let legs = common::goresponsiveness::legs(&text);
-    assert_eq!(legs.len(), 2, "{text}");
-    for (mbps, rpm) in legs {
-        assert!(mbps > 0.0 && rpm.is_finite() && rpm > 0.0, "{mbps} Mbit/s, {rpm} RPM: {text}");
+    let mut texts = Vec::new();
+    for _ in 0..3 {
+        let logs = tempfile::tempdir().unwrap();
+        let out = Command::new(&goresponsiveness)
+            // Four connections, both legs at once, a looser stability: a run of about 16 s.
+            .args(["-url", &config, "-rpm.mnp", "4", "-rpm.timeout", "12", "-rpm.sdt", "20"])
+            .arg("-rpm.parallel")
+            .current_dir(logs.path())
+            .output()
+            .unwrap();
+        let text = String::from_utf8_lossy(&out.stdout).to_string();
+        assert!(out.status.success(), "{text}{}", String::from_utf8_lossy(&out.stderr));
+        let legs = common::goresponsiveness::legs(&text);
+        assert_eq!(legs.len(), 2, "{text}");
+        for &(mbps, rpm) in &legs {
+            assert!(mbps > 0.0 && rpm != f64::INFINITY, "{mbps} Mbit/s, {rpm} RPM: {text}");
+            assert!(rpm.is_nan() || rpm > 0.0, "{mbps} Mbit/s, {rpm} RPM: {text}");
+        }
+        if legs.iter().all(|&(_, rpm)| rpm.is_finite()) {
+            return;
+        }
+        texts.push(text);
     }
+    panic!("goresponsiveness printed no finite RPM on both legs in 3 runs: {texts:#?}");
 }
 
 /// A peer program on PATH; `None` (to skip) only where a missing peer may skip, else a failure
