@@ -77,7 +77,8 @@ const OPTIONS: &[(&str, &[&str])] = &[
         &["time (-d)", "parallel (-n)", "reverse (-r)", "length (-l)", "bitrate (-b)", "omit"],
     ),
     ("pps", &["time (-d)", "parallel (-n)", "warmup"]),
-    ("cps", &["time (-d)", "parallel (-n)", "warmup"]),
+    // ethr's client always closes with RST (SO_LINGER 0): `rst = true` says so, false is refused.
+    ("cps", &["time (-d)", "parallel (-n)", "warmup", "rst (always)"]),
     ("latency", &["time (-d)", "length (-l)", "warmup"]),
     ("ping", &["deadline (-d)", "interval (-g)", "tcp (-p tcp, port)"]),
 ];
@@ -136,6 +137,9 @@ pub(crate) fn command_line(
         args.extend(["-t".into(), "pi".into(), "-d".into(), go(deadline), "-g".into(), go(gap)]);
     } else {
         let port = port.with_context(|| format!("ethr's entry {entry:?}: expected HOST:PORT"))?;
+        if given.get("rst").is_some_and(|r| r != "true") {
+            bail!("ethr's client always closes its connections with RST: cps --rst cannot be off");
+        }
         let time = seconds("time", "10s")?;
         omit = seconds(if kind == "bandwidth" { "omit" } else { "warmup" }, "0s")?;
         args.extend(["-c".into(), host.to_string(), "-port".into(), port.to_string()]);
@@ -437,5 +441,9 @@ mod tests {
         assert!(e.to_string().contains("expected HOST:PORT"), "{e}");
         let e = command_line("cps", "h:1", &options(&[("parallel", 0.into())])).unwrap_err();
         assert!(e.to_string().contains("-n 0"), "{e}");
+        let e = command_line("cps", "h:1", &options(&[("rst", false.into())])).unwrap_err();
+        assert!(e.to_string().contains("always closes its connections with RST"), "{e}");
+        let rst = command_line("cps", "h:1", &options(&[("rst", true.into())])).unwrap();
+        assert_eq!(rst, command_line("cps", "h:1", &options(&[])).unwrap());
     }
 }
