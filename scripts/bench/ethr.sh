@@ -1,19 +1,18 @@
 #!/usr/bin/env bash
 # wirespeed against Microsoft's ethr (built from its source snapshot by scripts/peers.sh) on
-# loopback: the tests of the seed's ethr practice, each tool against its own server. TCP
-# bandwidth on one stream (ethr -t b); connections/s on one thread (-t c; closed with RST, as
-# ethr's client does); UDP packets/s on one thread (-t p -p udp: ethr always sends 1-byte
-# payloads, its source says, unpaced, datagram by datagram, and its client counts those sent;
-# `wirespeed pps` sends 16-byte ones, the least that carries its sequence number, also datagram
-# by datagram with no GSO, and the figure compared is its rate sent, like ethr's); TCP
-# round-trip latency p50 (-t l: batches of 1000 back-to-back
-# round trips). Servers are pinned to core 1 and clients to core 0, so
-# that neither tool's client and server fight over one core. Runs alternate (wirespeed, ethr,
-# wirespeed, ethr, ...): RUNS of SECS seconds each. Prints each run's figure and the client's
-# and server's CPU seconds, and per case the median ratio wirespeed / ethr of the figure and of
-# CPU per unit of work (client + server). ethr's figures are the median of its per-second lines
-# (its log's TestResult rows, the first second left out); its latency comes from its text
-# table, because its JSON log shifts the percentile columns.
+# loopback: the tests of the seed's ethr practice, each tool against its own server. TCP bandwidth
+# on one stream (ethr -t b); connections/s on one thread (-t c; closed with RST, as ethr's client
+# does); UDP packets/s on one thread (-t p -p udp: ethr always sends 1-byte payloads, its source
+# says, unpaced, datagram by datagram, and its client counts those sent; `wirespeed pps` sends
+# 16-byte ones, the least that carries its sequence number, also datagram by datagram with no GSO,
+# and the figure compared is its rate sent, like ethr's); TCP round-trip latency p50 (-t l:
+# batches of 1000 back-to-back round trips). Servers are pinned to core 1 and clients to core 0,
+# so that neither tool's client and server fight over one core. Runs alternate (wirespeed, ethr,
+# wirespeed, ethr, ...): RUNS of SECS seconds each. Prints each run's figure and the client's and
+# server's CPU seconds, and per case the median ratio wirespeed / ethr of the figure and of CPU
+# per unit of work (client + server). ethr's figures are the median of its per-second lines (its
+# log's TestResult rows, the first second left out); its latency comes from its text table,
+# because its JSON log shifts the percentile columns.
 #   RUNS=5 SECS=5 scripts/bench/ethr.sh        (ONLY=latency: the cases whose name has it)
 set -euo pipefail
 cd "$(dirname "$0")/../.."
