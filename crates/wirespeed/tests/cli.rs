@@ -165,9 +165,11 @@ fn quick_runs_every_test_kind_in_process() {
         "UDP ping",
         "ICMP trace",
         "HTTP/1.1 requests",
+        "HTTP/3 requests",
         "DNS queries (UDP)",
         "Web download (LibreSpeed)",
         "Web upload (LibreSpeed)",
+        "Responsiveness (RPM)",
     ] {
         assert!(table.contains(row), "missing {row}: {table}");
     }
