@@ -3,9 +3,6 @@
 //! (netem is refused to the lab where it exists); the netem path runs where the kernel has it
 //! and says plainly when it did not.
 
-#[path = "../../engine/tests/common/skip.rs"]
-mod skip;
-
 use std::net::{SocketAddr, UdpSocket};
 use std::time::{Duration, Instant};
 
@@ -13,6 +10,7 @@ use wirespeed_model::path::Conditions;
 use wirespeed_netlab::kernel::Abilities;
 use wirespeed_netlab::namespace;
 use wirespeed_netlab::{Lab, LabSpec, LinkSpec};
+use wirespeed_testkit::skip;
 
 fn conditions(pairs: &[(&str, &str)]) -> Conditions {
     let mut c = Conditions::default();

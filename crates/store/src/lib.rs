@@ -13,10 +13,10 @@ pub mod members;
 mod postgres;
 mod rows;
 #[cfg(test)]
+mod sample;
+#[cfg(test)]
 mod semantics_tests;
 mod sqlite;
-#[cfg(any(test, feature = "testing"))]
-pub mod testing;
 
 use std::path::{Path, PathBuf};
 

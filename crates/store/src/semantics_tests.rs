@@ -4,15 +4,16 @@
 
 use wirespeed_model::web::{WebResult, WebSource};
 
-use crate::testing::{report, TestPostgres};
+use crate::sample::report;
 use crate::{Location, Retention, RunFilter, Store, StoreError, WebFilter, WebPolicy};
+use wirespeed_testkit::postgres::TestPostgres;
 
 /// An empty store of each kind; the PostgreSQL server lives as long as the returned value.
 fn each_store() -> (Vec<(&'static str, Store)>, Option<TestPostgres>) {
     let mut stores = vec![("sqlite", Store::open_in_memory().unwrap())];
     let pg = TestPostgres::start();
     if let Some(pg) = &pg {
-        stores.push(("postgres", Store::open_at(&pg.location()).unwrap()));
+        stores.push(("postgres", Store::open_at(&Location::parse(&pg.url()).unwrap()).unwrap()));
     }
     (stores, pg)
 }
@@ -206,7 +207,7 @@ fn a_report_with_odd_text_comes_back_as_it_went() {
 #[test]
 fn postgres_openers_at_once_migrate_once_and_all_save() {
     let Some(pg) = TestPostgres::start() else { return };
-    let location = pg.location();
+    let location = Location::parse(&pg.url()).unwrap();
     let threads: Vec<_> = (0..6)
         .map(|i| {
             let location = location.clone();
@@ -237,7 +238,7 @@ fn postgres_refuses_a_newer_schema_and_a_foreign_one_changing_nothing() {
     admin.batch_execute("UPDATE wirespeed.schema_version SET version = 99").unwrap();
     let err = Store::open_at(&newer).unwrap_err();
     assert!(matches!(err, StoreError::TooNew { found: 99, .. }), "{err}");
-    assert!(!err.to_string().contains(crate::testing::PASSWORD), "{err}");
+    assert!(!err.to_string().contains(wirespeed_testkit::postgres::PASSWORD), "{err}");
     let count: i64 = admin.query_one("SELECT count(*) FROM wirespeed.runs", &[]).unwrap().get(0);
     assert_eq!(count, 1, "nothing changed");
 
@@ -267,8 +268,11 @@ fn postgres_without_the_rights_to_set_up_is_refused_as_unusable() {
              REVOKE CREATE ON DATABASE guarded FROM PUBLIC;",
         )
         .unwrap();
-    let as_visitor =
-        db.replacen(&format!("wirespeed:{}", crate::testing::PASSWORD), "visitor:visitor-pass", 1);
+    let as_visitor = db.replacen(
+        &format!("wirespeed:{}", wirespeed_testkit::postgres::PASSWORD),
+        "visitor:visitor-pass",
+        1,
+    );
     let err = Store::open_at(&Location::parse(&as_visitor).unwrap()).unwrap_err();
     assert!(matches!(err, StoreError::Postgres { connect: true, .. }), "{err}");
     assert!(err.to_string().contains("permission denied"), "{err}");
@@ -281,7 +285,7 @@ fn postgres_without_the_rights_to_set_up_is_refused_as_unusable() {
 #[test]
 fn postgres_login_and_reachability_failures_say_so_without_the_password() {
     let Some(pg) = TestPostgres::start() else { return };
-    let wrong = pg.url().replace(crate::testing::PASSWORD, "not-the-password");
+    let wrong = pg.url().replace(wirespeed_testkit::postgres::PASSWORD, "not-the-password");
     let err = Store::open_at(&Location::parse(&wrong).unwrap()).unwrap_err();
     let text = err.to_string();
     assert!(matches!(err, StoreError::Postgres { connect: true, .. }), "{text}");
@@ -306,7 +310,7 @@ fn postgres_login_and_reachability_failures_say_so_without_the_password() {
 #[test]
 fn postgres_reconnects_after_the_server_comes_back() {
     let Some(mut pg) = TestPostgres::start() else { return };
-    let s = Store::open_at(&pg.location()).unwrap();
+    let s = Store::open_at(&Location::parse(&pg.url()).unwrap()).unwrap();
     s.save(&report(1, 1.0), None).unwrap();
     pg.stop_server();
     let err = s.save(&report(2, 1.0), None).unwrap_err();
@@ -373,7 +377,7 @@ fn postgres_over_tls_as_libpq_reads_sslmode() {
     let url = |host: &str, query: &str| {
         format!(
             "postgres://wirespeed:{}@{host}:{}/postgres?{query}",
-            crate::testing::PASSWORD,
+            wirespeed_testkit::postgres::PASSWORD,
             pg.port
         )
     };

@@ -132,7 +132,7 @@ fn backfill_headlines(tx: &Transaction<'_>) -> rusqlite::Result<()> {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::report;
+    use crate::sample::report;
     use crate::{RunFilter, Store};
 
     /// A database file at schema `version` (in the directory returned), and a connection to it.

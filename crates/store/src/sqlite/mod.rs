@@ -217,7 +217,7 @@ pub(super) fn error(path: &str, source: rusqlite::Error) -> StoreError {
 #[cfg(test)]
 mod tests {
     use super::*;
-    use crate::testing::report;
+    use crate::sample::report;
     use crate::{RunFilter, Store};
 
     #[test]

@@ -1,0 +1,13 @@
+//! What the workspace's tests share (a dev-dependency only, never in a build of wirespeed): the
+//! real peers they start and stop (nginx, DNS servers, Caddy, PostgreSQL, network namespaces),
+//! free ports, readiness waits, and the policy for a test that cannot run here ([`skip`]).
+
+pub mod caddy;
+pub mod dns_servers;
+pub mod netns;
+pub mod nginx;
+pub mod peer;
+pub mod ports;
+pub mod postgres;
+pub mod ready;
+pub mod skip;
