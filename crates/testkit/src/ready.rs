@@ -23,6 +23,35 @@ pub fn spawn_until(command: &mut Command, ready: &str) -> Child {
     child
 }
 
+/// Reads `child`'s standard error (piped) until a line contains `needle`: the event that proves
+/// the state a test waits for. One byte at a time, so nothing after that line leaves the pipe
+/// and `wait_with_output` still gets the rest. Returns the lines read; a process that closes
+/// its standard error first fails the test with them.
+pub fn until_stderr_line(child: &mut Child, needle: &str) -> String {
+    use std::io::Read;
+    let stderr = child.stderr.as_mut().expect("standard error piped");
+    let mut read = Vec::new();
+    let mut line_start = 0;
+    let mut byte = [0u8];
+    loop {
+        match stderr.read(&mut byte) {
+            Ok(0) => panic!(
+                "closed its standard error before a line with {needle:?}:\n{}",
+                String::from_utf8_lossy(&read)
+            ),
+            Ok(_) => read.push(byte[0]),
+            Err(e) if e.kind() == std::io::ErrorKind::Interrupted => continue,
+            Err(e) => panic!("reading its standard error: {e}"),
+        }
+        if byte[0] == b'\n' {
+            if String::from_utf8_lossy(&read[line_start..]).contains(needle) {
+                return String::from_utf8_lossy(&read).into_owned();
+            }
+            line_start = read.len();
+        }
+    }
+}
+
 /// Whether `program` is on PATH.
 pub fn on_path(program: &str) -> bool {
     Command::new("sh")

@@ -1,11 +1,8 @@
 //! Bad input and hostile or broken peers: each gets a precise error, and the server keeps
 //! serving everyone else.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{run, spec, start_test, TestServer};
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirespeed_engine::server::ServerConfig;
@@ -13,6 +10,8 @@ use wirespeed_engine::ClientError;
 use wirespeed_model::rules::Protocol;
 use wirespeed_proto::codec::{ConnKind, Preamble, MAX_FRAME_LEN};
 use wirespeed_proto::control::RefuseCode;
+
+use crate::common::{run, spec, start_test, TestServer};
 
 async fn still_serves(server: &TestServer) {
     let r = run(server.opts(spec(Protocol::Tcp, 0.3))).await.expect("server still serves");

@@ -2,11 +2,10 @@
 //! families, and the accounting rules that must hold (bytes sent = bytes received for TCP,
 //! UDP datagrams sent = received + lost, data flowing the way the direction says).
 
-use crate::common;
-
-use common::{run, spec, TestServer};
 use wirespeed_model::kinds::bandwidth::{Direction, End, Flow};
 use wirespeed_model::rules::Protocol;
+
+use crate::common::{run, spec, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn tcp_upload_bytes_sent_equal_bytes_received_on_ipv4_and_ipv6() {

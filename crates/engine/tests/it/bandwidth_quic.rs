@@ -3,11 +3,10 @@
 //! the `-n` budget exactly), each direction, parallel connections, the congestion controllers,
 //! and the path figures QUIC keeps (RTT, congestion window, lost packets).
 
-use crate::common;
-
-use common::{run, spec, TestServer};
 use wirespeed_model::kinds::bandwidth::{Direction, End, Flow};
 use wirespeed_model::rules::Protocol;
+
+use crate::common::{run, spec, TestServer};
 
 #[tokio::test(flavor = "multi_thread", worker_threads = 2)]
 async fn every_byte_written_arrives_each_way_on_ipv4_and_ipv6() {

@@ -2,12 +2,9 @@
 //! on 127.0.0.1 and ::1 (which counts what it accepted), Debian's nginx as an external
 //! target, and sockets that refuse or never accept, for the failure causes.
 
-use crate::common;
-
 use std::net::SocketAddr;
 use std::time::Duration;
 
-use common::{endpoint, TestServer};
 use socket2::{Domain, Socket, Type};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::cps::client::{self, CpsOptions};
@@ -17,6 +14,8 @@ use wirespeed_model::kinds::cps::{CpsReport, CpsSpec};
 use wirespeed_model::ReportBody;
 use wirespeed_testkit::nginx::Nginx;
 use wirespeed_testkit::ports::free_port;
+
+use crate::common::{self, endpoint, TestServer};
 
 fn counted(n: u64, parallel: u16) -> CpsSpec {
     let mut s = CpsSpec::new("test");

@@ -2,9 +2,6 @@
 //! watched them, the server's data threads as the server reported them, and the same
 //! diagnosis in the returned report and in the end event that renderers and the store see.
 
-use crate::common;
-
-use common::{spec, TestServer};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::latency::client::LatencyOptions;
 use wirespeed_engine::kinds::{self, Client};
@@ -12,6 +9,8 @@ use wirespeed_model::diagnosis::{Diagnosis, FindingCode};
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::{Event, Report};
+
+use crate::common::{spec, TestServer};
 
 /// Runs `client` as the binary does and returns its report, checking that the end event
 /// carried the same diagnosis.

@@ -2,17 +2,16 @@
 //! cut-off answers, wrong IDs, wrong questions, duplicates, a TCP server that hangs up — each
 //! counted by what went wrong, the run ending by itself, never a panic.
 
-use crate::common;
-
 use std::net::UdpSocket;
 use std::sync::atomic::{AtomicBool, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::Duration;
 
-use common::{dns_options, run_dns};
 use wirespeed_model::kinds::dns::{DnsReport, DnsSpec, DnsTransport};
 use wirespeed_proto::dns::datafile;
 use wirespeed_proto::dns::wire::{self, Header};
+
+use crate::common::{self, dns_options, run_dns};
 
 /// A UDP server on a free port that answers each query with what `answer` makes of it
 /// (nothing, when it returns an empty list), until dropped.

@@ -2,14 +2,13 @@
 //! answered with the code the zone says, over UDP and TCP, in the closed and open loops;
 //! truncation and `--tc-retry`; passes, the time limit and interruption.
 
-use crate::common;
-
-use common::{dns_options, rcode, run_dns};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::dns::queries::builtin_lines;
 use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport};
 use wirespeed_model::{Event, ReportBody};
 use wirespeed_proto::dns::datafile;
+
+use crate::common::{self, dns_options, rcode, run_dns};
 
 #[tokio::test]
 async fn passes_over_udp_answer_every_query_with_the_zones_codes() {

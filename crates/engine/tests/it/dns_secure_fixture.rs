@@ -4,21 +4,20 @@
 //! stream that is not one message is reset, a request that is not a DoH query gets the status
 //! that says why, and the fixture goes on answering.
 
-use crate::common;
-
 use std::net::SocketAddr;
 use std::path::PathBuf;
 use std::process::{Command, Stdio};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
-use common::{dns_options, rcode, run_dns};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::dns::fixture_secure::{self, SecureListeners};
 use wirespeed_engine::kinds::dns::queries::builtin_lines;
 use wirespeed_model::kinds::dns::{DnsSpec, DnsTransport, DohMethod};
 use wirespeed_model::ReportBody;
 use wirespeed_proto::dns::zone::Zone;
+
+use crate::common::{dns_options, rcode, run_dns};
 
 /// A certificate for 127.0.0.1 and its key, as PEM files in `dir`.
 fn certificate(dir: &std::path::Path) -> (PathBuf, PathBuf) {

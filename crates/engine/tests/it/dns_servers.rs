@@ -3,12 +3,11 @@
 //! answer: NOERROR for its names (NODATA included), NXDOMAIN for a name it lacks, and TC=1
 //! for its large TXT records over UDP (both without EDNS, the 2 KB one with EDNS 1232). Each test is skipped where its server is not installed.
 
-use crate::common;
-
-use common::{dns_options, rcode, run_dns};
 use wirespeed_model::kinds::dns::{DnsReport, DnsSpec, DnsTransport};
 use wirespeed_proto::dns::datafile;
 use wirespeed_testkit::dns_servers::{DnsServer, Kind, QUERIES};
+
+use crate::common::{dns_options, rcode, run_dns};
 
 fn spec_for(server: &DnsServer) -> (DnsSpec, Vec<datafile::QueryLine>) {
     let text = std::fs::read_to_string(server.datafile()).unwrap();

@@ -2,8 +2,6 @@
 //! the built-in fixture, on both families; and the ways requests fail, each counted by cause:
 //! a closed port, a server that hangs up or resets, one that answers garbage, one too slow.
 
-use crate::common;
-
 use std::io::{Read, Write};
 use std::net::{SocketAddr, TcpListener};
 use std::time::Duration;
@@ -15,6 +13,8 @@ use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 use wirespeed_testkit::nginx::Nginx;
 use wirespeed_testkit::ports::free_port;
+
+use crate::common;
 
 fn counted(url: String, n: u64, connections: u16) -> HttpSpec {
     let mut s = HttpSpec::new(url);

@@ -3,8 +3,6 @@
 //! the percentiles), requests that wait for a connection (late) or give up (dropped), the
 //! fixture's `?delay=` measured as what it is, and latency as a fixed rate's headline.
 
-use crate::common;
-
 use std::time::Duration;
 
 use tokio_util::sync::CancellationToken;
@@ -12,6 +10,8 @@ use wirespeed_engine::kinds::http::client::{self, HttpOptions};
 use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 use wirespeed_testkit::nginx::Nginx;
+
+use crate::common;
 
 async fn run(spec: HttpSpec) -> HttpReport {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();

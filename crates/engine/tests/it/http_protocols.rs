@@ -3,8 +3,6 @@
 //! Debian's nginx, h2c against the built-in fixture, nginx's unix socket, several requests
 //! round-robin, and redirects (followed on the same origin, counted when they leave it).
 
-use crate::common;
-
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::http::client::{self, HttpOptions};
 use wirespeed_engine::kinds::http::requests::Request;
@@ -13,6 +11,8 @@ use wirespeed_model::kinds::http::{HttpReport, HttpSpec};
 use wirespeed_model::ReportBody;
 use wirespeed_proto::http_url::HttpUrl;
 use wirespeed_testkit::nginx::{Nginx, TlsFiles};
+
+use crate::common;
 
 async fn run_opts(opts: HttpOptions) -> Result<HttpReport, ClientError> {
     let (tx, _rx) = tokio::sync::mpsc::unbounded_channel();

@@ -3,18 +3,17 @@
 //! malformed iperf3 control input from a raw client. Each test asserts the client exited 0 with
 //! valid JSON and that both ends agree on what moved.
 
-use crate::common;
-
 use std::io::BufRead;
 use std::net::SocketAddr;
 use std::process::{Command, Stdio};
 use std::time::Duration;
 
-use common::{tcp_in_flight_per_stream, TestServer};
 use serde_json::Value;
 use tokio::io::{AsyncReadExt, AsyncWriteExt};
 use tokio::net::TcpStream;
 use wirespeed_engine::server::ServerConfig;
+
+use crate::common::{tcp_in_flight_per_stream, TestServer};
 
 /// Runs `iperf3 -c` against `addr` with `args` and `-J`; returns its exit success and JSON.
 async fn stock_client(addr: SocketAddr, args: &str) -> (bool, Value, String) {

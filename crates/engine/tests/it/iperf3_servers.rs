@@ -2,10 +2,6 @@
 //! scripts/test.sh): each option, with the stock server's own JSON (`-s -1 -J`) as the
 //! cross-check that both ends agree on what moved.
 
-use crate::common;
-
-use common::tcp_in_flight_per_stream;
-
 use std::net::{SocketAddr, TcpListener};
 use std::process::{Child, Command, Stdio};
 use std::time::Duration;
@@ -19,6 +15,8 @@ use wirespeed_model::kinds::bandwidth::BandwidthReport;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, End};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
+
+use crate::common::{self, tcp_in_flight_per_stream};
 
 /// A stock iperf3 server for one test (`-1`), printing its JSON report when done.
 struct StockServer {

@@ -1,13 +1,12 @@
 //! The latency test against a real in-process server on 127.0.0.1 and ::1.
 
-use crate::common;
-
-use common::TestServer;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::latency::client::{self, LatencyOptions};
 use wirespeed_model::kinds::latency::{LatencyReport, LatencySpec};
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::ReportBody;
+
+use crate::common::TestServer;
 
 fn opts(server: &TestServer, spec: LatencySpec) -> LatencyOptions {
     LatencyOptions { spec, endpoint: server.endpoint(), member: Default::default() }

@@ -1,11 +1,8 @@
 //! A server that has served good and bad clients holds no more sockets or threads than before.
 //! Its own test binary, so no other test's sockets are counted.
 
-use crate::common;
-
 use std::time::Duration;
 
-use common::{run, spec, TestServer};
 use tokio::io::AsyncWriteExt;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::bandwidth::client as bandwidth;
@@ -17,6 +14,8 @@ use wirespeed_model::kinds::cps::CpsSpec;
 use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::rules::Protocol;
+
+use crate::common::{self, run, spec, TestServer};
 
 fn open_fds() -> usize {
     std::fs::read_dir("/proc/self/fd").map(|d| d.count()).unwrap_or(0)

@@ -3,13 +3,10 @@
 //! and the ways a probe fails: a closed port, a listener that never answers, one that
 //! answers garbage, a server that is not a wirespeed server.
 
-use crate::common;
-
 use std::io::{Read, Write};
 use std::net::{Ipv6Addr, SocketAddr, TcpListener};
 use std::time::Duration;
 
-use common::{endpoint, TestServer};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::ping::client::{self, PingOptions};
 use wirespeed_engine::net::icmp::IcmpSocketKind;
@@ -19,6 +16,8 @@ use wirespeed_model::kinds::ping::{PingMode, PingReport, PingSpec, ProbeOutcome}
 use wirespeed_model::ReportBody;
 use wirespeed_testkit::nginx::Nginx;
 use wirespeed_testkit::ports::free_port;
+
+use crate::common::{endpoint, TestServer};
 
 fn spec(target: &str, mode: PingMode, count: u64) -> PingSpec {
     let mut s = PingSpec::new(target, mode);

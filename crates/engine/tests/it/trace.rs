@@ -2,16 +2,15 @@
 //! families. (Multi-hop paths through namespaces are tested with the binary, in
 //! crates/wirespeed/tests/it/trace.rs.)
 
-use crate::common;
-
 use std::net::SocketAddr;
 
-use common::endpoint;
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::trace::client::{self, TraceOptions};
 use wirespeed_model::kinds::trace::{TraceProtocol, TraceSpec};
 use wirespeed_model::ReportBody;
 use wirespeed_testkit::ports::free_port;
+
+use crate::common::endpoint;
 
 #[tokio::test(flavor = "multi_thread")]
 async fn loopback_is_one_hop_for_every_protocol() {

@@ -127,6 +127,17 @@ pub(crate) async fn meet(
         }
     };
     let joined = Joined { run_id: member.run_id.clone(), index: member.index };
+    if state.start_at_ns.is_none() && !state.is_aborted() {
+        // A member that waits says so: a silent one reads as hung.
+        eprintln!(
+            "wirespeed: member {} of run {:?} is at the barrier ({} of {} there); it waits up to {} for the rest",
+            member.index,
+            member.run_id,
+            state.arrived,
+            member.members,
+            human_ns(timeout.as_nanos() as u64)
+        );
+    }
     let deadline = Instant::now() + timeout;
     loop {
         if let Some(start_db_ns) = state.start_at_ns {

@@ -2,11 +2,9 @@
 //! `--dry-run`), workload options checked against their test kind's own flags, the JSON schema
 //! printed, and bad files refused with where and why (running is in bench_run.rs).
 
-use crate::common;
-
 use std::path::PathBuf;
 
-use common::client;
+use crate::common::client;
 
 fn scenario(name: &str) -> PathBuf {
     PathBuf::from(env!("CARGO_MANIFEST_DIR")).join("../runner/tests/scenarios").join(name)

@@ -8,7 +8,6 @@
 //! gost and frp from the Go module proxy; `.config/nextest.toml` runs these tests alone, since
 //! each loads the machine.
 
-use crate::common;
 use wirespeed_testkit::skip;
 
 use std::path::{Path, PathBuf};
@@ -16,6 +15,8 @@ use std::sync::Mutex;
 
 use serde_json::Value;
 use wirespeed_runner::scenario::HostsMode;
+
+use crate::common;
 
 /// One example at a time, under `cargo test` too: each one loads both cores.
 static ALONE: Mutex<()> = Mutex::new(());

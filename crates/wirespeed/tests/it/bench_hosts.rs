@@ -5,13 +5,14 @@
 //! Ctrl-C in the middle leaves no namespace and no process behind; a scenario whose hosts
 //! cannot be made is refused with its exit code before anything starts.
 
-use crate::common;
 use wirespeed_testkit::skip;
 
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
 use wirespeed_netlab::namespace;
+
+use crate::common;
 
 /// The lab namespaces made by process `pid`.
 fn namespaces_of(pid: u32) -> Vec<String> {

@@ -3,8 +3,6 @@
 //! process would be, in its own process group. A process that never becomes ready times out and
 //! leaves no process behind; one that exits first says so with its log.
 
-use crate::common;
-
 use std::collections::BTreeMap;
 use std::time::Duration;
 
@@ -12,6 +10,8 @@ use wirespeed_runner::process::{group_alive, spawn, Started};
 use wirespeed_runner::ready::{wait, NotReady, Probe};
 use wirespeed_runner::scenario::{OneOrMore, Ready};
 use wirespeed_runner::words::split;
+
+use crate::common;
 
 fn start(dir: &std::path::Path, role: &str, cmd: &str) -> Started {
     spawn(role, &split(cmd).unwrap(), &BTreeMap::new(), dir).unwrap()

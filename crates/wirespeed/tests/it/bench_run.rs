@@ -4,10 +4,10 @@
 //! the others go on), and Ctrl-C in the middle. Every system process carries a marker in its
 //! environment, so the test can tell that none outlived its run.
 
-use crate::common;
-
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
+
+use crate::common;
 
 /// Live processes whose environment holds `marker`.
 fn marked(marker: &str) -> Vec<u32> {

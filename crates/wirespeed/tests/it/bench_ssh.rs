@@ -6,7 +6,6 @@
 //! wirespeed skips its cells, and one that dies mid-run fails its runs while the study goes
 //! on. Nothing the runner started is left on any host.
 
-use crate::common;
 use wirespeed_testkit::netns;
 
 use std::path::{Path, PathBuf};
@@ -14,6 +13,8 @@ use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
 use netns::Netns;
+
+use crate::common;
 
 fn run(program: &str, args: &[&str]) {
     let out = Command::new(program).args(args).output().unwrap();

@@ -2,12 +2,10 @@
 //! network closed. Every chart must be drawn with ink on its canvas, no script may fail, and the
 //! screenshot must not be blank. scripts/test.sh installs Chromium.
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
 use std::process::Command;
 
-use common::{client, server};
+use crate::common::{client, server};
 
 fn chromium() -> PathBuf {
     ["/usr/bin/chromium", "/usr/bin/chromium-browser"]

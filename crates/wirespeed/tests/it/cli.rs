@@ -3,9 +3,7 @@
 
 use std::process::{Child, Command, Stdio};
 
-use crate::common;
-
-use common::{client, free_port, server, StockIperf3, BIN};
+use crate::common::{self, client, free_port, server, StockIperf3, BIN};
 
 #[test]
 fn json_output_has_the_documented_shape_and_exit_0() {

@@ -3,8 +3,6 @@
 //! visitors. Afterwards the database opens, everything acknowledged before the kill (a `done`
 //! line printed, a result's id answered) is in it, whole, and nothing half-written is visible.
 
-use crate::common;
-
 use std::collections::HashSet;
 use std::io::{BufRead, BufReader, Read, Write};
 use std::net::{Ipv4Addr, SocketAddr, TcpStream};
@@ -14,7 +12,8 @@ use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 use std::time::Duration;
 
-use common::web::web;
+use crate::common;
+use crate::common::web::web;
 
 /// A scenario of `repeat` short latency runs straight at an in-process fixture: saves come
 /// every few tens of milliseconds.

@@ -5,14 +5,13 @@
 //! figures still add up. An HTTP load run, like vegeta's, goes on to its time limit and counts
 //! each request after the loss as failed, by cause.
 
-use crate::common;
-
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use common::web::web;
-use common::{server, BIN};
 use serde_json::Value;
+
+use crate::common::web::web;
+use crate::common::{self, server, BIN};
 
 /// What a client killed mid-test left: its exit code, standard error, the report its last
 /// event carried, the intervals it printed, and the run it saved.

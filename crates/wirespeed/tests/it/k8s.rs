@@ -4,17 +4,16 @@
 //! `JOB_COMPLETION_INDEX` set and the database URL from the "Secret", each in a network
 //! namespace of its own (a host of its own), started seconds apart — and must start together.
 
-use crate::common;
-
 use wirespeed_testkit::netns;
 
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{client, free_port, BIN};
 use netns::Netns;
 use wirespeed_testkit::postgres::{TestPostgres, PASSWORD};
+
+use crate::common::{self, client, free_port, BIN};
 
 fn ok(out: &Output) -> String {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));

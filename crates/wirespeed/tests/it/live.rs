@@ -1,11 +1,9 @@
 //! The live panel: on a terminal (a pseudo-terminal from util-linux's `script`) a running test
 //! shows it and erases it before the final report; `--quiet` and pipes get plain output.
 
-use crate::common;
-
 use std::process::Command;
 
-use common::{client, server, BIN};
+use crate::common::{client, server, BIN};
 
 /// Runs `wirespeed args` on a pseudo-terminal; returns everything the terminal received.
 fn on_a_terminal(args: &[&str]) -> String {

@@ -1,17 +1,18 @@
 //! Runs made by several member processes (`--members`), end to end: real member processes
 //! placed as a Kubernetes Indexed Job would place them (`JOB_COMPLETION_INDEX`), started
-//! seconds apart, meeting at the barrier in a real PostgreSQL server or at a `--start-at` time;
+//! one after another, meeting at the barrier in a real PostgreSQL server or at a `--start-at` time;
 //! `wirespeed merge` checked exact against every raw sample by an HdrHistogram library that is
 //! not ours; and every way a member can fail to take part, each with its message and exit 12.
 
-use crate::common;
-
+use std::io::{BufRead, BufReader};
 use std::path::Path;
 use std::process::{Child, Command, Output, Stdio};
 use std::time::Duration;
 
-use common::{client, free_port, server, BIN};
 use wirespeed_testkit::postgres::TestPostgres;
+use wirespeed_testkit::ready::until_stderr_line;
+
+use crate::common::{self, client, free_port, server, BIN};
 
 fn ok(out: &Output) -> String {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));
@@ -107,11 +108,13 @@ fn members_started_apart_meet_at_the_postgres_barrier_and_merge_exactly() {
     ];
     let lines: Vec<_> = (0..3).map(|i| dir.path().join(format!("m{i}.lines"))).collect();
     let mut children = Vec::new();
+    // They arrive one after another: each waits at the barrier before the next starts.
     for (i, path) in lines.iter().enumerate() {
-        children.push(member(&args, i as u32, &[], Some(path)));
+        let mut m = member(&args, i as u32, &[], Some(path));
         if i < 2 {
-            std::thread::sleep(Duration::from_millis(1500));
+            until_stderr_line(&mut m, "is at the barrier");
         }
+        children.push(m);
     }
     for c in children {
         ok(&c.wait_with_output().unwrap());
@@ -186,8 +189,10 @@ fn members_given_a_start_time_merge_from_their_own_files() {
             "--db",
             &dbs[i],
         ];
-        children.push(member(&args, i as u32, &[], Some(&lines[i])));
-        std::thread::sleep(Duration::from_millis(400));
+        // One after another: each is waiting for the start before the next is started.
+        let mut m = member(&args, i as u32, &[], Some(&lines[i]));
+        until_stderr_line(&mut m, "for the run's start");
+        children.push(m);
     }
     for c in children {
         ok(&c.wait_with_output().unwrap());
@@ -270,8 +275,8 @@ fn members_that_cannot_take_part_are_refused_with_exit_12() {
 
     // An index twice: the second is turned away, the run goes on with the first.
     let twice = run("twice", "2", &["--barrier-timeout", "30s"]);
-    let first = member(&refs(&twice), 0, &[], None);
-    std::thread::sleep(Duration::from_millis(500));
+    let mut first = member(&refs(&twice), 0, &[], None);
+    until_stderr_line(&mut first, "is at the barrier");
     let again = member(&refs(&twice), 0, &[], None).wait_with_output().unwrap();
     assert_eq!(again.status.code(), Some(12));
     assert!(stderr(&again).contains("is already there"), "{}", stderr(&again));
@@ -356,14 +361,11 @@ fn members_that_cannot_take_part_are_refused_with_exit_12() {
             "--no-save",
         ];
         let mut m = member(&waiting, 0, &[], None);
-        let mut err = std::io::BufReader::new(m.stderr.take().unwrap());
-        let mut line = String::new();
-        std::io::BufRead::read_line(&mut err, &mut line).unwrap();
-        assert!(line.contains("waits") && line.contains("for the run's start"), "{line}");
+        let line = until_stderr_line(&mut m, "for the run's start");
+        assert!(line.contains("waits"), "{line}");
         Command::new("kill").args([signal, &m.id().to_string()]).status().unwrap();
         let out = m.wait_with_output().unwrap();
-        let mut rest = String::new();
-        std::io::Read::read_to_string(&mut err, &mut rest).unwrap();
+        let rest = stderr(&out);
         assert_eq!(out.status.code(), Some(130), "{signal}: {rest}");
         assert!(rest.contains("interrupted") && rest.contains("measured nothing"), "{rest}");
         assert!(out.stdout.is_empty(), "{signal}: a report was printed");
@@ -421,15 +423,24 @@ fn members_keep_their_reports_when_the_database_stops_mid_run() {
         "2",
         "--run-id",
         "kept",
+        "-f",
+        "json-stream",
+        "-i",
+        "0.5",
         "--db",
         &db,
         "--start-lead",
         "500ms",
     ];
     let env = [("XDG_DATA_HOME", data)];
-    let a = member(&args, 0, &env, None);
+    let mut a = member(&args, 0, &env, None);
     let b = member(&args, 1, &env, None);
-    std::thread::sleep(Duration::from_millis(2000));
+    // The database goes away once the run is measuring: after member 0's first interval.
+    let mut events = BufReader::new(a.stdout.take().unwrap()).lines();
+    let first_interval =
+        events.by_ref().map(Result::unwrap).find(|l| l.contains(r#""event":"interval""#));
+    assert!(first_interval.is_some(), "member 0 ended before its first interval");
+    std::thread::spawn(move || for _ in events {});
     pg.stop_server();
     let mut kept = Vec::new();
     for out in [a.wait_with_output().unwrap(), b.wait_with_output().unwrap()] {

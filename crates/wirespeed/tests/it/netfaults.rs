@@ -6,9 +6,7 @@
 //! connections and requests it swallowed time out, each counted once; every run ends by its
 //! time limit with exit 0, and the server is left with no test open.
 
-use crate::common::hosts;
-
-use std::io::{Read, Write};
+use std::io::{BufRead, BufReader, Read, Write};
 use std::net::TcpStream;
 use std::process::Stdio;
 use std::time::{Duration, Instant};
@@ -18,6 +16,8 @@ use wirespeed_model::path::Conditions;
 use wirespeed_netlab::Lab;
 
 use hosts::*;
+
+use crate::common::hosts;
 
 /// The server's metrics address, inside the server host.
 const METRICS: &str = "127.0.0.1:9100";
@@ -94,39 +94,43 @@ fn link_up(lab: &Lab) -> (u64, u64) {
     (dropped[0], dropped[1])
 }
 
-/// Runs `wirespeed KIND SERVER ARGS -f json` from the client host while the link goes down for
-/// two seconds, two seconds in; its report, and the UDP datagrams dropped meanwhile (client,
-/// server).
+/// Runs `wirespeed KIND SERVER ARGS` from the client host while the link goes down for two
+/// seconds, from the test's first measured interval on; its report, and the UDP datagrams
+/// dropped meanwhile (client, server).
 fn through_an_outage(lab: &Lab, kind: &str, args: &[&str]) -> (Value, (u64, u64)) {
     let server = lab.host("server").unwrap().address.to_string();
     let target = match kind {
         "http" => format!("http://{server}:{HTTP_PORT}/"),
         _ => server,
     };
-    let child = lab
+    let mut child = lab
         .host("client")
         .unwrap()
         .namespace
         .command("timeout")
         .args(["-s", "KILL", "60", BIN, kind, &target])
         .args(args)
-        .args(["-f", "json", "--no-save"])
+        .args(["-f", "json-stream", "--no-save"])
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_secs(2));
+    let mut events = BufReader::new(child.stdout.take().unwrap())
+        .lines()
+        .map(|l| serde_json::from_str::<Value>(&l.unwrap()).expect("a JSON event per line"));
+    let measuring =
+        events.by_ref().any(|e| e["event"] == "interval" && e["data"]["omitted"] != true);
     link_down(lab);
-    std::thread::sleep(Duration::from_secs(2));
+    std::thread::sleep(Duration::from_secs(2)); // the outage itself
     let dropped = link_up(lab);
+    let end = events.last();
     let out = child.wait_with_output().unwrap();
-    assert_eq!(
-        out.status.code(),
-        Some(0),
-        "{kind} {args:?} outlives the outage: {}",
-        String::from_utf8_lossy(&out.stderr)
-    );
-    (serde_json::from_slice(&out.stdout).unwrap(), dropped)
+    let why = String::from_utf8_lossy(&out.stderr);
+    assert!(measuring, "{kind} {args:?} ended before its first measured interval: {why}");
+    assert_eq!(out.status.code(), Some(0), "{kind} {args:?} outlives the outage: {why}");
+    let end = end.expect("an end event");
+    assert_eq!(end["event"], "end", "the last event is the report");
+    (end["data"].clone(), dropped)
 }
 
 /// The value of the metric `name` (summed over its labels) the server serves.

@@ -10,8 +10,6 @@
 //! On this project's machines the kernel has no netem, so delays go through the user-space
 //! delay line; the conditions, not the mechanism, are what is checked.
 
-use crate::common::goresponsiveness;
-use crate::common::hosts;
 use wirespeed_testkit::skip;
 
 use std::sync::Mutex;
@@ -22,6 +20,9 @@ use wirespeed_netlab::kernel::Abilities;
 use wirespeed_netlab::Lab;
 
 use hosts::*;
+
+use crate::common::goresponsiveness;
+use crate::common::hosts;
 
 /// One measurement at a time: two rate-limited streams at once would share the two cores.
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());

@@ -5,12 +5,10 @@
 //! saving into the package's state directory, then purged without a trace), and the Docker
 //! image built and started where a container engine runs.
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
 use std::process::{Command, Output, Stdio};
 
-use common::{debian, BIN};
+use crate::common::{self, debian, BIN};
 
 fn run(program: &str, args: &[&str]) -> Output {
     Command::new(program).args(args).output().unwrap_or_else(|e| panic!("{program}: {e}"))

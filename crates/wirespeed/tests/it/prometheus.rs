@@ -3,15 +3,13 @@
 //! PromQL; `export --format openmetrics` checked by promtool and pushed through Debian's
 //! Pushgateway.
 
-use crate::common;
-
 use std::io::{Read, Write};
 use std::net::TcpStream;
 use std::process::{Child, Command, Stdio};
 use std::time::{Duration, Instant};
 
-use common::web::web;
-use common::{client, debian, free_port, server, BIN};
+use crate::common::web::web;
+use crate::common::{client, debian, free_port, server, BIN};
 
 /// A peer process, killed and reaped when dropped.
 struct Peer(Child);

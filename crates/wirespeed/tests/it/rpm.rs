@@ -5,14 +5,13 @@
 //! goes on serving; and Cloudflare's mach, a responsiveness client that is not ours, measuring
 //! the same server.
 
-use crate::common;
-
+use std::io::{BufRead, BufReader};
 use std::process::Command;
-use std::time::Duration;
 
-use common::client;
-use common::web::web;
 use serde_json::Value;
+
+use crate::common::web::web;
+use crate::common::{self, client};
 
 const BIN: &str = env!("CARGO_BIN_EXE_wirespeed");
 
@@ -175,12 +174,15 @@ fn a_client_killed_mid_test_leaves_the_server_serving() {
     let w = web(&["--no-save"]);
     let url = format!("http://127.0.0.1:{}/", w.port);
     let mut first = Command::new(BIN)
-        .args(["rpm", &url, "--no-save", "-t", "10", "-i", "0.2"])
-        .stdout(std::process::Stdio::null())
+        .args(["rpm", &url, "--no-save", "-t", "10", "-i", "0.2", "-f", "json-stream"])
+        .stdout(std::process::Stdio::piped())
         .stderr(std::process::Stdio::null())
         .spawn()
         .unwrap();
-    std::thread::sleep(Duration::from_millis(1500));
+    // Killed mid-test: once its first interval is out, its connections are loaded.
+    let events = BufReader::new(first.stdout.take().unwrap()).lines();
+    let under_way = events.map(Result::unwrap).any(|l| l.contains(r#""event":"interval""#));
+    assert!(under_way, "the first client ended before its first interval");
     first.kill().unwrap();
     first.wait().unwrap();
     let mut args = vec!["rpm", &url, "--stability", "50%", "--no-save", "-f", "json"];

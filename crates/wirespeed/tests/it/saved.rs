@@ -2,11 +2,9 @@
 //! `export`, `compare`, `rm` and `retention` on the database they were saved in, charts that
 //! must parse, and databases that must be refused without being touched.
 
-use crate::common;
-
 use std::path::Path;
 
-use common::{client, server};
+use crate::common::{self, client, server};
 
 fn ok(out: &std::process::Output) -> String {
     assert_eq!(out.status.code(), Some(0), "stderr: {}", String::from_utf8_lossy(&out.stderr));

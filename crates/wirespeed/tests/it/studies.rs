@@ -2,11 +2,9 @@
 //! template and the kept data it names (so no page carries a figure its data do not hold, and
 //! a page edited by hand fails), and every scenario a page runs is in examples/ and expands.
 
-use crate::common;
-
 use std::path::{Path, PathBuf};
 
-use common::client;
+use crate::common::client;
 
 fn studies() -> PathBuf {
     Path::new(env!("CARGO_MANIFEST_DIR")).join("../../docs/studies")

@@ -4,7 +4,6 @@
 //! targets files in both of vegeta's formats, the requests `vegeta attack -targets` sends, as a
 //! recording server on loopback reads them.
 
-use crate::common;
 use wirespeed_testkit::skip;
 
 use std::io::Write;
@@ -12,8 +11,9 @@ use std::process::{Command, Stdio};
 use std::sync::atomic::{AtomicBool, Ordering};
 use std::sync::{Arc, Mutex};
 
-use common::{client, free_port, server};
 use serde_json::Value;
+
+use crate::common::{client, free_port, server};
 
 /// Runs `vegeta ARGS` with `input` on its stdin; its stdout.
 fn vegeta(args: &[&str], input: &[u8]) -> String {

@@ -4,8 +4,7 @@
 //! floods — refused cleanly with the server still serving others.
 
 use crate::common;
-
-use common::web::{web, Web};
+use crate::common::web::{web, Web};
 
 const ME: [u8; 4] = [127, 0, 0, 1];
 

@@ -5,12 +5,10 @@
 //! latency under load the page measured, shown, saved and graded; and the page on a
 //! phone-sized screen in dark mode.
 
-use crate::common;
-
 use std::path::Path;
 use std::process::Command;
 
-use common::web::web;
+use crate::common::web::web;
 
 /// Runs the page at `url` through `tests/browser/speedtest.mjs`; returns what it printed.
 fn run_page(url: &str, shots: &Path) -> serde_json::Value {
@@ -61,7 +59,10 @@ fn a_full_test_in_chromium_is_saved_and_listed() {
         }
         let ping = page["ping"].as_f64().unwrap();
         assert!(ping > 0.0 && ping < 1000.0, "{family} ping {ping}");
-        assert!(page["jitter"].as_f64().unwrap() >= 0.0);
+        // Jitter (the mean change between successive pings) is at most their spread: under a
+        // second on loopback, and never negative.
+        let jitter = page["jitter"].as_f64().unwrap();
+        assert!((0.0..1000.0).contains(&jitter), "{family} jitter {jitter}");
         // Round trips under each load, each measured and shown, graded against the ping.
         let (lat_down, lat_up) = (page["latDown"].as_f64(), page["latUp"].as_f64());
         for lat in [lat_down, lat_up] {
@@ -81,10 +82,13 @@ fn a_full_test_in_chromium_is_saved_and_listed() {
         let saved_dl = r.download_bps.unwrap() / 1e6;
         assert!((shown_dl - saved_dl).abs() <= saved_dl * 0.01 + 0.01, "{shown_dl} vs {saved_dl}");
         assert_eq!(r.network, if family == "IPv4" { "127.0.0.0/24" } else { "::/56" });
-        // The latencies saved are those shown (the page rounds to 0.1 ms), with their grade.
+        // The ping, jitter and latencies saved are those shown (the page rounds to 0.1 ms), with
+        // the latencies' grade.
         let shown = |saved: Option<f64>, shown: Option<f64>| {
             (saved.unwrap() - shown.unwrap()).abs() <= 0.051
         };
+        assert!(shown(r.ping_ms, Some(ping)), "{r:?} vs ping {ping}");
+        assert!(shown(r.jitter_ms, Some(jitter)), "{r:?} vs jitter {jitter}");
         assert!(shown(r.latency_down_ms, lat_down), "{r:?} vs {lat_down:?}");
         assert!(shown(r.latency_up_ms, lat_up), "{r:?} vs {lat_up:?}");
         assert_eq!(r.latency_grade.as_deref(), Some(grade));

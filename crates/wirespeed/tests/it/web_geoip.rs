@@ -3,12 +3,11 @@
 //! libmaxminddb's `mmdblookup`, so they are real MaxMind DB files), merged field by field. The
 //! visitors are documentation addresses forwarded by a trusted proxy on loopback.
 
-use crate::common;
-
 use std::process::Command;
 
-use common::mmdb::{self, Value};
-use common::web::web;
+use crate::common;
+use crate::common::mmdb::{self, Value};
+use crate::common::web::web;
 
 fn ipinfo_db() -> Vec<u8> {
     mmdb::write(
