@@ -438,7 +438,7 @@ fn members_keep_their_reports_when_the_database_stops_mid_run() {
     // The database goes away once the run is measuring: after member 0's first interval.
     let mut events = BufReader::new(a.stdout.take().unwrap()).lines();
     let first_interval =
-        events.by_ref().map(Result::unwrap).find(|l| l.contains(r#""event":"interval""#));
+        events.by_ref().map(Result::unwrap).find(|l| l.contains(r#""event":"http_interval""#));
     assert!(first_interval.is_some(), "member 0 ended before its first interval");
     std::thread::spawn(move || for _ in events {});
     pg.stop_server();

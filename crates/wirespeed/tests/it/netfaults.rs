@@ -118,8 +118,12 @@ fn through_an_outage(lab: &Lab, kind: &str, args: &[&str]) -> (Value, (u64, u64)
     let mut events = BufReader::new(child.stdout.take().unwrap())
         .lines()
         .map(|l| serde_json::from_str::<Value>(&l.unwrap()).expect("a JSON event per line"));
-    let measuring =
-        events.by_ref().any(|e| e["event"] == "interval" && e["data"]["omitted"] != true);
+    // Each kind names its interval event (`interval`, `latency_interval`, `http_interval`, …).
+    let measured = |e: &Value| {
+        e["event"].as_str().is_some_and(|name| name.ends_with("interval"))
+            && e["data"]["omitted"] != true
+    };
+    let measuring = events.by_ref().any(|e| measured(&e));
     link_down(lab);
     std::thread::sleep(Duration::from_secs(2)); // the outage itself
     let dropped = link_up(lab);

@@ -181,7 +181,7 @@ fn a_client_killed_mid_test_leaves_the_server_serving() {
         .unwrap();
     // Killed mid-test: once its first interval is out, its connections are loaded.
     let events = BufReader::new(first.stdout.take().unwrap()).lines();
-    let under_way = events.map(Result::unwrap).any(|l| l.contains(r#""event":"interval""#));
+    let under_way = events.map(Result::unwrap).any(|l| l.contains(r#""event":"rpm_interval""#));
     assert!(under_way, "the first client ended before its first interval");
     first.kill().unwrap();
     first.wait().unwrap();
