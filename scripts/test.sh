@@ -6,6 +6,19 @@ cd "$(dirname "$0")/.."
 # Programs cargo installs below (librespeed-cli, rathole) are looked up on PATH by the tests.
 export PATH="${CARGO_HOME:-$HOME/.cargo}/bin:$PATH"
 
+# Each step's wall time, printed when the script ends (passing or not), so a slow run says
+# where its time went.
+step_name="checking what is installed"
+step_started=$SECONDS
+step_times=()
+step() {
+  step_times+=("$(printf '%6d s  %s' $((SECONDS - step_started)) "$step_name")")
+  step_name=$1
+  step_started=$SECONDS
+  step "$1"
+}
+trap 'step "end"; printf "%s\n" "== wall time per step" "${step_times[@]}" "$(printf "%6d s  in all" $SECONDS)"' EXIT
+
 need_apt=()
 command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
@@ -66,7 +79,7 @@ command -v rathole >/dev/null 2>&1 || {
   [ -e /usr/include/openssl/ssl.h ] || need_apt+=(libssl-dev)
 }
 if [ ${#need_apt[@]} -gt 0 ]; then
-  echo "== installing ${need_apt[*]}"
+  step "installing ${need_apt[*]}"
   export DEBIAN_FRONTEND=noninteractive
   # The DNS servers' packages would start system services on port 53: the tests start
   # their own, so keep the packages from starting anything while they install.
@@ -82,50 +95,50 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 # librespeed-cli: the real LibreSpeed command-line client the web speed test is checked with.
 if ! command -v librespeed-cli >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/librespeed-cli" ]; then
-  echo "== installing librespeed-cli"
+  step "installing librespeed-cli"
   cargo install librespeed-cli --locked --quiet
 fi
 # rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
 # 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
 if ! command -v rathole >/dev/null 2>&1; then
-  echo "== installing rathole"
+  step "installing rathole"
   cargo install rathole --version 0.5.0 --quiet
 fi
 # Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
 # web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
 # defaults reach Cloudflare).
 if ! command -v mach >/dev/null 2>&1; then
-  echo "== installing mach (cf-mach)"
+  step "installing mach (cf-mach)"
   cargo install cf-mach --version 0.4.0 --quiet
 fi
 # Python's hdrhistogram: an HdrHistogram library that is not ours, to check merged members'
 # histograms exact against every raw sample.
 if ! python3 -c 'import hdrh.histogram' >/dev/null 2>&1; then
-  echo "== installing the hdrhistogram Python package"
+  step "installing the hdrhistogram Python package"
   python3 -m pip install --quiet --disable-pip-version-check hdrhistogram==0.10.8
 fi
 # kubernetes-validate (with PyYAML): checks `wirespeed k8s job`'s manifests offline against
 # Kubernetes' own schemas (no cluster runs here).
 if ! command -v kubernetes-validate >/dev/null 2>&1; then
-  echo "== installing kubernetes-validate"
+  step "installing kubernetes-validate"
   python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
 fi
 # ansible-core: a study written as a playbook (`bench --ansible`) is run with Ansible itself
 # against the tests' ssh hosts.
 if ! command -v ansible-playbook >/dev/null 2>&1; then
-  echo "== installing ansible-core"
+  step "installing ansible-core"
   python3 -m pip install --quiet --disable-pip-version-check ansible-core==2.17.14
 fi
 # cargo-nextest: runs the test binaries side by side, and the example studies alone
 # (.config/nextest.toml), so a busy machine does not decide their checks.
 if ! command -v cargo-nextest >/dev/null 2>&1; then
-  echo "== installing cargo-nextest"
+  step "installing cargo-nextest"
   cargo install cargo-nextest --locked --quiet
 fi
 # playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
 browser_tests=crates/wirespeed/tests/browser
 if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then
-  echo "== installing playwright-core"
+  step "installing playwright-core"
   (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
 fi
 # The Go programs the studies measure (gost, frp, vegeta, CoreDNS, dnsproxy), built from the
@@ -134,6 +147,7 @@ if ! command -v go >/dev/null 2>&1; then
   echo "scripts/test.sh: go is needed to build the studies' programs (scripts/peers.sh)" >&2
   exit 1
 fi
+step "the Go peers (scripts/peers.sh) and the toolchains"
 peers_bin=$(scripts/peers.sh | tail -1)
 export PATH="$peers_bin:$PATH"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
@@ -152,16 +166,18 @@ fi
 # A test whose peer or privilege is missing fails here instead of skipping.
 export WIRESPEED_REQUIRE_PEERS=1
 
-echo "== cargo fmt --check"
+step "cargo fmt --check"
 cargo fmt --all -- --check
-echo "== cargo clippy"
+step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
-echo "== cargo doc"
+step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
-echo "== build at rust-version $msrv"
+step "build at rust-version $msrv"
 CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --all-targets --locked --quiet
-echo "== fuzz targets compile"
+step "fuzz targets compile"
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --quiet
-echo "== tests"
+step "building the tests"
+cargo test --workspace --locked --no-run --quiet
+step "tests"
 # The crates have no doc tests (nextest would not run them).
 cargo nextest run --workspace --locked --no-fail-fast
