@@ -15,7 +15,7 @@ step() {
   step_times+=("$(printf '%6d s  %s' $((SECONDS - step_started)) "$step_name")")
   step_name=$1
   step_started=$SECONDS
-  step "$1"
+  echo "== $1"
 }
 trap 'step "end"; printf "%s\n" "== wall time per step" "${step_times[@]}" "$(printf "%6d s  in all" $SECONDS)"' EXIT
 
