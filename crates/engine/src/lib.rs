@@ -2,8 +2,11 @@
 //! test kind. It takes validated specs and options, emits [`wirespeed_model::Event`]s while a
 //! test runs, and returns a [`wirespeed_model::Report`]. It never formats text for people.
 //!
-//! - [`kinds`]: one folder per test kind (bandwidth, latency, cps, ping, trace, http, dns),
-//!   each its client and, where it has one, its server half.
+//! - [`kinds`]: one folder per test kind (bandwidth, latency, cps, ping, trace, http, dns,
+//!   rpm), each its client and, where it has one, its server half. rpm's server half is
+//!   `wirespeed web`'s responsiveness endpoints (`wirespeed_web::responsiveness`): plain HTTP
+//!   on the web server's listener, limits and per-visitor budgets, which the browser test's
+//!   loaded latency uses too.
 //! - [`server`]: the multi-client `wirespeed server`: listeners, first-byte routing, admission
 //!   and limits, and the control conversation every kind with a server half shares.
 //! - [`net`]: sockets, the control connection's framing and handshake, data streams, TLS, ICMP.

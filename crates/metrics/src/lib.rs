@@ -14,7 +14,8 @@ use std::sync::Arc;
 use prometheus::{Encoder, IntGauge, IntGaugeVec, Opts, Registry, TextEncoder};
 
 pub use server::{
-    ConnectionRecord, RefusalReason, ServerMetrics, TestOutcome, TestRecord, KINDS, PROTOCOL_ERRORS,
+    ConnectionRecord, RefusalReason, ServerMetrics, ServerTest, TestOutcome, TestRecord,
+    PROTOCOL_ERRORS,
 };
 pub use web::{WebMetrics, BUDGETS, UNSAVED};
 
@@ -100,7 +101,7 @@ mod tests {
     #[test]
     fn a_finished_test_is_counted_once_with_its_duration() {
         let m = Metrics::new("0");
-        let record = m.server.begin("latency");
+        let record = m.server.begin(ServerTest::Latency);
         assert!(m.render().contains("wirespeed_tests_active{kind=\"latency\"} 1"));
         record.end(TestOutcome::Completed);
         let text = m.render();
@@ -112,7 +113,7 @@ mod tests {
     #[test]
     fn a_refused_test_counts_as_refused_not_as_run() {
         let m = Metrics::new("0");
-        m.server.begin("cps").end(TestOutcome::Refused(RefusalReason::Busy));
+        m.server.begin(ServerTest::Cps).end(TestOutcome::Refused(RefusalReason::Busy));
         let text = m.render();
         assert!(text.contains("wirespeed_tests_refused_total{kind=\"cps\",reason=\"busy\"} 1"));
         assert!(text.contains("wirespeed_test_duration_seconds_count{kind=\"cps\"} 0"), "{text}");
@@ -122,7 +123,7 @@ mod tests {
     #[test]
     fn a_record_dropped_unfinished_is_an_aborted_test() {
         let m = Metrics::new("0");
-        drop(m.server.begin("bandwidth"));
+        drop(m.server.begin(ServerTest::Bandwidth));
         let text = m.render();
         assert!(text.contains("wirespeed_tests_total{kind=\"bandwidth\",outcome=\"aborted\"} 1"));
         assert!(text.contains("wirespeed_tests_active{kind=\"bandwidth\"} 0"));

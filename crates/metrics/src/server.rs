@@ -9,9 +9,23 @@ use prometheus::{
     HistogramOpts, HistogramVec, IntCounter, IntCounterVec, IntGauge, IntGaugeVec, Opts,
 };
 
-/// The kinds a server half runs, each a `kind` label from the start; `unknown` is a client
-/// refused before it named its test.
-pub const KINDS: [&str; 5] = ["bandwidth", "latency", "cps", "iperf3", "unknown"];
+wirespeed_model::named! {
+    /// The `kind` label of a test on the server, each with its series from the start: the
+    /// kinds with a server half (the engine's dispatch names which, one arm per kind), a test
+    /// an iperf3 client started, and a client refused before it named a test it could run.
+    pub enum ServerTest {
+        /// A bandwidth test's server half.
+        Bandwidth = "bandwidth",
+        /// A latency test's.
+        Latency = "latency",
+        /// A connections/s test's.
+        Cps = "cps",
+        /// An iperf3 client's test.
+        Iperf3 = "iperf3",
+        /// Refused before it named a test this server runs.
+        Unknown = "unknown",
+    }
+}
 
 /// Why connections on the test port were dropped before a test began, each a `reason` label
 /// of `wirespeed_protocol_errors_total` from the start.
@@ -38,39 +52,20 @@ pub enum TestOutcome {
     Refused(RefusalReason),
 }
 
-/// Why a test was refused (the control protocol's refusal codes, and iperf3's).
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub enum RefusalReason {
-    /// `--max-tests` were running.
-    Busy,
-    /// The spec broke a rule or a server limit (duration, bitrate).
-    Limit,
-    /// The token was missing or wrong.
-    Auth,
-    /// The client's address is not in `--allow`.
-    NotAllowed,
-    /// The client speaks another protocol version.
-    Version,
-}
-
-impl RefusalReason {
-    const ALL: [RefusalReason; 5] = [
-        RefusalReason::Busy,
-        RefusalReason::Limit,
-        RefusalReason::Auth,
-        RefusalReason::NotAllowed,
-        RefusalReason::Version,
-    ];
-
-    /// The `reason` label.
-    pub fn label(self) -> &'static str {
-        match self {
-            RefusalReason::Busy => "busy",
-            RefusalReason::Limit => "limit",
-            RefusalReason::Auth => "auth",
-            RefusalReason::NotAllowed => "not_allowed",
-            RefusalReason::Version => "version",
-        }
+wirespeed_model::named! {
+    /// Why a test was refused (the control protocol's refusal codes, and iperf3's): the
+    /// `reason` label.
+    pub enum RefusalReason {
+        /// `--max-tests` were running.
+        Busy = "busy",
+        /// The spec broke a rule or a server limit (duration, bitrate).
+        Limit = "limit",
+        /// The token was missing or wrong.
+        Auth = "auth",
+        /// The client's address is not in `--allow`.
+        NotAllowed = "not_allowed",
+        /// The client speaks another protocol version.
+        Version = "version",
     }
 }
 
@@ -140,12 +135,12 @@ impl ServerMetrics {
                 &["reason"],
             ),
         };
-        for kind in KINDS {
+        for kind in ServerTest::ALL.iter().map(|k| k.name()) {
             for outcome in ["completed", "aborted"] {
                 m.tests.with_label_values(&[kind, outcome]);
             }
             for reason in RefusalReason::ALL {
-                m.refused.with_label_values(&[kind, reason.label()]);
+                m.refused.with_label_values(&[kind, reason.name()]);
             }
             m.active.with_label_values(&[kind]);
             m.duration.with_label_values(&[kind]);
@@ -174,16 +169,16 @@ impl ServerMetrics {
 
     /// A test of `kind` has asked to start: it counts as active until its record ends (or is
     /// dropped, which counts it as aborted).
-    pub fn begin(&self, kind: &'static str) -> TestRecord {
-        self.active.with_label_values(&[kind]).inc();
+    pub fn begin(&self, kind: ServerTest) -> TestRecord {
+        self.active.with_label_values(&[kind.name()]).inc();
         TestRecord { metrics: self.clone(), kind, began: Instant::now(), ended: false }
     }
 
     /// The counters of `kind`'s bytes (received, sent), to add to as a test moves data.
-    pub fn transfer(&self, kind: &'static str) -> (IntCounter, IntCounter) {
+    pub fn transfer(&self, kind: ServerTest) -> (IntCounter, IntCounter) {
         (
-            self.bytes.with_label_values(&[kind, "received"]),
-            self.bytes.with_label_values(&[kind, "sent"]),
+            self.bytes.with_label_values(&[kind.name(), "received"]),
+            self.bytes.with_label_values(&[kind.name(), "sent"]),
         )
     }
 
@@ -204,7 +199,7 @@ impl ServerMetrics {
 #[derive(Debug)]
 pub struct TestRecord {
     metrics: ServerMetrics,
-    kind: &'static str,
+    kind: ServerTest,
     began: Instant,
     ended: bool,
 }
@@ -217,9 +212,9 @@ impl TestRecord {
 
     /// The test's kind turned out to be another (an iperf3 client's parameters name its test
     /// only after it connected).
-    pub fn set_kind(&mut self, kind: &'static str) {
-        self.metrics.active.with_label_values(&[self.kind]).dec();
-        self.metrics.active.with_label_values(&[kind]).inc();
+    pub fn set_kind(&mut self, kind: ServerTest) {
+        self.metrics.active.with_label_values(&[self.kind.name()]).dec();
+        self.metrics.active.with_label_values(&[kind.name()]).inc();
         self.kind = kind;
     }
 
@@ -228,17 +223,16 @@ impl TestRecord {
             return;
         }
         let m = &self.metrics;
-        m.active.with_label_values(&[self.kind]).dec();
+        let kind = self.kind.name();
+        m.active.with_label_values(&[kind]).dec();
         match outcome {
             TestOutcome::Refused(reason) => {
-                m.refused.with_label_values(&[self.kind, reason.label()]).inc();
+                m.refused.with_label_values(&[kind, reason.name()]).inc();
             }
             TestOutcome::Completed | TestOutcome::Aborted => {
                 let label = if outcome == TestOutcome::Completed { "completed" } else { "aborted" };
-                m.tests.with_label_values(&[self.kind, label]).inc();
-                m.duration
-                    .with_label_values(&[self.kind])
-                    .observe(self.began.elapsed().as_secs_f64());
+                m.tests.with_label_values(&[kind, label]).inc();
+                m.duration.with_label_values(&[kind]).observe(self.began.elapsed().as_secs_f64());
             }
         }
     }

@@ -140,7 +140,9 @@ pub fn compare(runs: &[&Report], options: &CompareOptions) -> Result<Comparison,
         baseline,
         others,
         spec_differences: spec_differences(runs),
-        diagnosis_differences: crate::diagnosis::differences(runs),
+        diagnosis_differences: crate::diagnosis::differences(
+            &runs.iter().map(|r| r.meta.diagnosis.as_ref()).collect::<Vec<_>>(),
+        ),
     })
 }
 

@@ -10,7 +10,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::report::Report;
+use crate::kind::KindReport;
 
 /// A thread busier than this share of the time it was watched had a core to itself and
 /// wanted more.
@@ -221,17 +221,13 @@ pub struct RunShape {
 }
 
 impl RunShape {
-    /// The shape of `report`'s run.
-    pub fn of(report: &Report) -> Self {
-        let kind = report.body.as_kind();
+    /// The shape of a run from its report (`report.body.as_kind()`) and the report's notes.
+    pub fn of(kind: &dyn KindReport, notes: &[String]) -> Self {
         let spec = kind.spec();
         let interval_ns = spec.interval_ns();
         // A run cut short by the user or by a failure has fewer intervals than planned.
-        let interrupted = report
-            .meta
-            .notes
-            .iter()
-            .any(|n| n.starts_with("interrupted") || n.starts_with("aborted"));
+        let interrupted =
+            notes.iter().any(|n| n.starts_with("interrupted") || n.starts_with("aborted"));
         let intervals_planned = match (spec.planned_ns(), interval_ns) {
             (Some(p), Some(i)) if i > 0 && !interrupted => Some(p / i),
             _ => None,
@@ -477,16 +473,12 @@ fn millis(ns: u64) -> String {
 /// The findings of each run that the others do not share, by code: what `compare` warns of,
 /// since two runs limited by different things measure different things. Empty when every
 /// run's findings name the same limits (runs without a diagnosis count as having none).
-pub fn differences(runs: &[&Report]) -> Vec<Vec<FindingCode>> {
+pub fn differences(runs: &[Option<&Diagnosis>]) -> Vec<Vec<FindingCode>> {
     let codes: Vec<Vec<FindingCode>> = runs
         .iter()
-        .map(|r| {
-            let mut c: Vec<FindingCode> = r
-                .meta
-                .diagnosis
-                .as_ref()
-                .map(|d| d.findings.iter().map(|f| f.code).collect())
-                .unwrap_or_default();
+        .map(|d| {
+            let mut c: Vec<FindingCode> =
+                d.map(|d| d.findings.iter().map(|f| f.code).collect()).unwrap_or_default();
             c.sort();
             c.dedup();
             c

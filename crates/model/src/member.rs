@@ -1,8 +1,8 @@
 //! Runs made by several processes at once — members — whose results merge into one: which
-//! member a process is ([`Member`]), the share of the run's load it takes ([`TestSpec::share`],
-//! a [`Stripe`] of the open model's schedule), and what its report carries so that the merge is
-//! exact and honest ([`MemberRecord`]: the whole run's spec, its host, the start it was given
-//! and the one it achieved, and how good its clock was).
+//! member a process is ([`Member`]), the share of the run's load it takes (each kind's
+//! `ShareRun`, asked by [`TestSpec::share`](crate::spec::TestSpec::share); a [`Stripe`] of
+//! the open model's schedule), how its start was agreed and how good its clock was. What its
+//! report carries for the merge is in [`crate::provenance`].
 //!
 //! Splitting follows one rule: the members together do what one process asked for the whole
 //! run would have done. Connections, streams, sockets and counts are divided, the remainder
@@ -11,7 +11,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use crate::spec::TestSpec;
+use crate::kind::KindSpec;
 
 /// Which member of a run a process is.
 #[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -95,88 +95,57 @@ impl Stripe {
 #[error("{0}")]
 pub struct ShareError(pub String);
 
-impl TestSpec {
-    /// The part of this run that `member` does (see the module's rule). Refused when a member
-    /// would be left with nothing to do (fewer connections than members) or for a kind that
-    /// measures a path rather than making load.
-    pub fn share(&self, member: &Member) -> Result<TestSpec, ShareError> {
-        let n = member.members;
-        if n == 1 {
-            return Ok(self.clone());
+/// What a kind does to split its run between members: one impl per kind (`crate::kinds`),
+/// asked by [`TestSpec::share`](crate::spec::TestSpec::share) through one line per kind. A
+/// kind that measures a path rather than making load keeps the default, which refuses.
+pub(crate) trait ShareRun: KindSpec + Sized {
+    /// The part of this run that `member` (one of two or more) does.
+    fn share(&self, member: &Member) -> Result<Self, ShareError> {
+        let _ = member;
+        Err(ShareError(format!(
+            "a {} measures a path, not load: it does not run as a member",
+            self.kind()
+        )))
+    }
+}
+
+impl Member {
+    /// Its part of `total` connections, streams or clients, which every member needs one of
+    /// at least: refused, naming the `flag` to raise, when there are fewer than members.
+    pub(crate) fn part_of_each(
+        &self,
+        what: &str,
+        flag: &str,
+        total: u16,
+    ) -> Result<u16, ShareError> {
+        if u32::from(total) < self.members {
+            return Err(ShareError(format!(
+                "{total} {what} cannot be shared by {} members: give at least {} ({flag})",
+                self.members, self.members
+            )));
         }
-        let part16 = |what: &str, flag: &str, total: u16| -> Result<u16, ShareError> {
-            if u32::from(total) < n {
-                return Err(ShareError(format!(
-                    "{total} {what} cannot be shared by {n} members: give at least {n} ({flag})"
-                )));
-            }
-            Ok(member.part(u64::from(total)) as u16)
-        };
-        let count = |c: Option<u64>| -> Result<Option<u64>, ShareError> {
-            match c {
-                Some(c) if c < u64::from(n) => Err(ShareError(format!(
-                    "a count of {c} cannot be shared by {n} members: give at least {n}"
-                ))),
-                other => Ok(other.map(|c| member.part(c))),
-            }
-        };
-        let per = |r: f64| r / f64::from(n);
-        Ok(match self {
-            TestSpec::Bandwidth(s) => {
-                let mut s = s.clone();
-                s.parallel = part16("streams", "-P", s.parallel)?;
-                s.bytes = count(s.bytes)?;
-                TestSpec::Bandwidth(s)
-            }
-            TestSpec::Latency(s) => {
-                let mut s = s.clone();
-                s.parallel = part16("connections", "-P", s.parallel)?;
-                s.count = count(s.count)?;
-                TestSpec::Latency(s)
-            }
-            TestSpec::Cps(s) => {
-                let mut s = s.clone();
-                s.parallel = part16("connections in flight", "-P", s.parallel)?;
-                s.threads = s.threads.min(s.parallel).max(1);
-                s.count = count(s.count)?;
-                TestSpec::Cps(s)
-            }
-            TestSpec::Http(s) => {
-                let mut s = s.as_ref().clone();
-                if s.is_open() {
-                    s.rates = s.rates.iter().map(|&r| per(r)).collect();
-                    s.max_connections = member.part(u64::from(s.max_connections)).max(1) as u16;
-                    s.connections = member.part(u64::from(s.connections)).max(1) as u16;
-                } else {
-                    s.connections = part16("connections", "-c", s.connections)?;
-                }
-                s.threads = s.threads.min(s.connections.max(s.max_connections)).max(1);
-                s.count = count(s.count)?;
-                TestSpec::Http(Box::new(s))
-            }
-            TestSpec::Dns(s) => {
-                let mut s = s.as_ref().clone();
-                if s.duration_ns.is_none() {
-                    return Err(ShareError(
-                        "a DNS run shared by members needs a time limit (-l): each member would \
-                         otherwise send the whole datafile"
-                            .into(),
-                    ));
-                }
-                s.clients = part16("clients", "-c", s.clients)?;
-                s.threads = s.threads.min(s.clients).max(1);
-                s.max_outstanding = member.part(u64::from(s.max_outstanding)).max(1) as u32;
-                s.rate = s.rate.map(per);
-                s.max_qps = s.max_qps.map(per);
-                TestSpec::Dns(Box::new(s))
-            }
-            TestSpec::Ping(_) | TestSpec::Trace(_) | TestSpec::Rpm(_) => {
-                return Err(ShareError(format!(
-                    "a {} measures a path, not load: it does not run as a member",
-                    self.kind()
-                )))
-            }
-        })
+        Ok(self.part(u64::from(total)) as u16)
+    }
+
+    /// Its part of a count limit (`-n`), which every member needs one of at least.
+    pub(crate) fn part_of_count(&self, count: Option<u64>) -> Result<Option<u64>, ShareError> {
+        match count {
+            Some(c) if c < u64::from(self.members) => Err(ShareError(format!(
+                "a count of {c} cannot be shared by {} members: give at least {}",
+                self.members, self.members
+            ))),
+            other => Ok(other.map(|c| self.part(c))),
+        }
+    }
+
+    /// Its part of a rate: an equal share.
+    pub(crate) fn part_of_rate(&self, rate: f64) -> f64 {
+        rate / f64::from(self.members.max(1))
+    }
+
+    /// Its part of a limit that may be smaller than the members: at least one.
+    pub(crate) fn part_at_least_one(&self, total: u64) -> u64 {
+        self.part(total).max(1)
     }
 }
 
@@ -212,31 +181,10 @@ pub struct ClockQuality {
     pub judged_error_ns: u64,
 }
 
-/// What a member's report carries about the run it belongs to.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct MemberRecord {
-    /// Which member.
-    #[serde(flatten)]
-    pub member: Member,
-    /// The whole run's spec, the same in every member's report; the report's own spec is this
-    /// member's share of it.
-    pub run_spec: TestSpec,
-    /// The host (or pod) it ran on.
-    pub host: String,
-    /// How the start was agreed.
-    pub start_method: StartMethod,
-    /// The start every member was given, nanoseconds since the Unix epoch (on the reference
-    /// clock: this host's for `--start-at`, the database's for a barrier, converted).
-    pub planned_start_unix_ns: u64,
-    /// When this member's load actually began, on its own clock, nanoseconds since the epoch.
-    pub achieved_start_unix_ns: u64,
-    /// How far this member's clock could be trusted.
-    pub clock: ClockQuality,
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
+    use crate::spec::TestSpec;
 
     fn member(index: u32, members: u32) -> Member {
         Member { run_id: "r".into(), index, members }

@@ -6,37 +6,24 @@
 //! A merge refuses what would be wrong in silence: reports of different runs or specs,
 //! histograms of other settings, an index twice, and (unless allowed, then flagged) a run with
 //! members missing. Each kind merges its own report ([`crate::kinds`]); this module checks the
-//! set, adds histograms, and writes down what was merged ([`MergeRecord`]).
+//! set, asks the kind (its `MergeRuns`, one line per kind) and
+//! writes down what was merged ([`MergeRecord`]).
 
 use std::collections::BTreeMap;
 
-use serde::{Deserialize, Serialize};
-
-use crate::histogram::{EncodedHistograms, HistogramError, LatencyStats, RttHistogram};
-use crate::report::{Report, ReportBody};
-
-/// What a merged report was made of.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-pub struct MergeRecord {
-    /// The run.
-    pub run_id: String,
-    /// How many members the run had.
-    pub members: u32,
-    /// The members merged, by index.
-    pub merged: Vec<u32>,
-    /// The members missing, by index (only with `--allow-partial`).
-    pub missing: Vec<u32>,
-    /// True when members were missing: the figures are those of the members present.
-    pub partial: bool,
-    /// Each merged member's host, in index order.
-    pub hosts: Vec<String>,
-    /// The start every member was given, nanoseconds since the Unix epoch.
-    pub planned_start_unix_ns: u64,
-    /// Latest achieved start minus the earliest, nanoseconds: how far apart the members began.
-    pub start_skew_ns: u64,
-    /// Latest achieved start minus the planned one, nanoseconds (negative: early).
-    pub latest_start_late_ns: i64,
-}
+use crate::histogram::{EncodedHistograms, HistogramError, RttHistogram};
+use crate::kinds::bandwidth::BandwidthReport;
+use crate::kinds::cps::CpsReport;
+use crate::kinds::dns::DnsReport;
+use crate::kinds::http::HttpReport;
+use crate::kinds::latency::LatencyReport;
+use crate::kinds::ping::PingReport;
+use crate::kinds::rpm::RpmReport;
+use crate::kinds::trace::TraceReport;
+use crate::merge_parts::{check_samples, MergeRuns, Part};
+use crate::provenance::{MemberRecord, MergeRecord};
+use crate::report::{BodyVariant, Report, ReportBody};
+use crate::spec::TestSpec;
 
 /// Why reports could not be merged.
 #[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
@@ -101,161 +88,6 @@ pub enum MergeError {
     },
 }
 
-/// One member's report as a kind's merge sees it.
-#[derive(Debug, Clone, Copy)]
-pub struct Part<'a, R> {
-    /// The kind's report.
-    pub report: &'a R,
-    /// Its histograms (for the kinds that keep them).
-    pub histograms: &'a EncodedHistograms,
-}
-
-/// What a member's report counts, to check against the histograms it kept: each interval's
-/// span, whether it was the warm-up, and the samples it counts; the summary's duration and
-/// samples. Each kind that keeps histograms says this of its report.
-#[derive(Debug, Clone, Default)]
-pub(crate) struct Samples {
-    /// `(start_ns, end_ns, warm-up, samples)` of each interval.
-    pub intervals: Vec<(u64, u64, bool, u64)>,
-    /// The summary's measured time.
-    pub duration_ns: u64,
-    /// The summary's samples.
-    pub count: u64,
-}
-
-/// Whether a member's `samples` add up with its `histograms`: an interval histogram for each
-/// interval holding that interval's samples, a total holding the summary's, and a duration
-/// its measured intervals cover. An edited `received` merged to "1003001 round trips" over
-/// histograms holding 6004 samples; a member without interval histograms showed one member's
-/// rate under a two-member summary; a duration ×1000 merged to "2/s".
-fn check_samples(samples: &Samples, histograms: &EncodedHistograms) -> Result<(), String> {
-    // A sample taken as an interval closes can land in one interval's count and the next one's
-    // histogram (the two are read a moment apart, thread by thread): a few either way, and a
-    // hundredth for the busiest, is a boundary, not an edit.
-    let agree = |count: u64, held: u64| count.abs_diff(held) <= held.max(count) / 100 + 8;
-    let (ivs, kept) = (&samples.intervals, &histograms.intervals);
-    if kept.len() != ivs.len() {
-        return Err(format!(
-            "it has {} intervals but keeps {} interval histograms",
-            ivs.len(),
-            kept.len()
-        ));
-    }
-    for (k, ((_, _, _, count), text)) in ivs.iter().zip(kept).enumerate() {
-        let held = RttHistogram::decode(text).map_err(|e| e.to_string())?.len();
-        if !agree(*count, held) {
-            return Err(format!("interval {k} counts {count} samples, its histogram holds {held}"));
-        }
-    }
-    let total = histograms.get("total").map_err(|e| e.to_string())?.map_or(0, |h| h.len());
-    if !agree(samples.count, total) {
-        return Err(format!(
-            "its summary counts {} samples, its histograms hold {total}",
-            samples.count
-        ));
-    }
-    let measured: Vec<_> = ivs.iter().filter(|iv| !iv.2).collect();
-    if let (Some(first), Some(last)) = (measured.first(), measured.last()) {
-        let span = last.1.saturating_sub(first.0);
-        let slack = (span / 10).max(500_000_000);
-        if samples.duration_ns.abs_diff(span) > slack {
-            return Err(format!(
-                "its summary says it measured {:.3} s, its intervals cover {:.3} s",
-                samples.duration_ns as f64 / 1e9,
-                span as f64 / 1e9
-            ));
-        }
-    }
-    Ok(())
-}
-
-/// The sum of every part's histogram `name`; `None` when no part kept one.
-pub(crate) fn sum_named<R>(
-    parts: &[Part<'_, R>],
-    name: &str,
-) -> Result<Option<RttHistogram>, HistogramError> {
-    let mut sum: Option<RttHistogram> = None;
-    for p in parts {
-        if let Some(h) = p.histograms.get(name)? {
-            sum.get_or_insert_with(RttHistogram::default).add(&h);
-        }
-    }
-    Ok(sum)
-}
-
-/// The sum of every part's interval `k` histogram.
-pub(crate) fn sum_interval<R>(
-    parts: &[Part<'_, R>],
-    k: usize,
-) -> Result<RttHistogram, HistogramError> {
-    let mut sum = RttHistogram::default();
-    for p in parts {
-        if let Some(text) = p.histograms.intervals.get(k) {
-            sum.add(&RttHistogram::decode(text)?);
-        }
-    }
-    Ok(sum)
-}
-
-/// The merged run's intervals: for every index any member reached, `make` is given that
-/// interval of the first member that has it (its span and flags), every member's interval of
-/// that index, and the index.
-pub(crate) fn each_interval<R, I, T, E>(
-    parts: &[Part<'_, R>],
-    intervals_of: fn(&R) -> &[I],
-    mut make: impl FnMut(&I, &[&I], usize) -> Result<T, E>,
-) -> Result<Vec<T>, E> {
-    let count = parts.iter().map(|p| intervals_of(p.report).len()).max().unwrap_or(0);
-    (0..count)
-        .map(|k| {
-            let of_k: Vec<&I> =
-                parts.iter().filter_map(|p| intervals_of(p.report).get(k)).collect();
-            // k is below the longest member's count, so one member at least has it.
-            make(of_k[0], &of_k, k)
-        })
-        .collect()
-}
-
-/// Statistics of a summed histogram (empty when there is none).
-pub(crate) fn stats_of(h: &Option<RttHistogram>) -> LatencyStats {
-    h.as_ref().map(RttHistogram::stats).unwrap_or_default()
-}
-
-/// `count` per second over `ns`.
-pub(crate) fn per_second(count: u64, ns: u64) -> f64 {
-    if ns == 0 {
-        0.0
-    } else {
-        count as f64 * 1e9 / ns as f64
-    }
-}
-
-/// Adds `more` into `into`, key by key.
-pub(crate) fn add_counts(into: &mut BTreeMap<String, u64>, more: &BTreeMap<String, u64>) {
-    for (k, v) in more {
-        *into.entry(k.clone()).or_default() += v;
-    }
-}
-
-/// The merged histograms to keep in a merged report: the sums of every name and interval.
-pub(crate) fn merged_histograms<R>(
-    parts: &[Part<'_, R>],
-    intervals: usize,
-) -> Result<EncodedHistograms, HistogramError> {
-    let mut out = EncodedHistograms::new();
-    let names: std::collections::BTreeSet<&String> =
-        parts.iter().flat_map(|p| p.histograms.named.keys()).collect();
-    for name in names {
-        if let Some(h) = sum_named(parts, name)? {
-            out.keep(name, &h);
-        }
-    }
-    for k in 0..intervals {
-        out.intervals.push(sum_interval(parts, k)?.encode());
-    }
-    Ok(out)
-}
-
 /// Merges `reports` (each named by where it came from, for messages) into one report of the
 /// whole run. Refuses a partial run unless `allow_partial`.
 pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report, MergeError> {
@@ -264,8 +96,7 @@ pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report
         r.meta.member.clone().ok_or_else(|| MergeError::NotAMember(name.clone()))
     };
     let base = record_of(&reports[0])?;
-    let mut by_index: BTreeMap<u32, (&String, &Report, crate::member::MemberRecord)> =
-        BTreeMap::new();
+    let mut by_index: BTreeMap<u32, (&String, &Report, MemberRecord)> = BTreeMap::new();
     for entry in reports {
         let rec = record_of(entry)?;
         let (name, report) = entry;
@@ -320,30 +151,15 @@ pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report
     if !missing.is_empty() && !allow_partial {
         return Err(MergeError::Partial { run_id: base.member.run_id.clone(), members, missing });
     }
-    let ordered: Vec<&(&String, &Report, crate::member::MemberRecord)> =
-        by_index.values().collect();
+    let ordered: Vec<&(&String, &Report, MemberRecord)> = by_index.values().collect();
     let empty = EncodedHistograms::new();
     let hists: Vec<&EncodedHistograms> =
         ordered.iter().map(|(_, r, _)| r.meta.histograms.as_ref().unwrap_or(&empty)).collect();
-    let fail =
-        |e: HistogramError| MergeError::Histogram { source_name: "merging".into(), error: e };
-    // Every histogram is read once up front, so a damaged one is named; then every count is
-    // checked against the histograms that must hold it.
-    for (i, (name, report, _)) in ordered.iter().enumerate() {
+    // Every histogram is read once up front, so a damaged one is named.
+    for (i, (name, _, _)) in ordered.iter().enumerate() {
         for text in hists[i].named.values().chain(&hists[i].intervals) {
             RttHistogram::decode(text)
                 .map_err(|error| MergeError::Histogram { source_name: (*name).clone(), error })?;
-        }
-        let samples = match &report.body {
-            ReportBody::Http(r) => Some(crate::kinds::http::samples(r)),
-            ReportBody::Dns(r) => Some(crate::kinds::dns::samples(r)),
-            ReportBody::Cps(r) => Some(crate::kinds::cps::samples(r)),
-            ReportBody::Latency(r) => Some(crate::kinds::latency::samples(r)),
-            _ => None,
-        };
-        if let (Some(samples), Some(_)) = (samples, report.meta.histograms.as_ref()) {
-            check_samples(&samples, hists[i])
-                .map_err(|why| MergeError::Inconsistent { source_name: (*name).clone(), why })?;
         }
     }
     // Members are started together (a barrier, or one --start-at): ones that began further
@@ -363,54 +179,20 @@ pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report
             allowed_ms: allowed / 1_000_000,
         });
     }
-    macro_rules! parts {
-        ($variant:ident) => {
-            ordered
-                .iter()
-                .zip(&hists)
-                .map(|((_, r, _), h)| match &r.body {
-                    ReportBody::$variant(k) => Part { report: k, histograms: h },
-                    _ => unreachable!("kinds checked equal above"),
-                })
-                .collect::<Vec<_>>()
-        };
-    }
-    let (body, histograms) = match (&first.body, &base.run_spec) {
-        (ReportBody::Http(_), crate::TestSpec::Http(spec)) => {
-            let parts = parts!(Http);
-            let merged = crate::kinds::http::merge(&parts, spec).map_err(fail)?;
-            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
-            (ReportBody::Http(merged), Some(h))
-        }
-        (ReportBody::Dns(_), crate::TestSpec::Dns(spec)) => {
-            let parts = parts!(Dns);
-            let merged = crate::kinds::dns::merge(&parts, spec).map_err(fail)?;
-            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
-            (ReportBody::Dns(merged), Some(h))
-        }
-        (ReportBody::Cps(_), crate::TestSpec::Cps(spec)) => {
-            let parts = parts!(Cps);
-            let merged = crate::kinds::cps::merge(&parts, spec).map_err(fail)?;
-            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
-            (ReportBody::Cps(merged), Some(h))
-        }
-        (ReportBody::Latency(_), crate::TestSpec::Latency(spec)) => {
-            let parts = parts!(Latency);
-            let merged = crate::kinds::latency::merge(&parts, spec).map_err(fail)?;
-            let h = merged_histograms(&parts, merged.intervals.len()).map_err(fail)?;
-            (ReportBody::Latency(merged), Some(h))
-        }
-        (ReportBody::Bandwidth(_), crate::TestSpec::Bandwidth(spec)) => {
-            let parts = parts!(Bandwidth);
-            (ReportBody::Bandwidth(crate::kinds::bandwidth::merge(&parts, spec)), None)
-        }
-        (body, spec) => {
-            return Err(MergeError::Mismatch(format!(
-                "a {} report cannot be merged (its run's spec is a {})",
-                ReportBody::kind_name(body),
-                spec.kind()
-            )))
-        }
+    let parts: Vec<MemberPart<'_>> = ordered
+        .iter()
+        .zip(&hists)
+        .map(|((name, report, _), histograms)| MemberPart { name, report, histograms })
+        .collect();
+    let (body, histograms) = match &base.run_spec {
+        TestSpec::Bandwidth(spec) => merge_kind::<BandwidthReport>(spec, &parts)?,
+        TestSpec::Latency(spec) => merge_kind::<LatencyReport>(spec, &parts)?,
+        TestSpec::Cps(spec) => merge_kind::<CpsReport>(spec, &parts)?,
+        TestSpec::Ping(spec) => merge_kind::<PingReport>(spec, &parts)?,
+        TestSpec::Trace(spec) => merge_kind::<TraceReport>(spec, &parts)?,
+        TestSpec::Http(spec) => merge_kind::<HttpReport>(spec, &parts)?,
+        TestSpec::Dns(spec) => merge_kind::<DnsReport>(spec, &parts)?,
+        TestSpec::Rpm(spec) => merge_kind::<RpmReport>(spec, &parts)?,
     };
     let achieved: Vec<u64> = ordered.iter().map(|(_, _, m)| m.achieved_start_unix_ns).collect();
     let earliest = achieved.iter().copied().min().unwrap_or(0);
@@ -462,8 +244,47 @@ pub fn merge(reports: &[(String, Report)], allow_partial: bool) -> Result<Report
     Ok(Report { body, meta })
 }
 
+/// One member's report, where it came from, and its histograms (empty when it kept none).
+struct MemberPart<'a> {
+    name: &'a String,
+    report: &'a Report,
+    histograms: &'a EncodedHistograms,
+}
+
+/// The members' reports of a run of kind `R` merged by the kind ([`MergeRuns`]): each report
+/// downcast once, its counts checked against the histograms that must hold them.
+fn merge_kind<R: MergeRuns + BodyVariant>(
+    spec: &R::Spec,
+    members: &[MemberPart<'_>],
+) -> Result<(ReportBody, Option<EncodedHistograms>), MergeError> {
+    let mut parts = Vec::with_capacity(members.len());
+    for m in members {
+        let report = R::of_body(&m.report.body).ok_or_else(|| {
+            MergeError::Mismatch(format!(
+                "{} is a {} report, not of its run's kind",
+                m.name,
+                m.report.kind()
+            ))
+        })?;
+        if let (Some(samples), Some(_)) = (report.samples(), m.report.meta.histograms.as_ref()) {
+            check_samples(&samples, m.histograms)
+                .map_err(|why| MergeError::Inconsistent { source_name: m.name.clone(), why })?;
+        }
+        parts.push(Part { report, histograms: m.histograms });
+    }
+    let fail =
+        |e: HistogramError| MergeError::Histogram { source_name: "merging".into(), error: e };
+    let merged = R::merge(&parts, spec).map_err(fail)?.ok_or_else(|| {
+        let kind = members[0].report.kind();
+        MergeError::Mismatch(format!(
+            "a {kind} report cannot be merged: a {kind} measures a path, not load"
+        ))
+    })?;
+    Ok((merged.report.into_body(), merged.histograms))
+}
+
 /// The first field in which two specs differ, for a message.
-fn spec_difference(a: &crate::TestSpec, b: &crate::TestSpec) -> String {
+fn spec_difference(a: &TestSpec, b: &TestSpec) -> String {
     let (a, b) =
         (serde_json::to_value(a).unwrap_or_default(), serde_json::to_value(b).unwrap_or_default());
     match (a.as_object(), b.as_object()) {
@@ -479,18 +300,12 @@ fn spec_difference(a: &crate::TestSpec, b: &crate::TestSpec) -> String {
     }
 }
 
-impl ReportBody {
-    /// The kind's name, for messages.
-    pub(crate) fn kind_name(&self) -> &'static str {
-        self.as_kind().spec().kind().name()
-    }
-}
-
 #[cfg(test)]
 mod tests {
     use super::*;
     use crate::kinds::latency::{LatencyInterval, LatencyReport, LatencySpec, LatencySummary};
-    use crate::member::{ClockQuality, Member, MemberRecord, StartMethod};
+    use crate::member::{ClockQuality, Member, StartMethod};
+    use crate::provenance::MemberRecord;
     use crate::report::Meta;
     use crate::rules::Protocol;
     use crate::TestSpec;

@@ -116,6 +116,9 @@ pub struct RunSeries {
     pub rate: Vec<Series>,
     /// Latency percentiles per interval, nanoseconds.
     pub latency: Vec<Series>,
+    /// The points are single probes at their send times, not interval ends (a ping's): a table
+    /// of intervals has nothing to show.
+    pub per_probe: bool,
 }
 
 pub(crate) fn metric(key: &'static str, label: &'static str, unit: Unit, better: Better) -> Metric {
@@ -190,6 +193,7 @@ pub(crate) fn load_series<'a>(
             points.clone().map(|(t, r, _)| (t, r)),
         )],
         latency: percentile_lines(points.map(|(t, _, s)| (t, s))),
+        per_probe: false,
     }
 }
 

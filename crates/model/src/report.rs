@@ -74,6 +74,43 @@ impl ReportBody {
     }
 }
 
+/// A kind's report type as its variant of [`ReportBody`]: generic code over one kind (merging
+/// its members, say) downcasts a body once through this instead of matching every kind.
+pub trait BodyVariant: Sized {
+    /// The report, when `body` is of this kind.
+    fn of_body(body: &ReportBody) -> Option<&Self>;
+    /// The report as a body.
+    fn into_body(self) -> ReportBody;
+}
+
+/// [`BodyVariant`] for each kind's report, from the one list of variants.
+macro_rules! body_variants {
+    ($($variant:ident($report:ty),)*) => {$(
+        impl BodyVariant for $report {
+            fn of_body(body: &ReportBody) -> Option<&Self> {
+                match body {
+                    ReportBody::$variant(r) => Some(r),
+                    _ => None,
+                }
+            }
+            fn into_body(self) -> ReportBody {
+                ReportBody::$variant(self)
+            }
+        }
+    )*};
+}
+
+body_variants! {
+    Bandwidth(BandwidthReport),
+    Latency(crate::kinds::latency::LatencyReport),
+    Cps(crate::kinds::cps::CpsReport),
+    Ping(crate::kinds::ping::PingReport),
+    Trace(crate::kinds::trace::TraceReport),
+    Http(crate::kinds::http::HttpReport),
+    Dns(crate::kinds::dns::DnsReport),
+    Rpm(crate::kinds::rpm::RpmReport),
+}
+
 impl Report {
     /// The JSON Schema of a report as `--format json` writes it and the store keeps it,
     /// generated from these types (published as `docs/report.schema.json`).
@@ -151,14 +188,14 @@ pub struct Meta {
     pub notes: Vec<String>,
     /// The run this report is one member's part of (`--members`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub member: Option<crate::member::MemberRecord>,
+    pub member: Option<crate::provenance::MemberRecord>,
     /// The latency histograms in HdrHistogram's own encoding, for an exact merge with other
     /// members' (kept for member runs of the kinds that measure latency).
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub histograms: Option<crate::histogram::EncodedHistograms>,
     /// Reports merged into this one (`wirespeed merge`).
     #[serde(default, skip_serializing_if = "Option::is_none")]
-    pub merged: Option<crate::merge::MergeRecord>,
+    pub merged: Option<crate::provenance::MergeRecord>,
     /// The emulated links the test ran over (a study on netns hosts): each direction's
     /// conditions, what carried them and what they dropped.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]

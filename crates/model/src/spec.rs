@@ -5,6 +5,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::kind::{Kind, KindSpec};
 use crate::kinds::bandwidth::BandwidthSpec;
+use crate::member::{Member, ShareError, ShareRun};
 
 /// One variant per test kind.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
@@ -26,6 +27,27 @@ pub enum TestSpec {
     Dns(Box<crate::kinds::dns::DnsSpec>),
     /// Responsiveness under working conditions (RPM) against an HTTP/2 server.
     Rpm(Box<crate::kinds::rpm::RpmSpec>),
+}
+
+impl TestSpec {
+    /// The part of this run that `member` does (the rule: [`crate::member`]). Refused when a
+    /// member would be left with nothing to do (fewer connections than members) or for a kind
+    /// that measures a path rather than making load. Each kind shares its own (`ShareRun`).
+    pub fn share(&self, member: &Member) -> Result<TestSpec, ShareError> {
+        if member.members == 1 {
+            return Ok(self.clone());
+        }
+        Ok(match self {
+            TestSpec::Bandwidth(s) => TestSpec::Bandwidth(s.share(member)?),
+            TestSpec::Latency(s) => TestSpec::Latency(s.share(member)?),
+            TestSpec::Cps(s) => TestSpec::Cps(s.share(member)?),
+            TestSpec::Ping(s) => TestSpec::Ping(s.share(member)?),
+            TestSpec::Trace(s) => TestSpec::Trace(s.share(member)?),
+            TestSpec::Http(s) => TestSpec::Http(Box::new(s.share(member)?)),
+            TestSpec::Dns(s) => TestSpec::Dns(Box::new(s.share(member)?)),
+            TestSpec::Rpm(s) => TestSpec::Rpm(Box::new(s.share(member)?)),
+        })
+    }
 }
 
 impl TestSpec {

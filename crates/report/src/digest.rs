@@ -84,7 +84,7 @@ pub fn key_figures(report: &Report) -> Table {
 pub fn intervals(report: &Report) -> Option<Table> {
     let s = report.series();
     let lines: Vec<_> = s.rate.iter().chain(&s.latency).filter(|l| !l.points.is_empty()).collect();
-    if lines.is_empty() || matches!(report.body, wirespeed_model::ReportBody::Ping(_)) {
+    if lines.is_empty() || s.per_probe {
         return None;
     }
     // Keyed by the interval's end in ms, so lines that skip an interval stay aligned.

@@ -44,7 +44,7 @@ pub fn runs(runs: &[(&Report, RunLabel)]) -> String {
                 continue;
             }
             let (name, unit, scale) = family_name(m.key, m.unit);
-            let help = format!("{} of saved runs, {}.", m.label, in_words(&name, unit));
+            let help = format!("{} of saved runs, {}.", m.label, in_words(m.unit));
             add(format!("wirespeed_run_{name}"), help, unit, &labels, m.value * scale);
         }
     }
@@ -75,13 +75,16 @@ fn run_labels(report: &Report, label: &RunLabel) -> String {
     pairs.iter().map(|(k, v)| format!("{k}=\"{}\"", escape(v, true))).collect::<Vec<_>>().join(",")
 }
 
-/// What a family's values count, for its help text.
-fn in_words(name: &str, unit: Option<&'static str>) -> String {
+/// What a family's values count, for its help text: the base unit its name ends in, or what
+/// the figure counts.
+fn in_words(unit: Unit) -> &'static str {
     match unit {
-        Some(u) => u.replace('_', " "),
-        None if name.ends_with("_per_second") => "per second".into(),
-        None if name.ends_with("rpm") => "round trips per minute".into(),
-        None => "a count".into(),
+        Unit::Nanos => "seconds",
+        Unit::BitsPerSecond => "bytes per second",
+        Unit::Ratio => "ratio",
+        Unit::PerSecond(_) => "per second",
+        Unit::Rpm => "round trips per minute",
+        Unit::Count => "a count",
     }
 }
 

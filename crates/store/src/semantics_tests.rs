@@ -468,7 +468,7 @@ fn older_merges_are_marked_by_the_upgrade(pg: &TestPostgres) {
 /// A report merged from member run `run_id` (two members).
 pub(crate) fn merged_report(run_id: &str, value: f64) -> wirespeed_model::Report {
     let mut r = report(1, value);
-    r.meta.merged = Some(wirespeed_model::merge::MergeRecord {
+    r.meta.merged = Some(wirespeed_model::provenance::MergeRecord {
         run_id: run_id.into(),
         members: 2,
         merged: vec![0, 1],

@@ -2,7 +2,7 @@
 //! so a test can have real routers between it and its target (for `trace`) or its own
 //! sysctls (for ping socket permissions) without touching the host's network. A test that
 //! cannot make namespaces (not root, or a kernel that refuses) fails under CI and is skipped
-//! elsewhere ([`skip`]).
+//! elsewhere ([`skip`](crate::skip)).
 
 use std::process::{Command, Output};
 

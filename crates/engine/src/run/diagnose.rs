@@ -105,7 +105,7 @@ impl Watch {
             a.parse::<std::net::SocketAddr>().map(|a| a.ip()).or_else(|_| a.parse::<IpAddr>()).ok()
         });
         let mut d = self.measured(server_threads, exhausted, far_end);
-        d.judge(&RunShape::of(report));
+        d.judge(&RunShape::of(report.body.as_kind(), &report.meta.notes));
         d
     }
 

@@ -5,6 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
+use wirespeed_metrics::ServerTest;
 use wirespeed_model::spec::TestSpec;
 use wirespeed_proto::control::{RefuseCode, ServerState};
 
@@ -19,6 +20,21 @@ pub(super) fn hooks() -> Vec<Arc<dyn ServerHook>> {
         Arc::new(cps::server::EmptyConnections::default()),
         Arc::new(bandwidth::iperf3_server::Iperf3Hook::default()),
     ]
+}
+
+/// The metrics' `kind` label of the test `spec` asks for: its kind's server half, or
+/// [`ServerTest::Unknown`] for a kind without one (refused by [`serve_test`]).
+pub(super) fn label(spec: &TestSpec) -> ServerTest {
+    match spec {
+        TestSpec::Bandwidth(_) => ServerTest::Bandwidth,
+        TestSpec::Latency(_) => ServerTest::Latency,
+        TestSpec::Cps(_) => ServerTest::Cps,
+        TestSpec::Ping(_)
+        | TestSpec::Trace(_)
+        | TestSpec::Http(_)
+        | TestSpec::Dns(_)
+        | TestSpec::Rpm(_) => ServerTest::Unknown,
+    }
 }
 
 /// Runs the server half of the test `spec` asks for; each kind validates its own spec and

@@ -5,8 +5,7 @@
 use std::net::SocketAddr;
 use std::sync::Arc;
 
-use wirespeed_metrics::{RefusalReason, TestOutcome, TestRecord, KINDS};
-use wirespeed_model::spec::TestSpec;
+use wirespeed_metrics::{RefusalReason, ServerTest, TestOutcome, TestRecord};
 use wirespeed_proto::auth::{self, NONCE_LEN};
 use wirespeed_proto::codec::to_hex;
 use wirespeed_proto::control::{ClientMessage, RefuseCode, ServerMessage, ServerState};
@@ -36,7 +35,7 @@ pub(crate) async fn serve(mut ctl: Framed, peer: SocketAddr, ctx: Arc<Ctx>) {
     match (record, outcome) {
         (Some(record), outcome) => record.end(outcome),
         (None, TestOutcome::Refused(why)) => {
-            metrics.begin("unknown").end(TestOutcome::Refused(why))
+            metrics.begin(ServerTest::Unknown).end(TestOutcome::Refused(why))
         }
         (None, _) => {}
     }
@@ -61,12 +60,6 @@ fn reason(code: RefuseCode) -> RefusalReason {
         RefuseCode::Limit => RefusalReason::Limit,
         RefuseCode::Version => RefusalReason::Version,
     }
-}
-
-/// The `kind` label of a test a client asks for (kinds without a server half are refused).
-fn kind_label(spec: &TestSpec) -> &'static str {
-    let name = spec.kind().name();
-    KINDS.iter().find(|k| **k == name).copied().unwrap_or("unknown")
 }
 
 /// The conversation; `record` holds the test once the client has named it.
@@ -105,7 +98,7 @@ async fn conversation(
     else {
         unreachable!("the state machine only lets start through second")
     };
-    *record = Some(cfg.metrics.server.begin(kind_label(&spec)));
+    *record = Some(cfg.metrics.server.begin(dispatch::label(&spec)));
     if let Some(token) = &cfg.token {
         let ok = auth.as_deref().is_some_and(|proof| auth::verify(token, &nonce, proof));
         if !ok {

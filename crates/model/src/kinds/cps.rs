@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::{Member, ShareError, ShareRun};
 use crate::metrics::{
     latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
     RunSeries, Unit,
@@ -295,6 +296,18 @@ impl KindSpec for CpsSpec {
     }
 }
 
+/// A connections/s run's members each keep their part of the connections in flight (with no
+/// more threads than those) and make their part of a count.
+impl ShareRun for CpsSpec {
+    fn share(&self, member: &Member) -> Result<Self, ShareError> {
+        let mut s = self.clone();
+        s.parallel = member.part_of_each("connections in flight", "-P", s.parallel)?;
+        s.threads = s.threads.min(s.parallel).max(1);
+        s.count = member.part_of_count(s.count)?;
+        Ok(s)
+    }
+}
+
 impl KindReport for CpsReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -339,13 +352,30 @@ impl KindReport for CpsReport {
     }
 }
 
+impl crate::merge_parts::MergeRuns for CpsReport {
+    type Spec = CpsSpec;
+
+    fn samples(&self) -> Option<crate::merge_parts::Samples> {
+        Some(samples(self))
+    }
+
+    fn merge(
+        parts: &[crate::merge_parts::Part<'_, Self>],
+        spec: &CpsSpec,
+    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
+        let report = merge(parts, spec)?;
+        let histograms = crate::merge_parts::merged_histograms(parts, report.intervals.len())?;
+        Ok(Some(crate::merge_parts::Merged { report, histograms: Some(histograms) }))
+    }
+}
+
 /// The members' reports of one connections-per-second run merged (see [`crate::merge`]):
 /// attempts, connections and failures summed, rates over the longest member's time, connect
 /// times from the summed histograms.
 /// What a merge checks against a member's histograms: connections made, with a connect time
 /// each.
-pub(crate) fn samples(r: &CpsReport) -> crate::merge::Samples {
-    crate::merge::Samples {
+fn samples(r: &CpsReport) -> crate::merge_parts::Samples {
+    crate::merge_parts::Samples {
         intervals: r
             .intervals
             .iter()
@@ -356,11 +386,11 @@ pub(crate) fn samples(r: &CpsReport) -> crate::merge::Samples {
     }
 }
 
-pub(crate) fn merge(
-    parts: &[crate::merge::Part<'_, CpsReport>],
+fn merge(
+    parts: &[crate::merge_parts::Part<'_, CpsReport>],
     spec: &CpsSpec,
 ) -> Result<CpsReport, crate::histogram::HistogramError> {
-    use crate::merge::{each_interval, per_second, stats_of, sum_interval, sum_named};
+    use crate::merge_parts::{each_interval, per_second, stats_of, sum_interval, sum_named};
     let add_failures = |all: &mut FailureCounts, more: &FailureCounts| {
         for c in ConnectFailure::ALL {
             *all.slot(c) += more.get(c);

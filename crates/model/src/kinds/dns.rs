@@ -10,6 +10,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::{Member, ShareError, ShareRun};
 use crate::metrics::{
     latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
     RunSeries, Unit,
@@ -424,6 +425,27 @@ impl KindSpec for DnsSpec {
     }
 }
 
+/// A DNS run's members each run their part of the clients (with no more threads than those)
+/// and of the queries outstanding, at their part of a rate, for the run's time limit.
+impl ShareRun for DnsSpec {
+    fn share(&self, member: &Member) -> Result<Self, ShareError> {
+        if self.duration_ns.is_none() {
+            return Err(ShareError(
+                "a DNS run shared by members needs a time limit (-l): each member would \
+                 otherwise send the whole datafile"
+                    .into(),
+            ));
+        }
+        let mut s = self.clone();
+        s.clients = member.part_of_each("clients", "-c", s.clients)?;
+        s.threads = s.threads.min(s.clients).max(1);
+        s.max_outstanding = member.part_at_least_one(u64::from(s.max_outstanding)) as u32;
+        s.rate = s.rate.map(|r| member.part_of_rate(r));
+        s.max_qps = s.max_qps.map(|r| member.part_of_rate(r));
+        Ok(s)
+    }
+}
+
 impl KindReport for DnsReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -468,24 +490,41 @@ impl KindReport for DnsReport {
     }
 }
 
+impl crate::merge_parts::MergeRuns for DnsReport {
+    type Spec = DnsSpec;
+
+    fn samples(&self) -> Option<crate::merge_parts::Samples> {
+        Some(samples(self))
+    }
+
+    fn merge(
+        parts: &[crate::merge_parts::Part<'_, Self>],
+        spec: &DnsSpec,
+    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
+        let report = merge(parts, spec)?;
+        let histograms = crate::merge_parts::merged_histograms(parts, report.intervals.len())?;
+        Ok(Some(crate::merge_parts::Merged { report, histograms: Some(histograms) }))
+    }
+}
+
 /// The members' reports of one DNS run merged (see [`crate::merge`]): counts and bytes summed,
 /// answers per second over the longest member's time, percentiles from the summed histograms
 /// (`total`, and `setup` for connections), and dnsperf's exact moments combined exactly from
 /// each member's count, mean and standard deviation.
 /// What a merge checks against a member's histograms: answers, with a latency each.
-pub(crate) fn samples(r: &DnsReport) -> crate::merge::Samples {
-    crate::merge::Samples {
+fn samples(r: &DnsReport) -> crate::merge_parts::Samples {
+    crate::merge_parts::Samples {
         intervals: r.intervals.iter().map(|i| (i.start_ns, i.end_ns, false, i.completed)).collect(),
         duration_ns: r.summary.duration_ns,
         count: r.summary.completed,
     }
 }
 
-pub(crate) fn merge(
-    parts: &[crate::merge::Part<'_, DnsReport>],
+fn merge(
+    parts: &[crate::merge_parts::Part<'_, DnsReport>],
     spec: &DnsSpec,
 ) -> Result<DnsReport, crate::histogram::HistogramError> {
-    use crate::merge::{each_interval, per_second, stats_of, sum_interval, sum_named};
+    use crate::merge_parts::{each_interval, per_second, stats_of, sum_interval, sum_named};
     let intervals = each_interval(
         parts,
         |r| &r.intervals,

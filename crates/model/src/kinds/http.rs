@@ -8,6 +8,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::{Member, ShareError, ShareRun};
 use crate::metrics::{
     latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
     RunSeries, Unit,
@@ -390,6 +391,25 @@ impl KindSpec for HttpSpec {
     }
 }
 
+/// An HTTP run's members: in the open model each sends its part of every rate (its stripe of the
+/// one schedule) over its part of the connections; in the closed model each holds its part of
+/// the connections. Each sends its part of a count, with no more threads than connections.
+impl ShareRun for HttpSpec {
+    fn share(&self, member: &Member) -> Result<Self, ShareError> {
+        let mut s = self.clone();
+        if s.is_open() {
+            s.rates = s.rates.iter().map(|&r| member.part_of_rate(r)).collect();
+            s.max_connections = member.part_at_least_one(u64::from(s.max_connections)) as u16;
+            s.connections = member.part_at_least_one(u64::from(s.connections)) as u16;
+        } else {
+            s.connections = member.part_of_each("connections", "-c", s.connections)?;
+        }
+        s.threads = s.threads.min(s.connections.max(s.max_connections)).max(1);
+        s.count = member.part_of_count(s.count)?;
+        Ok(s)
+    }
+}
+
 impl KindReport for HttpReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -447,12 +467,29 @@ impl KindReport for HttpReport {
 /// The error cause of a connect that found no free local port (`EADDRNOTAVAIL`).
 pub const PORTS_EXHAUSTED: &str = "local ports exhausted";
 
+impl crate::merge_parts::MergeRuns for HttpReport {
+    type Spec = HttpSpec;
+
+    fn samples(&self) -> Option<crate::merge_parts::Samples> {
+        Some(samples(self))
+    }
+
+    fn merge(
+        parts: &[crate::merge_parts::Part<'_, Self>],
+        spec: &HttpSpec,
+    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
+        let report = merge(parts, spec)?;
+        let histograms = crate::merge_parts::merged_histograms(parts, report.intervals.len())?;
+        Ok(Some(crate::merge_parts::Merged { report, histograms: Some(histograms) }))
+    }
+}
+
 /// The members' reports of one HTTP run merged (see [`crate::merge`]): counts summed, rates
 /// over the longest member's measured time, every latency figure from summed histograms (named
 /// `total`, `connect`, `tls`, `first_byte`, `queue`, and `step{i}.…` for a sweep's steps).
 /// What a merge checks against a member's histograms: responses, with a latency each.
-pub(crate) fn samples(r: &HttpReport) -> crate::merge::Samples {
-    crate::merge::Samples {
+fn samples(r: &HttpReport) -> crate::merge_parts::Samples {
+    crate::merge_parts::Samples {
         intervals: r
             .intervals
             .iter()
@@ -463,11 +500,11 @@ pub(crate) fn samples(r: &HttpReport) -> crate::merge::Samples {
     }
 }
 
-pub(crate) fn merge(
-    parts: &[crate::merge::Part<'_, HttpReport>],
+fn merge(
+    parts: &[crate::merge_parts::Part<'_, HttpReport>],
     spec: &HttpSpec,
 ) -> Result<HttpReport, crate::histogram::HistogramError> {
-    use crate::merge::{each_interval, per_second, sum_interval};
+    use crate::merge_parts::{each_interval, per_second, sum_interval};
     let intervals = each_interval(
         parts,
         |r| &r.intervals,
@@ -514,11 +551,11 @@ pub(crate) fn merge(
 
 /// One summary of every part (the whole run's, or a step's), histograms under `prefix`.
 fn merge_summary(
-    parts: &[crate::merge::Part<'_, HttpReport>],
+    parts: &[crate::merge_parts::Part<'_, HttpReport>],
     pick: impl Fn(&HttpReport) -> Option<&HttpSummary>,
     prefix: &str,
 ) -> Result<HttpSummary, crate::histogram::HistogramError> {
-    use crate::merge::{add_counts, per_second, stats_of, sum_named};
+    use crate::merge_parts::{add_counts, per_second, stats_of, sum_named};
     let all: Vec<&HttpSummary> = parts.iter().filter_map(|p| pick(p.report)).collect();
     let sum = |f: fn(&HttpSummary) -> u64| all.iter().map(|s| f(s)).sum::<u64>();
     let duration_ns = all.iter().map(|s| s.duration_ns).max().unwrap_or(0);

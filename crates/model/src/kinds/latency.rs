@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::{Member, ShareError, ShareRun};
 use crate::metrics::{
     latency_metrics, load_series, metric, non_empty, Better, Events, Metric, Percentiles,
     RunSeries, Unit,
@@ -195,6 +196,17 @@ impl KindSpec for LatencySpec {
     }
 }
 
+/// A latency run's members each hold their part of the connections and send their part of a
+/// count.
+impl ShareRun for LatencySpec {
+    fn share(&self, member: &Member) -> Result<Self, ShareError> {
+        let mut s = self.clone();
+        s.parallel = member.part_of_each("connections", "-P", s.parallel)?;
+        s.count = member.part_of_count(s.count)?;
+        Ok(s)
+    }
+}
+
 impl KindReport for LatencyReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -229,12 +241,29 @@ impl KindReport for LatencyReport {
     }
 }
 
+impl crate::merge_parts::MergeRuns for LatencyReport {
+    type Spec = LatencySpec;
+
+    fn samples(&self) -> Option<crate::merge_parts::Samples> {
+        Some(samples(self))
+    }
+
+    fn merge(
+        parts: &[crate::merge_parts::Part<'_, Self>],
+        spec: &LatencySpec,
+    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
+        let report = merge(parts, spec)?;
+        let histograms = crate::merge_parts::merged_histograms(parts, report.intervals.len())?;
+        Ok(Some(crate::merge_parts::Merged { report, histograms: Some(histograms) }))
+    }
+}
+
 /// The members' reports of one latency run merged (see [`crate::merge`]): messages and losses
 /// summed, rates over the longest member's time, round trips from the summed histograms.
 /// What a merge checks against a member's histograms: round trips an interval counts (its
 /// rate over its span) and the summary's received.
-pub(crate) fn samples(r: &LatencyReport) -> crate::merge::Samples {
-    crate::merge::Samples {
+fn samples(r: &LatencyReport) -> crate::merge_parts::Samples {
+    crate::merge_parts::Samples {
         intervals: r
             .intervals
             .iter()
@@ -249,11 +278,11 @@ pub(crate) fn samples(r: &LatencyReport) -> crate::merge::Samples {
     }
 }
 
-pub(crate) fn merge(
-    parts: &[crate::merge::Part<'_, LatencyReport>],
+fn merge(
+    parts: &[crate::merge_parts::Part<'_, LatencyReport>],
     spec: &LatencySpec,
 ) -> Result<LatencyReport, crate::histogram::HistogramError> {
-    use crate::merge::{each_interval, per_second, stats_of, sum_interval, sum_named};
+    use crate::merge_parts::{each_interval, per_second, stats_of, sum_interval, sum_named};
     let lost_sum = |v: Vec<Option<u64>>| -> Option<u64> {
         v.iter().any(Option::is_some).then(|| v.iter().flatten().sum())
     };

@@ -7,6 +7,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats, MAX_RTT_NS};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::ShareRun;
 use crate::metrics::{metric, non_empty, secs, Better, Metric, RunSeries, Series, Unit};
 use crate::rules::SpecError;
 
@@ -201,6 +202,14 @@ impl KindSpec for PingSpec {
     }
 }
 
+/// A ping measures a path, not load: it does not run as a member.
+impl ShareRun for PingSpec {}
+
+/// Nor does it merge: no member ever ran one.
+impl crate::merge_parts::MergeRuns for PingReport {
+    type Spec = PingSpec;
+}
+
 impl KindReport for PingReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -237,6 +246,7 @@ impl KindReport for PingReport {
         RunSeries {
             rate: Vec::new(),
             latency: vec![Series { label: "round trip".into(), unit: Unit::Nanos, points }],
+            per_probe: true,
         }
     }
 

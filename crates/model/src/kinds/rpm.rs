@@ -9,6 +9,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{HistogramBucket, LatencyStats};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::ShareRun;
 use crate::metrics::{metric, non_empty, secs, Better, Metric, RunSeries, Series, Unit};
 use crate::rules::SpecError;
 
@@ -415,6 +416,15 @@ impl KindSpec for RpmSpec {
     }
 }
 
+/// Responsiveness is one client's view of a path under its own load: it does not run as a
+/// member.
+impl ShareRun for RpmSpec {}
+
+/// Nor does it merge: no member ever ran one.
+impl crate::merge_parts::MergeRuns for RpmReport {
+    type Spec = RpmSpec;
+}
+
 impl KindReport for RpmReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -477,7 +487,7 @@ impl KindReport for RpmReport {
                     .collect(),
             });
         }
-        RunSeries { rate, latency }
+        RunSeries { rate, latency, per_probe: false }
     }
 
     fn histogram(&self) -> Option<&[HistogramBucket]> {

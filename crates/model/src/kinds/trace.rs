@@ -6,6 +6,7 @@ use serde::{Deserialize, Serialize};
 
 use crate::histogram::{LatencyStats, MAX_RTT_NS};
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::ShareRun;
 use crate::metrics::{metric, Better, Metric, RunSeries, Unit};
 use crate::rules::SpecError;
 
@@ -173,6 +174,14 @@ impl KindSpec for TraceSpec {
     fn planned_ns(&self) -> Option<u64> {
         None
     }
+}
+
+/// A trace measures a path, not load: it does not run as a member.
+impl ShareRun for TraceSpec {}
+
+/// Nor does it merge: no member ever ran one.
+impl crate::merge_parts::MergeRuns for TraceReport {
+    type Spec = TraceSpec;
 }
 
 impl KindReport for TraceReport {

@@ -14,7 +14,8 @@ use anyhow::{anyhow, bail, Context, Result};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::Client;
 use wirespeed_engine::MemberRun;
-use wirespeed_model::member::{ClockQuality, Member, MemberRecord, StartMethod};
+use wirespeed_model::member::{ClockQuality, Member, StartMethod};
+use wirespeed_model::provenance::MemberRecord;
 use wirespeed_model::{Event, Report, TestSpec};
 use wirespeed_store::{Location, Store};
 

@@ -73,7 +73,7 @@ fn refused(answer: Answer, reason: RefusalReason, message: impl Into<String>) ->
 /// Serves one iperf3 control connection whose cookie has been read.
 pub(crate) async fn serve(mut ctl: TcpStream, cookie: Cookie, peer: SocketAddr, ctx: Arc<Ctx>) {
     let _ = ctl.set_nodelay(true);
-    let record = ctx.config.metrics.server.begin("iperf3");
+    let record = ctx.config.metrics.server.begin(wirespeed_metrics::ServerTest::Iperf3);
     let ended = conversation(&mut ctl, cookie, peer, &ctx).await;
     record.end(match &ended {
         Ok(()) => TestOutcome::Completed,
@@ -381,7 +381,7 @@ async fn run_test(
     send_state(ctl, State::TestStart).await?;
     send_state(ctl, State::TestRunning).await?;
     let mut at_omit = if spec.omit_ns == 0 { Some(side.zeros()) } else { None };
-    let mut tally = Tally::new(&ctx.config.metrics.server, "iperf3");
+    let mut tally = Tally::new(&ctx.config.metrics.server, wirespeed_metrics::ServerTest::Iperf3);
     let outcome = run_until_end(ctl, ctx, spec, &mut side, &mut at_omit, &mut tally).await;
     // iperf3 ends a test by closing the data connections: what is still in flight is lost, as
     // with iperf3's own server.

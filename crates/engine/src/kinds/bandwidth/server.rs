@@ -184,7 +184,8 @@ async fn run_test(
     let mut side = Side::start(End::Server, &spec, Wire::Wirespeed, quic, sockets)
         .map_err(|e| abort(format!("could not start streams: {e}")))?;
     ctl.send(&ServerMessage::Begin).await?;
-    let mut tally = Tally::new(&ctx.config.metrics.server, "bandwidth");
+    let mut tally =
+        Tally::new(&ctx.config.metrics.server, wirespeed_metrics::ServerTest::Bandwidth);
     let at_omit = tick_until_stop(ctl, state, ctx, &spec, &mut side, &mut tally).await?;
     let results = finish(&mut side, &spec, at_omit).await?;
     tally.catch_up(&results.at_end);

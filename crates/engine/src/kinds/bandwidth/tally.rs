@@ -2,7 +2,7 @@
 //! runs: at each interval boundary and once more at its end, only what is new each time, so a
 //! long test shows in Prometheus as it goes and not as one step when it ends.
 
-use wirespeed_metrics::{IntCounter, ServerMetrics};
+use wirespeed_metrics::{IntCounter, ServerMetrics, ServerTest};
 use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_proto::control::StreamTotals;
 
@@ -15,8 +15,8 @@ pub(crate) struct Tally {
 }
 
 impl Tally {
-    /// A tally for a test of `kind` (`bandwidth`, `iperf3`).
-    pub(crate) fn new(metrics: &ServerMetrics, kind: &'static str) -> Self {
+    /// A tally for a test of `kind` (a bandwidth test, or an iperf3 client's).
+    pub(crate) fn new(metrics: &ServerMetrics, kind: ServerTest) -> Self {
         let (received, sent) = metrics.transfer(kind);
         Self { received, sent, counted: (0, 0) }
     }

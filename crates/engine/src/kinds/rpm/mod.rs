@@ -1,7 +1,9 @@
 //! The responsiveness test (`wirespeed rpm`): the client side of draft-ietf-ippm-responsiveness
 //! against any server that publishes its configuration (Apple's, Cloudflare's, a self-hosted
 //! wirespeed `web`): the configuration read, idle latency from probes on new connections,
-//! then each leg under load (`leg`) over HTTP/2 connections ([`conn`], `load`).
+//! then each leg under load (`leg`) over HTTP/2 connections ([`conn`], `load`). Its server
+//! half is not here but in `wirespeed_web::responsiveness`, on `wirespeed web`'s listener
+//! (see the crate's documentation).
 
 pub mod conn;
 mod leg;

@@ -17,12 +17,23 @@ pub use spec::{
     QUIC_CONGESTION,
 };
 
+impl crate::merge_parts::MergeRuns for BandwidthReport {
+    type Spec = BandwidthSpec;
+
+    fn merge(
+        parts: &[crate::merge_parts::Part<'_, Self>],
+        spec: &BandwidthSpec,
+    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
+        Ok(Some(crate::merge_parts::Merged { report: merge(parts, spec), histograms: None }))
+    }
+}
+
 /// The members' reports of one bandwidth (or `pps`) run merged (see [`crate::merge`]): each
 /// interval's and the summary's flows merged as streams are ([`Figures::merge`]: bytes and
 /// rates add up, RTT is a mean over members), every member's streams listed (numbered on from
 /// the previous member's), the longest member's time, and the busiest member's CPU.
-pub(crate) fn merge(
-    parts: &[crate::merge::Part<'_, BandwidthReport>],
+fn merge(
+    parts: &[crate::merge_parts::Part<'_, BandwidthReport>],
     spec: &BandwidthSpec,
 ) -> BandwidthReport {
     // Stream ids restart at each member: number them on, so each stays distinct.
@@ -46,7 +57,7 @@ pub(crate) fn merge(
             streams: flows.iter().flat_map(|(f, o)| renumber(&f.streams, *o)).collect(),
         }
     };
-    let intervals = crate::merge::each_interval(
+    let intervals = crate::merge_parts::each_interval(
         parts,
         |r| &r.intervals,
         |shape, _, k| {

@@ -7,6 +7,7 @@ use super::figures::Figures;
 use super::spec::{BandwidthSpec, End, Flow};
 use crate::histogram::LatencyStats;
 use crate::kind::{Kind, KindReport, KindSpec};
+use crate::member::{Member, ShareError, ShareRun};
 use crate::metrics::{metric, rate_line, Better, Events, Metric, RunSeries, Unit};
 use crate::rules::Protocol;
 use crate::stats::GaugeStats;
@@ -212,6 +213,17 @@ impl KindSpec for BandwidthSpec {
     }
 }
 
+/// A bandwidth run's members each open their part of the streams and send their part of a
+/// byte limit.
+impl ShareRun for BandwidthSpec {
+    fn share(&self, member: &Member) -> Result<Self, ShareError> {
+        let mut s = self.clone();
+        s.parallel = member.part_of_each("streams", "-P", s.parallel)?;
+        s.bytes = member.part_of_count(s.bytes)?;
+        Ok(s)
+    }
+}
+
 impl KindReport for BandwidthReport {
     fn spec(&self) -> &dyn KindSpec {
         &self.spec
@@ -309,6 +321,6 @@ impl KindReport for BandwidthReport {
                 )
             })
             .collect();
-        RunSeries { rate, latency: Vec::new() }
+        RunSeries { rate, latency: Vec::new(), per_probe: false }
     }
 }
