@@ -10,6 +10,7 @@
 pub mod compare;
 pub mod diagnosis;
 pub mod event;
+pub mod flow;
 pub mod glob;
 pub mod histogram;
 pub mod kind;

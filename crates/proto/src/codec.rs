@@ -7,7 +7,7 @@
 //! (close the connection), cap every length before allocating, and never panic.
 
 use serde::{de::DeserializeOwned, Serialize};
-use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::flow::Flow;
 
 use crate::PROTOCOL_VERSION;
 

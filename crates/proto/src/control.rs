@@ -17,7 +17,7 @@
 
 use serde::{Deserialize, Serialize};
 use wirespeed_model::diagnosis::ThreadCpu;
-use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::flow::Flow;
 use wirespeed_model::kinds::bandwidth::Totals;
 use wirespeed_model::spec::TestSpec;
 

@@ -5,7 +5,7 @@
 //! Header (big-endian): `seq: u64` (first datagram is 1) then `sent_ns: i64`, the sender's
 //! monotonic clock. Only differences of `sent_ns` are used, so the two ends' clocks need not agree.
 
-use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::flow::Flow;
 use wirespeed_model::kinds::bandwidth::Totals;
 
 use crate::codec::{byte_flow, flow_byte, DecodeError, SESSION_ID_LEN};

@@ -716,6 +716,36 @@ pub(crate) fn epoll() -> io::Result<std::os::fd::OwnedFd> {
     Ok(unsafe { std::os::fd::OwnedFd::from_raw_fd(fd) })
 }
 
+/// What [`epoll_ctl`] does with a descriptor.
+#[derive(Debug, Clone, Copy, PartialEq, Eq)]
+pub(crate) enum EpollOp {
+    /// Starts watching it (`EPOLL_CTL_ADD`).
+    Add,
+    /// Changes what is watched on it (`EPOLL_CTL_MOD`).
+    Modify,
+    /// Stops watching it (`EPOLL_CTL_DEL`; the key and events are ignored).
+    Delete,
+}
+
+/// Watches `fd` in `epoll` for `events` (`EPOLLIN`, `EPOLLOUT`, …), each event carrying `key`
+/// back from [`epoll_wait`]; or changes or ends that, as `op` says.
+pub(crate) fn epoll_ctl(
+    epoll: RawFd,
+    op: EpollOp,
+    fd: RawFd,
+    key: u64,
+    events: libc::c_int,
+) -> io::Result<()> {
+    let op = match op {
+        EpollOp::Add => libc::EPOLL_CTL_ADD,
+        EpollOp::Modify => libc::EPOLL_CTL_MOD,
+        EpollOp::Delete => libc::EPOLL_CTL_DEL,
+    };
+    let mut ev = libc::epoll_event { events: events as u32, u64: key };
+    // SAFETY: the caller's descriptors; `ev` is a valid event for the call (DEL ignores it).
+    cvt(unsafe { libc::epoll_ctl(epoll, op, fd, &mut ev) }).map(drop)
+}
+
 /// Waits on `epoll` for at most `timeout` with nanosecond resolution (`epoll_pwait2`, Linux
 /// 5.11), or in whole milliseconds rounded up where the kernel lacks it. Returns how many
 /// events were written to `ready`; an interrupted wait returns 0.

@@ -18,10 +18,8 @@ use tokio::sync::{mpsc, Semaphore};
 use tokio_util::sync::CancellationToken;
 use tokio_util::task::TaskTracker;
 use wirespeed_metrics::{ConnectionRecord, Metrics};
-use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::flow::Flow;
 use wirespeed_proto::codec::SESSION_ID_LEN;
-
-use super::route::Dropped;
 
 /// How the server behaves and what it allows.
 #[derive(Debug, Clone)]
@@ -200,5 +198,31 @@ mod tests {
         assert!(c.allows("::ffff:127.0.0.1".parse().unwrap()));
         assert!(!c.allows("::1".parse().unwrap()));
         assert!(!c.allows("10.0.0.1".parse().unwrap()));
+    }
+}
+
+/// Why a connection was dropped before it joined a test: the reason counted in
+/// `wirespeed_protocol_errors_total` (one of `wirespeed_metrics::PROTOCOL_ERRORS`) and what
+/// is logged.
+#[derive(Debug)]
+pub(crate) struct Dropped {
+    pub(crate) reason: &'static str,
+    pub(crate) detail: String,
+}
+
+impl Dropped {
+    pub(crate) fn new(reason: &'static str, detail: impl Into<String>) -> Self {
+        Self { reason, detail: detail.into() }
+    }
+
+    /// A socket call failed.
+    pub(crate) fn io(e: impl std::fmt::Display) -> Self {
+        Self::new("io", e.to_string())
+    }
+}
+
+impl std::fmt::Display for Dropped {
+    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
+        f.write_str(&self.detail)
     }
 }

@@ -30,10 +30,10 @@ use wirespeed_proto::datagram::{UdpEcho, UdpHello, ECHO_LEN, HELLO_LEN};
 pub use ctx::{canonical, ServerConfig};
 pub use listeners::Listeners;
 
-use ctx::{Attached, Ctx};
+use ctx::{Attached, Ctx, Dropped};
 use handshakes::Handshakes;
 use listeners::connect_udp_stream;
-use route::{attach, in_session, route, Dropped, Route};
+use route::{attach, in_session, route, Route};
 
 /// Serves until `shutdown` is cancelled, then tells running tests to stop and waits for them.
 pub async fn run(

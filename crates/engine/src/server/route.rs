@@ -14,7 +14,7 @@ use wirespeed_proto::codec::{
 
 use wirespeed_metrics::ConnectionRecord;
 
-use super::ctx::{canonical, Attached, Conversation, Ctx};
+use super::ctx::{canonical, Attached, Conversation, Ctx, Dropped};
 use crate::net::framed::Framed;
 
 /// Where a connection goes once it said what it is.
@@ -25,32 +25,6 @@ pub(super) enum Route {
     Claimed(Conversation),
     /// Handed over (a data stream to its test) or counted and closed (a probe).
     Done,
-}
-
-/// Why a connection was dropped before it joined a test: the reason counted in
-/// `wirespeed_protocol_errors_total` (one of `wirespeed_metrics::PROTOCOL_ERRORS`) and what
-/// is logged.
-#[derive(Debug)]
-pub(crate) struct Dropped {
-    pub(crate) reason: &'static str,
-    pub(crate) detail: String,
-}
-
-impl Dropped {
-    pub(crate) fn new(reason: &'static str, detail: impl Into<String>) -> Self {
-        Self { reason, detail: detail.into() }
-    }
-
-    /// A socket call failed.
-    pub(crate) fn io(e: impl std::fmt::Display) -> Self {
-        Self::new("io", e.to_string())
-    }
-}
-
-impl std::fmt::Display for Dropped {
-    fn fmt(&self, f: &mut std::fmt::Formatter<'_>) -> std::fmt::Result {
-        f.write_str(&self.detail)
-    }
 }
 
 /// Reads a connection's preamble and sends it where it belongs.

@@ -2,7 +2,7 @@
 //! retransmit counts, and one entry per stream. Read with types and ranges checked.
 
 use serde_json::{json, Map, Value};
-use wirespeed_model::kinds::bandwidth::{Direction, Flow};
+use wirespeed_model::flow::{Direction, Flow};
 
 use crate::codec::DecodeError;
 

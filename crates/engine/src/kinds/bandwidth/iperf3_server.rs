@@ -28,9 +28,10 @@ use super::tally::Tally;
 use super::workers::{self, Side};
 use crate::run::intervals::{Clock, Ending, Tick, Timers};
 use crate::server::ctx::Attached;
+use crate::server::ctx::Dropped;
 use crate::server::ctx::{canonical, Conversation, Ctx, Routing, ServerHook};
 use crate::server::listeners::connect_udp_stream;
-use crate::server::route::{read_more, Dropped};
+use crate::server::route::read_more;
 
 /// How long the client has to connect every data stream after CREATE_STREAMS.
 const ATTACH_TIMEOUT: Duration = Duration::from_secs(10);

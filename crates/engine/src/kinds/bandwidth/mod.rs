@@ -20,6 +20,7 @@ mod probing;
 mod quic_ends;
 mod schedule;
 pub(crate) mod server;
+mod shared;
 mod tally;
 pub(crate) mod workers;
 

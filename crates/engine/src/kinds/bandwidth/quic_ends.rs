@@ -16,7 +16,7 @@ use socket2::Socket;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Flow, TcpSample};
 
 use super::counters::Counters;
-use super::workers::{Role, Shared};
+use super::shared::{Role, Shared};
 use crate::net::quic::{self, Congestion, Failure, PathSample, Tuning};
 use crate::net::sys;
 use crate::run::pacer::{paced_piece, Pacer};

@@ -19,8 +19,9 @@ use wirespeed_proto::control::{
 use wirespeed_proto::datagram::Wire;
 
 use super::quic_ends::QuicSide;
+use super::shared::Role;
 use super::tally::Tally;
-use super::workers::{self, Finishing, Role, Side};
+use super::workers::{self, Finishing, Side};
 use crate::net::framed::Framed;
 use crate::net::sys;
 use crate::run::intervals::{Clock, Ending, Tick, Timers};

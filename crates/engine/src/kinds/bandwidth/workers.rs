@@ -7,7 +7,6 @@
 use std::io::{self, Read, Write};
 use std::net::Shutdown;
 use std::os::fd::AsRawFd;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Arc;
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
@@ -22,6 +21,7 @@ use wirespeed_proto::datagram::{ReceiverStats, Wire, HELLO_ACK_MAGIC, HELLO_MAGI
 
 use crate::kinds::bandwidth::counters::Counters;
 use crate::kinds::bandwidth::quic_ends::{QuicEnd, QuicSide};
+use crate::kinds::bandwidth::shared::{Role, Shared};
 use crate::net::buffer::PageBuf;
 use crate::net::sys;
 use crate::run::pacer::{paced_piece, udp_batch, Pacer};
@@ -80,75 +80,6 @@ impl Finishing {
         }
         now - self.moved_at < FINISH_STALL && now - self.began < FINISH_LIMIT
     }
-}
-
-/// State shared between one side's control task and its data threads.
-#[derive(Debug)]
-pub(crate) struct Shared {
-    /// When the test began on this side (`Begin` sent or received).
-    pub begin: Instant,
-    stop_send: AtomicBool,
-    drain: AtomicBool,
-    abort: AtomicBool,
-    drain_started_ns: AtomicU64,
-    stop_started_ns: AtomicU64,
-    /// Bytes still to send per flow with `-n`; `None` for time-based tests.
-    budgets: [Option<AtomicU64>; 2],
-}
-
-impl Shared {
-    fn new(begin: Instant, spec: &BandwidthSpec) -> Self {
-        let budget = || spec.bytes.map(AtomicU64::new);
-        Self {
-            begin,
-            stop_send: AtomicBool::new(false),
-            drain: AtomicBool::new(false),
-            abort: AtomicBool::new(false),
-            drain_started_ns: AtomicU64::new(0),
-            stop_started_ns: AtomicU64::new(0),
-            budgets: [budget(), budget()],
-        }
-    }
-
-    /// Nanoseconds since the test began on this side.
-    pub(crate) fn now_ns(&self) -> u64 {
-        self.begin.elapsed().as_nanos() as u64
-    }
-
-    pub(super) fn aborted(&self) -> bool {
-        self.abort.load(Relaxed)
-    }
-
-    pub(super) fn stopping(&self) -> bool {
-        self.stop_send.load(Relaxed) || self.aborted()
-    }
-
-    /// Takes up to `want` bytes from `flow`'s budget; `want` itself when there is no budget.
-    pub(super) fn claim(&self, flow: Flow, want: u64) -> u64 {
-        let Some(budget) = &self.budgets[flow_index(flow)] else { return want };
-        let mut got = 0;
-        let _ = budget.fetch_update(Relaxed, Relaxed, |left| {
-            got = left.min(want);
-            Some(left - got)
-        });
-        got
-    }
-}
-
-fn flow_index(flow: Flow) -> usize {
-    match flow {
-        Flow::Upload => 0,
-        Flow::Download => 1,
-    }
-}
-
-/// Whether a stream end writes or reads.
-#[derive(Debug, Clone, Copy, PartialEq, Eq)]
-pub(crate) enum Role {
-    /// Writes data.
-    Send,
-    /// Reads data.
-    Recv,
 }
 
 /// How a data thread ended.
@@ -279,20 +210,17 @@ impl Side {
 
     /// Tells senders to stop; each then half-closes its TCP stream so the receiver sees EOF.
     pub(crate) fn stop_sending(&self) {
-        self.shared.stop_started_ns.store(self.shared.now_ns(), Relaxed);
-        self.shared.stop_send.store(true, Relaxed);
+        self.shared.stop_sending();
     }
 
     /// Tells UDP receivers to leave once the stream falls quiet.
     pub(crate) fn drain(&self) {
-        self.shared.drain_started_ns.store(self.shared.now_ns(), Relaxed);
-        self.shared.drain.store(true, Relaxed);
+        self.shared.begin_drain();
     }
 
     /// Stops everything at once: flags every thread and shuts every socket down.
     pub(crate) fn abort(&self) {
-        self.shared.abort.store(true, Relaxed);
-        self.shared.stop_send.store(true, Relaxed);
+        self.shared.abort();
         for e in &self.ends {
             let _ = e.socket.shutdown(Shutdown::Both);
         }
@@ -432,9 +360,9 @@ impl Job {
             // a sender's when it was told to stop (it may notice a poll later) or spent its
             // budget, a UDP receiver's when it was told the sender had stopped, a TCP
             // receiver's at end of stream.
-            let stopped_at = self.shared.stop_started_ns.load(Relaxed);
+            let stopped_at = self.shared.stop_started_ns();
             self.counters.end_at(match (self.spec.protocol, self.role) {
-                (Protocol::Udp, Role::Recv) => self.shared.drain_started_ns.load(Relaxed),
+                (Protocol::Udp, Role::Recv) => self.shared.drain_started_ns(),
                 (_, Role::Send) if stopped_at > 0 => stopped_at,
                 _ => self.shared.now_ns(),
             });
@@ -699,9 +627,9 @@ impl Job {
             if self.shared.aborted() {
                 return Ok(());
             }
-            if self.shared.drain.load(Relaxed) {
+            if self.shared.draining() {
                 let draining_for =
-                    self.shared.now_ns().saturating_sub(self.shared.drain_started_ns.load(Relaxed));
+                    self.shared.now_ns().saturating_sub(self.shared.drain_started_ns());
                 // Quiet counts from the drain's start too: at a low rate the last datagram
                 // may be on its way (or queued unread) when the drain begins long after the
                 // one before it.

@@ -29,7 +29,7 @@ use super::closing::{Closing, TAG_BASE};
 use crate::error::ClientError;
 use crate::net::framed::Framed;
 use crate::net::handshake::{self, lost, protocol, recv_server, Endpoint, HANDSHAKE_TIMEOUT};
-use crate::net::sys;
+use crate::net::sys::{self, EpollOp};
 use crate::run::budget::{fill_slots, share, Budget};
 use crate::run::intervals::{self, Clock, Ending, Sampler, Timers};
 use crate::run::threads::StreamThreads;
@@ -425,13 +425,9 @@ impl Connector {
                 None
             }
             Err(e) if e.raw_os_error() == Some(libc::EINPROGRESS) => {
-                let mut ev = libc::epoll_event { events: libc::EPOLLOUT as u32, u64: slot };
-                // SAFETY: a live epoll descriptor, a live socket and a valid event.
-                let r = unsafe {
-                    libc::epoll_ctl(epoll, libc::EPOLL_CTL_ADD, socket.as_raw_fd(), &mut ev)
-                };
-                if r < 0 {
-                    let e = io::Error::last_os_error();
+                let watched =
+                    sys::epoll_ctl(epoll, EpollOp::Add, socket.as_raw_fd(), slot, libc::EPOLLOUT);
+                if let Err(e) = watched {
                     self.record(Attempt::Failed(ConnectFailure::Other, e));
                     return None;
                 }

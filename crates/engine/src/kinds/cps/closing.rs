@@ -14,6 +14,8 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 use wirespeed_proto::codec::{ConnKind, Preamble};
 
+use crate::net::sys::{self, EpollOp};
+
 /// Epoll tags at or above this are waiting sockets; below, connector slots.
 pub(super) const TAG_BASE: u64 = 1 << 40;
 /// Sockets one connector lets wait at once (fewer when the open-file limit is low: a quarter
@@ -59,12 +61,9 @@ impl Closing {
         }
         let tag = self.next;
         self.next += 1;
-        let mut ev =
-            libc::epoll_event { events: (libc::EPOLLIN | libc::EPOLLRDHUP) as u32, u64: tag };
-        // SAFETY: a live epoll descriptor, a live socket and a valid event.
-        let op = if registered { libc::EPOLL_CTL_MOD } else { libc::EPOLL_CTL_ADD };
-        let added = unsafe { libc::epoll_ctl(self.epoll, op, socket.as_raw_fd(), &mut ev) };
-        if added < 0 {
+        let op = if registered { EpollOp::Modify } else { EpollOp::Add };
+        let events = libc::EPOLLIN | libc::EPOLLRDHUP;
+        if sys::epoll_ctl(self.epoll, op, socket.as_raw_fd(), tag, events).is_err() {
             return;
         }
         if self.waiting.len() >= self.max_waiting {

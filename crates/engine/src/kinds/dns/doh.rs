@@ -4,7 +4,9 @@
 //! any other status is a stream error. The loop is `per_query`'s; over HTTP/3, `doh3`'s.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
+use std::time::Duration;
 
 use bytes::Bytes;
 use http_body_util::{BodyExt, Full, Limited};
@@ -18,7 +20,6 @@ use wirespeed_model::kinds::dns::DohMethod;
 use wirespeed_proto::dns::encrypted::doh_get_param;
 
 use super::per_query::{Exchanges, Reply};
-use super::stream::StreamClient;
 
 /// The media type of a DNS message over HTTP.
 const DNS_MESSAGE: &str = "application/dns-message";
@@ -71,18 +72,22 @@ pub(super) struct HttpsExchanges {
     gone: CancellationToken,
 }
 
-impl StreamClient {
-    /// An HTTP/2 connection over TLS to the server.
-    pub(super) async fn connect_https(&self, h: &HttpsClient) -> io::Result<HttpsExchanges> {
+impl HttpsClient {
+    /// An HTTP/2 connection over TLS to the server at `addr`, each step given `timeout`.
+    pub(super) async fn connect(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> io::Result<HttpsExchanges> {
         let timed_out =
             |what: &str| io::Error::new(io::ErrorKind::TimedOut, format!("{what} timed out"));
-        let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr))
+        let tcp = tokio::time::timeout(timeout, TcpStream::connect(addr))
             .await
             .map_err(|_| timed_out("connect"))??;
         tcp.set_nodelay(true)?;
-        let (config, name) = &h.tls;
+        let (config, name) = &self.tls;
         let connector = tokio_rustls::TlsConnector::from(config.clone());
-        let tls = tokio::time::timeout(self.connect_timeout, connector.connect(name.clone(), tcp))
+        let tls = tokio::time::timeout(timeout, connector.connect(name.clone(), tcp))
             .await
             .map_err(|_| timed_out("the TLS handshake"))??;
         if tls.get_ref().1.alpn_protocol() != Some(b"h2") {
@@ -102,7 +107,7 @@ impl StreamClient {
             let _ = conn.await;
             ended.cancel();
         });
-        Ok(HttpsExchanges { sender, client: Arc::new(h.clone()), gone })
+        Ok(HttpsExchanges { sender, client: Arc::new(self.clone()), gone })
     }
 }
 

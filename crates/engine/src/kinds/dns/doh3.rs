@@ -4,6 +4,7 @@
 //! stream or an answer over 64 KiB is a stream error. The loop is `per_query`'s.
 
 use std::io;
+use std::net::SocketAddr;
 use std::sync::Arc;
 use std::time::Duration;
 
@@ -13,7 +14,6 @@ use quinn::{Connection, Endpoint};
 
 use super::doh::{HttpsClient, ANSWER};
 use super::per_query::{Exchanges, Reply};
-use super::stream::StreamClient;
 
 /// HTTP/3's code for closing a connection with no error (RFC 9114 §8.1).
 const H3_NO_ERROR: u32 = 0x100;
@@ -27,11 +27,16 @@ pub(super) struct Https3Exchanges {
     client: Arc<HttpsClient>,
 }
 
-impl StreamClient {
-    /// An HTTP/3 connection to the server, for `h` (whose `h3` says how).
-    pub(super) async fn connect_https3(&self, h: &HttpsClient) -> io::Result<Https3Exchanges> {
-        let quic_client = h.h3.as_ref().ok_or_else(|| io::Error::other("no HTTP/3 settings"))?;
-        let (endpoint, quic) = self.quic_connection(quic_client).await?;
+impl HttpsClient {
+    /// An HTTP/3 connection to the server at `addr` (as `self.h3` says), the handshake given
+    /// `timeout`.
+    pub(super) async fn connect_h3(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> io::Result<Https3Exchanges> {
+        let quic_client = self.h3.as_ref().ok_or_else(|| io::Error::other("no HTTP/3 settings"))?;
+        let (endpoint, quic) = quic_client.connection(addr, timeout).await?;
         let (mut driver, send) = h3::client::new(h3_quinn::Connection::new(quic.clone()))
             .await
             .map_err(|e| io::Error::other(format!("HTTP/3: {e}")))?;
@@ -39,7 +44,7 @@ impl StreamClient {
         tokio::spawn(async move {
             let _ = std::future::poll_fn(|cx| driver.poll_close(cx)).await;
         });
-        Ok(Https3Exchanges { endpoint, quic, send, client: Arc::new(h.clone()) })
+        Ok(Https3Exchanges { endpoint, quic, send, client: Arc::new(self.clone()) })
     }
 }
 

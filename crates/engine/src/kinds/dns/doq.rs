@@ -10,7 +10,6 @@ use quinn::{Connection, Endpoint, VarInt};
 use wirespeed_proto::dns::encrypted::{doq_frame, doq_message};
 
 use super::per_query::{Exchanges, Reply};
-use super::stream::StreamClient;
 use crate::net::quic::{Failure, Tuning};
 
 /// ALPN of DNS over QUIC.
@@ -36,30 +35,35 @@ pub(super) struct QuicExchanges {
     connection: Connection,
 }
 
-impl StreamClient {
-    /// A DoQ connection to the server.
-    pub(super) async fn connect_quic(&self, q: &QuicClient) -> io::Result<QuicExchanges> {
-        let (endpoint, connection) = self.quic_connection(q).await?;
+impl QuicClient {
+    /// A DoQ connection to the server at `addr`, the handshake given `timeout`.
+    pub(super) async fn connect(
+        &self,
+        addr: SocketAddr,
+        timeout: Duration,
+    ) -> io::Result<QuicExchanges> {
+        let (endpoint, connection) = self.connection(addr, timeout).await?;
         Ok(QuicExchanges { endpoint, connection })
     }
 
-    /// A QUIC connection to the server (DoQ's, or DoH's over HTTP/3), on an endpoint of its
-    /// own.
-    pub(super) async fn quic_connection(
+    /// A QUIC connection to the server at `addr` (DoQ's, or DoH's over HTTP/3), on an
+    /// endpoint of its own.
+    pub(super) async fn connection(
         &self,
-        q: &QuicClient,
+        addr: SocketAddr,
+        timeout: Duration,
     ) -> io::Result<(Endpoint, Connection)> {
-        let any: IpAddr = if self.addr.is_ipv4() {
+        let any: IpAddr = if addr.is_ipv4() {
             Ipv4Addr::UNSPECIFIED.into()
         } else {
             Ipv6Addr::UNSPECIFIED.into()
         };
         let endpoint = Endpoint::client(SocketAddr::new(any, 0))?;
         let connecting = endpoint
-            .connect_with(q.config.clone(), self.addr, &q.name)
+            .connect_with(self.config.clone(), addr, &self.name)
             .map_err(|e| io::Error::other(Failure::Local(e.to_string()).to_string()))?;
         let idle = Tuning::default().idle_timeout;
-        let connection = tokio::time::timeout(self.connect_timeout, connecting)
+        let connection = tokio::time::timeout(timeout, connecting)
             .await
             .map_err(|_| io::Error::new(io::ErrorKind::TimedOut, "QUIC handshake timed out"))?
             .map_err(|e| io::Error::other(Failure::of(&e, idle).to_string()))?;

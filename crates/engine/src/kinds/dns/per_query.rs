@@ -15,8 +15,7 @@ use std::time::Duration;
 use tokio::task::JoinSet;
 use wirespeed_proto::dns::wire::set_id;
 
-use super::shared::{since, Local};
-use super::stream::{Ended, StreamClient};
+use super::shared::{since, Ended, Local, Part, Source};
 use super::tracker::Answered;
 
 /// Longest wait between looks at the run's flags.
@@ -43,96 +42,96 @@ pub(super) trait Exchanges: Clone + Send + Sync + 'static {
     fn close(self) -> impl Future<Output = ()> + Send;
 }
 
-impl StreamClient {
-    /// Drives one connection of per-query exchanges until the work is done, the run stops, or
-    /// the connection is lost.
-    pub(super) async fn serve_exchanges<E: Exchanges>(
-        &mut self,
-        conn: E,
-        local: &mut Local,
-    ) -> Ended {
-        let mut asked: JoinSet<(u16, u32, Reply)> = JoinSet::new();
-        let ended = loop {
-            if self.part.control.interrupt.load(Relaxed) {
-                break Ended::Done;
-            }
-            let sending = !self.part.control.stop.load(Relaxed) && !self.source.exhausted();
-            if !sending && self.part.tracker.in_flight() == 0 {
-                break Ended::Done;
-            }
-            let now = since(self.part.begin);
-            if sending {
-                self.open_exchanges(now, &conn, &mut asked);
-            }
-            let wait = self.part.wait(now, HEARTBEAT);
-            tokio::select! {
-                Some(done) = asked.join_next() => match done {
-                    Ok((id, _, Reply::Answer(mut msg))) => {
-                        if msg.len() >= 2 {
-                            set_id(&mut msg, id);
-                        }
-                        let now = since(self.part.begin);
-                        let answered = self.part.tracker.answer(&msg, 0, now, &self.part.queries);
-                        if let Answered::Completed { latency_ns, .. } = answered {
-                            local.pending.push(latency_ns);
-                        }
+/// Drives one connection of per-query exchanges until the work is done, the run stops, or the
+/// connection is lost: a stream client's `part` of the run, its queries from `source`.
+pub(super) async fn serve<E: Exchanges>(
+    part: &mut Part,
+    source: &mut Source,
+    conn: E,
+    local: &mut Local,
+) -> Ended {
+    let mut asked: JoinSet<(u16, u32, Reply)> = JoinSet::new();
+    let ended = loop {
+        if part.control.interrupt.load(Relaxed) {
+            break Ended::Done;
+        }
+        let sending = !part.control.stop.load(Relaxed) && !source.exhausted();
+        if !sending && part.tracker.in_flight() == 0 {
+            break Ended::Done;
+        }
+        let now = since(part.begin);
+        if sending {
+            open_exchanges(part, source, now, &conn, &mut asked);
+        }
+        let wait = part.wait(now, HEARTBEAT);
+        tokio::select! {
+            Some(done) = asked.join_next() => match done {
+                Ok((id, _, Reply::Answer(mut msg))) => {
+                    if msg.len() >= 2 {
+                        set_id(&mut msg, id);
                     }
-                    Ok((id, generation, Reply::StreamError(why))) => {
-                        // Its query cannot be answered any more: lost now, not at its timeout
-                        // (unless that came first).
-                        if self.part.tracker.fail(id, generation) {
-                            self.part.tracker.counts.stream_errors += 1;
-                            self.part.tracker.counts.last_stream_error = Some(why);
-                        }
+                    let now = since(part.begin);
+                    let answered = part.tracker.answer(&msg, 0, now, &part.queries);
+                    if let Answered::Completed { latency_ns, .. } = answered {
+                        local.pending.push(latency_ns);
                     }
-                    Ok((_, _, Reply::Lost)) => break Ended::Closed,
-                    Err(_) => {}
-                },
-                () = conn.closed() => break Ended::Closed,
-                () = tokio::time::sleep(wait) => {}
-            }
-            let now = since(self.part.begin);
-            self.part.tracker.expire(now);
-            local.publish(&self.part.shared, &self.part.tracker.counts, now, false);
-        };
-        asked.abort_all();
-        conn.close().await;
-        ended
-    }
-
-    /// Opens an exchange for each query the window and the schedule allow.
-    fn open_exchanges<E: Exchanges>(
-        &mut self,
-        now: u64,
-        conn: &E,
-        asked: &mut JoinSet<(u16, u32, Reply)>,
-    ) {
-        let want = self.part.sendable(now);
-        // An exchange lives a little past its query's timeout, so a late answer is still told
-        // from a stray one, and never longer.
-        let limit = Duration::from_nanos(self.part.tracker.timeout_ns()).saturating_mul(2);
-        let mut queued = 0;
-        while queued < want {
-            let Some(id) = self.part.tracker.take_id() else { break };
-            let Some(q) = self.source.next() else {
-                self.part.tracker.give_back(id);
-                break;
-            };
-            let mut msg = self.part.queries.get(q).bytes.clone();
-            set_id(&mut msg, 0);
-            let generation = self.part.tracker.sent(id, q, 0, now, msg.len());
-            let conn = conn.clone();
-            asked.spawn(async move {
-                match tokio::time::timeout(limit, conn.exchange(msg)).await {
-                    Ok(reply) => (id, generation, reply),
-                    // Its query is lost by now; the exchange is dropped (and reset).
-                    Err(_) => (id, generation, Reply::StreamError("no answer".into())),
                 }
-            });
-            queued += 1;
+                Ok((id, generation, Reply::StreamError(why))) => {
+                    // Its query cannot be answered any more: lost now, not at its timeout
+                    // (unless that came first).
+                    if part.tracker.fail(id, generation) {
+                        part.tracker.counts.stream_errors += 1;
+                        part.tracker.counts.last_stream_error = Some(why);
+                    }
+                }
+                Ok((_, _, Reply::Lost)) => break Ended::Closed,
+                Err(_) => {}
+            },
+            () = conn.closed() => break Ended::Closed,
+            () = tokio::time::sleep(wait) => {}
         }
-        if let Some(p) = &mut self.part.pace {
-            p.book(queued);
-        }
+        let now = since(part.begin);
+        part.tracker.expire(now);
+        local.publish(&part.shared, &part.tracker.counts, now, false);
+    };
+    asked.abort_all();
+    conn.close().await;
+    ended
+}
+
+/// Opens an exchange for each query the window and the schedule allow.
+fn open_exchanges<E: Exchanges>(
+    part: &mut Part,
+    source: &mut Source,
+    now: u64,
+    conn: &E,
+    asked: &mut JoinSet<(u16, u32, Reply)>,
+) {
+    let want = part.sendable(now);
+    // An exchange lives a little past its query's timeout, so a late answer is still told
+    // from a stray one, and never longer.
+    let limit = Duration::from_nanos(part.tracker.timeout_ns()).saturating_mul(2);
+    let mut queued = 0;
+    while queued < want {
+        let Some(id) = part.tracker.take_id() else { break };
+        let Some(q) = source.next() else {
+            part.tracker.give_back(id);
+            break;
+        };
+        let mut msg = part.queries.get(q).bytes.clone();
+        set_id(&mut msg, 0);
+        let generation = part.tracker.sent(id, q, 0, now, msg.len());
+        let conn = conn.clone();
+        asked.spawn(async move {
+            match tokio::time::timeout(limit, conn.exchange(msg)).await {
+                Ok(reply) => (id, generation, reply),
+                // Its query is lost by now; the exchange is dropped (and reset).
+                Err(_) => (id, generation, Reply::StreamError("no answer".into())),
+            }
+        });
+        queued += 1;
+    }
+    if let Some(p) = &mut part.pace {
+        p.book(queued);
     }
 }

@@ -1,15 +1,20 @@
 //! What a DNS worker shares with the sampler, and the pacing both kinds of worker use: each
 //! worker counts locally and publishes its totals and the interval's latencies under a lock
 //! only the sampler also takes (once an interval), and reads the run's stop and interrupt
-//! flags.
+//! flags. Also what a stream client's transports share (TCP and DoT in `stream`, DoQ and DoH
+//! in `per_query`'s loop): where its queries come from ([`Source`]) and how a connection ended
+//! ([`Ended`]).
 
+use std::collections::VecDeque;
 use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
 use std::sync::Mutex;
 use std::time::{Duration, Instant};
 
+use tokio::sync::mpsc;
 use wirespeed_model::histogram::RttHistogram;
 
-use super::tracker::Counts;
+use super::queries::Cursor;
+use super::tracker::{Counts, Tracker};
 use crate::run::pacer::{Due, Pacer};
 
 /// Publish at least this often while answers come in.
@@ -69,7 +74,7 @@ pub(super) struct Part {
     /// Its share of `--rate` or `-Q`.
     pub pace: Option<Pacer>,
     /// Its IDs in flight and its counts.
-    pub tracker: super::tracker::Tracker,
+    pub tracker: Tracker,
     /// Where it publishes.
     pub shared: std::sync::Arc<WorkerShared>,
     /// The run's flags.
@@ -153,4 +158,49 @@ impl Local {
 /// Nanoseconds since `begin` on the monotonic clock.
 pub(super) fn since(begin: Instant) -> u64 {
     begin.elapsed().as_nanos() as u64
+}
+
+/// Where a stream client's queries come from.
+pub(super) enum Source {
+    /// The datafile, this client's share of it.
+    File(Cursor),
+    /// Truncated UDP answers to ask again (`--tc-retry`).
+    Retry { rx: mpsc::Receiver<u32>, queue: VecDeque<u32>, closed: bool },
+}
+
+impl Source {
+    pub(super) fn next(&mut self) -> Option<u32> {
+        match self {
+            Source::File(c) => c.next(),
+            Source::Retry { queue, .. } => queue.pop_front(),
+        }
+    }
+
+    pub(super) fn exhausted(&self) -> bool {
+        match self {
+            Source::File(c) => c.exhausted(),
+            Source::Retry { queue, closed, .. } => *closed && queue.is_empty(),
+        }
+    }
+
+    /// Counts what is left of a bounded share as unsent; true when there was a bound.
+    pub(super) fn give_up(&mut self, tracker: &mut Tracker) -> bool {
+        match self {
+            Source::File(c) if c.bounded() => {
+                while c.next().is_some() {
+                    tracker.counts.unsent += 1;
+                }
+                true
+            }
+            _ => false,
+        }
+    }
+}
+
+/// How one connection ended.
+pub(super) enum Ended {
+    /// Nothing more to do.
+    Done,
+    /// The server closed it (or it failed) with work left.
+    Closed,
 }

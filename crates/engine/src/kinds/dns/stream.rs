@@ -7,7 +7,6 @@
 //! The same loop asks truncated UDP answers again over TCP for `--tc-retry`, its queries
 //! coming from a channel instead of the datafile.
 
-use std::collections::VecDeque;
 use std::io;
 use std::net::SocketAddr;
 use std::sync::atomic::Ordering::Relaxed;
@@ -18,15 +17,14 @@ use bytes::{Buf, BytesMut};
 use rustls::pki_types::ServerName;
 use tokio::io::{AsyncRead, AsyncReadExt, AsyncWrite, AsyncWriteExt};
 use tokio::net::TcpStream;
-use tokio::sync::mpsc;
 use wirespeed_proto::dns::wire::set_id;
 
 use super::doh::{HttpsClient, HttpsExchanges};
 use super::doh3::Https3Exchanges;
 use super::doq::{QuicClient, QuicExchanges};
-use super::queries::Cursor;
-use super::shared::{since, Local, Part};
-use super::tracker::{Answered, Tracker};
+use super::per_query;
+use super::shared::{since, Ended, Local, Part, Source};
+use super::tracker::Answered;
 
 /// Longest wait between looks at the run's flags.
 const HEARTBEAT: Duration = Duration::from_millis(10);
@@ -34,43 +32,6 @@ const HEARTBEAT: Duration = Duration::from_millis(10);
 const OUT_HIGH: usize = 64 * 1024;
 /// Consecutive failed connections after which a bounded run's client gives up.
 const GIVE_UP_AFTER: u32 = 3;
-
-/// Where a stream client's queries come from.
-pub(super) enum Source {
-    /// The datafile, this client's share of it.
-    File(Cursor),
-    /// Truncated UDP answers to ask again (`--tc-retry`).
-    Retry { rx: mpsc::Receiver<u32>, queue: VecDeque<u32>, closed: bool },
-}
-
-impl Source {
-    pub(super) fn next(&mut self) -> Option<u32> {
-        match self {
-            Source::File(c) => c.next(),
-            Source::Retry { queue, .. } => queue.pop_front(),
-        }
-    }
-
-    pub(super) fn exhausted(&self) -> bool {
-        match self {
-            Source::File(c) => c.exhausted(),
-            Source::Retry { queue, closed, .. } => *closed && queue.is_empty(),
-        }
-    }
-
-    /// Counts what is left of a bounded share as unsent; true when there was a bound.
-    fn give_up(&mut self, tracker: &mut Tracker) -> bool {
-        match self {
-            Source::File(c) if c.bounded() => {
-                while c.next().is_some() {
-                    tracker.counts.unsent += 1;
-                }
-                true
-            }
-            _ => false,
-        }
-    }
-}
 
 /// One stream client.
 pub(super) struct StreamClient {
@@ -85,14 +46,6 @@ pub(super) struct StreamClient {
     pub source: Source,
     /// What every worker has: queries, window, schedule, tracker, flags.
     pub part: Part,
-}
-
-/// How one connection ended.
-pub(super) enum Ended {
-    /// Nothing more to do.
-    Done,
-    /// The server closed it (or it failed) with work left.
-    Closed,
 }
 
 impl StreamClient {
@@ -131,9 +84,15 @@ impl StreamClient {
                     let ended = match stream {
                         Conn::Plain(s) => self.serve(s, &mut local).await,
                         Conn::Tls(s) => self.serve(*s, &mut local).await,
-                        Conn::Quic(q) => self.serve_exchanges(q, &mut local).await,
-                        Conn::Https(h) => self.serve_exchanges(h, &mut local).await,
-                        Conn::Https3(h) => self.serve_exchanges(h, &mut local).await,
+                        Conn::Quic(q) => {
+                            per_query::serve(&mut self.part, &mut self.source, q, &mut local).await
+                        }
+                        Conn::Https(h) => {
+                            per_query::serve(&mut self.part, &mut self.source, h, &mut local).await
+                        }
+                        Conn::Https3(h) => {
+                            per_query::serve(&mut self.part, &mut self.source, h, &mut local).await
+                        }
                     };
                     if let Ended::Closed = ended {
                         self.part.tracker.abandon(false);
@@ -187,13 +146,13 @@ impl StreamClient {
 
     async fn connect(&self) -> io::Result<Conn> {
         if let Some(q) = &self.quic {
-            return Ok(Conn::Quic(self.connect_quic(q).await?));
+            return Ok(Conn::Quic(q.connect(self.addr, self.connect_timeout).await?));
         }
         if let Some(h) = self.https.as_ref().filter(|h| h.h3.is_some()) {
-            return Ok(Conn::Https3(self.connect_https3(h).await?));
+            return Ok(Conn::Https3(h.connect_h3(self.addr, self.connect_timeout).await?));
         }
         if let Some(h) = &self.https {
-            return Ok(Conn::Https(self.connect_https(h).await?));
+            return Ok(Conn::Https(h.connect(self.addr, self.connect_timeout).await?));
         }
         let tcp = tokio::time::timeout(self.connect_timeout, TcpStream::connect(self.addr))
             .await

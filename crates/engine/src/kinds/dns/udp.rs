@@ -18,7 +18,7 @@ use super::queries::Cursor;
 use super::shared::{since, Local, Part};
 use super::tracker::Answered;
 use crate::net::mmsg::MsgBatch;
-use crate::net::sys;
+use crate::net::sys::{self, EpollOp};
 use crate::run::pacer::Due;
 
 /// Datagrams per system call.
@@ -121,14 +121,8 @@ impl UdpWorker {
     fn watch(&self) -> io::Result<std::os::fd::OwnedFd> {
         let epoll = sys::epoll()?;
         for (i, s) in self.sockets.iter().enumerate() {
-            let mut ev = libc::epoll_event { events: libc::EPOLLIN as u32, u64: i as u64 };
-            // SAFETY: both descriptors are open; ev is a valid event for the call.
-            let r = unsafe {
-                libc::epoll_ctl(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, s.as_raw_fd(), &mut ev)
-            };
-            if r < 0 {
-                return Err(io::Error::last_os_error());
-            }
+            let (epoll, socket) = (epoll.as_raw_fd(), s.as_raw_fd());
+            sys::epoll_ctl(epoll, EpollOp::Add, socket, i as u64, libc::EPOLLIN)?;
         }
         Ok(epoll)
     }

@@ -15,7 +15,7 @@ use hyper::Response;
 use tokio::task::JoinSet;
 use tokio_util::sync::CancellationToken;
 
-use super::fixture::Shared;
+use super::fixture_answer::Answers;
 
 /// A QUIC endpoint (quinn's), as [`endpoint`] makes it.
 pub use quinn::Endpoint;
@@ -51,7 +51,7 @@ pub fn endpoint(addr: SocketAddr, crypto: Tls) -> io::Result<Endpoint> {
 }
 
 /// Serves HTTP/3 on `endpoint` until `shutdown`, then closes its connections.
-pub(super) async fn serve(endpoint: Endpoint, shared: Arc<Shared>, shutdown: CancellationToken) {
+pub(super) async fn serve(endpoint: Endpoint, shared: Arc<Answers>, shutdown: CancellationToken) {
     let mut connections = JoinSet::new();
     loop {
         tokio::select! {
@@ -73,7 +73,7 @@ pub(super) async fn serve(endpoint: Endpoint, shared: Arc<Shared>, shutdown: Can
 }
 
 /// One connection: its requests, each on a task of its own, until the client closes it.
-async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
+async fn connection(incoming: quinn::Incoming, shared: Arc<Answers>) {
     let Ok(connection) = incoming.await else { return };
     let Ok(mut h3) =
         h3::server::Connection::<_, Bytes>::new(h3_quinn::Connection::new(connection)).await
@@ -97,7 +97,7 @@ async fn connection(incoming: quinn::Incoming, shared: Arc<Shared>) {
 
 /// Answers one request: drains its body, then sends the fixture's answer.
 async fn answer<S>(
-    shared: &Shared,
+    shared: &Answers,
     request: hyper::Request<()>,
     mut stream: RequestStream<S, Bytes>,
 ) -> Result<(), h3::error::StreamError>

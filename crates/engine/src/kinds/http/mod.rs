@@ -18,6 +18,7 @@ mod conn;
 mod counts;
 mod delay;
 pub mod fixture;
+mod fixture_answer;
 pub mod fixture_h3;
 mod h2;
 mod h3;

@@ -27,7 +27,7 @@ use super::counts::{Cause, ShardCounts, Tally};
 use super::requests::RequestSet;
 use super::results::ResultSink;
 use super::step::Running;
-use crate::net::sys;
+use crate::net::sys::{self, EpollOp};
 use crate::run::budget::{fill_slots, share, Budget};
 use crate::run::pacer::{CatchUp, Pacer};
 use crate::run::threads::StreamThreads;
@@ -78,31 +78,6 @@ impl Schedule {
     pub(super) fn book(&mut self) {
         self.pacer.book(1);
     }
-}
-
-/// Adds (`EPOLL_CTL_ADD`) or changes (`EPOLL_CTL_MOD`) the `events` watched on `fd`.
-fn watch(
-    epoll: libc::c_int,
-    op: libc::c_int,
-    fd: libc::c_int,
-    key: u64,
-    events: libc::c_int,
-) -> io::Result<()> {
-    let mut ev = libc::epoll_event { events: events as u32, u64: key };
-    // SAFETY: a live epoll descriptor, a live descriptor to watch and a valid event.
-    if unsafe { libc::epoll_ctl(epoll, op, fd, &mut ev) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
-}
-
-/// Stops watching `fd` (`EPOLL_CTL_DEL`).
-fn unwatch(epoll: libc::c_int, fd: libc::c_int) -> io::Result<()> {
-    // SAFETY: a live epoll descriptor and descriptor; DEL ignores the event.
-    if unsafe { libc::epoll_ctl(epoll, libc::EPOLL_CTL_DEL, fd, std::ptr::null_mut()) } < 0 {
-        return Err(io::Error::last_os_error());
-    }
-    Ok(())
 }
 
 /// The key of the open model's arrivals set in the thread's own epoll set (while it wakes the
@@ -346,9 +321,9 @@ impl Shard {
             if eager != waking {
                 let fd = arrivals.as_raw_fd();
                 if eager {
-                    watch(epoll.as_raw_fd(), libc::EPOLL_CTL_ADD, fd, ARRIVALS, libc::EPOLLIN)?;
+                    sys::epoll_ctl(epoll.as_raw_fd(), EpollOp::Add, fd, ARRIVALS, libc::EPOLLIN)?;
                 } else {
-                    unwatch(epoll.as_raw_fd(), fd)?;
+                    sys::epoll_ctl(epoll.as_raw_fd(), EpollOp::Delete, fd, 0, 0)?;
                 }
                 waking = eager;
             }
@@ -428,14 +403,12 @@ impl Shard {
             },
         };
         let (fd, key) = (socket.as_raw_fd(), slot as u64);
-        let watched =
-            watch(epoll, libc::EPOLL_CTL_ADD, fd, key, self.events(true)).and_then(|()| match self
-                .arrivals
-                .get()
-            {
+        let watched = sys::epoll_ctl(epoll, EpollOp::Add, fd, key, self.events(true)).and_then(
+            |()| match self.arrivals.get() {
                 -1 => Ok(()),
-                arrivals => watch(arrivals, libc::EPOLL_CTL_ADD, fd, key, ARRIVING),
-            });
+                arrivals => sys::epoll_ctl(arrivals, EpollOp::Add, fd, key, ARRIVING),
+            },
+        );
         if let Err(e) = watched {
             return fail(&e);
         }
@@ -460,7 +433,7 @@ impl Shard {
                     let (fd, slot_id) = (conn.io.socket.as_raw_fd(), conn.slot);
                     let events = self.events(want);
                     if let Err(e) =
-                        watch(self.epoll.get(), libc::EPOLL_CTL_MOD, fd, slot_id, events)
+                        sys::epoll_ctl(self.epoll.get(), EpollOp::Modify, fd, slot_id, events)
                     {
                         self.failed(Cause::of(&e, false), None, conn.request, conn.scheduled);
                         *slot = None;

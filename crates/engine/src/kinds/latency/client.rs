@@ -16,8 +16,8 @@ use socket2::{Domain, Socket, Type};
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::diagnosis::{Diagnosis, ThreadCpu};
+use wirespeed_model::flow::Flow;
 use wirespeed_model::histogram::{EncodedHistograms, RttHistogram};
-use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::latency::{
     LatencyInterval, LatencyReport, LatencySpec, LatencySummary,
 };

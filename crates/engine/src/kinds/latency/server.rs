@@ -11,7 +11,7 @@ use std::time::{Duration, Instant};
 use socket2::Socket;
 use tokio::sync::mpsc;
 use wirespeed_model::diagnosis::ThreadCpu;
-use wirespeed_model::kinds::bandwidth::Flow;
+use wirespeed_model::flow::Flow;
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::rules::Protocol;
 use wirespeed_model::spec::TestSpec;

@@ -14,8 +14,8 @@ use std::time::{Duration, Instant, SystemTime};
 use socket2::Socket;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
+use wirespeed_model::flow::Flow;
 use wirespeed_model::histogram::RttHistogram;
-use wirespeed_model::kinds::bandwidth::Flow;
 use wirespeed_model::kinds::latency::LatencySpec;
 use wirespeed_model::kinds::ping::{
     PingMode, PingProbe, PingReport, PingSpec, PingSummary, ProbeOutcome, MAX_LISTED_PROBES,
