@@ -1,9 +1,11 @@
 //! What the workspace's tests share (a dev-dependency only, never in a build of wirespeed): the
 //! real peers they start and stop (nginx, DNS servers, Caddy, PostgreSQL, network namespaces),
-//! free ports, readiness waits, and the policy for a test that cannot run here ([`skip`]).
+//! free ports, readiness waits, the policy for a test that cannot run here ([`skip`]), and a
+//! crate's module graph for the tests that keep it in layers ([`modules`]).
 
 pub mod caddy;
 pub mod dns_servers;
+pub mod modules;
 pub mod netns;
 pub mod nginx;
 pub mod peer;

@@ -23,6 +23,7 @@ mod http_protocols;
 mod iperf3_clients;
 mod iperf3_servers;
 mod latency;
+mod layers;
 mod no_leaks;
 mod ping;
 mod rpm;
