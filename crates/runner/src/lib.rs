@@ -4,12 +4,15 @@
 //! for ([`matrix`]); a system's processes started and stopped as process groups ([`process`],
 //! command lines split by [`words`]), probed until ready ([`ready`]) and sampled ([`sample`]).
 //! [`execute`] runs the cells, given how a workload runs (a wirespeed test, in-process);
-//! [`version`] asks each system's program which version it is.
+//! [`version`] asks each system's program which version it is. [`member`] makes one client
+//! process a member of a run made by several: its share, the common start (a time or the
+//! shared database's barrier) and what its report records for `wirespeed merge`.
 
 pub mod check;
 pub mod execute;
 pub mod load;
 pub mod matrix;
+pub mod member;
 pub mod paths;
 pub mod process;
 pub mod quick;

@@ -5,7 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::Rule;
-use crate::matrix::{self, Plan};
+use crate::matrix::{self, Plan, PlanError};
 use crate::scenario::{Entry, FixtureKind, HostsMode, Scenario, System, Workload};
 use crate::template::{self, FixturePart, Placeholder};
 use wirespeed_model::metrics::FASTEST;
@@ -46,9 +46,9 @@ impl Loaded {
 impl Loaded {
     /// Runs each cell `repeat` times whatever the file says (`bench --repeat`), and expands
     /// the runs again.
-    pub fn set_repeat(&mut self, repeat: u32) -> Result<(), String> {
+    pub fn set_repeat(&mut self, repeat: u32) -> Result<(), PlanError> {
         if repeat == 0 {
-            return Err("--repeat must be at least 1".into());
+            return Err(PlanError { about: None, message: "--repeat must be at least 1".into() });
         }
         self.scenario.run.repeat = repeat;
         self.plan = matrix::expand(&self.scenario)?;
@@ -58,19 +58,20 @@ impl Loaded {
     /// Puts every pair of hosts on a path with `conditions` whatever `[network]` says
     /// (`bench --network`: the same study over another path without a copy of its file; an
     /// empty list, a plain link), and expands the runs again. `[[link]]`s still override it.
-    pub fn set_network(&mut self, conditions: Vec<(String, String)>) -> Result<(), String> {
+    pub fn set_network(&mut self, conditions: Vec<(String, String)>) -> Result<(), PlanError> {
         let table: crate::scenario::Conditions =
             conditions.into_iter().map(|(k, v)| (k, toml::Value::String(v))).collect();
         self.scenario.network = (!table.is_empty()).then_some(table);
-        check_hosts(&self.scenario).map_err(|(_, m)| format!("--network: {m}"))?;
-        crate::paths::check(&self.scenario).map_err(|e| format!("--network: {e}"))?;
+        let network = |message: String| PlanError { about: None, message };
+        check_hosts(&self.scenario).map_err(|(_, m)| network(format!("--network: {m}")))?;
+        crate::paths::check(&self.scenario).map_err(|e| network(format!("--network: {e}")))?;
         self.plan = matrix::expand(&self.scenario)?;
         Ok(())
     }
 
     /// Keeps the systems whose names match one of `patterns` (`*`, `{a,b}`: `bench --systems`)
     /// and their runs, in order. A pattern that matches no system is an error naming them.
-    pub fn keep_systems(&mut self, patterns: &[String]) -> Result<(), String> {
+    pub fn keep_systems(&mut self, patterns: &[String]) -> Result<(), PlanError> {
         let names: Vec<String> = self.plan.systems.iter().map(|s| s.name.clone()).collect();
         let kept = matching("--systems", patterns, &names, "systems")?;
         self.keep_runs(&kept, |r| &mut r.system);
@@ -81,7 +82,7 @@ impl Loaded {
 
     /// Keeps the workloads (by their cells' names, swept values included: `h3-latency*`)
     /// matching one of `patterns` and their runs (`bench --workloads`).
-    pub fn keep_workloads(&mut self, patterns: &[String]) -> Result<(), String> {
+    pub fn keep_workloads(&mut self, patterns: &[String]) -> Result<(), PlanError> {
         let names: Vec<String> = self.plan.workloads.iter().map(|w| w.name.clone()).collect();
         let kept = matching("--workloads", patterns, &names, "workloads")?;
         self.keep_runs(&kept, |r| &mut r.workload);
@@ -111,10 +112,11 @@ fn matching(
     patterns: &[String],
     names: &[String],
     what: &str,
-) -> Result<Vec<usize>, String> {
+) -> Result<Vec<usize>, PlanError> {
     use wirespeed_model::glob::glob;
     if let Some(p) = patterns.iter().find(|p| !names.iter().any(|n| glob(p, n))) {
-        return Err(format!("{flag} '{p}' matches none of the {what}: {}", names.join(", ")));
+        let message = format!("{flag} '{p}' matches none of the {what}: {}", names.join(", "));
+        return Err(PlanError { about: None, message });
     }
     Ok((0..names.len()).filter(|&i| patterns.iter().any(|p| glob(p, &names[i]))).collect())
 }
@@ -160,10 +162,10 @@ pub fn parse_placed(
     check_hosts(&scenario).map_err(|(name, message)| at(&name, message))?;
     crate::paths::check(&scenario)
         .map_err(|e| err(line_of_condition(text, &e.key), format!("path condition {e}")))?;
-    // An expansion error names what it is about first, in quotes: its line is that name's.
-    let plan = matrix::expand(&scenario).map_err(|m| {
-        let named = m.split('"').nth(1).and_then(|n| line_of(text, &format!("\"{n}\"")));
-        err(named, m)
+    // An expansion error says which system or workload it is about: its line is that name's.
+    let plan = matrix::expand(&scenario).map_err(|e| {
+        let line = e.about.as_deref().and_then(|n| line_of(text, &format!("\"{n}\"")));
+        err(line, e.message)
     })?;
     placeholders(&scenario, &plan).map_err(|(name, message)| at(&name, message))?;
     Ok(Loaded { scenario, plan })

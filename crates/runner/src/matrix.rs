@@ -76,19 +76,44 @@ pub fn scalar_text(v: &toml::Value) -> Option<String> {
     }
 }
 
+/// Why a scenario's runs could not be laid out: what is wrong, and the system or workload it
+/// is about, as the file names it (the line to point at is the first that quotes it).
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{message}")]
+pub struct PlanError {
+    /// The system's or workload's name, where the problem is one's.
+    pub about: Option<String>,
+    /// What is wrong.
+    pub message: String,
+}
+
+impl PlanError {
+    /// A problem of the system or workload named `name`.
+    fn of(name: &str, message: String) -> Self {
+        Self { about: Some(name.to_string()), message }
+    }
+
+    /// A problem of the matrix as a whole.
+    fn matrix(message: String) -> Self {
+        Self { about: None, message }
+    }
+}
+
 /// The shown name and the variables of one axis value.
-fn axis_value(axis: &str, v: &AxisValue) -> Result<(String, BTreeMap<String, String>), String> {
+fn axis_value(axis: &str, v: &AxisValue) -> Result<(String, BTreeMap<String, String>), PlanError> {
     let (name, mut vars) = match v {
         AxisValue::Scalar(s) => (
             scalar_text(s).ok_or_else(|| {
-                format!("matrix.{axis}: a value must be a word, a number or a table")
+                PlanError::matrix(format!(
+                    "matrix.{axis}: a value must be a word, a number or a table"
+                ))
             })?,
             BTreeMap::new(),
         ),
         AxisValue::Table(t) => (
-            t.get("name")
-                .cloned()
-                .ok_or_else(|| format!("matrix.{axis}: a table value needs a name"))?,
+            t.get("name").cloned().ok_or_else(|| {
+                PlanError::matrix(format!("matrix.{axis}: a table value needs a name"))
+            })?,
             t.clone(),
         ),
     };
@@ -111,7 +136,7 @@ fn product<T: Clone>(lists: &[Vec<T>]) -> Vec<Vec<T>> {
     })
 }
 
-fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, String> {
+fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
     let mut cells = Vec::new();
     for (index, system) in s.system.iter().enumerate() {
         let mut lists = Vec::new();
@@ -120,11 +145,13 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, String> {
                 .matrix
                 .get(axis)
                 .ok_or_else(|| {
-                    format!("system {:?}: axis {axis:?} is not in [matrix]", system.name)
+                    let message =
+                        format!("system {:?}: axis {axis:?} is not in [matrix]", system.name);
+                    PlanError::of(&system.name, message)
                 })?
                 .values;
             if values.is_empty() {
-                return Err(format!("matrix.{axis}: no values"));
+                return Err(PlanError::matrix(format!("matrix.{axis}: no values")));
             }
             lists.push(values.iter().map(|v| axis_value(axis, v)).collect::<Result<Vec<_>, _>>()?);
         }
@@ -132,13 +159,14 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, String> {
             let vars: BTreeMap<String, String> =
                 combo.into_iter().flat_map(|(_, vars)| vars).collect();
             let name = template::render(&system.name, |n| vars.get(n).cloned()).map_err(|n| {
-                format!(
+                let message = format!(
                     "system {:?}: {{{n}}} in its name is not one of its axes' variables",
                     system.name
-                )
+                );
+                PlanError::of(&system.name, message)
             })?;
             if cells.iter().any(|c: &SystemCell| c.name == name) {
-                return Err(format!("two systems are named {name:?}"));
+                return Err(PlanError::of(&name, format!("two systems are named {name:?}")));
             }
             cells.push(SystemCell { name, system: index, vars });
         }
@@ -171,7 +199,7 @@ pub fn path_sweeps(s: &Scenario) -> Vec<(String, &Vec<toml::Value>)> {
     out
 }
 
-fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
+fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, PlanError> {
     let mut cells = Vec::new();
     let paths = path_sweeps(s);
     for (index, w) in s.workload.iter().enumerate() {
@@ -187,7 +215,8 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
         swept.extend(paths.iter().map(|(label, values)| (label, *values)));
         for (k, values) in &swept {
             if values.is_empty() || values.iter().any(|v| scalar_text(v).is_none()) {
-                return Err(format!("workload {:?}: {k} must list words or numbers", w.name));
+                let message = format!("workload {:?}: {k} must list words or numbers", w.name);
+                return Err(PlanError::of(&w.name, message));
             }
         }
         let lists: Vec<Vec<toml::Value>> = swept.iter().map(|(_, a)| a.to_vec()).collect();
@@ -210,7 +239,7 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
                 format!("{}[{}]", w.name, label.join(","))
             };
             if cells.iter().any(|c: &WorkloadCell| c.name == name) {
-                return Err(format!("two workloads are named {name:?}"));
+                return Err(PlanError::of(&name, format!("two workloads are named {name:?}")));
             }
             cells.push(WorkloadCell { name, workload: index, options, swept: chosen, path });
         }
@@ -219,7 +248,7 @@ fn workload_cells(s: &Scenario) -> Result<Vec<WorkloadCell>, String> {
 }
 
 /// Expands `s` into its runs.
-pub fn expand(s: &Scenario) -> Result<Plan, String> {
+pub fn expand(s: &Scenario) -> Result<Plan, PlanError> {
     let systems = system_cells(s)?;
     let workloads = workload_cells(s)?;
     let repeats = 1..=s.run.repeat;

@@ -100,10 +100,10 @@ pub(crate) fn code_of(err: &anyhow::Error) -> u8 {
                     return Some(NOT_PERMITTED);
                 }
             }
-            if e.downcast_ref::<crate::member::Interrupted>().is_some() {
+            if e.downcast_ref::<wirespeed_runner::member::Interrupted>().is_some() {
                 return Some(INTERRUPTED);
             }
-            if e.downcast_ref::<crate::member::NotStarted>().is_some()
+            if e.downcast_ref::<wirespeed_runner::member::NotStarted>().is_some()
                 || e.downcast_ref::<wirespeed_model::merge::MergeError>().is_some()
             {
                 return Some(MEMBER_REFUSED);

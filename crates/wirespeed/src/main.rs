@@ -10,7 +10,6 @@ mod errors;
 mod ethr;
 mod exit;
 mod flags;
-mod member;
 mod output;
 mod resolve;
 mod saved;

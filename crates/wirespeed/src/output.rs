@@ -38,7 +38,7 @@ pub(crate) fn color() -> bool {
 pub(crate) fn spawn_printer(
     args: &OutputArgs,
     mut events: UnboundedReceiver<Event>,
-    member: Option<crate::member::Started>,
+    member: Option<wirespeed_runner::member::Started>,
 ) -> tokio::task::JoinHandle<std::io::Result<()>> {
     let format_arg = args.format;
     let format = format_of(format_arg);
@@ -51,7 +51,7 @@ pub(crate) fn spawn_printer(
         let (stdout, stderr) = (std::io::stdout(), std::io::stderr());
         while let Some(mut ev) = events.blocking_recv() {
             if let Some(started) = &member {
-                crate::member::stamp(&mut ev, started);
+                wirespeed_runner::member::stamp(&mut ev, started);
             }
             // Off the screen while the output is written, so it never lands inside a line.
             panel.erase();

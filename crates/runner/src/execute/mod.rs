@@ -67,8 +67,9 @@ pub trait Workloads {
 /// How one run ended.
 #[derive(Debug)]
 pub enum Outcome {
-    /// It ran; its report and samples.
-    Done(Box<Report>, Vec<Sample>),
+    /// It ran; its report, its samples, and how many tries failed before it ran (each also
+    /// a note in the report, so a retried figure is never taken for a first-time one).
+    Done(Box<Report>, Vec<Sample>, u32),
     /// A program it needs is not installed.
     Skipped(String),
     /// Its system did not start, crashed, or its workload failed.
@@ -217,7 +218,7 @@ async fn attempts<F: Future<Output = Outcome>>(
             Outcome::Failed(why) if !failures.is_empty() => {
                 return Outcome::Failed(format!("{why} (on each of {} tries)", failures.len() + 1))
             }
-            Outcome::Done(mut report, samples) => {
+            Outcome::Done(mut report, samples, _) => {
                 let tries = failures.len() + 1;
                 for (k, why) in failures.iter().enumerate() {
                     report.meta.notes.push(format!(
@@ -225,7 +226,7 @@ async fn attempts<F: Future<Output = Outcome>>(
                         k + 1
                     ));
                 }
-                return Outcome::Done(report, samples);
+                return Outcome::Done(report, samples, failures.len() as u32);
             }
             other => return other,
         }
@@ -272,13 +273,13 @@ impl<W: Workloads> One<'_, W> {
         let links = lab.record();
         tokio::task::block_in_place(|| drop(lab));
         match outcome {
-            Outcome::Done(mut report, samples) => {
+            Outcome::Done(mut report, samples, failed_tries) => {
                 report.meta.links = links;
                 let _ = std::fs::write(
                     self.dir.join("report.json"),
                     serde_json::to_string_pretty(&report).unwrap_or_default(),
                 );
-                Outcome::Done(report, samples)
+                Outcome::Done(report, samples, failed_tries)
             }
             other => other,
         }
@@ -438,7 +439,7 @@ impl<W: Workloads> One<'_, W> {
                     self.dir.join("report.json"),
                     serde_json::to_string_pretty(&r).unwrap_or_default(),
                 );
-                Outcome::Done(Box::new(r), samples)
+                Outcome::Done(Box::new(r), samples, 0)
             }
             Err(e) => Outcome::Failed(e),
         }

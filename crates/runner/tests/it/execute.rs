@@ -127,7 +127,7 @@ async fn runs_start_systems_skip_missing_programs_keep_files_and_resume() {
         &results.iter().find(|(r, _)| r.system == i).unwrap().1
     };
     let rtt = |o: &Outcome| match o {
-        Outcome::Done(report, _) => report.headline().value,
+        Outcome::Done(report, ..) => report.headline().value,
         other => panic!("{other:?}"),
     };
     assert!(rtt(by_system("direct")) > 0.0);

@@ -18,7 +18,11 @@ pub(super) async fn run_vegeta(args: HttpArgs) -> Result<u8> {
     let window_ns = opts.spec.timeout_ns.saturating_mul(2).saturating_add(1_000_000_000);
     let writer = std::thread::spawn(move || vegeta::write_all(rx, requests, window_ns));
     let mut client = Client::Http(Box::new(opts));
-    let code = match crate::member::prepare(&args.member, &mut client, args.output.db.as_ref()) {
+    let code = match wirespeed_runner::member::prepare(
+        &args.member.options(),
+        &mut client,
+        args.output.db.as_ref(),
+    ) {
         Ok(plan) => {
             super::run_member(
                 &args.output,

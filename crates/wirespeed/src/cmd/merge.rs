@@ -63,7 +63,7 @@ pub(super) fn run(args: MergeArgs) -> Result<u8> {
             m.merged.len(),
             m.members,
             m.run_id,
-            crate::member::human_ns(m.start_skew_ns)
+            wirespeed_runner::member::human_ns(m.start_skew_ns)
         ));
     }
     let mut out = Vec::new();

@@ -24,6 +24,7 @@ use tokio::sync::mpsc::{unbounded_channel, UnboundedSender};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::ClientError;
 use wirespeed_model::{Event, Report};
+use wirespeed_runner::member;
 
 use crate::exit;
 use crate::flags::{Command, FormatArg, OutputArgs};
@@ -96,7 +97,7 @@ fn output_args(command: &Command) -> Option<&OutputArgs> {
 async fn run_test(test: &dyn TestArgs) -> Result<u8> {
     let mut client = test.client(env!("CARGO_PKG_VERSION"))?;
     let plan = match test.member() {
-        Some(args) => crate::member::prepare(args, &mut client, test.output().db.as_ref())?,
+        Some(args) => member::prepare(&args.options(), &mut client, test.output().db.as_ref())?,
         None => None,
     };
     run_member(
@@ -143,7 +144,7 @@ async fn next_signal(signal: Option<&mut tokio::signal::unix::Signal>) {
 /// answered has a report, and still failed.
 pub(crate) async fn run_member<F, Fut>(
     output_args: &OutputArgs,
-    plan: Option<crate::member::Plan>,
+    plan: Option<member::Plan>,
     test: F,
     judge: impl FnOnce(&Report) -> u8,
 ) -> Result<u8>
@@ -162,7 +163,8 @@ where
     let started = match &plan {
         Some(plan) => {
             let host = wirespeed_engine::hostname();
-            Some(crate::member::start(plan, store.as_ref(), host, &cancel).await?)
+            let say = |line: &str| eprintln!("wirespeed: {line}");
+            Some(member::start(plan, store.as_ref(), host, &cancel, &say).await?)
         }
         None => None,
     };
@@ -170,7 +172,11 @@ where
         if let (Some(store), Some(joined)) =
             (&store, started.as_ref().and_then(|s| s.barrier.as_ref()))
         {
-            crate::member::barrier::finish(store, joined, outcome);
+            if let Err(e) = member::barrier::finish(store, joined, outcome) {
+                eprintln!(
+                    "wirespeed: warning: could not mark this member finished in the run: {e}"
+                );
+            }
         }
     };
     let (tx, rx) = unbounded_channel();
@@ -192,7 +198,7 @@ where
         }
     };
     if let Some(started) = &started {
-        crate::member::record(&mut report, started);
+        member::record(&mut report, started);
     }
     if let Some(path) = &output_args.chart {
         if let Err(e) =
@@ -207,7 +213,7 @@ where
         Err(e) => {
             eprintln!("wirespeed: warning: results not saved: {e:#}");
             // A run is not lost with the database: kept beside it (a member's for `merge`).
-            match crate::member::keep_locally(&report) {
+            match member::keep_locally(&report) {
                 Ok(path) => eprintln!("wirespeed: the report is kept in {}", path.display()),
                 Err(k) => eprintln!("wirespeed: and could not be kept locally either: {k:#}"),
             }

@@ -3,6 +3,7 @@
 //! a common start — a time given to all, or a barrier in the shared PostgreSQL database.
 
 use clap::Args;
+use wirespeed_runner::member::MemberOptions;
 
 /// `--members` and its companions, on every kind that makes load.
 #[derive(Debug, Clone, Args)]
@@ -41,8 +42,16 @@ pub(crate) struct MemberArgs {
 }
 
 impl MemberArgs {
-    /// True when the flags make this process a member of a run (rather than a run of its own).
-    pub(crate) fn is_member(&self) -> bool {
-        self.members > 1 || self.run_id.is_some() || self.start_at.is_some()
+    /// The flags as the runner's member options.
+    pub(crate) fn options(&self) -> MemberOptions {
+        MemberOptions {
+            members: self.members,
+            index: self.index,
+            run_id: self.run_id.clone(),
+            start_at: self.start_at.clone(),
+            barrier_timeout: self.barrier_timeout.clone(),
+            start_lead: self.start_lead.clone(),
+            max_clock_error: self.max_clock_error.clone(),
+        }
     }
 }

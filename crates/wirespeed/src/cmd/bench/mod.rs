@@ -114,17 +114,17 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
         loaded.smoke(smoke_length);
     }
     if let Some(repeat) = args.repeat {
-        loaded.set_repeat(repeat).map_err(anyhow::Error::msg)?;
+        loaded.set_repeat(repeat)?;
     }
     if let Some(network) = &args.network {
-        loaded.set_network(network_conditions(network)?).map_err(anyhow::Error::msg)?;
+        loaded.set_network(network_conditions(network)?)?;
     }
     // After --smoke and --repeat, which expand the plan again from the file.
     if !args.systems.is_empty() {
-        loaded.keep_systems(&args.systems).map_err(anyhow::Error::msg)?;
+        loaded.keep_systems(&args.systems)?;
     }
     if !args.workloads.is_empty() {
-        loaded.keep_workloads(&args.workloads).map_err(anyhow::Error::msg)?;
+        loaded.keep_workloads(&args.workloads)?;
     }
     Ok(loaded)
 }
@@ -198,7 +198,7 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
         |plan, run, outcome| {
             let id = plan.run_id(run);
             let mut text = outcome_line(&id, outcome);
-            if let Outcome::Done(report, _) | Outcome::Interrupted(report) = outcome {
+            if let Outcome::Done(report, ..) | Outcome::Interrupted(report) = outcome {
                 // Saved as soon as it finished: a run that breaks later loses nothing before it
                 // (a cut one too, marked so in its notes).
                 if let Some(store) = &store {
@@ -208,7 +208,7 @@ pub(super) async fn run(args: BenchArgs) -> Result<u8> {
                     }
                 }
             }
-            if let Outcome::Done(report, _) | Outcome::Kept(report, _) = outcome {
+            if let Outcome::Done(report, ..) | Outcome::Kept(report, _) = outcome {
                 let failures = judge(&loaded, plan, run, &rules, report);
                 failed_checks += failures.len();
                 text.extend(failures);
@@ -302,7 +302,7 @@ fn results_dir(
 /// The line printed when a run ends: its headline figure, memory and retries, or why not.
 fn outcome_line(id: &str, outcome: &Outcome) -> String {
     match outcome {
-        Outcome::Done(report, samples) => {
+        Outcome::Done(report, samples, retried) => {
             let head = report.headline();
             let memory: Vec<String> = wirespeed_runner::sample::summary(samples)
                 .into_iter()
@@ -319,8 +319,7 @@ fn outcome_line(id: &str, outcome: &Outcome) -> String {
             } else {
                 format!("  [{}]", memory.join("; "))
             };
-            let retried = report.meta.notes.iter().filter(|n| n.starts_with("bench: try ")).count();
-            let retried = match retried {
+            let retried = match *retried {
                 0 => String::new(),
                 n => format!("  (after {n} failed {})", if n == 1 { "try" } else { "tries" }),
             };
@@ -433,7 +432,7 @@ fn summarize(
             let finished: Vec<(&wirespeed_model::Report, &[wirespeed_runner::sample::Sample])> =
                 runs.iter()
                     .filter_map(|o| match o {
-                        Outcome::Done(r, s) | Outcome::Kept(r, s) => {
+                        Outcome::Done(r, s, _) | Outcome::Kept(r, s) => {
                             Some((r.as_ref(), s.as_slice()))
                         }
                         _ => None,

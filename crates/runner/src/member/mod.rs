@@ -5,33 +5,63 @@
 //! [`barrier`]), refuses a start it cannot keep — late, twice, or with a clock too far off — and
 //! stamps its report with what `wirespeed merge` needs ([`record`]). No process talks to another.
 
-pub(crate) mod barrier;
-mod clock;
+pub mod barrier;
 
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
 use anyhow::{anyhow, bail, Context, Result};
 use tokio_util::sync::CancellationToken;
 use wirespeed_engine::kinds::Client;
+use wirespeed_engine::net::clock;
 use wirespeed_engine::MemberRun;
 use wirespeed_model::member::{ClockQuality, Member, StartMethod};
 use wirespeed_model::provenance::MemberRecord;
 use wirespeed_model::{Event, Report, TestSpec};
 use wirespeed_store::{Location, Store};
 
-use crate::flags::MemberArgs;
+/// Where a member tells its person what it is waiting for (a line; the command line prints it
+/// on standard error): a silent wait reads as a hung process.
+pub type Say<'a> = dyn Fn(&str) + Sync + 'a;
+
+/// What makes a process one member of a run (the command line's `--members`, `--index`,
+/// `--run-id`, `--start-at`, `--barrier-timeout`, `--start-lead` and `--max-clock-error`).
+#[derive(Debug, Clone, Default)]
+pub struct MemberOptions {
+    /// How many members the run has (1: a run of its own unless other options say otherwise).
+    pub members: u32,
+    /// This member's index; else read from the engine's environment variables.
+    pub index: Option<u32>,
+    /// The run every member shares.
+    pub run_id: Option<String>,
+    /// The common start, RFC 3339 or `@UNIX-SECONDS`; else the database barrier.
+    pub start_at: Option<String>,
+    /// How long the barrier waits for the others (a duration, `5m`).
+    pub barrier_timeout: String,
+    /// How far after the last arrival the start is set (`2s`).
+    pub start_lead: String,
+    /// The most this member's clock may be off (`10ms`).
+    pub max_clock_error: String,
+}
+
+impl MemberOptions {
+    /// True when the options make this process a member of a run (rather than a run of its
+    /// own).
+    pub fn is_member(&self) -> bool {
+        self.members > 1 || self.run_id.is_some() || self.start_at.is_some()
+    }
+}
 
 /// A member could not start: it came after the start, twice, after the barrier gave up, or
 /// with a clock it cannot vouch for. Exit code 12; the run is not half-measured in silence.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct NotStarted(pub String);
+pub struct NotStarted(pub String);
 
 /// The member was interrupted (SIGINT, SIGTERM) before its start came: it stopped at once and
 /// measured nothing. Exit code 130.
 #[derive(Debug, thiserror::Error)]
 #[error("{0}")]
-pub(crate) struct Interrupted(pub String);
+pub struct Interrupted(pub String);
 
 /// How far ahead `--start-at` may be: a member waits in the foreground (a pod, a job), and a
 /// start a day off is a mistake in the time, not a plan.
@@ -39,7 +69,7 @@ const MAX_START_AHEAD: Duration = Duration::from_secs(24 * 3600);
 
 /// What this member was asked: who it is, the whole run, and how the start is agreed.
 #[derive(Debug, Clone)]
-pub(crate) struct Plan {
+pub struct Plan {
     member: Member,
     run_spec: TestSpec,
     start: StartPlan,
@@ -59,8 +89,8 @@ const INDEX_VARIABLES: [&str; 2] = ["JOB_COMPLETION_INDEX", "NOMAD_ALLOC_INDEX"]
 
 /// Makes `client` one member of a run when the flags say so (its share of the run's spec, its
 /// stripe of the schedule, its histograms kept); `None` for a run of its own.
-pub(crate) fn prepare(
-    args: &MemberArgs,
+pub fn prepare(
+    args: &MemberOptions,
     client: &mut Client,
     db: Option<&Location>,
 ) -> Result<Option<Plan>> {
@@ -116,7 +146,7 @@ pub(crate) fn prepare(
 
 impl Plan {
     /// True when the members meet at the database barrier (rather than at a given time).
-    pub(crate) fn meets_at_barrier(&self) -> bool {
+    pub fn meets_at_barrier(&self) -> bool {
         matches!(self.start, StartPlan::Barrier { .. })
     }
 }
@@ -161,30 +191,31 @@ fn too_far(text: &str) -> String {
 }
 
 /// Nanoseconds since the Unix epoch.
-pub(crate) fn unix_ns(t: SystemTime) -> u64 {
+pub fn unix_ns(t: SystemTime) -> u64 {
     t.duration_since(UNIX_EPOCH).map_or(0, |d| d.as_nanos() as u64)
 }
 
 /// Where the member stands when its load begins.
 #[derive(Debug, Clone)]
-pub(crate) struct Started {
+pub struct Started {
     record: MemberRecord,
     /// The barrier's hold on the database, to mark the member finished (or failed).
-    pub(crate) barrier: Option<barrier::Joined>,
+    pub barrier: Option<barrier::Joined>,
 }
 
 /// Waits for the run's common start and returns when it has come; refuses (exit 12, with the
 /// reason) a start this member cannot keep.
-pub(crate) async fn start(
+pub async fn start(
     plan: &Plan,
     store: Option<&Store>,
     host: String,
     cancel: &CancellationToken,
+    say: &Say<'_>,
 ) -> Result<Started> {
-    let kernel = clock::kernel();
+    let kernel = clock::kernel_quality();
     let (method, planned_ns, clock, joined) = match &plan.start {
         StartPlan::At(at) => {
-            let bound = clock::kernel_error_ns(&kernel);
+            let bound = kernel_error_ns(&kernel);
             if bound > plan.max_error_ns {
                 return Err(NotStarted(format!(
                     "this host's clock may be off by up to {} (the kernel's account{}), more than --max-clock-error {}: \
@@ -201,15 +232,18 @@ pub(crate) async fn start(
         }
         StartPlan::Barrier { timeout, lead } => {
             let store = store.ok_or_else(|| anyhow!("the barrier needs the shared database"))?;
-            let met = barrier::meet(store, plan, &host, kernel, (*timeout, *lead), cancel).await?;
+            let met =
+                barrier::meet(store, plan, &host, kernel, (*timeout, *lead), cancel, say).await?;
             (StartMethod::Barrier, met.start_local_ns, met.clock, Some(met.joined))
         }
     };
-    if let Err(e) = wait_until(planned_ns, &plan.member, cancel).await {
+    if let Err(e) = wait_until(planned_ns, &plan.member, cancel, say).await {
         // The start is set, so the arrival cannot be given back: the run learns this member
         // will not report, as it would of one that failed.
         if let (Some(store), Some(joined)) = (store, &joined) {
-            barrier::finish(store, joined, Err(e.to_string()));
+            if let Err(db) = barrier::finish(store, joined, Err(e.to_string())) {
+                say(&format!("warning: could not mark this member finished in the run: {db}"));
+            }
         }
         return Err(e);
     }
@@ -231,7 +265,12 @@ pub(crate) async fn start(
 /// busy core wake on time without spinning against each other. Refuses when `at_ns` has
 /// already passed; stops at once when `cancel` fires (a signal: before, the member slept
 /// through SIGINT and SIGTERM, and a pod waited out its grace period).
-async fn wait_until(at_ns: u64, member: &Member, cancel: &CancellationToken) -> Result<()> {
+async fn wait_until(
+    at_ns: u64,
+    member: &Member,
+    cancel: &CancellationToken,
+    say: &Say<'_>,
+) -> Result<()> {
     let now = unix_ns(SystemTime::now());
     if now > at_ns {
         return Err(NotStarted(format!(
@@ -245,12 +284,12 @@ async fn wait_until(at_ns: u64, member: &Member, cancel: &CancellationToken) -> 
     let coarse = (at_ns - now).saturating_sub(5_000_000);
     if coarse >= 1_000_000_000 {
         // A member that waits long says so: a silent one reads as hung.
-        eprintln!(
-            "wirespeed: member {} of run {:?} waits {} for the run's start",
+        say(&format!(
+            "member {} of run {:?} waits {} for the run's start",
             member.index,
             member.run_id,
             human_ns(at_ns - now)
-        );
+        ));
     }
     tokio::select! {
         _ = tokio::time::sleep(Duration::from_nanos(coarse)) => {}
@@ -264,7 +303,7 @@ async fn wait_until(at_ns: u64, member: &Member, cancel: &CancellationToken) -> 
             .into());
         }
     }
-    tokio::task::block_in_place(|| sleep_until_realtime(at_ns));
+    tokio::task::block_in_place(|| clock::sleep_until_realtime(at_ns));
     if cancel.is_cancelled() {
         return Err(Interrupted(format!(
             "member {} of run {:?} was interrupted at its start: it stops, having measured nothing",
@@ -275,33 +314,19 @@ async fn wait_until(at_ns: u64, member: &Member, cancel: &CancellationToken) -> 
     Ok(())
 }
 
-/// `clock_nanosleep(CLOCK_REALTIME, TIMER_ABSTIME)` until `at_ns`, again after a signal.
-fn sleep_until_realtime(at_ns: u64) {
-    let at = libc::timespec {
-        tv_sec: (at_ns / 1_000_000_000) as libc::time_t,
-        tv_nsec: (at_ns % 1_000_000_000) as libc::c_long,
-    };
-    // SAFETY: prctl with PR_SET_TIMERSLACK takes a plain integer; 1 ns is the least slack,
-    // and it only changes how late this thread's timers may fire.
-    unsafe { libc::prctl(libc::PR_SET_TIMERSLACK, 1 as libc::c_ulong) };
-    loop {
-        // SAFETY: `at` is a valid timespec; no remainder is asked for with TIMER_ABSTIME.
-        let r = unsafe {
-            libc::clock_nanosleep(
-                libc::CLOCK_REALTIME,
-                libc::TIMER_ABSTIME,
-                &at,
-                std::ptr::null_mut(),
-            )
-        };
-        if r != libc::EINTR {
-            break;
-        }
+/// How far off the clock may be, by the kernel's account: its estimate of the error while
+/// something keeps the clock synchronised, else its bound (16 s once nothing has for a while).
+fn kernel_error_ns(q: &ClockQuality) -> u64 {
+    let bound = q.kernel_max_error_ns.unwrap_or(16_000_000_000);
+    if q.kernel_synchronised {
+        q.kernel_est_error_ns.unwrap_or(bound)
+    } else {
+        bound
     }
 }
 
 /// A duration for a message: `16 s`, `3.2 ms`, `40 µs`.
-pub(crate) fn human_ns(ns: u64) -> String {
+pub fn human_ns(ns: u64) -> String {
     match ns {
         n if n >= 1_000_000_000 => format!("{:.3} s", n as f64 / 1e9),
         n if n >= 1_000_000 => format!("{:.1} ms", n as f64 / 1e6),
@@ -312,7 +337,7 @@ pub(crate) fn human_ns(ns: u64) -> String {
 /// Keeps a report in a file when the database could not take it (it stopped mid-run):
 /// `$XDG_DATA_HOME/wirespeed/unsaved/RUN-INDEX.json` for a member, which `wirespeed merge`
 /// reads beside the others, `KIND-START_MS.json` for any other run. Returns where.
-pub(crate) fn keep_locally(report: &Report) -> Result<std::path::PathBuf> {
+pub fn keep_locally(report: &Report) -> Result<std::path::PathBuf> {
     let dir = Store::default_path()
         .and_then(|db| Some(db.parent()?.join("unsaved")))
         .unwrap_or_else(|| std::path::PathBuf::from("."));
@@ -336,12 +361,12 @@ pub(crate) fn keep_locally(report: &Report) -> Result<std::path::PathBuf> {
 }
 
 /// Puts the member's record in a report (the printed one and the saved one alike).
-pub(crate) fn record(report: &mut Report, started: &Started) {
+pub fn record(report: &mut Report, started: &Started) {
     report.meta.member = Some(started.record.clone());
 }
 
 /// Stamps an event's report or meta with the member's record, so every format prints it.
-pub(crate) fn stamp(event: &mut Event, started: &Started) {
+pub fn stamp(event: &mut Event, started: &Started) {
     match event {
         Event::Start { meta, .. } => meta.member = Some(started.record.clone()),
         Event::End(report) => record(report, started),
@@ -363,5 +388,50 @@ mod tests {
             assert!(err.contains("more than 24 h ahead"), "{far}: {err}");
         }
         assert!(parse_time_from("@inf", now).is_err());
+    }
+
+    #[test]
+    fn the_kernels_error_is_its_estimate_while_synchronised_else_its_bound() {
+        let q = |synchronised, max, est| ClockQuality {
+            kernel_synchronised: synchronised,
+            kernel_max_error_ns: max,
+            kernel_est_error_ns: est,
+            ..ClockQuality::default()
+        };
+        assert_eq!(kernel_error_ns(&q(true, Some(9_000_000), Some(40_000))), 40_000);
+        assert_eq!(kernel_error_ns(&q(false, Some(9_000_000), Some(40_000))), 9_000_000);
+        assert_eq!(kernel_error_ns(&q(true, Some(9_000_000), None)), 9_000_000);
+        assert_eq!(kernel_error_ns(&q(false, None, None)), 16_000_000_000);
+    }
+
+    #[test]
+    fn only_member_options_make_a_member() {
+        let alone = MemberOptions { members: 1, ..MemberOptions::default() };
+        assert!(!alone.is_member());
+        assert!(MemberOptions { members: 3, ..alone.clone() }.is_member());
+        assert!(MemberOptions { run_id: Some("r".into()), ..alone.clone() }.is_member());
+        assert!(MemberOptions { start_at: Some("@1".into()), ..alone }.is_member());
+    }
+
+    #[test]
+    fn durations_in_messages_read_in_their_own_unit() {
+        assert_eq!(human_ns(16_000_000_000), "16.000 s");
+        assert_eq!(human_ns(3_200_000), "3.2 ms");
+        assert_eq!(human_ns(40_000), "40 µs");
+    }
+
+    #[tokio::test]
+    async fn a_member_after_the_start_is_turned_away_without_waiting() {
+        let member = Member { run_id: "r".into(), index: 1, members: 2 };
+        let past = unix_ns(SystemTime::now() - Duration::from_secs(3));
+        let said = std::sync::Mutex::new(Vec::new());
+        let say = |line: &str| said.lock().unwrap().push(line.to_string());
+        let err = wait_until(past, &member, &CancellationToken::new(), &say).await.unwrap_err();
+        let why = err.downcast_ref::<NotStarted>().expect("refused as a late member").0.clone();
+        assert!(
+            why.contains("member 1 of run \"r\" arrived") && why.contains("after the run's start"),
+            "{why}"
+        );
+        assert!(said.lock().unwrap().is_empty(), "it said it waits: {said:?}");
     }
 }

@@ -9,9 +9,9 @@ use anyhow::Result;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::member::ClockQuality;
 use wirespeed_store::members::{Arrival, Refusal, RunState};
-use wirespeed_store::Store;
+use wirespeed_store::{Store, StoreError};
 
-use super::{human_ns, NotStarted, Plan};
+use super::{human_ns, NotStarted, Plan, Say};
 
 /// Round trips the clock offset is measured over; the one with the shortest round trip wins
 /// (NTP's and Cristian's rule: its midpoint is the best bound).
@@ -23,18 +23,21 @@ const POLL: Duration = Duration::from_secs(1);
 
 /// A member that arrived, for marking it finished.
 #[derive(Debug, Clone)]
-pub(crate) struct Joined {
-    pub(crate) run_id: String,
-    pub(crate) index: u32,
+pub struct Joined {
+    /// The run.
+    pub run_id: String,
+    /// This member's index in it.
+    pub index: u32,
 }
 
 /// The start agreed at the barrier.
-pub(crate) struct Met {
+pub struct Met {
     /// The start on this host's clock, nanoseconds since the epoch.
-    pub(crate) start_local_ns: u64,
+    pub start_local_ns: u64,
     /// The clock as measured against the database.
-    pub(crate) clock: ClockQuality,
-    pub(crate) joined: Joined,
+    pub clock: ClockQuality,
+    /// Its place in the run, to mark it finished.
+    pub joined: Joined,
 }
 
 /// Runs blocking store work on this runtime thread without stalling the others.
@@ -65,13 +68,14 @@ fn offset(store: &Store) -> Result<(i64, u64)> {
 
 /// Meets the other members of `plan`'s run; refuses (exit 12) when this member cannot take
 /// part, and aborts the run when the barrier times out.
-pub(crate) async fn meet(
+pub async fn meet(
     store: &Store,
     plan: &Plan,
     host: &str,
     kernel: ClockQuality,
     (timeout, lead): (Duration, Duration),
     cancel: &CancellationToken,
+    say: &Say<'_>,
 ) -> Result<Met> {
     let (offset_ns, rtt_ns) = offset(store)?;
     let judged = offset_ns.unsigned_abs() + rtt_ns / 2;
@@ -129,14 +133,14 @@ pub(crate) async fn meet(
     let joined = Joined { run_id: member.run_id.clone(), index: member.index };
     if state.start_at_ns.is_none() && !state.is_aborted() {
         // A member that waits says so: a silent one reads as hung.
-        eprintln!(
-            "wirespeed: member {} of run {:?} is at the barrier ({} of {} there); it waits up to {} for the rest",
+        say(&format!(
+            "member {} of run {:?} is at the barrier ({} of {} there); it waits up to {} for the rest",
             member.index,
             member.run_id,
             state.arrived,
             member.members,
             human_ns(timeout.as_nanos() as u64)
-        );
+        ));
     }
     let deadline = Instant::now() + timeout;
     loop {
@@ -186,11 +190,13 @@ fn timed_out(state: &RunState, members: u32, timeout: Duration) -> String {
     )
 }
 
-/// Marks this member finished in the run's row: `Ok(saved run, if saved)` or why it failed (which aborts
-/// the run, so it is never merged as if whole). A database that fails here is reported; the
-/// report itself was already saved or kept.
-pub(crate) fn finish(store: &Store, joined: &Joined, outcome: Result<Option<i64>, String>) {
-    if let Err(e) = blocking(|| store.member_finished(&joined.run_id, joined.index, outcome)) {
-        eprintln!("wirespeed: warning: could not mark this member finished in the run: {e}");
-    }
+/// Marks this member finished in the run's row: `Ok(saved run, if saved)` or why it failed
+/// (which aborts the run, so it is never merged as if whole). A database that fails here is
+/// the caller's to report; the report itself was already saved or kept.
+pub fn finish(
+    store: &Store,
+    joined: &Joined,
+    outcome: Result<Option<i64>, String>,
+) -> Result<(), StoreError> {
+    blocking(|| store.member_finished(&joined.run_id, joined.index, outcome))
 }
