@@ -10,9 +10,9 @@ use wirespeed_model::kinds::cps::{ConnectFailure, CpsInterval, CpsReport, CpsSpe
 use crate::csv::record;
 use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
 use crate::units::nanos;
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{one_line, LiveSample, QuickLine, View};
+use super::{one_line, KindView, LiveSample, QuickLine};
 use crate::live::rated;
 use crate::text::Style;
 
@@ -149,7 +149,9 @@ pub(crate) fn csv_summary(r: &CpsReport) -> String {
 /// How a connections-per-second run is shown.
 pub(crate) struct CpsView(pub(crate) CpsSpec);
 
-impl View for CpsView {
+impl KindView for CpsView {
+    type Report = CpsReport;
+
     fn describe(&self) -> String {
         describe(&self.0)
     }
@@ -158,47 +160,38 @@ impl View for CpsView {
         writeln!(out, "{}", style.bold(&header()))
     }
 
-    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::CpsInterval(iv) => writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv))),
-            _ => Ok(()),
-        }
+    fn text_step(
+        &mut self,
+        iv: &CpsInterval,
+        style: &Style,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv)))
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Cps(c) => summary(c, out),
-            _ => Ok(()),
-        }
+    fn text_end(&mut self, c: &CpsReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        summary(c, out)
     }
 
     fn csv_columns(&self) -> String {
         csv_columns()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::CpsInterval(iv) => vec![csv_interval(iv)],
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, iv: &CpsInterval) -> Vec<String> {
+        vec![csv_interval(iv)]
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Cps(c) => vec![csv_summary(c)],
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, c: &CpsReport) -> Vec<String> {
+        vec![csv_summary(c)]
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::CpsInterval(iv) = event else { return None };
+    fn live(&self, iv: &CpsInterval) -> Option<LiveSample> {
         let failed = format!("failed {}", iv.failures.total());
         let rate = iv.connections_per_second;
         Some(rated(iv.end_ns, rate, "conn/s", "connect p50", &iv.connect, failed))
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Cps(c) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, c: &CpsReport) -> Vec<QuickLine> {
         let s = &c.summary;
         one_line(
             name,

@@ -13,9 +13,9 @@ use wirespeed_model::kinds::dns::{
 use crate::csv::{self, record};
 use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
 use crate::units::{nanos, percent};
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{one_line, LiveSample, QuickLine, View};
+use super::{one_line, KindView, LiveSample, QuickLine};
 use crate::live::rated;
 use crate::text::Style;
 
@@ -257,7 +257,9 @@ pub(crate) fn csv_summary(r: &DnsReport) -> String {
 /// How a DNS load run is shown.
 pub(crate) struct DnsView(pub(crate) DnsSpec);
 
-impl View for DnsView {
+impl KindView for DnsView {
+    type Report = DnsReport;
+
     fn describe(&self) -> String {
         describe(&self.0)
     }
@@ -266,47 +268,33 @@ impl View for DnsView {
         writeln!(out, "{}", style.bold(&header()))
     }
 
-    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::DnsInterval(iv) => writeln!(out, "{}", row(iv)),
-            _ => Ok(()),
-        }
+    fn text_step(&mut self, iv: &DnsInterval, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", row(iv))
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Dns(d) => summary(d, out),
-            _ => Ok(()),
-        }
+    fn text_end(&mut self, d: &DnsReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        summary(d, out)
     }
 
     fn csv_columns(&self) -> String {
         csv_columns()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::DnsInterval(iv) => vec![csv_interval(iv)],
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, iv: &DnsInterval) -> Vec<String> {
+        vec![csv_interval(iv)]
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Dns(d) => vec![csv_summary(d)],
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, d: &DnsReport) -> Vec<String> {
+        vec![csv_summary(d)]
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::DnsInterval(iv) = event else { return None };
+    fn live(&self, iv: &DnsInterval) -> Option<LiveSample> {
         let lost = percent(if iv.sent == 0 { 0.0 } else { iv.lost as f64 / iv.sent as f64 });
         let lost = format!("lost {lost}");
         Some(rated(iv.end_ns, iv.queries_per_second, "q/s", "p50", &iv.latency, lost))
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Dns(d) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, d: &DnsReport) -> Vec<QuickLine> {
         let s = &d.summary;
         one_line(
             name,

@@ -10,9 +10,9 @@ use wirespeed_model::kinds::http::{HttpInterval, HttpReport, HttpSpec, HttpSumma
 use crate::csv::{interval_cells, record};
 use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
 use crate::units::{bytes, nanos, percent, rate};
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{one_line, LiveSample, QuickLine, View};
+use super::{one_line, KindView, LiveSample, QuickLine};
 use crate::live::rated;
 use crate::text::Style;
 
@@ -288,7 +288,9 @@ fn csv_totals(row: &str, index: &str, start_ns: u64, s: &HttpSummary) -> String 
 /// How an HTTP load run is shown.
 pub(crate) struct HttpView(pub(crate) HttpSpec);
 
-impl View for HttpView {
+impl KindView for HttpView {
+    type Report = HttpReport;
+
     fn describe(&self) -> String {
         describe(&self.0)
     }
@@ -297,46 +299,37 @@ impl View for HttpView {
         writeln!(out, "{}", style.bold(&header()))
     }
 
-    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::HttpInterval(iv) => writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv))),
-            _ => Ok(()),
-        }
+    fn text_step(
+        &mut self,
+        iv: &HttpInterval,
+        style: &Style,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv)))
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Http(h) => summary(h, out),
-            _ => Ok(()),
-        }
+    fn text_end(&mut self, h: &HttpReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        summary(h, out)
     }
 
     fn csv_columns(&self) -> String {
         csv_columns()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::HttpInterval(iv) => vec![csv_interval(iv)],
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, iv: &HttpInterval) -> Vec<String> {
+        vec![csv_interval(iv)]
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Http(h) => vec![csv_summary(h)],
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, h: &HttpReport) -> Vec<String> {
+        vec![csv_summary(h)]
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::HttpInterval(iv) = event else { return None };
+    fn live(&self, iv: &HttpInterval) -> Option<LiveSample> {
         let errors = format!("errors {}", iv.errors);
         Some(rated(iv.end_ns, iv.requests_per_second, "req/s", "p50", &iv.latency, errors))
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Http(h) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, h: &HttpReport) -> Vec<QuickLine> {
         let s = &h.summary;
         let secs = s.duration_ns as f64 / 1e9;
         // Large bodies (a speed test's downloads and uploads): throughput is the headline,

@@ -9,9 +9,9 @@ use wirespeed_model::kinds::latency::{LatencyInterval, LatencyReport, LatencySpe
 use crate::csv::{interval_cells, opt, record};
 use crate::percentiles::{stats_cells, stats_table};
 use crate::units::nanos;
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{one_line, LiveSample, QuickLine, View};
+use super::{one_line, KindView, LiveSample, QuickLine};
 use crate::live::rated;
 use crate::text::Style;
 
@@ -115,7 +115,9 @@ pub(crate) fn csv_summary(r: &LatencyReport) -> String {
 /// How a latency run is shown.
 pub(crate) struct LatencyView(pub(crate) LatencySpec);
 
-impl View for LatencyView {
+impl KindView for LatencyView {
+    type Report = LatencyReport;
+
     fn describe(&self) -> String {
         describe(&self.0)
     }
@@ -124,48 +126,39 @@ impl View for LatencyView {
         writeln!(out, "{}", style.bold(&header()))
     }
 
-    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::LatencyInterval(iv) => {
-                writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv)))
-            }
-            _ => Ok(()),
+    fn text_step(
+        &mut self,
+        iv: &LatencyInterval,
+        style: &Style,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        {
+            writeln!(out, "{}", style.maybe_dim(iv.omitted, &row(iv)))
         }
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Latency(l) => summary(l, out),
-            _ => Ok(()),
-        }
+    fn text_end(&mut self, l: &LatencyReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        summary(l, out)
     }
 
     fn csv_columns(&self) -> String {
         CSV_COLUMNS.to_string()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::LatencyInterval(iv) => vec![csv_interval(iv)],
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, iv: &LatencyInterval) -> Vec<String> {
+        vec![csv_interval(iv)]
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Latency(l) => vec![csv_summary(l)],
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, l: &LatencyReport) -> Vec<String> {
+        vec![csv_summary(l)]
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::LatencyInterval(iv) = event else { return None };
+    fn live(&self, iv: &LatencyInterval) -> Option<LiveSample> {
         let lost = format!("lost {}", iv.lost.unwrap_or(0));
         Some(rated(iv.end_ns, iv.messages_per_second, "msg/s", "p50", &iv.rtt, lost))
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Latency(l) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, l: &LatencyReport) -> Vec<QuickLine> {
         let s = &l.summary;
         one_line(
             name,

@@ -9,9 +9,9 @@ use wirespeed_model::kinds::ping::{PingMode, PingProbe, PingReport, PingSpec, Pr
 use crate::csv::{record, secs};
 use crate::percentiles::{stats_cells, stats_table, STATS_COLUMNS};
 use crate::units::{nanos, percent};
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{one_line, LiveSample, QuickLine, View};
+use super::{one_line, KindView, LiveSample, QuickLine};
 use crate::text::Style;
 
 /// "ICMP echo to 127.0.0.1, 56 data bytes, every 1 s, 5 probes" and the like.
@@ -163,7 +163,9 @@ impl PingView {
     }
 }
 
-impl View for PingView {
+impl KindView for PingView {
+    type Report = PingReport;
+
     fn describe(&self) -> String {
         describe(&self.spec)
     }
@@ -173,40 +175,27 @@ impl View for PingView {
         Ok(())
     }
 
-    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::PingProbe(p) => writeln!(out, "{}", line(&self.spec, &self.peer, p)),
-            _ => Ok(()),
-        }
+    fn text_step(&mut self, p: &PingProbe, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", line(&self.spec, &self.peer, p))
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Ping(p) => summary(p, out),
-            _ => Ok(()),
-        }
+    fn text_end(&mut self, p: &PingReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        summary(p, out)
     }
 
     fn csv_columns(&self) -> String {
         csv_columns()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::PingProbe(p) => vec![csv_probe(p)],
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, p: &PingProbe) -> Vec<String> {
+        vec![csv_probe(p)]
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Ping(p) => vec![csv_summary(p)],
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, p: &PingReport) -> Vec<String> {
+        vec![csv_summary(p)]
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::PingProbe(p) = event else { return None };
+    fn live(&self, p: &PingProbe) -> Option<LiveSample> {
         let (value, current) = match &p.outcome {
             ProbeOutcome::Reply { rtt_ns, .. } => (*rtt_ns as f64, nanos(*rtt_ns as f64)),
             ProbeOutcome::Lost => (0.0, "lost".into()),
@@ -216,8 +205,7 @@ impl View for PingView {
         Some(LiveSample { end_ns: p.sent_ns, value, current, details: Vec::new() })
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Ping(p) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, p: &PingReport) -> Vec<QuickLine> {
         let s = &p.summary;
         one_line(
             name,

@@ -6,9 +6,9 @@
 use std::io::{self, Write};
 
 use wirespeed_model::kinds::rpm::{RpmInterval, RpmLeg, RpmReport, RpmSpec};
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{LiveSample, QuickLine, View};
+use super::{KindView, LiveSample, QuickLine};
 use crate::csv::{opt, record};
 use crate::text::Style;
 use crate::units::{nanos, rate};
@@ -162,7 +162,9 @@ pub(crate) fn csv_summary(r: &RpmReport) -> Vec<String> {
 /// How a responsiveness run is shown.
 pub(crate) struct RpmView(pub(crate) RpmSpec);
 
-impl View for RpmView {
+impl KindView for RpmView {
+    type Report = RpmReport;
+
     fn describe(&self) -> String {
         describe(&self.0)
     }
@@ -171,40 +173,27 @@ impl View for RpmView {
         writeln!(out, "{}", style.bold(&header()))
     }
 
-    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::RpmInterval(iv) => writeln!(out, "{}", row(iv)),
-            _ => Ok(()),
-        }
+    fn text_step(&mut self, iv: &RpmInterval, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        writeln!(out, "{}", row(iv))
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Rpm(r) => summary(r, out),
-            _ => Ok(()),
-        }
+    fn text_end(&mut self, r: &RpmReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
+        summary(r, out)
     }
 
     fn csv_columns(&self) -> String {
         csv_columns()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::RpmInterval(iv) => vec![csv_interval(iv)],
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, iv: &RpmInterval) -> Vec<String> {
+        vec![csv_interval(iv)]
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Rpm(r) => csv_summary(r),
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, r: &RpmReport) -> Vec<String> {
+        csv_summary(r)
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::RpmInterval(iv) = event else { return None };
+    fn live(&self, iv: &RpmInterval) -> Option<LiveSample> {
         Some(LiveSample {
             end_ns: iv.end_ns,
             value: iv.rpm.unwrap_or(0.0),
@@ -218,8 +207,7 @@ impl View for RpmView {
         })
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Rpm(r) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, r: &RpmReport) -> Vec<QuickLine> {
         let s = &r.summary;
         let legs: Vec<String> = s
             .legs

@@ -4,14 +4,14 @@
 
 use std::io::{self, Write};
 
-use wirespeed_model::kinds::trace::{HopStats, TraceProtocol, TraceReport, TraceSpec};
+use wirespeed_model::kinds::trace::{HopStats, TraceProtocol, TraceReport, TraceRound, TraceSpec};
 
 use crate::csv::{opt, record};
 use crate::percentiles::{stats_cells, STATS_COLUMNS};
 use crate::units::{nanos, percent};
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{one_line, LiveSample, QuickLine, View};
+use super::{one_line, KindView, LiveSample, QuickLine};
 use crate::text::Style;
 
 /// "trace to 192.0.2.7 with ICMP probes, at most 30 hops, 3 probes per hop" and the like.
@@ -141,7 +141,9 @@ impl TraceView {
     }
 }
 
-impl View for TraceView {
+impl KindView for TraceView {
+    type Report = TraceReport;
+
     fn describe(&self) -> String {
         describe(&self.spec)
     }
@@ -153,8 +155,7 @@ impl View for TraceView {
         Ok(())
     }
 
-    fn text_event(&mut self, event: &Event, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        let Event::TraceRound(round) = event else { return Ok(()) };
+    fn text_step(&mut self, round: &TraceRound, _: &Style, out: &mut dyn Write) -> io::Result<()> {
         if self.live_table {
             self.erase_live(out)?;
             let lines = table(&round.hops);
@@ -167,8 +168,7 @@ impl View for TraceView {
         Ok(())
     }
 
-    fn text_end(&mut self, report: &Report, _: &Style, out: &mut dyn Write) -> io::Result<()> {
-        let ReportBody::Trace(t) = &report.body else { return Ok(()) };
+    fn text_end(&mut self, t: &TraceReport, _: &Style, out: &mut dyn Write) -> io::Result<()> {
         self.erase_live(out)?;
         for l in table(&t.summary.hops) {
             writeln!(out, "{l}")?;
@@ -181,23 +181,19 @@ impl View for TraceView {
     }
 
     /// A trace's rows are its final hops, written at the end.
-    fn csv_rows(&self, _: &Event) -> Vec<String> {
+    fn csv_rows(&self, _: &TraceRound) -> Vec<String> {
         Vec::new()
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Trace(t) => csv_rows(t),
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, t: &TraceReport) -> Vec<String> {
+        csv_rows(t)
     }
 
-    fn live(&self, _: &Event) -> Option<LiveSample> {
+    fn live(&self, _: &TraceRound) -> Option<LiveSample> {
         None
     }
 
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Trace(t) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, t: &TraceReport) -> Vec<QuickLine> {
         let s = &t.summary;
         one_line(
             name,

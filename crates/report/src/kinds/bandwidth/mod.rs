@@ -8,11 +8,13 @@ mod text;
 
 use std::io::{self, Write};
 
-use wirespeed_model::kinds::bandwidth::{BandwidthSpec, Direction, LoadedLatency};
+use wirespeed_model::kinds::bandwidth::{
+    BandwidthInterval, BandwidthReport, BandwidthSpec, Direction, LoadedLatency,
+};
 use wirespeed_model::rules::Protocol;
-use wirespeed_model::{Event, Meta, Report, ReportBody};
+use wirespeed_model::Meta;
 
-use super::{LiveSample, QuickLine, View};
+use super::{KindView, LiveSample, QuickLine};
 use crate::text::Style;
 use crate::units::{nanos, packet_rate, percent, rate};
 
@@ -27,7 +29,9 @@ impl BandwidthView {
     }
 }
 
-impl View for BandwidthView {
+impl KindView for BandwidthView {
+    type Report = BandwidthReport;
+
     fn describe(&self) -> String {
         text::describe(&self.spec)
     }
@@ -36,40 +40,37 @@ impl View for BandwidthView {
         writeln!(out, "{}", style.bold(&text::header(self.spec.protocol)))
     }
 
-    fn text_event(&mut self, event: &Event, style: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match event {
-            Event::Interval(iv) => text::interval(style, &self.spec, iv, out),
-            _ => Ok(()),
-        }
+    fn text_step(
+        &mut self,
+        iv: &BandwidthInterval,
+        style: &Style,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        text::interval(style, &self.spec, iv, out)
     }
 
-    fn text_end(&mut self, report: &Report, style: &Style, out: &mut dyn Write) -> io::Result<()> {
-        match &report.body {
-            ReportBody::Bandwidth(b) => text::summary(style, &b.spec, &b.summary, out),
-            _ => Ok(()),
-        }
+    fn text_end(
+        &mut self,
+        b: &BandwidthReport,
+        style: &Style,
+        out: &mut dyn Write,
+    ) -> io::Result<()> {
+        text::summary(style, &b.spec, &b.summary, out)
     }
 
     fn csv_columns(&self) -> String {
         csv::COLUMNS.to_string()
     }
 
-    fn csv_rows(&self, event: &Event) -> Vec<String> {
-        match event {
-            Event::Interval(iv) => csv::interval_rows(iv),
-            _ => Vec::new(),
-        }
+    fn csv_rows(&self, iv: &BandwidthInterval) -> Vec<String> {
+        csv::interval_rows(iv)
     }
 
-    fn csv_summary(&self, report: &Report) -> Vec<String> {
-        match &report.body {
-            ReportBody::Bandwidth(b) => csv::summary_rows(b),
-            _ => Vec::new(),
-        }
+    fn csv_summary(&self, b: &BandwidthReport) -> Vec<String> {
+        csv::summary_rows(b)
     }
 
-    fn live(&self, event: &Event) -> Option<LiveSample> {
-        let Event::Interval(iv) = event else { return None };
+    fn live(&self, iv: &BandwidthInterval) -> Option<LiveSample> {
         let bps: f64 = iv.flows.iter().map(|f| f.total.received_bps).sum();
         let mut details: Vec<String> = iv
             .flows
@@ -90,8 +91,7 @@ impl View for BandwidthView {
     }
 
     /// A line per flow: what was sent and received, and TCP's or UDP's own figures.
-    fn quick(&self, name: &str, report: &Report) -> Vec<QuickLine> {
-        let ReportBody::Bandwidth(b) = &report.body else { return Vec::new() };
+    fn quick(&self, name: &str, b: &BandwidthReport) -> Vec<QuickLine> {
         b.summary
             .flows()
             .map(|f| {
