@@ -11,6 +11,7 @@
 
 use std::collections::BTreeMap;
 
+use crate::event::Steps;
 use crate::histogram::{EncodedHistograms, HistogramError, RttHistogram};
 use crate::kinds::bandwidth::BandwidthReport;
 use crate::kinds::cps::CpsReport;
@@ -20,9 +21,9 @@ use crate::kinds::latency::LatencyReport;
 use crate::kinds::ping::PingReport;
 use crate::kinds::rpm::RpmReport;
 use crate::kinds::trace::TraceReport;
-use crate::merge_parts::{check_samples, MergeRuns, Part};
+use crate::merge_parts::{check_samples, merged_histograms, MergeRuns, Part};
 use crate::provenance::{MemberRecord, MergeRecord};
-use crate::report::{BodyVariant, Report, ReportBody};
+use crate::report::{Report, ReportBody};
 use crate::spec::TestSpec;
 
 /// Why reports could not be merged.
@@ -253,7 +254,7 @@ struct MemberPart<'a> {
 
 /// The members' reports of a run of kind `R` merged by the kind ([`MergeRuns`]): each report
 /// downcast once, its counts checked against the histograms that must hold them.
-fn merge_kind<R: MergeRuns + BodyVariant>(
+fn merge_kind<R: MergeRuns + Steps>(
     spec: &R::Spec,
     members: &[MemberPart<'_>],
 ) -> Result<(ReportBody, Option<EncodedHistograms>), MergeError> {
@@ -280,7 +281,12 @@ fn merge_kind<R: MergeRuns + BodyVariant>(
             "a {kind} report cannot be merged: a {kind} measures a path, not load"
         ))
     })?;
-    Ok((merged.report.into_body(), merged.histograms))
+    // A kind that keeps histograms keeps their sums, whole and per interval.
+    let histograms = match parts.first().and_then(|p| p.report.samples()) {
+        Some(_) => Some(merged_histograms(&parts, merged.steps().len()).map_err(fail)?),
+        None => None,
+    };
+    Ok((merged.into_body(), histograms))
 }
 
 /// The first field in which two specs differ, for a message.

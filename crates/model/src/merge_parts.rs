@@ -18,29 +18,17 @@ pub(crate) trait MergeRuns: Sized {
     type Spec;
 
     /// What this report counts, to check against the histograms its member kept; `None` for a
-    /// kind that keeps none.
+    /// kind that keeps none. The merge keeps the sums of a kind's histograms when it has some.
     fn samples(&self) -> Option<Samples> {
         None
     }
 
-    /// The run's report from its members' (in index order), and the histograms it keeps;
-    /// `Ok(None)` for a kind that has no merge.
-    fn merge(
-        parts: &[Part<'_, Self>],
-        spec: &Self::Spec,
-    ) -> Result<Option<Merged<Self>>, HistogramError> {
+    /// The run's report from its members' (in index order); `Ok(None)` for a kind that has no
+    /// merge.
+    fn merge(parts: &[Part<'_, Self>], spec: &Self::Spec) -> Result<Option<Self>, HistogramError> {
         let _ = (parts, spec);
         Ok(None)
     }
-}
-
-/// A kind's merged report, and the summed histograms to keep with it (for the kinds that keep
-/// them).
-pub(crate) struct Merged<R> {
-    /// The run's report.
-    pub report: R,
-    /// Its histograms.
-    pub histograms: Option<EncodedHistograms>,
 }
 
 /// One member's report as a kind's merge sees it.

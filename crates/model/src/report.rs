@@ -21,27 +21,51 @@ pub struct Report {
     pub meta: Meta,
 }
 
-/// One variant per test kind, tagged by `kind` in JSON.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
-#[serde(tag = "kind", rename_all = "snake_case")]
-#[allow(clippy::large_enum_variant)] // one report per run; boxing buys nothing
-pub enum ReportBody {
-    /// A bandwidth test.
-    Bandwidth(BandwidthReport),
-    /// A latency test.
-    Latency(crate::kinds::latency::LatencyReport),
-    /// A connections-per-second test.
-    Cps(crate::kinds::cps::CpsReport),
-    /// A ping.
-    Ping(crate::kinds::ping::PingReport),
-    /// A trace.
-    Trace(crate::kinds::trace::TraceReport),
-    /// An HTTP load test.
-    Http(crate::kinds::http::HttpReport),
-    /// A DNS load test.
-    Dns(crate::kinds::dns::DnsReport),
-    /// A responsiveness (RPM) test.
-    Rpm(crate::kinds::rpm::RpmReport),
+/// [`ReportBody`] and each kind's [`BodyVariant`], from the one list of variants.
+macro_rules! report_body {
+    ($(#[$meta:meta])* pub enum ReportBody { $($(#[$vmeta:meta])* $variant:ident($report:ty),)* }) => {
+        $(#[$meta])*
+        pub enum ReportBody { $($(#[$vmeta])* $variant($report),)* }
+
+        $(
+            impl BodyVariant for $report {
+                fn of_body(body: &ReportBody) -> Option<&Self> {
+                    match body {
+                        ReportBody::$variant(r) => Some(r),
+                        _ => None,
+                    }
+                }
+                fn into_body(self) -> ReportBody {
+                    ReportBody::$variant(self)
+                }
+            }
+        )*
+    };
+}
+
+report_body! {
+    /// One variant per test kind, tagged by `kind` in JSON.
+    #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+    #[serde(tag = "kind", rename_all = "snake_case")]
+    #[allow(clippy::large_enum_variant)] // one report per run; boxing buys nothing
+    pub enum ReportBody {
+        /// A bandwidth test.
+        Bandwidth(BandwidthReport),
+        /// A latency test.
+        Latency(crate::kinds::latency::LatencyReport),
+        /// A connections-per-second test.
+        Cps(crate::kinds::cps::CpsReport),
+        /// A ping.
+        Ping(crate::kinds::ping::PingReport),
+        /// A trace.
+        Trace(crate::kinds::trace::TraceReport),
+        /// An HTTP load test.
+        Http(crate::kinds::http::HttpReport),
+        /// A DNS load test.
+        Dns(crate::kinds::dns::DnsReport),
+        /// A responsiveness (RPM) test.
+        Rpm(crate::kinds::rpm::RpmReport),
+    }
 }
 
 impl ReportBody {
@@ -81,34 +105,6 @@ pub trait BodyVariant: Sized {
     fn of_body(body: &ReportBody) -> Option<&Self>;
     /// The report as a body.
     fn into_body(self) -> ReportBody;
-}
-
-/// [`BodyVariant`] for each kind's report, from the one list of variants.
-macro_rules! body_variants {
-    ($($variant:ident($report:ty),)*) => {$(
-        impl BodyVariant for $report {
-            fn of_body(body: &ReportBody) -> Option<&Self> {
-                match body {
-                    ReportBody::$variant(r) => Some(r),
-                    _ => None,
-                }
-            }
-            fn into_body(self) -> ReportBody {
-                ReportBody::$variant(self)
-            }
-        }
-    )*};
-}
-
-body_variants! {
-    Bandwidth(BandwidthReport),
-    Latency(crate::kinds::latency::LatencyReport),
-    Cps(crate::kinds::cps::CpsReport),
-    Ping(crate::kinds::ping::PingReport),
-    Trace(crate::kinds::trace::TraceReport),
-    Http(crate::kinds::http::HttpReport),
-    Dns(crate::kinds::dns::DnsReport),
-    Rpm(crate::kinds::rpm::RpmReport),
 }
 
 impl Report {

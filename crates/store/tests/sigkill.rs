@@ -7,60 +7,13 @@
 use std::io::{BufRead, BufReader};
 use std::process::{Command, Stdio};
 
-use wirespeed_model::kinds::bandwidth::{
-    BandwidthInterval, BandwidthReport, BandwidthSummary, CpuUsage, FlowFigures, FlowSummary,
-};
-use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
-use wirespeed_model::report::Meta;
-use wirespeed_model::rules::Protocol;
-use wirespeed_model::{Report, ReportBody};
+use wirespeed_model::Report;
 use wirespeed_store::{RunFilter, Store};
 
 /// A report with many intervals, so that one save takes long enough to be interrupted.
 fn big_report(ms: u64) -> Report {
-    let flow = |bps: f64| FlowFigures {
-        flow: Flow::Upload,
-        total: wirespeed_model::kinds::bandwidth::Figures {
-            received_bps: bps,
-            ..Default::default()
-        },
-        streams: vec![],
-    };
-    let intervals = (0..3000u32)
-        .map(|i| BandwidthInterval {
-            index: i,
-            start_ns: u64::from(i) * 1_000_000,
-            end_ns: u64::from(i + 1) * 1_000_000,
-            omitted: false,
-            measured_at: None,
-            flows: vec![flow(f64::from(i) * 1e6)],
-            probe_rtt: None,
-            probe_udp_rtt: None,
-        })
-        .collect();
-    Report {
-        body: ReportBody::Bandwidth(BandwidthReport {
-            spec: BandwidthSpec::new("127.0.0.1", Protocol::Tcp),
-            intervals,
-            summary: BandwidthSummary {
-                primary: FlowSummary {
-                    flow: Flow::Upload,
-                    sender: End::Client,
-                    duration_ns: 3_000_000_000,
-                    total: flow(1e9).total,
-                    rtt_range_ns: None,
-                    cwnd_max_bytes: None,
-                    streams: vec![],
-                },
-                reverse: None,
-                client_cpu: CpuUsage::default(),
-                server_cpu: None,
-                latency: None,
-                udp_latency: None,
-            },
-        }),
-        meta: Meta { version: "0.1.0".into(), start_unix_ms: ms, ..Default::default() },
-    }
+    let rates = (0..3000u32).map(|i| f64::from(i) * 1e6);
+    wirespeed_testkit::sample::bandwidth_report(ms, 1_000_000, rates, 1e9, 3_000_000_000)
 }
 
 /// The saving child, run by the test below in a process of its own (`--ignored --exact`);

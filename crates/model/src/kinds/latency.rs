@@ -251,10 +251,8 @@ impl crate::merge_parts::MergeRuns for LatencyReport {
     fn merge(
         parts: &[crate::merge_parts::Part<'_, Self>],
         spec: &LatencySpec,
-    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
-        let report = merge(parts, spec)?;
-        let histograms = crate::merge_parts::merged_histograms(parts, report.intervals.len())?;
-        Ok(Some(crate::merge_parts::Merged { report, histograms: Some(histograms) }))
+    ) -> Result<Option<Self>, crate::histogram::HistogramError> {
+        merge(parts, spec).map(Some)
     }
 }
 

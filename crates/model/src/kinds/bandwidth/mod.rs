@@ -23,8 +23,8 @@ impl crate::merge_parts::MergeRuns for BandwidthReport {
     fn merge(
         parts: &[crate::merge_parts::Part<'_, Self>],
         spec: &BandwidthSpec,
-    ) -> Result<Option<crate::merge_parts::Merged<Self>>, crate::histogram::HistogramError> {
-        Ok(Some(crate::merge_parts::Merged { report: merge(parts, spec), histograms: None }))
+    ) -> Result<Option<Self>, crate::histogram::HistogramError> {
+        Ok(Some(merge(parts, spec)))
     }
 }
 
