@@ -1,4 +1,4 @@
-//! The one interval clock every client shares (bandwidth, latency, cps, HTTP, DNS): where
+//! The one interval clock every client shares (bandwidth, latency, cps, HTTP, DNS, rpm's legs): where
 //! intervals end, which belong to the warm-up, what happens at the deadline and to the last,
 //! partial interval. [`Clock`] holds those rules with the time passed in, so they are
 //! unit-tested; [`Timers`] drives it with tokio's timers; [`drive`] is the loop of the kinds
@@ -22,9 +22,11 @@ pub(crate) enum Ending {
     /// one). The boundary at the deadline is not closed: the caller closes the last interval
     /// at the moment its workers stopped.
     Stop,
-    /// The deadline only stops new work; the run goes on until the last answers are in or
-    /// time out (DNS), and boundaries are closed as they come. How long that takes is not
-    /// known in advance, so a tail too short to give a rate joins the interval before it.
+    /// The boundary at the deadline is closed like any other. For DNS the deadline only
+    /// stops new work; the run goes on until the last answers are in or time out, and
+    /// boundaries are closed as they come. How long that takes is not known in advance, so a
+    /// tail too short to give a rate joins the interval before it. An rpm leg's deadline is
+    /// its last boundary: the leg ends there, with that interval closed.
     Drain,
 }
 

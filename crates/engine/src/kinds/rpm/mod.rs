@@ -1,13 +1,14 @@
 //! The responsiveness test (`wirespeed rpm`): the client side of draft-ietf-ippm-responsiveness
 //! against any server that publishes its configuration (Apple's, Cloudflare's, a self-hosted
 //! wirespeed `web`): the configuration read, idle latency from probes on new connections,
-//! then each leg under load (`leg`) over HTTP/2 connections ([`conn`], `load`). Its server
+//! then each leg under load (`leg`, its figures and rules in `tally`) over HTTP/2 connections ([`conn`], `load`). Its server
 //! half is not here but in `wirespeed_web::responsiveness`, on `wirespeed web`'s listener
 //! (see the crate's documentation).
 
 pub mod conn;
 mod leg;
 mod load;
+mod tally;
 
 use std::net::IpAddr;
 use std::time::{Duration, Instant, SystemTime};
@@ -16,7 +17,9 @@ use rustls_pki_types::ServerName;
 use tokio::sync::mpsc::UnboundedSender;
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::histogram::RttHistogram;
-use wirespeed_model::kinds::rpm::{grade, rating, responsiveness, RpmReport, RpmSpec, RpmSummary};
+use wirespeed_model::kinds::rpm::{
+    grade, rating, responsiveness, RpmInterval, RpmLeg, RpmReport, RpmSpec, RpmSummary,
+};
 use wirespeed_model::{Event, Report, ReportBody, TestSpec};
 use wirespeed_proto::http_url::HttpUrl;
 
@@ -76,104 +79,26 @@ pub async fn run(
         Urls::Given(c) => c.clone(),
         Urls::Config(url) => fetch_config(url, &opts).await?,
     };
-    let parse = |what: &str, u: &str| {
-        HttpUrl::parse(u).map_err(|e| ClientError::Protocol(format!("the {what} URL {e}")))
-    };
-    let (large, small, upload) = (
-        parse("large", &config.large)?,
-        parse("small", &config.small)?,
-        parse("upload", &config.upload)?,
-    );
-    if large.origin() != small.origin() || large.origin() != upload.origin() {
-        return Err(ClientError::Protocol(format!(
-            "the configuration's URLs are on more than one server ({}, {}, {}); a responsiveness \
-             test loads and probes one",
-            large.origin(),
-            small.origin(),
-            upload.origin()
-        )));
-    }
-    let server = server_for(&small, &opts, &[b"h2"]).await?;
+    let urls = TestUrls::parse(&config)?;
+    let server = server_for(&urls.small, &opts, &[b"h2"]).await?;
     let mut meta = crate::run::meta::run_meta(&opts.version, start_wall, Some(server.addr));
     let _ = events
         .send(Event::Start { spec: TestSpec::Rpm(Box::new(spec.clone())), meta: meta.clone() });
 
-    // Idle: new connections one after another, nothing else on the path.
-    let (mut idle, mut idle_times) = (RttHistogram::default(), Vec::new());
-    for _ in 0..spec.idle_probes {
-        if cancel.is_cancelled() {
-            break;
-        }
-        let probe = conn::foreign_probe(&server, &small).await;
-        match probe {
-            Ok(f) => {
-                idle.record(f.phases.tcp_ns);
-                idle_times.push(f);
-            }
-            Err(why) if idle_times.is_empty() => return Err(first_failure(&server, why)),
-            Err(why) => meta.notes.push(format!("an idle probe failed: {why}")),
-        }
-    }
-    // Idle, a request on a new connection stands for one on a loaded one.
-    let idle_http: Vec<u64> = idle_times.iter().map(|f| f.http_ns).collect();
-    let idle_rpm = responsiveness(&leg::probe_times(&idle_times, &idle_http, spec.trim));
-
-    let mut legs = Vec::new();
-    let mut intervals = Vec::new();
-    // A server lost mid-test ends it; what was measured before is kept.
-    let mut failure = None;
-    for &direction in spec.mode.legs() {
-        if cancel.is_cancelled() {
-            break;
-        }
-        let plan = leg::LegPlan {
-            spec: &spec,
-            server: &server,
-            large: &large,
-            small: &small,
-            upload: &upload,
-            direction,
-            test_start,
-        };
-        let leg::LegOutcome { leg, intervals: leg_intervals, server_lost } =
-            leg::run(plan, &events, &cancel).await;
-        let moved = leg_intervals.iter().any(|i| i.download_bytes + i.upload_bytes > 0);
-        if !moved && leg.failures > 0 {
-            let why = leg.last_failure.clone().unwrap_or_default();
-            failure = Some(ClientError::ServerGone(format!(
-                "the {} leg's load never moved a byte: {why}",
-                direction.name()
-            )));
-            break;
-        }
-        if leg.failures > 0 {
-            meta.notes.push(format!(
-                "{} leg: {} load connections or probes failed (last: {})",
-                direction.name(),
-                leg.failures,
-                leg.last_failure.as_deref().unwrap_or("?")
-            ));
-        }
-        if server_lost {
-            failure = Some(ClientError::ServerGone(format!(
-                "nothing answered for an interval of the {} leg: {}",
-                direction.name(),
-                leg.last_failure.as_deref().unwrap_or("?")
-            )));
-        }
-        legs.push(leg);
-        intervals.extend(leg_intervals);
-        if failure.is_some() {
-            break;
-        }
-    }
+    let idle = idle(&spec, &server, &urls.small, &cancel, &mut meta.notes).await?;
+    let legs = run_legs(&spec, &server, &urls, test_start, &events, &cancel).await;
+    meta.notes.extend(legs.notes);
     if cancel.is_cancelled() {
         meta.notes.push("interrupted: the test was stopped early by the user".into());
     }
-    let working_conditions = !legs.is_empty() && legs.iter().all(|l| l.working_conditions);
-    if !working_conditions && !cancel.is_cancelled() && failure.is_none() {
-        let which: Vec<&str> =
-            legs.iter().filter(|l| !l.working_conditions).map(|l| l.direction.name()).collect();
+    let summary = summarize(&config, idle, legs.legs);
+    if !summary.working_conditions && !cancel.is_cancelled() && legs.failure.is_none() {
+        let which: Vec<&str> = summary
+            .legs
+            .iter()
+            .filter(|l| !l.working_conditions)
+            .map(|l| l.direction.name())
+            .collect();
         meta.notes.push(format!(
             "working conditions not reached ({} leg): goodput or responsiveness still varied \
              by more than {:.0} % at the time limit; the RPM is the last interval's",
@@ -181,8 +106,143 @@ pub async fn run(
             spec.stability * 100.0
         ));
     }
+    let intervals = legs.intervals;
+    let report = Report { body: ReportBody::Rpm(RpmReport { spec, intervals, summary }), meta };
+    if let Some(cause) = legs.failure {
+        return Err(ClientError::partial(report, cause));
+    }
+    let _ = events.send(Event::End(Box::new(report.clone())));
+    Ok(report)
+}
+
+/// The three URLs a test uses, parsed, on one server.
+struct TestUrls {
+    large: HttpUrl,
+    small: HttpUrl,
+    upload: HttpUrl,
+}
+
+impl TestUrls {
+    /// `config`'s URLs, which must all be on one server.
+    fn parse(config: &Config) -> Result<Self, ClientError> {
+        let parse = |what: &str, u: &str| {
+            HttpUrl::parse(u).map_err(|e| ClientError::Protocol(format!("the {what} URL {e}")))
+        };
+        let urls = Self {
+            large: parse("large", &config.large)?,
+            small: parse("small", &config.small)?,
+            upload: parse("upload", &config.upload)?,
+        };
+        let (large, small, upload) =
+            (urls.large.origin(), urls.small.origin(), urls.upload.origin());
+        if large != small || large != upload {
+            return Err(ClientError::Protocol(format!(
+                "the configuration's URLs are on more than one server ({large}, {small}, \
+                 {upload}); a responsiveness test loads and probes one"
+            )));
+        }
+        Ok(urls)
+    }
+}
+
+/// The idle latency: new connections one after another, nothing else on the path.
+struct Idle {
+    /// The TCP handshakes.
+    handshakes: RttHistogram,
+    /// Idle, a request on a new connection stands for one on a loaded one.
+    rpm: Option<f64>,
+}
+
+/// Measures the idle latency; a first probe that fails ends the test, a later one is noted.
+async fn idle(
+    spec: &RpmSpec,
+    server: &conn::Server,
+    small: &HttpUrl,
+    cancel: &CancellationToken,
+    notes: &mut Vec<String>,
+) -> Result<Idle, ClientError> {
+    let (mut handshakes, mut probes) = (RttHistogram::default(), Vec::new());
+    for _ in 0..spec.idle_probes {
+        if cancel.is_cancelled() {
+            break;
+        }
+        match conn::foreign_probe(server, small).await {
+            Ok(f) => {
+                handshakes.record(f.phases.tcp_ns);
+                probes.push(f);
+            }
+            Err(why) if probes.is_empty() => return Err(first_failure(server, why)),
+            Err(why) => notes.push(format!("an idle probe failed: {why}")),
+        }
+    }
+    let http: Vec<u64> = probes.iter().map(|f| f.http_ns).collect();
+    let rpm = responsiveness(&tally::probe_times(&probes, &http, spec.trim));
+    Ok(Idle { handshakes, rpm })
+}
+
+/// What the legs measured: a server lost mid-test ends the test, and what was measured
+/// before is kept.
+struct Legs {
+    legs: Vec<RpmLeg>,
+    intervals: Vec<RpmInterval>,
+    notes: Vec<String>,
+    failure: Option<ClientError>,
+}
+
+/// Runs the spec's legs in turn.
+async fn run_legs(
+    spec: &RpmSpec,
+    server: &conn::Server,
+    urls: &TestUrls,
+    test_start: Instant,
+    events: &UnboundedSender<Event>,
+    cancel: &CancellationToken,
+) -> Legs {
+    let mut out =
+        Legs { legs: Vec::new(), intervals: Vec::new(), notes: Vec::new(), failure: None };
+    for &direction in spec.mode.legs() {
+        if cancel.is_cancelled() {
+            break;
+        }
+        let (large, small, upload) = (&urls.large, &urls.small, &urls.upload);
+        let plan = leg::LegPlan { spec, server, large, small, upload, direction, test_start };
+        let leg::LegOutcome { leg, intervals, server_lost } = leg::run(plan, events, cancel).await;
+        let why = leg.last_failure.clone().unwrap_or_else(|| "?".into());
+        let moved = intervals.iter().any(|i| i.download_bytes + i.upload_bytes > 0);
+        if !moved && leg.failures > 0 {
+            out.failure = Some(ClientError::ServerGone(format!(
+                "the {} leg's load never moved a byte: {why}",
+                direction.name()
+            )));
+            break;
+        }
+        if leg.failures > 0 {
+            out.notes.push(format!(
+                "{} leg: {} load connections or probes failed (last: {why})",
+                direction.name(),
+                leg.failures,
+            ));
+        }
+        if server_lost {
+            out.failure = Some(ClientError::ServerGone(format!(
+                "nothing answered for an interval of the {} leg: {why}",
+                direction.name(),
+            )));
+        }
+        out.legs.push(leg);
+        out.intervals.extend(intervals);
+        if out.failure.is_some() {
+            break;
+        }
+    }
+    out
+}
+
+/// The test's summary from its idle latency and its legs.
+fn summarize(config: &Config, idle: Idle, legs: Vec<RpmLeg>) -> RpmSummary {
+    let working_conditions = !legs.is_empty() && legs.iter().all(|l| l.working_conditions);
     let rpm = legs.iter().filter_map(|l| l.rpm).reduce(f64::min);
-    let idle_stats = idle.stats();
+    let idle_stats = idle.handshakes.stats();
     // Loaded latency at working conditions: the last window's self probes, from which the
     // RPM was computed (the leg's whole distribution includes the ramp, before the queue is full).
     let added_latency_ns = legs
@@ -190,26 +250,20 @@ pub async fn run(
         .map(|l| (l.times.self_ns as u64).saturating_sub(idle_stats.p50_ns))
         .max()
         .unwrap_or(0);
-    let summary = RpmSummary {
+    RpmSummary {
         large_url: HttpUrl::redacted(&config.large),
         small_url: HttpUrl::redacted(&config.small),
         upload_url: HttpUrl::redacted(&config.upload),
         protocol: "HTTP/2".into(),
         idle: idle_stats,
-        idle_rpm,
+        idle_rpm: idle.rpm,
         legs,
         rpm,
         working_conditions,
         added_latency_ns,
         grade: grade(added_latency_ns).into(),
         rating: rating(rpm).into(),
-    };
-    let report = Report { body: ReportBody::Rpm(RpmReport { spec, intervals, summary }), meta };
-    if let Some(cause) = failure {
-        return Err(ClientError::partial(report, cause));
     }
-    let _ = events.send(Event::End(Box::new(report.clone())));
-    Ok(report)
 }
 
 /// How the first request's failure begins when a plain server refused the HTTP/2 preface.
