@@ -8,6 +8,7 @@
 //! - [`iperf3`]: iperf3's control protocol, for interoperating with stock iperf3.
 //! - [`icmp`]: ICMP/ICMPv6 echo and the errors that quote a probe, for `ping` and `trace`.
 //! - [`http_targets`]: vegeta's targets files (http and json formats), for HTTP load tests.
+//! - [`vegeta`]: vegeta's result lines, written by `http --format vegeta` and read back.
 //! - [`http1`]: HTTP/1.1 response heads and chunked bodies, read without copying.
 //! - [`http_url`]: http:// and https:// URLs, and redirects resolved against them.
 //! - [`alt_svc`]: the Alt-Svc header, where a server names its HTTP/3.
@@ -27,6 +28,7 @@ pub mod http_targets;
 pub mod http_url;
 pub mod icmp;
 pub mod iperf3;
+pub mod vegeta;
 
 /// Version of the control protocol; a server refuses a client whose major version differs.
 pub const PROTOCOL_VERSION: u8 = 2;

@@ -27,6 +27,7 @@ pub mod quick;
 pub mod table;
 pub mod text;
 pub mod units;
+pub mod vegeta;
 
 /// An output format.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]

@@ -14,7 +14,6 @@ mod output;
 mod resolve;
 mod saved;
 mod test_kinds;
-mod vegeta;
 
 use std::io::IsTerminal;
 use std::process::ExitCode;

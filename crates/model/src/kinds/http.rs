@@ -285,6 +285,28 @@ pub struct HttpBreakdown {
     pub queue: LatencyStats,
 }
 
+/// What one request did, for a per-request log (`http --format vegeta`).
+#[derive(Debug, Clone, PartialEq, Eq)]
+pub struct RequestResult {
+    /// Position in the run, from 0, in the order records were made (requests ending); the
+    /// vegeta writer renumbers them in the order requests began.
+    pub seq: u64,
+    /// When it was due (open model) or sent (closed model), nanoseconds since the Unix epoch.
+    pub start_unix_ns: i64,
+    /// Its latency, as the report measures it.
+    pub latency_ns: u64,
+    /// The response's status; 0 without a response.
+    pub code: u16,
+    /// Request body bytes.
+    pub bytes_out: u64,
+    /// Response body bytes.
+    pub bytes_in: u64,
+    /// Why there was no response.
+    pub error: Option<&'static str>,
+    /// Which request of the set.
+    pub request: usize,
+}
+
 /// The whole measured part of the run.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct HttpSummary {

@@ -7,30 +7,10 @@ use std::sync::mpsc::{sync_channel, Receiver, SyncSender, TrySendError};
 use std::sync::Arc;
 use std::time::{Duration, Instant, SystemTime, UNIX_EPOCH};
 
+use wirespeed_model::kinds::http::RequestResult;
+
 /// Records a writer may lag behind by before they are lost.
 pub const QUEUE: usize = 1 << 16;
-
-/// What one request did.
-#[derive(Debug, Clone, PartialEq, Eq)]
-pub struct RequestResult {
-    /// Position in the run, from 0, in the order records were made (requests ending); the
-    /// vegeta writer renumbers them in the order requests began.
-    pub seq: u64,
-    /// When it was due (open model) or sent (closed model), nanoseconds since the Unix epoch.
-    pub start_unix_ns: i64,
-    /// Its latency, as the report measures it.
-    pub latency_ns: u64,
-    /// The response's status; 0 without a response.
-    pub code: u16,
-    /// Request body bytes.
-    pub bytes_out: u64,
-    /// Response body bytes.
-    pub bytes_in: u64,
-    /// Why there was no response.
-    pub error: Option<&'static str>,
-    /// Which request of the set.
-    pub request: usize,
-}
 
 /// Where the load threads put their records.
 #[derive(Debug, Clone)]

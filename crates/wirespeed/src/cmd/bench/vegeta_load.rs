@@ -1,7 +1,7 @@
 //! A workload whose load is vegeta's own (`kind = "vegeta"`), as rathole's benchmark made it:
 //! `vegeta attack` (from PATH) against the system's entry for the workload's duration, at a
 //! fixed rate or as fast as `max-workers` manage (`rate = 0`), its results read back as an HTTP
-//! report (`crate::vegeta::import`), so the same tunnel's figures under vegeta's load and under
+//! report (`wirespeed_report::vegeta::import`), so the same tunnel's figures under vegeta's load and under
 //! wirespeed's sit side by side. Interrupted (the warm-up's end, Ctrl-C), vegeta gets SIGINT,
 //! on which it stops and writes what it has.
 
@@ -14,7 +14,7 @@ use wirespeed_model::units::parse_duration;
 use wirespeed_model::Report;
 use wirespeed_runner::matrix::scalar_text;
 
-use crate::vegeta::import::{self, Attack};
+use wirespeed_report::vegeta::import::{self, Attack};
 
 /// The first word of a vegeta workload's command line.
 pub(super) const KIND: &str = "vegeta";
@@ -127,7 +127,8 @@ pub(super) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
         Err(e) => Err(e),
     };
     let _ = std::fs::remove_file(&results);
-    import::report(&text?, &attack)
+    let meta_at = |began| wirespeed_engine::run_meta(env!("CARGO_PKG_VERSION"), began, None);
+    Ok(import::report(&text?, &attack, meta_at)?)
 }
 
 fn rand_suffix() -> u64 {

@@ -7,14 +7,14 @@
 use std::cmp::Reverse;
 use std::collections::BinaryHeap;
 
-use wirespeed_engine::kinds::http::results::RequestResult;
+use wirespeed_model::kinds::http::RequestResult;
 
 /// Most records held back at once; past it the oldest go out, possibly out of order.
-pub(crate) const MAX_HELD: usize = 1 << 22;
+pub(super) const MAX_HELD: usize = 1 << 22;
 
 /// Records held back until they can be numbered in the order they began.
 #[derive(Debug)]
-pub(crate) struct Reorder {
+pub(super) struct Reorder {
     window_ns: i64,
     held: BinaryHeap<Reverse<Held>>,
     arrivals: u64,
@@ -51,7 +51,7 @@ impl Ord for Held {
 
 impl Reorder {
     /// Holding records for `window_ns`: the longest a request can take from due to ended.
-    pub(crate) fn new(window_ns: u64) -> Self {
+    pub(super) fn new(window_ns: u64) -> Self {
         Self {
             window_ns: window_ns.min(i64::MAX as u64) as i64,
             held: BinaryHeap::new(),
@@ -64,7 +64,7 @@ impl Reorder {
     }
 
     /// Takes one record; returns those now certain to be next, numbered.
-    pub(crate) fn push(&mut self, record: RequestResult) -> Vec<RequestResult> {
+    pub(super) fn push(&mut self, record: RequestResult) -> Vec<RequestResult> {
         let end =
             record.start_unix_ns.saturating_add(record.latency_ns.min(i64::MAX as u64) as i64);
         self.latest_end_ns = self.latest_end_ns.max(end);
@@ -86,7 +86,7 @@ impl Reorder {
     }
 
     /// Every record still held, in the order they began: the run is over.
-    pub(crate) fn finish(&mut self) -> Vec<RequestResult> {
+    pub(super) fn finish(&mut self) -> Vec<RequestResult> {
         std::iter::from_fn(|| (!self.held.is_empty()).then(|| self.pop())).collect()
     }
 

@@ -7,15 +7,14 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime};
 
-use anyhow::{bail, Context, Result};
-use serde::Deserialize;
 use wirespeed_model::histogram::RttHistogram;
 use wirespeed_model::kinds::http::{HttpInterval, HttpReport, HttpSpec, HttpSummary};
-use wirespeed_model::{Report, ReportBody};
+use wirespeed_model::{Meta, Report, ReportBody};
+use wirespeed_proto::vegeta::{LineError, ResultLine};
 
 /// What vegeta was asked to do.
 #[derive(Debug, Clone, PartialEq)]
-pub(crate) struct Attack {
+pub struct Attack {
     /// The target URL.
     pub url: String,
     /// Requests per second; 0 for as many as the workers manage.
@@ -30,22 +29,21 @@ pub(crate) struct Attack {
     pub command: String,
 }
 
-/// One result line, the fields this reads.
-#[derive(Debug, Deserialize)]
-struct Line {
-    code: u16,
-    timestamp: String,
-    latency: u64,
-    bytes_out: u64,
-    bytes_in: u64,
-    #[serde(default)]
-    error: String,
+/// Why vegeta's output is not a report.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ImportError {
+    /// A line is not a result.
+    #[error(transparent)]
+    Line(#[from] LineError),
+    /// There was no result at all.
+    #[error("vegeta wrote no results")]
+    Empty,
 }
 
 /// A request: when it began (ns since the first began), its latency, and the rest.
 struct Request {
     start_ns: u64,
-    line: Line,
+    line: ResultLine,
 }
 
 impl Request {
@@ -55,18 +53,12 @@ impl Request {
 }
 
 /// Reads the lines; a line that is not a result is an error naming it.
-fn requests(text: &str) -> Result<(SystemTime, Vec<Request>)> {
+fn requests(text: &str) -> Result<(SystemTime, Vec<Request>), ImportError> {
     let mut parsed = Vec::new();
     for (i, l) in text.lines().enumerate().filter(|(_, l)| !l.trim().is_empty()) {
-        let line: Line =
-            serde_json::from_str(l).with_context(|| format!("vegeta result line {}", i + 1))?;
-        let at = humantime::parse_rfc3339_weak(&line.timestamp)
-            .with_context(|| format!("vegeta result line {}: timestamp", i + 1))?;
-        parsed.push((at, line));
+        parsed.push(ResultLine::parse(l, i + 1)?);
     }
-    let Some(first) = parsed.iter().map(|(at, _)| *at).min() else {
-        bail!("vegeta wrote no results");
-    };
+    let first = parsed.iter().map(|(at, _)| *at).min().ok_or(ImportError::Empty)?;
     let since = |at: SystemTime| at.duration_since(first).unwrap_or_default().as_nanos() as u64;
     Ok((
         first,
@@ -74,8 +66,13 @@ fn requests(text: &str) -> Result<(SystemTime, Vec<Request>)> {
     ))
 }
 
-/// The report of `attack`, from its result lines.
-pub(crate) fn report(text: &str, attack: &Attack) -> Result<Report> {
+/// The report of `attack`, from its result lines; `meta_at` gives the run's metadata for a run
+/// that began when the first request did.
+pub fn report(
+    text: &str,
+    attack: &Attack,
+    meta_at: impl FnOnce(SystemTime) -> Meta,
+) -> Result<Report, ImportError> {
     let (began, requests) = requests(text)?;
     let interval_ns = 1_000_000_000u64;
     let span_ns = requests.iter().map(Request::end_ns).max().unwrap_or(0).max(1);
@@ -159,7 +156,7 @@ pub(crate) fn report(text: &str, attack: &Attack) -> Result<Report> {
     spec.timeout_ns = attack.timeout.as_nanos() as u64;
     spec.interval_ns = interval_ns;
     spec.rates = if attack.rate > 0.0 { vec![attack.rate] } else { Vec::new() };
-    let mut meta = wirespeed_engine::run_meta(env!("CARGO_PKG_VERSION"), began, None);
+    let mut meta = meta_at(began);
     meta.notes.push(format!(
         "load made by vegeta ({}): latency counts from when a worker sent each request, not \
          from when it was due",
@@ -172,6 +169,10 @@ pub(crate) fn report(text: &str, attack: &Attack) -> Result<Report> {
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    fn meta(_began: SystemTime) -> Meta {
+        Meta::default()
+    }
 
     fn attack(rate: f64) -> Attack {
         Attack {
@@ -192,7 +193,7 @@ mod tests {
 
     #[test]
     fn results_become_an_http_report() {
-        let r = report(LINES, &attack(2.0)).unwrap();
+        let r = report(LINES, &attack(2.0), meta).unwrap();
         let ReportBody::Http(h) = &r.body else { panic!("not http") };
         let s = &h.summary;
         assert_eq!((s.sent, s.responses, s.succeeded), (4, 3, 2));
@@ -210,14 +211,14 @@ mod tests {
         assert!(r.meta.notes[0].contains("not from when it was due"));
         // At a fixed rate the headline is latency, as for wirespeed's own open model.
         assert_eq!(r.headline().key, "latency_p50_ns");
-        let closed = report(LINES, &attack(0.0)).unwrap();
+        let closed = report(LINES, &attack(0.0), meta).unwrap();
         assert_eq!(closed.headline().key, "requests_per_second");
     }
 
     #[test]
     fn garbage_is_an_error_naming_its_line() {
-        let e = report("{\"code\":200}\nnot json\n", &attack(0.0)).unwrap_err();
-        assert!(format!("{e:#}").starts_with("vegeta result line 1"), "{e:#}");
-        assert!(report("", &attack(0.0)).is_err());
+        let e = report("{\"code\":200}\nnot json\n", &attack(0.0), meta).unwrap_err();
+        assert!(e.to_string().starts_with("vegeta result line 1"), "{e}");
+        assert_eq!(report("", &attack(0.0), meta), Err(ImportError::Empty));
     }
 }
