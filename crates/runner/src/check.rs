@@ -30,22 +30,23 @@ pub struct Rule {
 
 impl Rule {
     /// Parses `expr`; the error says what is wrong with it.
-    pub fn parse(expr: &str) -> Result<Self, String> {
+    pub fn parse(expr: &str) -> Result<Self, RuleError> {
+        let fail = |why: RuleFault| RuleError { expr: expr.to_string(), why };
         let ops = [("<=", Op::Le), (">=", Op::Ge), ("<", Op::Lt), (">", Op::Gt)];
         let (at, text, op) = ops
             .iter()
             .filter_map(|(t, op)| expr.find(t).map(|at| (at, *t, *op)))
             .min_by_key(|(at, t, _)| (*at, usize::MAX - t.len()))
-            .ok_or_else(|| format!("{expr:?}: expected FIGURE < VALUE (or <=, >, >=)"))?;
+            .ok_or_else(|| fail(RuleFault::NoComparison))?;
         let figure = expr[..at].trim();
         let value = expr[at + text.len()..].trim();
         if figure.is_empty() || !figure.bytes().all(|b| b.is_ascii_alphanumeric() || b == b'_') {
-            return Err(format!("{expr:?}: {figure:?} is not a figure name"));
+            return Err(fail(RuleFault::NotAFigure(figure.to_string())));
         }
-        let value = number(value).map_err(|e| format!("{expr:?}: {e}"))?;
+        let value = number(value).map_err(fail)?;
         // NaN compares false with everything: the check could never pass, or never fail.
         if !value.is_finite() {
-            return Err(format!("{expr:?}: {value} is not a value a figure can be compared with"));
+            return Err(fail(RuleFault::NotComparable(value)));
         }
         Ok(Self { figure: figure.to_string(), op, value })
     }
@@ -144,14 +145,43 @@ pub fn figure_names(report: &Report) -> Vec<&'static str> {
     report.metrics().into_iter().map(|m| m.key).collect()
 }
 
+/// A check that is not one.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+#[error("{expr:?}: {why}")]
+pub struct RuleError {
+    /// The check as written.
+    pub expr: String,
+    /// What is wrong with it.
+    pub why: RuleFault,
+}
+
+/// What is wrong with a check.
+#[derive(Debug, Clone, PartialEq, thiserror::Error)]
+pub enum RuleFault {
+    /// No comparison in it.
+    #[error("expected FIGURE < VALUE (or <=, >, >=)")]
+    NoComparison,
+    /// The left side is not a figure's name.
+    #[error("{0:?} is not a figure name")]
+    NotAFigure(String),
+    /// The right side is not a value: `what` it was read as (a percentage, a duration, a number).
+    #[error("{text:?} is not a {what}")]
+    NotAValue {
+        /// The text.
+        text: String,
+        /// What it looked like.
+        what: &'static str,
+    },
+    /// A value no figure can be compared with (NaN, infinity).
+    #[error("{0} is not a value a figure can be compared with")]
+    NotComparable(f64),
+}
+
 /// A value with an optional unit.
-fn number(text: &str) -> Result<f64, String> {
+fn number(text: &str) -> Result<f64, RuleFault> {
+    let not = |what| RuleFault::NotAValue { text: text.to_string(), what };
     if let Some(p) = text.strip_suffix('%') {
-        return p
-            .trim()
-            .parse::<f64>()
-            .map(|v| v / 100.0)
-            .map_err(|_| format!("{text:?} is not a percentage"));
+        return p.trim().parse::<f64>().map(|v| v / 100.0).map_err(|_| not("percentage"));
     }
     if let Ok(v) = text.parse::<f64>() {
         return Ok(v);
@@ -159,11 +189,7 @@ fn number(text: &str) -> Result<f64, String> {
     // Durations, in nanoseconds: ns, us (or µs), ms, s.
     for (suffix, ns) in [("ns", 1.0), ("us", 1e3), ("µs", 1e3), ("ms", 1e6), ("s", 1e9)] {
         if let Some(v) = text.strip_suffix(suffix) {
-            return v
-                .trim()
-                .parse::<f64>()
-                .map(|v| v * ns)
-                .map_err(|_| format!("{text:?} is not a duration"));
+            return v.trim().parse::<f64>().map(|v| v * ns).map_err(|_| not("duration"));
         }
     }
     let (digits, scale) = match text.chars().last() {
@@ -172,7 +198,7 @@ fn number(text: &str) -> Result<f64, String> {
         Some('G') => (&text[..text.len() - 1], 1e9),
         _ => (text, 1.0),
     };
-    digits.trim().parse::<f64>().map(|v| v * scale).map_err(|_| format!("{text:?} is not a number"))
+    digits.trim().parse::<f64>().map(|v| v * scale).map_err(|_| not("number"))
 }
 
 #[cfg(test)]
@@ -194,5 +220,11 @@ mod tests {
         for bad in ["p99", "p99 < fast", "< 5", "p 99 < 5", "p99 = 5", "p99 < NaN", "p99 < inf"] {
             assert!(Rule::parse(bad).is_err(), "{bad}");
         }
+        let e = Rule::parse("p99 < 5 ms s").unwrap_err();
+        assert_eq!(e.to_string(), r#""p99 < 5 ms s": "5 ms s" is not a duration"#);
+        assert_eq!(
+            Rule::parse("p99 < inf").unwrap_err().why,
+            RuleFault::NotComparable(f64::INFINITY)
+        );
     }
 }

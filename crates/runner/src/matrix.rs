@@ -158,7 +158,8 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
         for combo in product(&lists) {
             let vars: BTreeMap<String, String> =
                 combo.into_iter().flat_map(|(_, vars)| vars).collect();
-            let name = template::render(&system.name, |n| vars.get(n).cloned()).map_err(|n| {
+            let name = template::render(&system.name, |n| vars.get(n).cloned()).map_err(|e| {
+                let n = e.0;
                 let message = format!(
                     "system {:?}: {{{n}}} in its name is not one of its axes' variables",
                     system.name

@@ -31,40 +31,57 @@ pub enum Probe {
     Log(Vec<String>),
 }
 
+/// A probe that cannot be made as written: the scenario's mistake, found before anything waits.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum ProbeError {
+    /// An address that is neither a port nor `IP:PORT`.
+    #[error("{0:?}: expected PORT or IP:PORT")]
+    Address(String),
+    /// An HTTP probe's URL that cannot be probed.
+    #[error("ready http {url:?}: {why}")]
+    Http {
+        /// The URL.
+        url: String,
+        /// What is wrong with it.
+        why: String,
+    },
+    /// None, or more than one, of the probes.
+    #[error("ready needs exactly one of tcp, udp, http, dns or log")]
+    NotOne,
+    /// A timeout that is not a duration.
+    #[error("ready timeout {0:?}")]
+    Timeout(String),
+}
+
 /// `PORT` or `HOST:PORT` (loopback when the host is left out).
-fn address(text: &str) -> Result<SocketAddr, String> {
+fn address(text: &str) -> Result<SocketAddr, ProbeError> {
     if let Ok(port) = text.parse::<u16>() {
         return Ok(SocketAddr::new(IpAddr::V4(Ipv4Addr::LOCALHOST), port));
     }
-    text.parse().map_err(|_| format!("{text:?}: expected PORT or IP:PORT"))
+    text.parse().map_err(|_| ProbeError::Address(text.to_string()))
 }
 
 impl Probe {
-    /// The probe `ready` describes, its templates rendered by `render`, and its timeout.
-    pub fn from_ready(
-        ready: &Ready,
-        render: impl Fn(&str) -> Result<String, String>,
-    ) -> Result<(Self, Duration), String> {
+    /// The probe `ready` (its templates already filled in) describes, and its timeout.
+    pub fn from_ready(ready: &Ready) -> Result<(Self, Duration), ProbeError> {
         let probe = match (&ready.tcp, &ready.udp, &ready.http, &ready.dns, &ready.log) {
             (Some(t), None, None, None, None) => {
-                let each = t.items().into_iter().map(|a| address(&render(a)?));
-                Self::Tcp(each.collect::<Result<_, _>>()?)
+                Self::Tcp(t.items().into_iter().map(address).collect::<Result<_, _>>()?)
             }
-            (None, Some(u), None, None, None) => Self::Udp(address(&render(u)?)?),
+            (None, Some(u), None, None, None) => Self::Udp(address(u)?),
             (None, None, Some(h), None, None) => {
-                let url = render(h)?;
-                http_target(&url)?;
-                Self::Http(url)
+                http_target(h)?;
+                Self::Http(h.clone())
             }
-            (None, None, None, Some(d), None) => Self::Dns(address(&render(d)?)?),
+            (None, None, None, Some(d), None) => Self::Dns(address(d)?),
             (None, None, None, None, Some(l)) => {
-                Self::Log(l.items().into_iter().map(&render).collect::<Result<_, _>>()?)
+                Self::Log(l.items().into_iter().map(str::to_string).collect())
             }
-            _ => return Err("ready needs exactly one of tcp, udp, http, dns or log".into()),
+            _ => return Err(ProbeError::NotOne),
         };
         let timeout = match &ready.timeout {
             Some(t) => wirespeed_model::units::parse_duration(t)
-                .map_err(|_| format!("ready timeout {t:?}"))?,
+                .map_err(|_| ProbeError::Timeout(t.clone()))?,
             None => DEFAULT_TIMEOUT,
         };
         Ok((probe, timeout))
@@ -112,16 +129,17 @@ fn dns_answered(addr: SocketAddr) -> bool {
 
 /// Where a GET of `url` goes: the address (an IP literal or `localhost`, since probes stay on
 /// this host), the request path and the `Host` value. The `url` crate reads the URL.
-fn http_target(url: &str) -> Result<(SocketAddr, String, String), String> {
-    let parsed = url::Url::parse(url).map_err(|e| format!("ready http {url:?}: {e}"))?;
+fn http_target(url: &str) -> Result<(SocketAddr, String, String), ProbeError> {
+    let fail = |why: String| ProbeError::Http { url: url.to_string(), why };
+    let parsed = url::Url::parse(url).map_err(|e| fail(e.to_string()))?;
     if parsed.scheme() != "http" {
-        return Err(format!("ready http {url:?}: only http:// is probed"));
+        return Err(fail("only http:// is probed".into()));
     }
     let ip = match parsed.host() {
         Some(url::Host::Ipv4(a)) => IpAddr::V4(a),
         Some(url::Host::Ipv6(a)) => IpAddr::V6(a),
         Some(url::Host::Domain("localhost")) => IpAddr::V4(Ipv4Addr::LOCALHOST),
-        _ => return Err(format!("ready http {url:?}: the host must be an address or localhost")),
+        _ => return Err(fail("the host must be an address or localhost".into())),
     };
     let port = parsed.port_or_known_default().unwrap_or(80);
     let path = match parsed.query() {
@@ -219,11 +237,9 @@ mod tests {
         let later = std::net::TcpListener::bind("127.0.0.1:0").unwrap();
         let ports = [open.local_addr().unwrap().port(), later.local_addr().unwrap().port()];
         drop(later);
-        let ready: Ready = toml::from_str(r#"tcp = ["{a}", "{b}"]"#).unwrap();
-        let render = |t: &str| {
-            Ok(t.replace("{a}", &ports[0].to_string()).replace("{b}", &ports[1].to_string()))
-        };
-        let (probe, _) = Probe::from_ready(&ready, render).unwrap();
+        let ready: Ready =
+            toml::from_str(&format!(r#"tcp = ["{}", "{}"]"#, ports[0], ports[1])).unwrap();
+        let (probe, _) = Probe::from_ready(&ready).unwrap();
         assert!(!probe.ok(""), "one port of two is closed");
         let _reopened = std::net::TcpListener::bind(("127.0.0.1", ports[1])).unwrap();
         assert!(probe.ok(""), "both are open");
@@ -231,17 +247,16 @@ mod tests {
 
     #[test]
     fn a_log_probe_of_several_texts_waits_for_each() {
-        let ready: Ready = toml::from_str(
-            r#"log = ["[tcp] start proxy success", "[{proxy}] start proxy success"]"#,
-        )
-        .unwrap();
+        let ready: Ready =
+            toml::from_str(r#"log = ["[tcp] start proxy success", "[udp] start proxy success"]"#)
+                .unwrap();
         assert!(matches!(&ready.log, Some(LogText::More(texts)) if texts.len() == 2));
-        let (probe, _) = Probe::from_ready(&ready, |t| Ok(t.replace("{proxy}", "udp"))).unwrap();
+        let (probe, _) = Probe::from_ready(&ready).unwrap();
         let tcp_only = "x [tcp] start proxy success\n";
         assert!(!probe.ok(tcp_only), "one of two is not ready");
         assert!(probe.ok(&format!("{tcp_only}y [udp] start proxy success\n")));
         let one: Ready = toml::from_str(r#"log = "listening""#).unwrap();
-        assert!(Probe::from_ready(&one, |t| Ok(t.into())).unwrap().0.ok("now listening\n"));
+        assert!(Probe::from_ready(&one).unwrap().0.ok("now listening\n"));
     }
 
     #[test]
@@ -258,7 +273,7 @@ mod tests {
         }
         // A URL that can never answer is refused at once, not after the readiness timeout.
         let ready = Ready { http: Some("https://127.0.0.1/".into()), ..Ready::default() };
-        let e = Probe::from_ready(&ready, |t| Ok(t.to_string())).unwrap_err();
-        assert!(e.contains("only http://"), "{e}");
+        let e = Probe::from_ready(&ready).unwrap_err();
+        assert!(e.to_string().contains("only http://"), "{e}");
     }
 }

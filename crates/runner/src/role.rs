@@ -144,9 +144,12 @@ fn supervise(spec: &RoleSpec, stop: &AtomicBool, closed: &AtomicBool) -> i32 {
     };
     let started = Instant::now();
     if let Some(r) = &spec.ready {
-        let waited = Probe::from_ready(r, |t| Ok(t.to_string())).and_then(|(probe, timeout)| {
-            ready::wait(&mut proc, &probe, timeout).map_err(|e| e.to_string())
-        });
+        let waited = match Probe::from_ready(r) {
+            Ok((probe, timeout)) => {
+                ready::wait(&mut proc, &probe, timeout).map_err(|e| e.to_string())
+            }
+            Err(e) => Err(e.to_string()),
+        };
         if let Err(why) = waited {
             say(&RoleEvent::NotReady { why });
             return 1;
@@ -183,7 +186,7 @@ fn supervise(spec: &RoleSpec, stop: &AtomicBool, closed: &AtomicBool) -> i32 {
 
 /// Tries `ready`'s probe once (a log probe has no log to read here, and fails).
 pub fn probe_once(ready: &Ready) -> anyhow::Result<bool> {
-    let (probe, _) = Probe::from_ready(ready, |t| Ok(t.to_string())).map_err(anyhow::Error::msg)?;
+    let (probe, _) = Probe::from_ready(ready)?;
     Ok(probe.ok(""))
 }
 

@@ -88,13 +88,18 @@ fn scan(text: &str) -> Vec<(usize, &str)> {
     found
 }
 
+/// A placeholder that has no value where it is rendered: its name.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("{{{0}}} has no value")]
+pub struct NoValue(pub String);
+
 /// `text` with every placeholder replaced by `lookup(name)`; the first name it does not know
 /// is the error.
-pub fn render(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, String> {
+pub fn render(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<String, NoValue> {
     let mut out = String::with_capacity(text.len());
     let mut at = 0;
     for (start, name) in scan(text) {
-        let value = lookup(name).ok_or_else(|| name.to_string())?;
+        let value = lookup(name).ok_or_else(|| NoValue(name.to_string()))?;
         out.push_str(&text[at..start]);
         out.push_str(&value);
         at = start + name.len() + 2;
@@ -117,7 +122,8 @@ mod tests {
             out,
             "gost -L <proto>://127.0.0.1:<port.entry> x = { a = 1 } {} {9x} <fixture.sink-1.addr>"
         );
-        assert_eq!(render("a {b} c", |_| None).unwrap_err(), "b");
+        assert_eq!(render("a {b} c", |_| None).unwrap_err(), NoValue("b".into()));
+        assert_eq!(NoValue("b".into()).to_string(), "{b} has no value");
         assert_eq!(render("no braces", |_| None).unwrap(), "no braces");
         assert_eq!(render("{unclosed", |_| None).unwrap(), "{unclosed");
     }

@@ -23,7 +23,7 @@ pub struct Version {
     pub command: String,
     /// The line that says the version (the one holding the expected text, else the first),
     /// or why nothing was read.
-    pub printed: Result<String, String>,
+    pub printed: Result<String, NotPrinted>,
     /// The text the scenario expects in it.
     pub expected: Option<String>,
 }
@@ -84,9 +84,35 @@ pub fn of_program(label: &str, cmd: &str, expect: Option<&str>) -> Version {
     }
 }
 
+/// Why a version command said nothing usable; said after the command.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+pub enum NotPrinted {
+    /// The command is not words.
+    #[error("{0}")]
+    Words(#[from] crate::words::Unclosed),
+    /// The command is empty.
+    #[error("is empty")]
+    Empty,
+    /// It could not be started.
+    #[error("did not start: {0}")]
+    NotStarted(String),
+    /// It ran past its time.
+    #[error("did not finish in {0:?}")]
+    Timeout(Duration),
+    /// Its output could not be read.
+    #[error("could not be read: {0}")]
+    Unreadable(String),
+    /// It failed without a word.
+    #[error("failed ({0})")]
+    Failed(String),
+    /// It succeeded without a word.
+    #[error("printed nothing")]
+    Nothing,
+}
+
 /// Runs `cmd` and picks the line of its output that holds `expect` (else the first line),
 /// spaces squeezed.
-fn printed(cmd: &str, expect: Option<&str>, timeout: Duration) -> Result<String, String> {
+fn printed(cmd: &str, expect: Option<&str>, timeout: Duration) -> Result<String, NotPrinted> {
     let output = run(cmd, timeout)?;
     let lines: Vec<String> = output
         .lines()
@@ -94,20 +120,20 @@ fn printed(cmd: &str, expect: Option<&str>, timeout: Duration) -> Result<String,
         .filter(|l| !l.is_empty())
         .collect();
     let holding = expect.and_then(|e| lines.iter().find(|l| l.contains(e)));
-    holding.or(lines.first()).cloned().ok_or_else(|| "printed nothing".to_string())
+    holding.or(lines.first()).cloned().ok_or(NotPrinted::Nothing)
 }
 
 /// Its stdout, then its stderr; an error when it cannot start, fails, or outlasts `timeout`.
-fn run(cmd: &str, timeout: Duration) -> Result<String, String> {
+fn run(cmd: &str, timeout: Duration) -> Result<String, NotPrinted> {
     let words = crate::words::split(cmd)?;
-    let (program, args) = words.split_first().ok_or("is empty")?;
+    let (program, args) = words.split_first().ok_or(NotPrinted::Empty)?;
     let mut child = Command::new(program)
         .args(args)
         .stdin(Stdio::null())
         .stdout(Stdio::piped())
         .stderr(Stdio::piped())
         .spawn()
-        .map_err(|e| format!("did not start: {e}"))?;
+        .map_err(|e| NotPrinted::NotStarted(e.to_string()))?;
     let began = Instant::now();
     let status = loop {
         match child.try_wait() {
@@ -116,15 +142,15 @@ fn run(cmd: &str, timeout: Duration) -> Result<String, String> {
             _ => {
                 let _ = child.kill();
                 let _ = child.wait();
-                return Err(format!("did not finish in {:?}", timeout));
+                return Err(NotPrinted::Timeout(timeout));
             }
         }
     };
     // It has exited: what is left in its pipes is all it wrote.
-    let out = child.wait_with_output().map_err(|e| format!("could not be read: {e}"))?;
+    let out = child.wait_with_output().map_err(|e| NotPrinted::Unreadable(e.to_string()))?;
     let text = String::from_utf8_lossy(&out.stdout) + String::from_utf8_lossy(&out.stderr);
     if !status.success() && text.trim().is_empty() {
-        return Err(format!("failed ({status})"));
+        return Err(NotPrinted::Failed(status.to_string()));
     }
     Ok(text.into_owned())
 }
@@ -155,12 +181,10 @@ mod tests {
     fn a_command_that_fails_or_hangs_says_so() {
         let short = Duration::from_millis(200);
         let fails = |cmd: &str| printed(cmd, None, short).unwrap_err();
-        assert!(
-            fails("no-such-program-here --version").starts_with("did not start"),
-            "{}",
-            fails("no-such-program-here")
-        );
-        assert_eq!(fails("false"), "failed (exit status: 1)");
-        assert_eq!(fails("sleep 30"), "did not finish in 200ms");
+        let missing = fails("no-such-program-here --version");
+        assert!(matches!(missing, NotPrinted::NotStarted(_)), "{missing}");
+        assert_eq!(fails("false").to_string(), "failed (exit status: 1)");
+        assert_eq!(fails("sleep 30").to_string(), "did not finish in 200ms");
+        assert_eq!(fails("'open"), NotPrinted::Words(crate::words::split("'open").unwrap_err()));
     }
 }

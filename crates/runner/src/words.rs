@@ -3,8 +3,19 @@
 //! a backslash outside quotes escapes the next character — without running a shell, so a
 //! scenario's commands cannot expand globs, variables or `$(…)` by accident.
 
+/// A line that is not words: a quote left open.
+#[derive(Debug, Clone, PartialEq, Eq, thiserror::Error)]
+#[error("unclosed {quote} in {line:?}")]
+pub struct Unclosed {
+    /// The quote: `'` or `"`.
+    pub quote: char,
+    /// The line.
+    pub line: String,
+}
+
 /// The words of `line`; an unclosed quote is an error.
-pub fn split(line: &str) -> Result<Vec<String>, String> {
+pub fn split(line: &str) -> Result<Vec<String>, Unclosed> {
+    let unclosed = |quote| Unclosed { quote, line: line.to_string() };
     let mut words = Vec::new();
     let mut word = String::new();
     let mut in_word = false;
@@ -23,7 +34,7 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                     match chars.next() {
                         Some('\'') => break,
                         Some(c) => word.push(c),
-                        None => return Err(format!("unclosed ' in {line:?}")),
+                        None => return Err(unclosed('\'')),
                     }
                 }
             }
@@ -38,10 +49,10 @@ pub fn split(line: &str) -> Result<Vec<String>, String> {
                                 word.push('\\');
                                 word.push(c);
                             }
-                            None => return Err(format!("unclosed \" in {line:?}")),
+                            None => return Err(unclosed('"')),
                         },
                         Some(c) => word.push(c),
-                        None => return Err(format!("unclosed \" in {line:?}")),
+                        None => return Err(unclosed('"')),
                     }
                 }
             }
@@ -74,8 +85,8 @@ mod tests {
             split(r#"sh -c 'echo $HOME; ls' "a \"b\"" c\ d ''"#).unwrap(),
             ["sh", "-c", "echo $HOME; ls", "a \"b\"", "c d", ""]
         );
-        assert!(split("echo 'oops").unwrap_err().contains("unclosed '"));
-        assert!(split("echo \"oops").is_err());
+        assert_eq!(split("echo 'oops").unwrap_err().to_string(), r#"unclosed ' in "echo 'oops""#);
+        assert_eq!(split("echo \"oops").unwrap_err().quote, '"');
         assert!(split("").unwrap().is_empty());
     }
 }

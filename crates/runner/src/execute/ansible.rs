@@ -150,7 +150,7 @@ fn play(
     for f in s.fixture.iter() {
         let Some(host) = f.host.as_deref() else { continue };
         let program = PathBuf::from(&ssh[host].program);
-        let (argv, port) = fixture_command(f, &program, places.out).map_err(anyhow::Error::msg)?;
+        let (argv, port) = fixture_command(f, &program, places.out)?;
         let ip = placement.addrs.get(host).cloned().unwrap_or_default();
         // A DNS fixture's zone is copied beside it (below), where its host's processes read it.
         let zone = (f.kind == crate::scenario::FixtureKind::Dns)
@@ -171,11 +171,10 @@ fn play(
         (placed, placement.addrs.clone()),
         places.scenario_dir,
         &remote,
-    )
-    .map_err(anyhow::Error::msg)?;
+    )?;
     for p in &system.process {
         let host = p.host.clone().unwrap_or_default();
-        let r = system::rendered_process(system, p, &b).map_err(anyhow::Error::msg)?;
+        let r = system::rendered_process(system, p, &b)?;
         roles.push(Started {
             label: format!("{}@{host}", p.role),
             host,
@@ -201,7 +200,7 @@ fn play(
             json!({"path": raw(remote.display().to_string()), "state": "directory"}),
         ));
     }
-    let files = system::rendered_files(system, &b).map_err(anyhow::Error::msg)?;
+    let files = system::rendered_files(system, &b)?;
     for r in roles.iter().filter(|r| !r.label.starts_with("fixture-")) {
         for (path, content) in &files {
             block.push(on(
@@ -246,7 +245,7 @@ fn play(
             .spec
             .ready
             .as_ref()
-            .and_then(|rd| ready::Probe::from_ready(rd, |t| Ok(t.to_string())).ok())
+            .and_then(|rd| ready::Probe::from_ready(rd).ok())
             .map_or(ready::DEFAULT_TIMEOUT, |(_, t)| t);
         block.push(on(&r.host, format!("{} has said how it started", r.label), "ansible.builtin.wait_for", json!({"path": raw(events.clone()), "search_regex": raw("\"(ready|not_ready|exited)\""), "timeout": timeout.as_secs().max(1) + 5})));
         block.push(on(
@@ -284,7 +283,7 @@ fn play(
             ));
         }
     }
-    let line = workload_line(loaded, run, &b, workloads).map_err(anyhow::Error::msg)?;
+    let line = workload_line(loaded, run, &b, workloads)?;
     let load_host = w.host.clone().unwrap_or_default();
     let mut argv = vec![raw(ssh[&load_host].program.clone())];
     argv.extend(line.iter().skip(1).map(|w| raw(w.clone())));

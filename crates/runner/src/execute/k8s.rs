@@ -184,8 +184,7 @@ fn run_objects(
     for f in &s.fixture {
         let host = f.host.clone().or_else(|| s.host.first().map(|h| h.name.clone()));
         let host_name = host.clone().unwrap_or_else(|| "fixtures".into());
-        let (mut argv, port) =
-            fixture_command(f, Path::new("wirespeed"), places.out).map_err(anyhow::Error::msg)?;
+        let (mut argv, port) = fixture_command(f, Path::new("wirespeed"), places.out)?;
         let mut zone = None;
         if f.kind == FixtureKind::Dns {
             let local = argv.last().cloned().unwrap_or_default();
@@ -222,9 +221,8 @@ fn run_objects(
         (placed, addrs.clone()),
         places.scenario_dir,
         &files_dir,
-    )
-    .map_err(anyhow::Error::msg)?;
-    for (path, content) in system::rendered_files(system, &b).map_err(anyhow::Error::msg)? {
+    )?;
+    for (path, content) in system::rendered_files(system, &b)? {
         let key = path.file_name().and_then(|n| n.to_str()).unwrap_or("file").to_string();
         config.insert(key, content);
     }
@@ -235,7 +233,7 @@ fn run_objects(
             .clone()
             .or_else(|| s.host.first().map(|h| h.name.clone()))
             .unwrap_or_else(|| "system".into());
-        let r = system::rendered_process(system, p, &b).map_err(anyhow::Error::msg)?;
+        let r = system::rendered_process(system, p, &b)?;
         pods.push((p.role.clone(), host, r.argv, r.env, r.ready, image.clone()));
     }
     for port in b.ports() {
@@ -306,7 +304,7 @@ fn run_objects(
             },
         }));
     }
-    let line = workload_line(loaded, run, &b, workloads).map_err(anyhow::Error::msg)?;
+    let line = workload_line(loaded, run, &b, workloads)?;
     let mut args: Vec<String> = line.into_iter().skip(1).collect();
     args.extend(["--format".into(), "json".into()]);
     let mut pod_spec = json!({

@@ -11,11 +11,14 @@
 //! [`Workloads`], so all of this runs in tests without spawning the binary.
 
 pub mod ansible;
+mod error;
 mod fixtures;
 pub mod k8s;
 mod placement;
 mod ssh;
 mod system;
+
+pub use error::RunError;
 
 use std::collections::BTreeMap;
 use std::future::Future;
@@ -73,7 +76,7 @@ pub enum Outcome {
     /// A program it needs is not installed.
     Skipped(String),
     /// Its system did not start, crashed, or its workload failed.
-    Failed(String),
+    Failed(RunError),
     /// It finished in an earlier invocation (`resume`); its report and samples (when kept).
     Kept(Box<Report>, Vec<Sample>),
     /// Ctrl-C (or SIGTERM) cut it short: its report says so, and it is no run of the study's
@@ -212,11 +215,16 @@ async fn attempts<F: Future<Output = Outcome>>(
     let mut failures = Vec::new();
     loop {
         match attempt().await {
-            Outcome::Failed(why) if failures.len() < retries as usize && !cancel.is_cancelled() => {
+            Outcome::Failed(why)
+                if failures.len() < retries as usize
+                    && !cancel.is_cancelled()
+                    && why.worth_retrying() =>
+            {
                 failures.push(why)
             }
             Outcome::Failed(why) if !failures.is_empty() => {
-                return Outcome::Failed(format!("{why} (on each of {} tries)", failures.len() + 1))
+                let tries = failures.len() as u32 + 1;
+                return Outcome::Failed(RunError::EveryTry { last: Box::new(why), tries });
             }
             Outcome::Done(mut report, samples, _) => {
                 let tries = failures.len() + 1;
@@ -267,7 +275,7 @@ impl<W: Workloads> One<'_, W> {
             });
         let lab = match built {
             Ok(lab) => lab,
-            Err(e) => return Outcome::Failed(format!("building the hosts: {e}")),
+            Err(e) => return Outcome::Failed(RunError::Host(format!("building the hosts: {e}"))),
         };
         let outcome = self.run_placed(&Placement::lab(&lab), cancel).await;
         let links = lab.record();
@@ -307,7 +315,7 @@ impl<W: Workloads> One<'_, W> {
     async fn run_ssh(&self, cancel: CancellationToken) -> Outcome {
         for host in self.hosts_needed() {
             match self.hosts.states.get(host) {
-                Some(HostState::Down(why)) => return Outcome::Failed(why.clone()),
+                Some(HostState::Down(why)) => return Outcome::Failed(RunError::Host(why.clone())),
                 Some(HostState::NoProgram(why)) => return Outcome::Skipped(why.clone()),
                 _ => {}
             }
@@ -431,7 +439,7 @@ impl<W: Workloads> One<'_, W> {
             }
         }
         match report {
-            _ if !crashed.is_empty() => Outcome::Failed(crashed.join("\n")),
+            _ if !crashed.is_empty() => Outcome::Failed(RunError::Crashed(crashed)),
             // Not kept as the run's report.json: `--resume` would take it for a finished run.
             Ok(r) if cancel.is_cancelled() => Outcome::Interrupted(Box::new(r)),
             Ok(r) => {
@@ -446,7 +454,7 @@ impl<W: Workloads> One<'_, W> {
     }
 
     /// The workload's command line, its entry and option values rendered.
-    fn command_line(&self, b: &Bindings<'_>) -> Result<Vec<String>, String> {
+    fn command_line(&self, b: &Bindings<'_>) -> Result<Vec<String>, RunError> {
         workload_line(self.loaded, self.run, b, self.workloads)
     }
 
@@ -457,7 +465,7 @@ impl<W: Workloads> One<'_, W> {
         line: &[String],
         placement: &Placement<'_>,
         cancel: &CancellationToken,
-    ) -> Result<Report, String> {
+    ) -> Result<Report, RunError> {
         let warmup =
             self.loaded.scenario.run.warmup.as_deref().and_then(|t| parse_duration(t).ok());
         if let Some(warmup) = warmup {
@@ -472,7 +480,8 @@ impl<W: Workloads> One<'_, W> {
             let _ = self.load_once(line, placement, stop).await;
             timer.abort();
         }
-        self.load_once(line, placement, cancel.clone()).await.map_err(|e| format!("{e:#}"))
+        let measured = self.load_once(line, placement, cancel.clone()).await;
+        measured.map_err(|e| RunError::Load(format!("{e:#}")))
     }
 
     /// One run of the load: in-process, or as a command on the workload's host.
@@ -499,7 +508,7 @@ pub(crate) fn workload_line(
     run: &Run,
     b: &Bindings<'_>,
     workloads: &impl Workloads,
-) -> Result<Vec<String>, String> {
+) -> Result<Vec<String>, RunError> {
     let s = &loaded.scenario;
     let cell = &loaded.plan.systems[run.system];
     let wcell = &loaded.plan.workloads[run.workload];
@@ -507,7 +516,7 @@ pub(crate) fn workload_line(
     let entry = s.system[cell.system]
         .entry
         .for_target(w.target.as_deref())
-        .ok_or_else(|| format!("no entry for target {:?}", w.target))
+        .ok_or_else(|| RunError::Scenario(format!("no entry for target {:?}", w.target)))
         .and_then(|e| b.render(e))?;
     // Option values are templates too (`datafile = "{scenario.dir}/queries.txt"`).
     let options = wcell
@@ -517,9 +526,10 @@ pub(crate) fn workload_line(
             toml::Value::String(t) => Ok((k.clone(), toml::Value::String(b.render(t)?))),
             v => Ok((k.clone(), v.clone())),
         })
-        .collect::<Result<BTreeMap<_, _>, String>>()?;
+        .collect::<Result<BTreeMap<_, _>, RunError>>()?;
     let client = s.system[cell.system].client.as_deref();
-    workloads.command_line(client, &w.kind, &entry, &options).map_err(|e| format!("{e:#}"))
+    let line = workloads.command_line(client, &w.kind, &entry, &options);
+    line.map_err(|e| RunError::Scenario(format!("{e:#}")))
 }
 
 /// What a reader of a run's report should know of where it ran: each placed role's host and

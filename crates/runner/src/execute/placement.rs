@@ -16,6 +16,7 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_model::Report;
 use wirespeed_netlab::Lab;
 
+use super::error::RunError;
 use super::fixtures::zone_file;
 use super::ssh::{RemoteRole, Ssh};
 use super::system::FixtureAt;
@@ -154,11 +155,12 @@ impl<'a> Placement<'a> {
         &self,
         host: Option<&str>,
         f: impl FnOnce() -> T + Send,
-    ) -> Result<T, String> {
+    ) -> Result<T, RunError> {
         match (&self.hosts, host) {
             (Hosts::Lab(lab), Some(h)) => {
-                let host = lab.host(h).ok_or_else(|| format!("no host {h:?} in the lab"))?;
-                host.namespace.within(f).map_err(|e| e.to_string())
+                let no_host = || RunError::Host(format!("no host {h:?} in the lab"));
+                let host = lab.host(h).ok_or_else(no_host)?;
+                host.namespace.within(f).map_err(|e| RunError::Local(e.to_string()))
             }
             _ => Ok(f()),
         }
@@ -169,7 +171,7 @@ impl<'a> Placement<'a> {
         &self,
         files: &[(PathBuf, String)],
         hosts: &[Option<&str>],
-    ) -> Result<(), String> {
+    ) -> Result<(), RunError> {
         let remote: Vec<&Ssh> = hosts.iter().filter_map(|h| self.ssh_host(*h)).collect();
         if matches!(self.hosts, Hosts::Ssh(_)) {
             let mut done = Vec::new();
@@ -185,7 +187,8 @@ impl<'a> Placement<'a> {
             return Ok(());
         }
         for (path, content) in files {
-            std::fs::write(path, content).map_err(|e| format!("{}: {e}", path.display()))?;
+            let failed = |e| RunError::Local(format!("{}: {e}", path.display()));
+            std::fs::write(path, content).map_err(failed)?;
         }
         Ok(())
     }
@@ -201,9 +204,9 @@ impl<'a> Placement<'a> {
         env: &BTreeMap<String, String>,
         dir: &Path,
         ready: Option<Ready>,
-    ) -> Result<RoleProcess, String> {
+    ) -> Result<RoleProcess, RunError> {
         let probe = match &ready {
-            Some(r) => Some(Probe::from_ready(r, |t| Ok(t.to_string()))?),
+            Some(r) => Some(Probe::from_ready(r)?),
             None => None,
         };
         if let Some(ssh) = self.ssh_host(host) {
@@ -229,7 +232,8 @@ impl<'a> Placement<'a> {
         }
         let mut words = self.prefix(host);
         words.extend_from_slice(argv);
-        let mut proc = process::spawn(role, &words, env, dir).map_err(|e| e.to_string())?;
+        let spawned = process::spawn(role, &words, env, dir);
+        let mut proc = spawned.map_err(|e| RunError::NotStarted(e.to_string()))?;
         if self.elsewhere(host) {
             proc.role = format!("{role}@{}", host.unwrap_or_default());
         }
@@ -237,7 +241,7 @@ impl<'a> Placement<'a> {
             let waited = tokio::task::block_in_place(|| {
                 self.within(host, || ready::wait(&mut proc, &probe, timeout))
             })?;
-            waited.map_err(|e| e.to_string())?;
+            waited.map_err(|e| RunError::NotStarted(e.to_string()))?;
         }
         Ok(RoleProcess::Local(proc))
     }
@@ -251,7 +255,7 @@ impl<'a> Placement<'a> {
         program: Option<&Path>,
         out: &Path,
         dir: &Path,
-    ) -> Result<(Vec<RoleProcess>, BTreeMap<String, FixtureAt>), String> {
+    ) -> Result<(Vec<RoleProcess>, BTreeMap<String, FixtureAt>), RunError> {
         let mut started = Vec::new();
         let mut addrs = BTreeMap::new();
         for f in s.fixture.iter().filter(|f| self.elsewhere(f.host.as_deref())) {
@@ -261,14 +265,16 @@ impl<'a> Placement<'a> {
                 (Some(ssh), _) => PathBuf::from(&ssh.program),
                 (None, Some(p)) => p.to_path_buf(),
                 (None, None) => {
-                    return Err(format!("fixture {:?}: no wirespeed program to run", f.name))
+                    let none = RunError::Local("no wirespeed program to run".into());
+                    return Err(none.of(format!("fixture {:?}", f.name)));
                 }
             };
             let (mut argv, port) = fixture_command(f, &program, out)?;
             if let (Some(ssh), FixtureKind::Dns) = (ssh, f.kind) {
                 // Its zone goes with it: the host cannot read this machine's files.
                 let local = argv.last().cloned().unwrap_or_default();
-                let content = std::fs::read(&local).map_err(|e| format!("{local}: {e}"))?;
+                let unread = |e| RunError::Local(format!("{local}: {e}"));
+                let content = std::fs::read(&local).map_err(unread)?;
                 let there = self
                     .remote_dir
                     .clone()
@@ -298,7 +304,7 @@ pub(crate) fn fixture_command(
     f: &Fixture,
     program: &Path,
     out: &Path,
-) -> Result<(Vec<String>, u16), String> {
+) -> Result<(Vec<String>, u16), RunError> {
     let free = || super::system::free_port();
     let main = free()?;
     let mut argv = vec![program.display().to_string(), "server".into(), "-p".into()];
@@ -318,7 +324,9 @@ pub(crate) fn fixture_command(
         }
         FixtureKind::Dns => {
             let port = free()?;
-            let zone = zone_file(f, out).map_err(|e| format!("fixture {:?}: {e:#}", f.name))?;
+            let zone = zone_file(f, out).map_err(|e| {
+                RunError::Local(format!("{e:#}")).of(format!("fixture {:?}", f.name))
+            })?;
             argv.extend(["--dns".into(), port.to_string(), "--zone".into()]);
             argv.push(zone.display().to_string());
             port

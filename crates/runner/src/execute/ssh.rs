@@ -12,6 +12,7 @@ use std::sync::{Arc, Mutex};
 use std::thread::JoinHandle;
 use std::time::{Duration, Instant};
 
+use super::error::RunError;
 use crate::process::STOP_GRACE;
 use crate::role::{RoleEvent, RoleSpec};
 use crate::sample::Sample;
@@ -90,26 +91,31 @@ impl Ssh {
     }
 
     /// Runs `remote` there with `input` on its standard input; what it printed.
-    pub(crate) fn output(&self, remote: &[String], input: Option<&[u8]>) -> Result<Output, String> {
+    pub(crate) fn output(
+        &self,
+        remote: &[String],
+        input: Option<&[u8]>,
+    ) -> Result<Output, RunError> {
         let mut child = self
             .command(remote)
             .stdin(if input.is_some() { Stdio::piped() } else { Stdio::null() })
             .stdout(Stdio::piped())
             .stderr(Stdio::piped())
             .spawn()
-            .map_err(|e| format!("cannot run ssh: {e}"))?;
+            .map_err(|e| RunError::Local(format!("cannot run ssh: {e}")))?;
+        let failed = |e: std::io::Error| RunError::Host(format!("{}: {e}", self.name));
         if let (Some(bytes), Some(mut stdin)) = (input, child.stdin.take()) {
             use std::io::Write;
-            stdin.write_all(bytes).map_err(|e| format!("{}: {e}", self.name))?;
+            stdin.write_all(bytes).map_err(failed)?;
         }
-        child.wait_with_output().map_err(|e| format!("{}: {e}", self.name))
+        child.wait_with_output().map_err(failed)
     }
 
     /// Whether it answers and has `wirespeed`.
     pub(crate) fn check(&self) -> HostState {
         let out = match self.output(&[self.program.clone(), "--version".into()], None) {
             Ok(out) => out,
-            Err(e) => return HostState::Down(e),
+            Err(e) => return HostState::Down(e.to_string()),
         };
         let said = |bytes: &[u8]| String::from_utf8_lossy(bytes).trim().to_string();
         match out.status.code() {
@@ -137,18 +143,18 @@ impl Ssh {
     }
 
     /// Writes `content` to `path` there, making its directory.
-    pub(crate) fn upload(&self, path: &str, content: &[u8]) -> Result<(), String> {
+    pub(crate) fn upload(&self, path: &str, content: &[u8]) -> Result<(), RunError> {
         let script = "mkdir -p \"$(dirname \"$1\")\" && cat > \"$1\"";
         let remote = ["sh", "-c", script, "upload", path].map(String::from);
         let out = self.output(&remote, Some(content))?;
         if out.status.success() {
             Ok(())
         } else {
-            Err(format!(
+            Err(RunError::Host(format!(
                 "host {}: writing {path}: {}",
                 self.name,
                 String::from_utf8_lossy(&out.stderr).trim()
-            ))
+            )))
         }
     }
 
@@ -199,18 +205,19 @@ impl RemoteRole {
         spec: &RoleSpec,
         ready_timeout: Duration,
         local_dir: &Path,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RunError> {
         let label = format!("{}@{}", spec.role, ssh.name);
-        let json = serde_json::to_string(spec).map_err(|e| e.to_string())?;
+        let json = serde_json::to_string(spec).map_err(|e| RunError::Local(e.to_string()))?;
         let ssh_log = local_dir.join(format!("{label}.ssh.log"));
-        let err = std::fs::File::create(&ssh_log).map_err(|e| e.to_string())?;
+        let local = |e: std::io::Error| RunError::Local(format!("{}: {e}", ssh_log.display()));
+        let err = std::fs::File::create(&ssh_log).map_err(local)?;
         let mut child = ssh
             .command(&[ssh.program.clone(), "role".into(), "--spec".into(), json])
             .stdin(Stdio::piped())
             .stdout(Stdio::piped())
             .stderr(err)
             .spawn()
-            .map_err(|e| format!("{label}: cannot run ssh: {e}"))?;
+            .map_err(|e| RunError::Local(format!("{label}: cannot run ssh: {e}")))?;
         let heard = Arc::new(Mutex::new(Heard::default()));
         let stdout = child.stdout.take();
         let reader = {
@@ -258,18 +265,18 @@ impl RemoteRole {
                 if let Some(why) = h.not_ready.clone().or_else(|| h.exited.clone()) {
                     drop(h);
                     role.stop();
-                    return Err(format!("{label}: {why}"));
+                    return Err(RunError::NotStarted(why).of(label));
                 }
                 if h.ended {
                     drop(h);
                     let why = role.session_error();
                     role.stop();
-                    return Err(format!("{label}: {why}"));
+                    return Err(RunError::Host(why).of(label));
                 }
             }
             if Instant::now() > deadline {
                 role.stop();
-                return Err(format!("{label}: no answer from the host in time"));
+                return Err(RunError::Host("no answer from the host in time".into()).of(label));
             }
             std::thread::sleep(Duration::from_millis(20));
         }

@@ -7,6 +7,7 @@ use std::net::SocketAddr;
 use std::path::{Path, PathBuf};
 
 use super::dir_name;
+use super::error::RunError;
 use super::fixtures::Fixtures;
 use super::placement::{Placement, RoleProcess};
 use crate::process;
@@ -67,7 +68,7 @@ impl<'a> Bindings<'a> {
         (placed, hosts): (BTreeMap<String, FixtureAt>, BTreeMap<String, String>),
         scenario_dir: &'a Path,
         dir: &'a Path,
-    ) -> Result<Self, String> {
+    ) -> Result<Self, RunError> {
         let names: BTreeSet<&str> = system
             .templates()
             .into_iter()
@@ -80,7 +81,7 @@ impl<'a> Bindings<'a> {
         let ports = names
             .into_iter()
             .map(|name| Ok((name.to_string(), free_port()?)))
-            .collect::<Result<_, String>>()?;
+            .collect::<Result<_, RunError>>()?;
         let files = system
             .file
             .keys()
@@ -118,8 +119,8 @@ impl<'a> Bindings<'a> {
     }
 
     /// `text` with every placeholder filled in, or the one that has no value.
-    pub(crate) fn render(&self, text: &str) -> Result<String, String> {
-        template::render(text, |n| self.lookup(n)).map_err(|n| format!("{{{n}}} has no value"))
+    pub(crate) fn render(&self, text: &str) -> Result<String, RunError> {
+        Ok(template::render(text, |n| self.lookup(n))?)
     }
 }
 
@@ -147,13 +148,13 @@ pub(crate) fn rendered_process(
     system: &System,
     p: &Process,
     b: &Bindings<'_>,
-) -> Result<RenderedProcess, String> {
+) -> Result<RenderedProcess, RunError> {
     let mut env = system.env.clone();
     env.extend(p.env.clone());
     let env = env
         .into_iter()
         .map(|(k, v)| Ok((k, b.render(&v)?)))
-        .collect::<Result<BTreeMap<_, _>, String>>()?;
+        .collect::<Result<BTreeMap<_, _>, RunError>>()?;
     let argv = words::split(&b.render(&p.cmd)?)?;
     let ready = p.ready.as_ref().map(|r| rendered_ready(r, b)).transpose()?;
     Ok(RenderedProcess { argv, env, ready })
@@ -164,26 +165,26 @@ pub(crate) fn rendered_process(
 pub(crate) fn rendered_files(
     system: &System,
     b: &Bindings<'_>,
-) -> Result<Vec<(PathBuf, String)>, String> {
+) -> Result<Vec<(PathBuf, String)>, RunError> {
     system
         .file
         .iter()
         .map(|(name, content)| {
-            let text = b.render(content).map_err(|e| format!("file.{name}: {e}"))?;
+            let text = b.render(content).map_err(|e| e.of(format!("file.{name}")))?;
             Ok((b.files[name].clone(), text))
         })
         .collect()
 }
 
 /// A probe with its templates filled in.
-pub(crate) fn rendered_ready(r: &Ready, b: &Bindings<'_>) -> Result<Ready, String> {
+pub(crate) fn rendered_ready(r: &Ready, b: &Bindings<'_>) -> Result<Ready, RunError> {
     let one = |t: &Option<String>| t.as_deref().map(|t| b.render(t)).transpose();
     let many = |t: &Option<OneOrMore>| {
         t.as_ref()
             .map(|m| {
                 let items =
                     m.items().into_iter().map(|i| b.render(i)).collect::<Result<Vec<_>, _>>()?;
-                Ok::<_, String>(OneOrMore::More(items))
+                Ok::<_, RunError>(OneOrMore::More(items))
             })
             .transpose()
     };
@@ -204,13 +205,13 @@ pub(crate) fn start_processes(
     b: &Bindings<'_>,
     placement: &Placement<'_>,
     logs: &Path,
-) -> Result<Vec<RoleProcess>, String> {
+) -> Result<Vec<RoleProcess>, RunError> {
     let mut started = Vec::new();
     for p in &system.process {
         let launched = rendered_process(system, p, b).and_then(|r| {
             placement.start(&p.role, p.host.as_deref(), &r.argv, &r.env, logs, r.ready)
         });
-        started.push(launched.map_err(|e| format!("{}: {e}", p.role))?);
+        started.push(launched.map_err(|e| e.of(&p.role))?);
     }
     Ok(started)
 }
@@ -225,11 +226,12 @@ static HANDED_OUT: std::sync::Mutex<std::collections::VecDeque<u16>> =
 const REMEMBERED: usize = 4096;
 
 /// A TCP port free on loopback now, whose UDP port is free too, and not handed out lately.
-pub(crate) fn free_port() -> Result<u16, String> {
+pub(crate) fn free_port() -> Result<u16, RunError> {
     let mut handed = HANDED_OUT.lock().unwrap_or_else(|e| e.into_inner());
     for _ in 0..1000 {
-        let tcp = std::net::TcpListener::bind("127.0.0.1:0").map_err(|e| e.to_string())?;
-        let port = tcp.local_addr().map_err(|e| e.to_string())?.port();
+        let local = |e: std::io::Error| RunError::Local(format!("a port on loopback: {e}"));
+        let tcp = std::net::TcpListener::bind("127.0.0.1:0").map_err(local)?;
+        let port = tcp.local_addr().map_err(local)?.port();
         if !handed.contains(&port) && std::net::UdpSocket::bind(("127.0.0.1", port)).is_ok() {
             if handed.len() >= REMEMBERED {
                 handed.pop_front();
@@ -238,7 +240,7 @@ pub(crate) fn free_port() -> Result<u16, String> {
             return Ok(port);
         }
     }
-    Err("no free port on loopback".into())
+    Err(RunError::Local("no free port on loopback".into()))
 }
 
 #[cfg(test)]

@@ -18,7 +18,7 @@ fn start(dir: &std::path::Path, role: &str, cmd: &str) -> Started {
 }
 
 fn probe(ready: Ready) -> (Probe, Duration) {
-    Probe::from_ready(&ready, |t| Ok(t.to_string())).unwrap()
+    Probe::from_ready(&ready).unwrap()
 }
 
 #[test]

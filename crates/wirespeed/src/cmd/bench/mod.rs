@@ -264,7 +264,7 @@ fn check_versions(
         .map(|v| wirespeed_report::bench::ProgramVersion {
             systems: v.systems.join(", "),
             as_expected: v.as_expected(),
-            printed: v.printed.clone().unwrap_or_else(|why| why),
+            printed: v.printed.clone().unwrap_or_else(|why| why.to_string()),
             command: v.command,
             expected: v.expected,
         })
@@ -581,7 +581,7 @@ fn commands(loaded: &wirespeed_runner::Loaded) -> Result<String> {
             template::render(text, |name| {
                 cell.vars.get(name).cloned().or_else(|| Some(format!("<{name}>")))
             })
-            .map_err(|n| anyhow::anyhow!("{{{n}}}"))
+            .map_err(|e| anyhow::anyhow!("{{{}}}", e.0))
         };
         for p in &system.process {
             out.push_str(&format!("process  {} {}: {}\n", cell.name, p.role, fill(&p.cmd)?));
