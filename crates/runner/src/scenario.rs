@@ -560,7 +560,7 @@ impl Scenario {
 
     /// The scenario cut down to check that it runs, not to measure: one repeat, no warm-up or
     /// cool-down, each sweep cut to its first, middle and last value, and each workload's length option
-    /// (`length(kind)` gives its name and short value: `time` = `1s` for bandwidth) set short.
+    /// (`length(kind)` gives its name and short value: `time` = `0.5s` for bandwidth) set short.
     pub fn smoke(&mut self, length: impl Fn(&str) -> Option<(&'static str, toml::Value)>) {
         self.run.repeat = 1;
         self.run.warmup = None;

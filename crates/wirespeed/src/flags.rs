@@ -267,7 +267,7 @@ pub(crate) struct BenchArgs {
     #[arg(long)]
     pub resume: bool,
     /// Check that the scenario runs, not measure: one repeat, no warm-up or cool-down, each
-    /// load 1 s, each sweep cut to its first, middle and last value.
+    /// load 0.5 s, each sweep cut to its first, middle and last value.
     #[arg(long)]
     pub smoke: bool,
     /// Run only the systems whose names match one of these patterns (`*` any characters;

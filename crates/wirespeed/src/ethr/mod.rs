@@ -116,6 +116,17 @@ pub(crate) fn command_line(
         parse_duration(text).map_err(|e| anyhow::anyhow!("{kind} --{key} {text:?}: {e}"))
     };
     let go = |d: Duration| format!("{}ms", d.as_millis().max(1));
+    // ethr's client stops a test at its -d only when that is a second or more (its
+    // runDurationTimer counts whole seconds, and 0 means never): a shorter one would run on.
+    let test_length = |d: Duration, key: &str| -> Result<String> {
+        if d < Duration::from_secs(1) {
+            bail!(
+                "{kind} --{key} {d:?}: ethr's client runs a test shorter than a second forever \
+                 (its -d counts whole seconds); give 1s or more"
+            );
+        }
+        Ok(go(d))
+    };
     let (host, port) = split_entry(entry);
     let mut args: Vec<String> = Vec::new();
     let mut omit = Duration::ZERO;
@@ -134,7 +145,8 @@ pub(crate) fn command_line(
             }
             None => args.extend(["-x".into(), host.to_string(), "-p".into(), "icmp".into()]),
         }
-        args.extend(["-t".into(), "pi".into(), "-d".into(), go(deadline), "-g".into(), go(gap)]);
+        let deadline = test_length(deadline, "deadline")?;
+        args.extend(["-t".into(), "pi".into(), "-d".into(), deadline, "-g".into(), go(gap)]);
     } else {
         let port = port.with_context(|| format!("ethr's entry {entry:?}: expected HOST:PORT"))?;
         if given.get("rst").is_some_and(|r| r != "true") {
@@ -151,7 +163,7 @@ pub(crate) fn command_line(
         };
         args.extend(test.iter().map(|s| s.to_string()));
         // ethr's warm-up is ours: it runs the whole time and the summary leaves it out.
-        args.extend(["-d".into(), go(time + omit)]);
+        args.extend(["-d".into(), test_length(time + omit, "time")?]);
         if let Some(n) = given.get("parallel") {
             args.extend(["-n".into(), n.clone()]);
         }
@@ -443,6 +455,12 @@ mod tests {
         assert!(e.to_string().contains("-n 0"), "{e}");
         let e = command_line("cps", "h:1", &options(&[("rst", false.into())])).unwrap_err();
         assert!(e.to_string().contains("always closes its connections with RST"), "{e}");
+        // A test under a second would never end under ethr: refused, not started.
+        let short = options(&[("time", "0.5s".into())]);
+        let e = command_line("bandwidth", "h:1", &short).unwrap_err();
+        assert!(e.to_string().contains("shorter than a second forever"), "{e}");
+        let e = command_line("ping", "h", &options(&[("deadline", "900ms".into())])).unwrap_err();
+        assert!(e.to_string().contains("ping --deadline"), "{e}");
         let rst = command_line("cps", "h:1", &options(&[("rst", true.into())])).unwrap();
         assert_eq!(rst, command_line("cps", "h:1", &options(&[])).unwrap());
     }
