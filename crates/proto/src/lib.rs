@@ -93,7 +93,7 @@ pub fn exercise_icmp_decoders(data: &[u8]) {
 }
 
 /// Feeds `data` to the HTTP decoders: a response head, a chunked body (in pieces, as it
-/// arrives from a socket), both targets-file formats, URLs and an Alt-Svc header. For the `http` fuzz target and
+/// arrives from a socket), both targets-file formats, URLs, an Alt-Svc header and vegeta result lines. For the `http` fuzz target and
 /// [`exercise_decoders`].
 #[doc(hidden)]
 pub fn exercise_http_decoders(data: &[u8]) {
@@ -115,9 +115,10 @@ pub fn exercise_http_decoders(data: &[u8]) {
         }
         let _ = http_url::HttpUrl::parse(text);
         let _ = alt_svc::parse(text);
-        for line in text.lines() {
+        for (i, line) in text.lines().enumerate() {
             let _ = http_url::HttpUrl::parse(line);
             let _ = http_url::HttpUrl::redacted(line);
+            let _ = vegeta::ResultLine::parse(line, i + 1);
         }
     }
 }

@@ -29,8 +29,9 @@ pub struct ResultLine {
     /// Why it failed: no response, or a status outside 200–399; empty when it did not.
     #[serde(default)]
     pub error: String,
-    /// The response body; never captured here.
-    #[serde(default)]
+    /// The response body: never captured when written here, and not read (vegeta's own lines
+    /// carry it, base64).
+    #[serde(default, skip_deserializing)]
     pub body: Option<()>,
     /// The request's method.
     #[serde(default)]
@@ -38,8 +39,9 @@ pub struct ResultLine {
     /// The request's URL.
     #[serde(default)]
     pub url: String,
-    /// The response's headers; never captured here.
-    #[serde(default)]
+    /// The response's headers: never captured when written here, and not read (vegeta's own
+    /// lines carry them).
+    #[serde(default, skip_deserializing)]
     pub headers: Option<()>,
 }
 
@@ -73,14 +75,37 @@ impl ResultLine {
     pub fn parse(text: &str, number: usize) -> Result<(SystemTime, Self), LineError> {
         let fail = |why: String| LineError { line: number, why };
         let line: Self = serde_json::from_str(text).map_err(|e| fail(e.to_string()))?;
-        let at = humantime::parse_rfc3339_weak(&line.timestamp)
-            .map_err(|e| fail(format!("timestamp {:?}: {e}", line.timestamp)))?;
+        let at = instant(&line.timestamp)
+            .ok_or_else(|| fail(format!("timestamp {:?}: not RFC 3339", line.timestamp)))?;
         Ok((at, line))
     }
 
     /// The line as one line of JSON.
     pub fn to_json(&self) -> String {
         serde_json::to_string(self).unwrap_or_default()
+    }
+}
+
+/// An RFC 3339 timestamp as Go writes it: `Z`, or the local offset (`+01:00`) that vegeta's
+/// lines carry outside UTC.
+fn instant(text: &str) -> Option<SystemTime> {
+    let split = text.len().checked_sub(6).filter(|&at| {
+        let b = text.as_bytes();
+        matches!(b[at], b'+' | b'-') && b[at + 3] == b':' && text.is_char_boundary(at)
+    });
+    let Some(at) = split else {
+        return humantime::parse_rfc3339_weak(text).ok();
+    };
+    let (local, offset) = text.split_at(at);
+    let hours: u64 = offset[1..3].parse().ok()?;
+    let minutes: u64 = offset[4..6].parse().ok()?;
+    let shift = Duration::from_secs(hours * 3600 + minutes * 60);
+    let local = humantime::parse_rfc3339_weak(local).ok()?;
+    // Local time ahead of UTC (+) is UTC plus the offset: take it off.
+    if offset.starts_with('+') {
+        local.checked_sub(shift)
+    } else {
+        local.checked_add(shift)
     }
 }
 
@@ -129,6 +154,19 @@ mod tests {
         let (at, back) = ResultLine::parse(&json, 1).unwrap();
         assert_eq!(back, line);
         assert_eq!(at.duration_since(UNIX_EPOCH).unwrap().as_nanos(), 1_700_000_000_123_456_789);
+    }
+
+    #[test]
+    fn vegetas_own_lines_are_read_with_their_bodies_and_headers_left_out() {
+        let own = r#"{"attack":"","seq":3,"code":200,"timestamp":"2026-12-06T21:20:00.5+01:00","latency":2500000,"bytes_out":0,"bytes_in":4,"error":"","body":"cG9uZw==","method":"GET","url":"http://127.0.0.1:8080/","headers":{"Content-Type":["text/plain"]}}"#;
+        let (at, line) = ResultLine::parse(own, 4).unwrap();
+        assert_eq!((line.seq, line.code, line.latency, line.bytes_in), (3, 200, 2_500_000, 4));
+        assert!(line.body.is_none() && line.headers.is_none());
+        let utc = humantime::parse_rfc3339("2026-12-06T20:20:00.5Z").unwrap();
+        assert_eq!(at, utc, "the offset is taken into account");
+        assert_eq!(instant("2026-12-06T15:20:00.5-05:00"), Some(utc));
+        assert_eq!(instant("2026-12-06T20:20:00.5Z"), Some(utc));
+        assert_eq!(instant("2026-12-06T20:20:00.5+0x:00"), None);
     }
 
     #[test]
