@@ -93,8 +93,8 @@ pub fn exercise_icmp_decoders(data: &[u8]) {
 }
 
 /// Feeds `data` to the HTTP decoders: a response head, a chunked body (in pieces, as it
-/// arrives from a socket), both targets-file formats, URLs, an Alt-Svc header and vegeta result lines. For the `http` fuzz target and
-/// [`exercise_decoders`].
+/// arrives from a socket), both targets-file formats, URLs, an Alt-Svc header and vegeta's
+/// result lines. For the `http` fuzz target and [`exercise_decoders`].
 #[doc(hidden)]
 pub fn exercise_http_decoders(data: &[u8]) {
     for head_request in [false, true] {
