@@ -18,15 +18,16 @@ use std::path::{Path, PathBuf};
 use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
+use super::error::RunError;
 use super::fixtures::Fixtures;
-use super::placement::{fixture_command, Placement};
+use super::placement::Placement;
+use super::plan::{self, Layout, PlannedRole};
 use super::ssh::Ssh;
-use super::system::{self, Bindings, FixtureAt};
-use super::{dir_name, workload_line, Places, Workloads};
+use super::{dir_name, Places, Workloads};
 use crate::matrix::Run;
 use crate::ready;
 use crate::role::{pid_file, RoleSpec};
-use crate::scenario::Ready;
+use crate::scenario::Fixture;
 use crate::yaml::{to_yaml, UNSAFE};
 use crate::Loaded;
 
@@ -127,67 +128,55 @@ fn play(
         .join("ansible")
         .join(&run_dir);
     let placement = Placement::ssh(s, ssh, remote.clone(), None);
-    let cell = &loaded.plan.systems[run.system];
-    let system = &s.system[cell.system];
     let wcell = &loaded.plan.workloads[run.workload];
-    let w = &s.workload[wcell.workload];
     let sample_ms = wirespeed_model::units::parse_duration(&s.sample.interval)
         .map_or(1000, |d| d.as_millis() as u64);
     let wanted = crate::sample::Wanted::of(&s.sample.metrics);
-    let role_spec = |role: &str, argv: Vec<String>, env, ready| RoleSpec {
-        role: role.to_string(),
+    let role_spec = |r: &PlannedRole| RoleSpec {
+        role: r.role.clone(),
         dir: remote.clone(),
-        argv,
-        env,
-        ready,
+        argv: r.argv.clone(),
+        env: r.env.clone(),
+        ready: r.ready.clone(),
         sample_ms: (!s.sample.metrics.is_empty()).then_some(sample_ms),
         memory: wanted.memory,
         cpu: wanted.cpu,
         detached: true,
     };
-    let mut roles = Vec::new();
-    let mut placed = BTreeMap::new();
-    for f in s.fixture.iter() {
-        let Some(host) = f.host.as_deref() else { continue };
-        let program = PathBuf::from(&ssh[host].program);
-        let (argv, port) = fixture_command(f, &program, places.out)?;
-        let ip = placement.addrs.get(host).cloned().unwrap_or_default();
-        // A DNS fixture's zone is copied beside it (below), where its host's processes read it.
-        let zone = (f.kind == crate::scenario::FixtureKind::Dns)
-            .then(|| remote.join(format!("fixture-{}.zone", f.name)).display().to_string());
-        placed.insert(f.name.clone(), FixtureAt { host: ip, port, zone });
-        let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
-        let role = format!("fixture-{}", f.name);
-        roles.push(Started {
-            label: format!("{role}@{host}"),
-            host: host.into(),
-            spec: role_spec(&role, argv, BTreeMap::new(), Some(ready)),
-        });
-    }
-    let b = Bindings::allocate(
-        system,
-        &cell.vars,
-        fixtures,
-        (placed, placement.addrs.clone()),
-        places.scenario_dir,
-        &remote,
-    )?;
-    for p in &system.process {
-        let host = p.host.clone().unwrap_or_default();
-        let r = system::rendered_process(system, p, &b)?;
-        roles.push(Started {
-            label: format!("{}@{host}", p.role),
-            host,
-            spec: role_spec(&p.role, r.argv, r.env, r.ready),
-        });
-    }
+    let fixture_host = |f: &Fixture| f.host.clone();
+    let program = |host: &str| {
+        let known = ssh.get(host).map(|h| PathBuf::from(&h.program));
+        known.ok_or_else(|| RunError::Host(format!("no host {host:?}")))
+    };
+    // A DNS fixture's zone is copied beside it (below), where its host's processes read it.
+    let zone_there = |f: &Fixture, _: &str| {
+        Some(remote.join(format!("fixture-{}.zone", f.name)).display().to_string())
+    };
+    let layout = Layout {
+        addrs: placement.addrs.clone(),
+        fixture_host: &fixture_host,
+        program: &program,
+        zone_there: &zone_there,
+        files_dir: &remote,
+        in_process: fixtures,
+    };
+    let plan = plan::plan(loaded, run, places, workloads, &layout)?;
+    let roles: Vec<Started> = plan
+        .fixtures
+        .iter()
+        .chain(&plan.processes)
+        .map(|r| {
+            let host = r.host.clone().unwrap_or_default();
+            Started { label: format!("{}@{host}", r.role), host, spec: role_spec(r) }
+        })
+        .collect();
     let mut block = vec![json!({
         "name": "results directory",
         "ansible.builtin.file": {"path": raw(local.display().to_string()), "state": "directory"},
     })];
     let hosts: Vec<&str> = {
         let mut h: Vec<&str> = roles.iter().map(|r| r.host.as_str()).collect();
-        h.extend(w.host.as_deref());
+        h.extend(plan.load_host.as_deref());
         h.sort_unstable();
         h.dedup();
         h
@@ -200,34 +189,25 @@ fn play(
             json!({"path": raw(remote.display().to_string()), "state": "directory"}),
         ));
     }
-    let files = system::rendered_files(system, &b)?;
-    for r in roles.iter().filter(|r| !r.label.starts_with("fixture-")) {
-        for (path, content) in &files {
+    for r in &plan.processes {
+        let host = r.host.clone().unwrap_or_default();
+        for (path, content) in &plan.files {
             block.push(on(
-                &r.host,
-                format!("{} on {}", path.display(), r.host),
+                &host,
+                format!("{} on {host}", path.display()),
                 "ansible.builtin.copy",
                 json!({"content": raw(content.clone()), "dest": raw(path.display().to_string())}),
             ));
         }
     }
-    for f in s.fixture.iter().filter(|f| f.kind == crate::scenario::FixtureKind::Dns) {
+    for z in &plan.zones {
         // A DNS fixture's zone goes with it: the hosts cannot read the controller's files.
-        let Some(host) = f.host.as_deref() else { continue };
-        let Some(r) = roles.iter_mut().find(|r| r.label == format!("fixture-{}@{host}", f.name))
-        else {
-            continue;
-        };
-        let there = remote.join(format!("fixture-{}.zone", f.name)).display().to_string();
-        if let Some(zone) = r.spec.argv.last_mut() {
-            block.push(on(
-                host,
-                format!("zone of fixture {}", f.name),
-                "ansible.builtin.copy",
-                json!({"src": raw(zone.clone()), "dest": raw(there.clone())}),
-            ));
-            *zone = there;
-        }
+        block.push(on(
+            &z.host,
+            format!("zone of fixture {}", z.fixture),
+            "ansible.builtin.copy",
+            json!({"src": raw(z.local.display().to_string()), "dest": raw(z.there.clone())}),
+        ));
     }
     let mut always = Vec::new();
     for r in &roles {
@@ -283,10 +263,9 @@ fn play(
             ));
         }
     }
-    let line = workload_line(loaded, run, &b, workloads)?;
-    let load_host = w.host.clone().unwrap_or_default();
-    let mut argv = vec![raw(ssh[&load_host].program.clone())];
-    argv.extend(line.iter().skip(1).map(|w| raw(w.clone())));
+    let load_host = plan.load_host.clone().unwrap_or_default();
+    let mut argv = vec![raw(program(&load_host)?.display().to_string())];
+    argv.extend(plan.load.iter().skip(1).map(|w| raw(w.clone())));
     argv.extend([raw("--format"), raw("json")]);
     let mut load = on(
         &load_host,

@@ -16,11 +16,10 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use super::fixtures::Fixtures;
-use super::placement::fixture_command;
-use super::system::{self, Bindings, FixtureAt};
-use super::{dir_name, workload_line, Places, Workloads};
+use super::plan::{self, Layout};
+use super::{dir_name, Places, Workloads};
 use crate::matrix::Run;
-use crate::scenario::{FixtureKind, Ready, Scenario};
+use crate::scenario::{Fixture, Ready, Scenario};
 use crate::yaml::to_yaml;
 use crate::Loaded;
 
@@ -164,80 +163,66 @@ fn run_objects(
     let id = loaded.plan.run_id(run);
     let name = label(&format!("{}-{}", s.scenario.name, dir_name(&id)), 50);
     let ns = options.namespace;
-    let cell = &loaded.plan.systems[run.system];
-    let system = &s.system[cell.system];
-    let wcell = &loaded.plan.workloads[run.workload];
-    let w = &s.workload[wcell.workload];
+    let system = &s.system[loaded.plan.systems[run.system].system];
     let service = |host: &str| label(&format!("{name}-{host}"), 63);
-    let addrs: BTreeMap<String, String> =
+    // Fixtures and processes that name no host go on the first host, or, in a scenario
+    // without hosts, on a Pod of their own ("fixtures", "system") with a Service of its own.
+    let first_host = s.host.first().map(|h| h.name.clone());
+    let mut addrs: BTreeMap<String, String> =
         s.host.iter().map(|h| (h.name.clone(), service(&h.name))).collect();
+    if s.host.is_empty() {
+        addrs.insert("fixtures".into(), service("fixtures"));
+    }
     let node_selector = |host: Option<&str>| -> Option<Value> {
         let h = s.host.iter().find(|h| Some(h.name.as_str()) == host)?;
         (!h.labels.is_empty()).then(|| json!(h.labels))
     };
     let files_dir = PathBuf::from(FILES);
-    // Fixtures: a wirespeed server Pod each, on its host (or the first host).
-    let mut pods = Vec::new();
-    let mut placed = BTreeMap::new();
+    // Fixtures: a wirespeed server Pod each (the image's), a DNS fixture's zone in the
+    // ConfigMap every Pod of the run mounts.
+    let fixture_host = |f: &Fixture| {
+        Some(f.host.clone().or_else(|| first_host.clone()).unwrap_or_else(|| "fixtures".into()))
+    };
+    let program = |_: &str| Ok(PathBuf::from("wirespeed"));
+    let zone_there = |f: &Fixture, _: &str| {
+        let key = format!("fixture-{}.zone", label(&f.name, 40));
+        Some(files_dir.join(key).display().to_string())
+    };
+    let none = Fixtures::none();
+    let layout = Layout {
+        addrs,
+        fixture_host: &fixture_host,
+        program: &program,
+        zone_there: &zone_there,
+        files_dir: &files_dir,
+        in_process: &none,
+    };
+    let plan = plan::plan(loaded, run, places, workloads, &layout)?;
     let mut config: BTreeMap<String, String> = BTreeMap::new();
-    let mut ports: BTreeMap<String, Vec<u16>> = BTreeMap::new();
-    for f in &s.fixture {
-        let host = f.host.clone().or_else(|| s.host.first().map(|h| h.name.clone()));
-        let host_name = host.clone().unwrap_or_else(|| "fixtures".into());
-        let (mut argv, port) = fixture_command(f, Path::new("wirespeed"), places.out)?;
-        let mut zone = None;
-        if f.kind == FixtureKind::Dns {
-            let local = argv.last().cloned().unwrap_or_default();
-            let key = format!("fixture-{}.zone", label(&f.name, 40));
-            config.insert(
-                key.clone(),
-                std::fs::read_to_string(&local).with_context(|| local.clone())?,
-            );
-            // In the ConfigMap every Pod of the run mounts.
-            let there = files_dir.join(&key).display().to_string();
-            if let Some(last) = argv.last_mut() {
-                last.clone_from(&there);
-            }
-            zone = Some(there);
-        }
-        let svc = addrs.get(&host_name).cloned().unwrap_or_else(|| service(&host_name));
-        placed.insert(f.name.clone(), FixtureAt { host: svc, port, zone });
-        ports.entry(host_name.clone()).or_default().push(port);
-        let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
-        pods.push((
-            format!("fixture-{}", f.name),
-            host_name,
-            argv,
-            BTreeMap::new(),
-            Some(ready),
-            options.image.to_string(),
-        ));
+    let key_of =
+        |path: &Path| path.file_name().and_then(|n| n.to_str()).unwrap_or("file").to_string();
+    for z in &plan.zones {
+        let content =
+            std::fs::read_to_string(&z.local).with_context(|| z.local.display().to_string())?;
+        config.insert(key_of(Path::new(&z.there)), content);
     }
-    let fixtures = Fixtures::none();
-    let b = Bindings::allocate(
-        system,
-        &cell.vars,
-        &fixtures,
-        (placed, addrs.clone()),
-        places.scenario_dir,
-        &files_dir,
-    )?;
-    for (path, content) in system::rendered_files(system, &b)? {
-        let key = path.file_name().and_then(|n| n.to_str()).unwrap_or("file").to_string();
-        config.insert(key, content);
+    for (path, content) in &plan.files {
+        config.insert(key_of(path), content.clone());
     }
     let image = system.image.clone().unwrap_or_else(|| options.image.to_string());
-    for p in &system.process {
-        let host = p
-            .host
-            .clone()
-            .or_else(|| s.host.first().map(|h| h.name.clone()))
-            .unwrap_or_else(|| "system".into());
-        let r = system::rendered_process(system, p, &b)?;
-        pods.push((p.role.clone(), host, r.argv, r.env, r.ready, image.clone()));
+    let mut pods = Vec::new();
+    let mut ports: BTreeMap<String, Vec<u16>> = BTreeMap::new();
+    for f in &plan.fixtures {
+        let host = f.host.clone().unwrap_or_default();
+        ports.entry(host.clone()).or_default().extend(f.port);
+        pods.push((f, host, options.image.to_string()));
     }
-    for port in b.ports() {
-        for (_, host, ..) in &pods {
+    for p in &plan.processes {
+        let host = p.host.clone().or_else(|| first_host.clone()).unwrap_or_else(|| "system".into());
+        pods.push((p, host, image.clone()));
+    }
+    for &port in &plan.ports {
+        for (_, host, _) in &pods {
             ports.entry(host.clone()).or_default().push(port);
         }
     }
@@ -250,14 +235,15 @@ fn run_objects(
             "data": config,
         }));
     }
-    for (role, host, argv, env, ready, image) in &pods {
+    for (r, host, image) in &pods {
+        let role = &r.role;
         let mut container = json!({
             "name": label(role, 63),
             "image": image,
-            "command": argv,
-            "env": env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+            "command": r.argv,
+            "env": r.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
         });
-        if let Some(probe) = ready.as_ref().and_then(probe) {
+        if let Some(probe) = r.ready.as_ref().and_then(probe) {
             container["readinessProbe"] = probe;
         }
         if !config.is_empty() {
@@ -304,14 +290,13 @@ fn run_objects(
             },
         }));
     }
-    let line = workload_line(loaded, run, &b, workloads)?;
-    let mut args: Vec<String> = line.into_iter().skip(1).collect();
+    let mut args: Vec<String> = plan.load.iter().skip(1).cloned().collect();
     args.extend(["--format".into(), "json".into()]);
     let mut pod_spec = json!({
         "restartPolicy": "Never",
         "containers": [{"name": "load", "image": options.image, "command": ["wirespeed"], "args": args}],
     });
-    if let Some(sel) = node_selector(w.host.as_deref()) {
+    if let Some(sel) = node_selector(plan.load_host.as_deref()) {
         pod_spec["nodeSelector"] = sel;
     }
     let job_labels = labels(s, &format!("{name}-load"), &[]);

@@ -15,6 +15,7 @@ mod error;
 mod fixtures;
 pub mod k8s;
 mod placement;
+mod plan;
 mod ssh;
 mod system;
 
@@ -33,11 +34,12 @@ use wirespeed_netlab::Lab;
 
 use self::fixtures::Fixtures;
 use self::placement::{Placement, RoleProcess};
+use self::plan::{CellPlan, Layout};
 use self::ssh::{HostState, Ssh};
 use self::system::Bindings;
 use crate::matrix::{Plan, Run};
 use crate::sample::{Sample, Sampler, Wanted};
-use crate::scenario::{HostsMode, Scenario};
+use crate::scenario::{Fixture, HostsMode, Scenario};
 use crate::Loaded;
 
 /// How a workload cell becomes a test and runs.
@@ -332,75 +334,73 @@ impl<W: Workloads> One<'_, W> {
         self.run_placed(&placement, cancel).await
     }
 
-    /// The first program `requires` names that a host of the run lacks (ssh hosts are asked;
-    /// this machine's PATH is looked at otherwise).
+    /// The first of `programs` that a host of the run lacks (ssh hosts are asked; this
+    /// machine's PATH is looked at otherwise), said as a skip's reason.
     fn missing_on_hosts(
         &self,
         placement: &Placement<'_>,
-        requires: &[String],
+        programs: &[String],
         hosts: &[Option<&str>],
-        b: &Bindings<'_>,
     ) -> Option<String> {
         let remote: Vec<&Ssh> = hosts.iter().filter_map(|h| placement.ssh_host(*h)).collect();
-        if remote.is_empty() {
-            return system::missing_program(requires, b);
-        }
-        requires.iter().find_map(|program| {
-            let program = b.render(program).unwrap_or_else(|_| program.clone());
+        programs.iter().find_map(|program| {
+            if remote.is_empty() {
+                return crate::process::which(program)
+                    .is_none()
+                    .then(|| format!("{program} is not installed"));
+            }
             remote
                 .iter()
-                .find(|h| !h.has(&program))
+                .find(|h| !h.has(program))
                 .map(|h| format!("{program} is not installed on host {}", h.name))
         })
+    }
+
+    /// The run planned for the hosts as `placement` has them.
+    fn plan(&self, placement: &Placement<'_>) -> Result<CellPlan, RunError> {
+        let program = self.workloads.program();
+        // Fixtures with a host that is not this machine run there, as processes of the run.
+        let fixture_host =
+            |f: &Fixture| f.host.clone().filter(|h| placement.elsewhere(Some(h.as_str())));
+        let program = |host: &str| placement.fixture_program(host, program.as_deref());
+        let zone_there = |f: &Fixture, host: &str| placement.zone_there(f, host);
+        let layout = Layout {
+            addrs: placement.addrs.clone(),
+            fixture_host: &fixture_host,
+            program: &program,
+            zone_there: &zone_there,
+            // On ssh hosts, `{run.dir}` and the config files are the run's directory there.
+            files_dir: placement.remote_dir.as_deref().unwrap_or(self.dir),
+            in_process: self.fixtures,
+        };
+        plan::plan(self.loaded, self.run, self.places, self.workloads, &layout)
     }
 
     /// The run on hosts as `placement` has them.
     async fn run_placed(&self, placement: &Placement<'_>, cancel: CancellationToken) -> Outcome {
         let s = &self.loaded.scenario;
-        let cell = &self.loaded.plan.systems[self.run.system];
-        let system = &s.system[cell.system];
-        let program = self.workloads.program();
-        let fixtures = tokio::task::block_in_place(|| {
-            placement.start_fixtures(s, program.as_deref(), self.places.out, self.dir)
-        });
-        let (mut fixture_processes, placed) = match fixtures {
-            Ok(f) => f,
+        let plan = match self.plan(placement) {
+            Ok(plan) => plan,
             Err(e) => return Outcome::Failed(e),
         };
-        // On ssh hosts, `{run.dir}` and the config files are the run's directory there.
-        let files_dir = placement.remote_dir.as_deref().unwrap_or(self.dir);
-        let b = match Bindings::allocate(
-            system,
-            &cell.vars,
-            self.fixtures,
-            (placed, placement.addrs.clone()),
-            self.places.scenario_dir,
-            files_dir,
-        ) {
-            Ok(b) => b,
-            Err(e) => return Outcome::Failed(e),
-        };
-        let workload = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
-        let process_hosts: Vec<Option<&str>> =
-            system.process.iter().map(|p| p.host.as_deref()).collect();
         let missing = tokio::task::block_in_place(|| {
-            self.missing_on_hosts(placement, &system.requires, &process_hosts, &b).or_else(|| {
-                self.missing_on_hosts(
-                    placement,
-                    &workload.requires,
-                    &[workload.host.as_deref()],
-                    &b,
-                )
-            })
+            let load_host = [plan.load_host.as_deref()];
+            self.missing_on_hosts(placement, &plan.system_requires, &plan.process_hosts())
+                .or_else(|| self.missing_on_hosts(placement, &plan.load_requires, &load_host))
         });
         if let Some(why) = missing {
             return Outcome::Skipped(why);
         }
-        let started = system::rendered_files(system, &b)
-            .and_then(|files| {
-                tokio::task::block_in_place(|| placement.put_files(&files, &process_hosts))
-            })
-            .and_then(|()| system::start_processes(system, &b, placement, self.dir));
+        let fixtures = tokio::task::block_in_place(|| placement.start_fixtures(&plan, self.dir));
+        let mut fixture_processes = match fixtures {
+            Ok(f) => f,
+            Err(e) => return Outcome::Failed(e),
+        };
+        let started = tokio::task::block_in_place(|| {
+            placement
+                .put_files(&plan.files, &plan.process_hosts())
+                .and_then(|()| placement.start_roles(&plan.processes, self.dir))
+        });
         let mut started = match started {
             Ok(started) => started,
             Err(e) => return Outcome::Failed(e),
@@ -414,10 +414,7 @@ impl<W: Workloads> One<'_, W> {
         // `metrics = []` turns sampling off.
         let sampler = (!s.sample.metrics.is_empty())
             .then(|| Sampler::start(roles, interval, Wanted::of(&s.sample.metrics)));
-        let report = match self.command_line(&b) {
-            Ok(line) => self.load(&line, placement, &cancel).await,
-            Err(e) => Err(e),
-        };
+        let report = self.load(&plan.load, placement, &cancel).await;
         let mut samples = sampler.map(Sampler::finish).unwrap_or_default();
         let (mut crashed, remote) = stop(&mut started);
         let (fixtures_crashed, remote_fixtures) = stop(&mut fixture_processes);
@@ -451,11 +448,6 @@ impl<W: Workloads> One<'_, W> {
             }
             Err(e) => Outcome::Failed(e),
         }
-    }
-
-    /// The workload's command line, its entry and option values rendered.
-    fn command_line(&self, b: &Bindings<'_>) -> Result<Vec<String>, RunError> {
-        workload_line(self.loaded, self.run, b, self.workloads)
     }
 
     /// The warm-up (the same load, cut off after `run.warmup`, its result thrown away), then

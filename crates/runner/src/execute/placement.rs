@@ -18,8 +18,8 @@ use wirespeed_netlab::Lab;
 
 use super::error::RunError;
 use super::fixtures::zone_file;
+use super::plan::{CellPlan, PlannedRole};
 use super::ssh::{RemoteRole, Ssh};
-use super::system::FixtureAt;
 use crate::process::{self, Started, STOP_GRACE};
 use crate::ready::{self, Probe};
 use crate::role::RoleSpec;
@@ -246,56 +246,59 @@ impl<'a> Placement<'a> {
         Ok(RoleProcess::Local(proc))
     }
 
-    /// Starts the fixtures of `s` that are placed on a host, each a `wirespeed server`
-    /// process there (`program` here, the host's own `wirespeed` on an ssh host); their
-    /// processes and addresses.
+    /// The `wirespeed` a fixture on `host` runs: an ssh host's own, else `program` (this
+    /// machine's, in a lab's namespace).
+    pub(crate) fn fixture_program(
+        &self,
+        host: &str,
+        program: Option<&Path>,
+    ) -> Result<PathBuf, RunError> {
+        match (self.ssh_host(Some(host)), program) {
+            (Some(ssh), _) => Ok(PathBuf::from(&ssh.program)),
+            (None, Some(p)) => Ok(p.to_path_buf()),
+            (None, None) => Err(RunError::Local("no wirespeed program to run".into())),
+        }
+    }
+
+    /// Where a DNS fixture's zone goes on `host`: the run's directory there on an ssh host;
+    /// `None` where the host shares this machine's files (a lab's namespace).
+    pub(crate) fn zone_there(&self, f: &Fixture, host: &str) -> Option<String> {
+        self.ssh_host(Some(host))?;
+        let dir = self.remote_dir.clone().unwrap_or_default();
+        Some(dir.join(format!("fixture-{}.zone", f.name)).display().to_string())
+    }
+
+    /// Starts the plan's fixtures on their hosts, each zone copied there first.
     pub(crate) fn start_fixtures(
         &self,
-        s: &Scenario,
-        program: Option<&Path>,
-        out: &Path,
+        plan: &CellPlan,
         dir: &Path,
-    ) -> Result<(Vec<RoleProcess>, BTreeMap<String, FixtureAt>), RunError> {
-        let mut started = Vec::new();
-        let mut addrs = BTreeMap::new();
-        for f in s.fixture.iter().filter(|f| self.elsewhere(f.host.as_deref())) {
-            let host = f.host.as_deref();
-            let ssh = self.ssh_host(host);
-            let program = match (ssh, program) {
-                (Some(ssh), _) => PathBuf::from(&ssh.program),
-                (None, Some(p)) => p.to_path_buf(),
-                (None, None) => {
-                    let none = RunError::Local("no wirespeed program to run".into());
-                    return Err(none.of(format!("fixture {:?}", f.name)));
-                }
-            };
-            let (mut argv, port) = fixture_command(f, &program, out)?;
-            if let (Some(ssh), FixtureKind::Dns) = (ssh, f.kind) {
-                // Its zone goes with it: the host cannot read this machine's files.
-                let local = argv.last().cloned().unwrap_or_default();
-                let unread = |e| RunError::Local(format!("{local}: {e}"));
-                let content = std::fs::read(&local).map_err(unread)?;
-                let there = self
-                    .remote_dir
-                    .clone()
-                    .unwrap_or_default()
-                    .join(format!("fixture-{}.zone", f.name))
-                    .display()
-                    .to_string();
-                ssh.upload(&there, &content)?;
-                if let Some(last) = argv.last_mut() {
-                    *last = there;
-                }
+    ) -> Result<Vec<RoleProcess>, RunError> {
+        for z in &plan.zones {
+            if let Some(ssh) = self.ssh_host(Some(&z.host)) {
+                let unread = |e| RunError::Local(format!("{}: {e}", z.local.display()));
+                let content = std::fs::read(&z.local).map_err(unread)?;
+                ssh.upload(&z.there, &content)?;
             }
-            let ip = self.addrs.get(host.unwrap_or_default()).cloned().unwrap_or_default();
-            let zone = (f.kind == FixtureKind::Dns).then(|| argv.last().cloned()).flatten();
-            let addr = FixtureAt { host: ip, port, zone };
-            let ready = Ready { tcp: Some(port.to_string().as_str().into()), ..Ready::default() };
-            let role = format!("fixture-{}", f.name);
-            started.push(self.start(&role, host, &argv, &BTreeMap::new(), dir, Some(ready))?);
-            addrs.insert(f.name.clone(), addr);
         }
-        Ok((started, addrs))
+        self.start_roles(&plan.fixtures, dir)
+    }
+
+    /// Starts `roles` in order, each on its host and ready before the next, their logs in
+    /// `dir`; on a failure the ones already started are stopped as they are dropped.
+    pub(crate) fn start_roles(
+        &self,
+        roles: &[PlannedRole],
+        dir: &Path,
+    ) -> Result<Vec<RoleProcess>, RunError> {
+        roles
+            .iter()
+            .map(|r| {
+                let host = r.host.as_deref();
+                let started = self.start(&r.role, host, &r.argv, &r.env, dir, r.ready.clone());
+                started.map_err(|e| e.of(&r.role))
+            })
+            .collect()
     }
 }
 

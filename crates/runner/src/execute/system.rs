@@ -1,6 +1,6 @@
-//! A system's side of one run: the ports its templates name (allocated free on loopback), its
-//! config files (rendered and written into the run's directory), and its processes (started in
-//! order, each probed until ready before the next).
+//! A system's side of one run: the ports its templates name (allocated free on loopback), and
+//! its config files and processes rendered with everything a template can name (`plan.rs` puts
+//! them in the run's plan).
 
 use std::collections::{BTreeMap, BTreeSet};
 use std::net::SocketAddr;
@@ -9,8 +9,6 @@ use std::path::{Path, PathBuf};
 use super::dir_name;
 use super::error::RunError;
 use super::fixtures::Fixtures;
-use super::placement::{Placement, RoleProcess};
-use crate::process;
 use crate::scenario::{OneOrMore, Process, Ready, System};
 use crate::template::{self, FixturePart, Placeholder};
 use crate::words;
@@ -124,15 +122,6 @@ impl<'a> Bindings<'a> {
     }
 }
 
-/// The first of the programs a system or workload `requires` that is not installed, said as a
-/// skip's reason.
-pub(crate) fn missing_program(requires: &[String], b: &Bindings<'_>) -> Option<String> {
-    requires.iter().find_map(|program| {
-        let program = b.render(program).unwrap_or_else(|_| program.clone());
-        process::which(&program).is_none().then(|| format!("{program} is not installed"))
-    })
-}
-
 /// A process of a system with its templates filled in: its words, environment and probe.
 pub(crate) struct RenderedProcess {
     /// The command line, split into words.
@@ -196,24 +185,6 @@ pub(crate) fn rendered_ready(r: &Ready, b: &Bindings<'_>) -> Result<Ready, RunEr
         log: many(&r.log)?,
         timeout: r.timeout.clone(),
     })
-}
-
-/// Starts the system's processes in order, each on its host and ready before the next; on a
-/// failure the ones already started are stopped as they are dropped.
-pub(crate) fn start_processes(
-    system: &System,
-    b: &Bindings<'_>,
-    placement: &Placement<'_>,
-    logs: &Path,
-) -> Result<Vec<RoleProcess>, RunError> {
-    let mut started = Vec::new();
-    for p in &system.process {
-        let launched = rendered_process(system, p, b).and_then(|r| {
-            placement.start(&p.role, p.host.as_deref(), &r.argv, &r.env, logs, r.ready)
-        });
-        started.push(launched.map_err(|e| e.of(&p.role))?);
-    }
-    Ok(started)
 }
 
 /// Ports handed out lately, never handed out again soon: a port taken by a process on
