@@ -211,57 +211,9 @@ fn play(
     }
     let mut always = Vec::new();
     for r in &roles {
-        let program = &ssh[&r.host].program;
-        let events = remote.join(format!("{}.events", r.spec.role)).display().to_string();
-        let json = serde_json::to_string(&r.spec)?;
-        let line = format!(
-            "nohup {} role --spec {} > {} 2>&1 < /dev/null &",
-            super::ssh::quote(program),
-            super::ssh::quote(&json),
-            super::ssh::quote(&events)
-        );
-        block.push(on(&r.host, format!("start {}", r.label), "ansible.builtin.shell", raw(line)));
-        let timeout = r
-            .spec
-            .ready
-            .as_ref()
-            .and_then(|rd| ready::Probe::from_ready(rd).ok())
-            .map_or(ready::DEFAULT_TIMEOUT, |(_, t)| t);
-        block.push(on(&r.host, format!("{} has said how it started", r.label), "ansible.builtin.wait_for", json!({"path": raw(events.clone()), "search_regex": raw("\"(ready|not_ready|exited)\""), "timeout": timeout.as_secs().max(1) + 5})));
-        block.push(on(
-            &r.host,
-            format!("{} is ready", r.label),
-            "ansible.builtin.command",
-            json!({"argv": [raw("grep"), raw("-q"), raw("^{\"ready\""), raw(events.clone())]}),
-        ));
-        let pid = pid_file(&r.spec).display().to_string();
-        let stop = format!(
-            "if test -f {p}; then kill -TERM \"$(cat {p})\"; fi",
-            p = super::ssh::quote(&pid)
-        );
-        always.push(on(&r.host, format!("stop {}", r.label), "ansible.builtin.shell", raw(stop)));
-        always.push(on(
-            &r.host,
-            format!("{} has stopped", r.label),
-            "ansible.builtin.wait_for",
-            json!({"path": raw(pid), "state": "absent", "timeout": 30}),
-        ));
-        for (what, file) in
-            [("events", format!("{}.events", r.spec.role)), ("log", format!("{}.log", r.spec.role))]
-        {
-            let suffix = if what == "events" { "events" } else { "log" };
-            always.push(on(
-                &r.host,
-                format!("bring back {}'s {what}", r.label),
-                "ansible.builtin.fetch",
-                json!({
-                    "src": raw(remote.join(&file).display().to_string()),
-                    "dest": raw(local.join(format!("{}.{suffix}", r.label)).display().to_string()),
-                    "flat": true,
-                    "fail_on_missing": false,
-                }),
-            ));
-        }
+        let (start, stop) = role_tasks(r, &ssh[&r.host].program, &remote, &local)?;
+        block.extend(start);
+        always.extend(stop);
     }
     let load_host = plan.load_host.clone().unwrap_or_default();
     let mut argv = vec![raw(program(&load_host)?.display().to_string())];
@@ -293,4 +245,69 @@ fn play(
         "gather_facts": false,
         "tasks": [{"name": raw(id), "block": block, "rescue": rescue, "always": always}],
     }))
+}
+
+/// The tasks of role `r` on its host: those that start it and wait for its word, and those
+/// that, whatever happened, stop it and bring back its events and log from `remote` to `local`.
+fn role_tasks(
+    r: &Started,
+    program: &str,
+    remote: &Path,
+    local: &Path,
+) -> Result<(Vec<Value>, Vec<Value>)> {
+    let events = remote.join(format!("{}.events", r.spec.role)).display().to_string();
+    let json = serde_json::to_string(&r.spec)?;
+    let line = format!(
+        "nohup {} role --spec {} > {} 2>&1 < /dev/null &",
+        super::ssh::quote(program),
+        super::ssh::quote(&json),
+        super::ssh::quote(&events)
+    );
+    let timeout = r
+        .spec
+        .ready
+        .as_ref()
+        .and_then(|rd| ready::Probe::from_ready(rd).ok())
+        .map_or(ready::DEFAULT_TIMEOUT, |(_, t)| t);
+    let start = vec![
+        on(&r.host, format!("start {}", r.label), "ansible.builtin.shell", raw(line)),
+        on(
+            &r.host,
+            format!("{} has said how it started", r.label),
+            "ansible.builtin.wait_for",
+            json!({"path": raw(events.clone()), "search_regex": raw("\"(ready|not_ready|exited)\""), "timeout": timeout.as_secs().max(1) + 5}),
+        ),
+        on(
+            &r.host,
+            format!("{} is ready", r.label),
+            "ansible.builtin.command",
+            json!({"argv": [raw("grep"), raw("-q"), raw("^{\"ready\""), raw(events)]}),
+        ),
+    ];
+    let pid = pid_file(&r.spec).display().to_string();
+    let kill =
+        format!("if test -f {p}; then kill -TERM \"$(cat {p})\"; fi", p = super::ssh::quote(&pid));
+    let mut stop = vec![
+        on(&r.host, format!("stop {}", r.label), "ansible.builtin.shell", raw(kill)),
+        on(
+            &r.host,
+            format!("{} has stopped", r.label),
+            "ansible.builtin.wait_for",
+            json!({"path": raw(pid), "state": "absent", "timeout": 30}),
+        ),
+    ];
+    for what in ["events", "log"] {
+        stop.push(on(
+            &r.host,
+            format!("bring back {}'s {what}", r.label),
+            "ansible.builtin.fetch",
+            json!({
+                "src": raw(remote.join(format!("{}.{what}", r.spec.role)).display().to_string()),
+                "dest": raw(local.join(format!("{}.{what}", r.label)).display().to_string()),
+                "flat": true,
+                "fail_on_missing": false,
+            }),
+        ));
+    }
+    Ok((start, stop))
 }

@@ -16,7 +16,7 @@ use anyhow::{Context, Result};
 use serde_json::{json, Value};
 
 use super::fixtures::Fixtures;
-use super::plan::{self, Layout};
+use super::plan::{self, Layout, PlannedRole};
 use super::{dir_name, Places, Workloads};
 use crate::matrix::Run;
 use crate::scenario::{Fixture, Ready, Scenario};
@@ -151,6 +151,35 @@ run() {
 }
 "#;
 
+/// The Pod of `r` from `image`, with the run's files (the ConfigMap named `files`) mounted
+/// where its templates put them, placed by `node_selector`.
+fn pod(
+    r: &PlannedRole,
+    image: &str,
+    files: Option<&str>,
+    node_selector: Option<Value>,
+    metadata: Value,
+) -> Value {
+    let mut container = json!({
+        "name": label(&r.role, 63),
+        "image": image,
+        "command": r.argv,
+        "env": r.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
+    });
+    if let Some(probe) = r.ready.as_ref().and_then(probe) {
+        container["readinessProbe"] = probe;
+    }
+    let mut spec = json!({"restartPolicy": "Never", "containers": [container]});
+    if let Some(files) = files {
+        spec["containers"][0]["volumeMounts"] = json!([{"name": "files", "mountPath": FILES}]);
+        spec["volumes"] = json!([{"name": "files", "configMap": {"name": files}}]);
+    }
+    if let Some(sel) = node_selector {
+        spec["nodeSelector"] = sel;
+    }
+    json!({"apiVersion": "v1", "kind": "Pod", "metadata": metadata, "spec": spec})
+}
+
 /// The objects of one run: its label, the systems' objects, the load's Job.
 fn run_objects(
     loaded: &Loaded,
@@ -235,39 +264,15 @@ fn run_objects(
             "data": config,
         }));
     }
+    let files = (!config.is_empty()).then(|| format!("{name}-files"));
     for (r, host, image) in &pods {
-        let role = &r.role;
-        let mut container = json!({
-            "name": label(role, 63),
-            "image": image,
-            "command": r.argv,
-            "env": r.env.iter().map(|(k, v)| json!({"name": k, "value": v})).collect::<Vec<_>>(),
-        });
-        if let Some(probe) = r.ready.as_ref().and_then(probe) {
-            container["readinessProbe"] = probe;
-        }
-        if !config.is_empty() {
-            container["volumeMounts"] = json!([{"name": "files", "mountPath": FILES}]);
-        }
-        let mut spec = json!({"restartPolicy": "Never", "containers": [container]});
-        if let Some(sel) = node_selector(Some(host)) {
-            spec["nodeSelector"] = sel;
-        }
-        if !config.is_empty() {
-            spec["volumes"] =
-                json!([{"name": "files", "configMap": {"name": format!("{name}-files")}}]);
-        }
         let pod_labels = labels(
             s,
             &name,
-            &[("wirespeed/host", &label(host, 63)), ("wirespeed/role", &label(role, 63))],
+            &[("wirespeed/host", &label(host, 63)), ("wirespeed/role", &label(&r.role, 63))],
         );
-        objects.push(json!({
-            "apiVersion": "v1",
-            "kind": "Pod",
-            "metadata": metadata(&label(&format!("{name}-{role}"), 63), ns, pod_labels),
-            "spec": spec,
-        }));
+        let metadata = metadata(&label(&format!("{name}-{}", r.role), 63), ns, pod_labels);
+        objects.push(pod(r, image, files.as_deref(), node_selector(Some(host)), metadata));
     }
     for (host, mut host_ports) in ports {
         host_ports.sort_unstable();
