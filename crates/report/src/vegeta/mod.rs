@@ -3,7 +3,7 @@
 //! the request was due (open model) or sent (closed model), and the latency is the report's,
 //! so both tools' numbers agree. Bodies and headers are not captured (`body` and `headers` are
 //! null). Lines are numbered (`seq`) in the order requests began, as vegeta numbers them
-//! ([`order`]). The other way, [`import`] reads vegeta's result lines back as an HTTP report.
+//! (`order.rs`). The other way, [`import`] reads vegeta's result lines back as an HTTP report.
 
 pub mod import;
 mod order;
