@@ -185,10 +185,8 @@ step "cargo clippy"
 cargo clippy --workspace --all-targets --locked -- -D warnings
 step "cargo doc"
 RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
-# What rust-version promises: the crates and the program build with it. Their tests and
-# benchmarks are built with the current toolchain only (the step after next).
 step "build at rust-version $msrv"
-CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --lib --bins --locked --quiet
+CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --all-targets --locked --quiet
 step "fuzz targets compile"
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --quiet
 step "building the tests"

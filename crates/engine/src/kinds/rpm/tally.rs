@@ -294,8 +294,8 @@ pub(super) fn probe_times(foreign: &[Foreign], self_ns: &[u64], trim: f64) -> Pr
 
 #[cfg(test)]
 mod tests {
-    use super::super::conn::Phases;
     use super::*;
+    use crate::kinds::rpm::conn::Phases;
 
     const S: u64 = 1_000_000_000;
     const MS: u64 = 1_000_000;
