@@ -8,6 +8,7 @@
 #
 #   scripts/peers.sh            # build what is missing; prints the directory (alone on stdout)
 #   WIRESPEED_PEERS=DIR scripts/peers.sh
+#   scripts/peers.sh --dir      # only prints the directory
 #
 # Each program is built in a module of its own under $WIRESPEED_PEERS/src (`go get` of its
 # packages at the pinned version, then `go build`), not with `go install PKG@VERSION`: the
@@ -18,6 +19,10 @@ set -euo pipefail
 peers=${WIRESPEED_PEERS:-${XDG_CACHE_HOME:-$HOME/.cache}/wirespeed/peers}
 bin="$peers/bin"
 mkdir -p "$bin" "$peers/src"
+if [ "${1:-}" = --dir ]; then
+  echo "$bin"
+  exit 0
+fi
 export GOFLAGS=-buildvcs=false
 
 # name  module  version  package=binary ...  [X:VARIABLE]

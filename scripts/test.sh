@@ -30,7 +30,66 @@ step() {
   step_cpu=$cpu
   echo "== $1"
 }
-trap 'step "end"; rm -f "$times_file"; printf "%s\n" "== wall and CPU time per step" "${step_times[@]}" "$(printf "%6d s  in all" $SECONDS)"' EXIT
+
+# What the tests need that is not a Debian package is installed side by side, each in a
+# background job of its own with its own log: every one ends in a long single-threaded link or
+# waits on the network, so one after another left a core idle most of the time (on a fresh
+# machine the installs took 22 of 58 minutes). None of the checks below needs them, so they
+# compile beside the installs; the tests wait for every job (`wait_for_installs`).
+jobs_dir=$(mktemp -d)
+job_pids=()
+job_names=()
+# Runs the rest of the line as job $1, in a process group of its own (so a failed run stops
+# every program it started), timing it into its log.
+install_job() {
+  local name=$1
+  shift
+  echo "   started: $name"
+  setsid bash -c 'start=$SECONDS; "$@"; rc=$?; echo "took $((SECONDS - start)) s"; exit $rc' \
+    "$name" "$@" >"$jobs_dir/$name.log" 2>&1 </dev/null &
+  job_pids+=($!)
+  job_names+=("$name")
+}
+stop_installs() {
+  for pid in "${job_pids[@]}"; do kill -- "-$pid" 2>/dev/null || true; done
+}
+wait_for_installs() {
+  local i failed=0
+  for i in "${!job_pids[@]}"; do
+    if wait "${job_pids[$i]}"; then
+      echo "   ${job_names[$i]}: $(tail -1 "$jobs_dir/${job_names[$i]}.log")"
+    else
+      echo "scripts/test.sh: installing ${job_names[$i]} failed; its log:" >&2
+      tail -30 "$jobs_dir/${job_names[$i]}.log" >&2
+      failed=1
+    fi
+  done
+  job_pids=()
+  [ "$failed" = 0 ] || exit 1
+}
+trap 'stop_installs; rm -rf "$jobs_dir"; step "end"; rm -f "$times_file"; printf "%s\n" "== wall and CPU time per step" "${step_times[@]}" "$(printf "%6d s  in all" $SECONDS)"' EXIT
+
+# The Go programs the studies measure (gost, frp, vegeta, CoreDNS, dnsproxy, Caddy, ethr,
+# goresponsiveness), built from the Go module proxy at pinned versions into one directory (only
+# what is missing), then on PATH. They need nothing from apt, so they start first.
+if ! command -v go >/dev/null 2>&1; then
+  echo "scripts/test.sh: go is needed to build the studies' programs (scripts/peers.sh)" >&2
+  exit 1
+fi
+step "installing in the background what is missing"
+install_job "go-peers" scripts/peers.sh
+# Python's hdrhistogram: an HdrHistogram library that is not ours, to check merged members'
+# histograms exact against every raw sample. kubernetes-validate (with PyYAML): checks
+# `wirespeed k8s job`'s manifests offline against Kubernetes' own schemas (no cluster runs
+# here). ansible-core: a study written as a playbook (`bench --ansible`) is run with Ansible
+# itself against the tests' ssh hosts. One pip after another: they share PyYAML.
+need_pip=()
+python3 -c 'import hdrh.histogram' >/dev/null 2>&1 || need_pip+=(hdrhistogram==0.10.8)
+command -v kubernetes-validate >/dev/null 2>&1 || need_pip+=(kubernetes-validate==1.37.0)
+command -v ansible-playbook >/dev/null 2>&1 || need_pip+=(ansible-core==2.17.14)
+if [ ${#need_pip[@]} -gt 0 ]; then
+  install_job "python-packages" python3 -m pip install --quiet --disable-pip-version-check "${need_pip[@]}"
+fi
 
 need_apt=()
 command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
@@ -108,61 +167,24 @@ if [ ${#need_apt[@]} -gt 0 ]; then
 fi
 # librespeed-cli: the real LibreSpeed command-line client the web speed test is checked with.
 if ! command -v librespeed-cli >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/librespeed-cli" ]; then
-  step "installing librespeed-cli"
-  cargo install librespeed-cli --locked --quiet
+  install_job "librespeed-cli" cargo install librespeed-cli --locked --quiet
 fi
 # rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
 # 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
-if ! command -v rathole >/dev/null 2>&1; then
-  step "installing rathole"
-  cargo install rathole --version 0.5.0 --quiet
-fi
+command -v rathole >/dev/null 2>&1 || install_job "rathole" cargo install rathole --version 0.5.0 --quiet
 # Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
 # web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
 # defaults reach Cloudflare).
-if ! command -v mach >/dev/null 2>&1; then
-  step "installing mach (cf-mach)"
-  cargo install cf-mach --version 0.4.0 --quiet
-fi
-# Python's hdrhistogram: an HdrHistogram library that is not ours, to check merged members'
-# histograms exact against every raw sample.
-if ! python3 -c 'import hdrh.histogram' >/dev/null 2>&1; then
-  step "installing the hdrhistogram Python package"
-  python3 -m pip install --quiet --disable-pip-version-check hdrhistogram==0.10.8
-fi
-# kubernetes-validate (with PyYAML): checks `wirespeed k8s job`'s manifests offline against
-# Kubernetes' own schemas (no cluster runs here).
-if ! command -v kubernetes-validate >/dev/null 2>&1; then
-  step "installing kubernetes-validate"
-  python3 -m pip install --quiet --disable-pip-version-check kubernetes-validate==1.37.0
-fi
-# ansible-core: a study written as a playbook (`bench --ansible`) is run with Ansible itself
-# against the tests' ssh hosts.
-if ! command -v ansible-playbook >/dev/null 2>&1; then
-  step "installing ansible-core"
-  python3 -m pip install --quiet --disable-pip-version-check ansible-core==2.17.14
-fi
+command -v mach >/dev/null 2>&1 || install_job "mach" cargo install cf-mach --version 0.4.0 --quiet
 # cargo-nextest: runs the test binaries side by side, and the example studies alone
 # (.config/nextest.toml), so a busy machine does not decide their checks.
-if ! command -v cargo-nextest >/dev/null 2>&1; then
-  step "installing cargo-nextest"
-  cargo install cargo-nextest --locked --quiet
-fi
+command -v cargo-nextest >/dev/null 2>&1 \
+  || install_job "cargo-nextest" cargo install cargo-nextest --locked --quiet
 # playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
 browser_tests=crates/wirespeed/tests/browser
 if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then
-  step "installing playwright-core"
-  (cd "$browser_tests" && npm ci --no-audit --no-fund --loglevel=error)
+  install_job "playwright-core" bash -c 'cd "$1" && npm ci --no-audit --no-fund --loglevel=error' npm "$browser_tests"
 fi
-# The Go programs the studies measure (gost, frp, vegeta, CoreDNS, dnsproxy), built from the
-# Go module proxy at pinned versions into one directory (only what is missing), then on PATH.
-if ! command -v go >/dev/null 2>&1; then
-  echo "scripts/test.sh: go is needed to build the studies' programs (scripts/peers.sh)" >&2
-  exit 1
-fi
-step "the Go peers (scripts/peers.sh) and the toolchains"
-peers_bin=$(scripts/peers.sh | tail -1)
-export PATH="$peers_bin:$PATH"
 rustup component list --installed 2>/dev/null | grep -q '^rustfmt' || rustup component add rustfmt
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 
@@ -191,6 +213,12 @@ step "fuzz targets compile"
 cargo check --manifest-path fuzz/Cargo.toml --bins --locked --quiet
 step "building the tests"
 cargo test --workspace --locked --no-run --quiet
+if [ ${#job_pids[@]} -gt 0 ]; then
+  # The jobs' CPU time counts in this step: a shell adds a child's time when it waits for it.
+  step "waiting for the installs"
+  wait_for_installs
+fi
+export PATH="$(scripts/peers.sh --dir):$PATH"
 step "tests"
 # The crates have no doc tests (nextest would not run them).
 cargo nextest run --workspace --locked --no-fail-fast
