@@ -2,8 +2,8 @@
 # Builds the Go programs the studies measure (gost, frp, vegeta, CoreDNS, AdGuard's dnsproxy,
 # Caddy: an HTTP/3 server and, as a reverse proxy, an HTTP/3 client that are not ours)
 # from the Go module proxy, at pinned versions, and those it refuses (goresponsiveness, the
-# reference RPM client) from the snapshots in ../shared/peers, into one directory that scripts/test.sh and the
-# benchmarks put on PATH. Only what is missing (or pinned at another version) is built; a
+# reference RPM client; ethr) and upstream's iperf3 (C) from the snapshots in ../shared/peers,
+# into one directory that scripts/test.sh and the benchmarks put on PATH. Only what is missing (or pinned at another version) is built; a
 # program that fails to build is reported with Go's own error and the others go on.
 #
 #   scripts/peers.sh            # build what is missing; prints the directory (alone on stdout)
@@ -158,6 +158,35 @@ for entry in "${SHARED[@]}"; do
     not_built "$name" "$wanted" "$log"
   fi
 done
+# iperf3 from the head of its main branch (3.21+: streams on threads of their own, UDP GSO/GRO
+# with --gsro), beside Debian's 3.12, which has neither: the fair bandwidth peer, and a second
+# version for the iperf3 interop tests. Built from its snapshot with its own configure and make
+# (a C compiler is all it needs), linked statically against its own library so that it runs
+# from PATH with no LD_LIBRARY_PATH, as iperf3-3.21.
+iperf_out=iperf3-3.21
+origin=$(grep "^iperf " "$shared/.origins" 2>/dev/null | cut -d' ' -f2 || true)
+stamp="$bin/.iperf.version"
+wanted="iperf@$origin (shared/peers)"
+if [ -z "$origin" ]; then
+  echo "peers.sh: iperf: no snapshot in $shared (set WIRESPEED_SHARED_PEERS)" >&2
+  failed+=(iperf)
+elif [ ! -x "$bin/$iperf_out" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
+  echo "== building iperf ($wanted)" >&2
+  src="$peers/src/iperf"
+  rm -rf "$src" && cp -r "$shared/iperf" "$src" && chmod -R u+w "$src"
+  start=$(date +%s)
+  log="$peers/iperf.log"
+  if (
+    cd "$src"
+    ./configure --disable-shared --enable-static --without-openssl
+    make -j"$(nproc)"
+    cp src/iperf3 "$bin/$iperf_out"
+  ) >"$log" 2>&1; then
+    built iperf "$wanted" "$stamp" "$start"
+  else
+    not_built iperf "$wanted" "$log"
+  fi
+fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "peers.sh: not built: ${failed[*]}" >&2
 fi

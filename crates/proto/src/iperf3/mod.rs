@@ -12,5 +12,5 @@ pub mod results;
 pub mod wire;
 
 pub use params::{ParamError, Params};
-pub use results::{stream_id, stream_slot, Results, StreamResult};
+pub use results::{stream_id, stream_slot, Omitted, Results, StreamResult};
 pub use wire::{Cookie, State, COOKIE_LEN};

@@ -25,6 +25,20 @@ pub struct StreamResult {
     pub start_time_s: f64,
     /// See `start_time_s`.
     pub end_time_s: f64,
+    /// UDP: `packets` and `errors` as they stood when the warm-up ended, where the document
+    /// says (3.21 writes both, Debian's 3.12 neither).
+    pub omitted: Option<Omitted>,
+}
+
+/// A stream's UDP counts at the end of the warm-up (`omitted_packets`, `omitted_errors`): what
+/// the other end subtracts from `packets` and `errors` to leave the warm-up out. iperf3 3.21
+/// takes a document without them to mean that every datagram fell in the warm-up.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Default)]
+pub struct Omitted {
+    /// `packets` when the warm-up ended.
+    pub packets: u64,
+    /// `errors` when the warm-up ended.
+    pub errors: u64,
 }
 
 /// A whole results document.
@@ -75,6 +89,18 @@ fn opt_num(m: &Map<String, Value>, key: &str) -> Result<Option<f64>, DecodeError
     }
 }
 
+/// A stream's `omitted_packets` and `omitted_errors`: both or neither, as iperf3 reads them.
+fn omitted(m: &Map<String, Value>) -> Result<Option<Omitted>, DecodeError> {
+    match (m.contains_key("omitted_packets"), m.contains_key("omitted_errors")) {
+        (false, false) => Ok(None),
+        (true, true) => Ok(Some(Omitted {
+            packets: count(m, "omitted_packets")?,
+            errors: count(m, "omitted_errors")?,
+        })),
+        _ => Err(invalid("a stream result has one of 'omitted_packets' and 'omitted_errors'")),
+    }
+}
+
 /// Most streams a results document may list (128 per direction).
 const MAX_STREAMS: usize = 256;
 
@@ -117,6 +143,7 @@ impl Results {
                 packets: count(s, "packets")?,
                 start_time_s: opt_num(s, "start_time")?.unwrap_or(0.0),
                 end_time_s: opt_num(s, "end_time")?.unwrap_or(0.0),
+                omitted: omitted(s)?,
             });
         }
         let server_output_json = m.get("server_output_json").cloned();
@@ -141,11 +168,16 @@ impl Results {
             .streams
             .iter()
             .map(|s| {
-                json!({
+                let mut v = json!({
                     "id": s.id, "bytes": s.bytes, "retransmits": s.retransmits,
                     "jitter": s.jitter_s, "errors": s.errors, "packets": s.packets,
                     "start_time": s.start_time_s, "end_time": s.end_time_s,
-                })
+                });
+                if let Some(o) = s.omitted {
+                    v["omitted_packets"] = o.packets.into();
+                    v["omitted_errors"] = o.errors.into();
+                }
+                v
             })
             .collect();
         let mut m = Map::new();
@@ -208,12 +240,24 @@ mod tests {
                 packets: 0,
                 start_time_s: 0.0,
                 end_time_s: 10.0,
+                omitted: Some(Omitted { packets: 7, errors: 1 }),
             }],
             server_output_json: None,
             server_output_text: Some("hi".into()),
         };
         let v = r.to_json();
         assert_eq!(Results::from_json(v.as_object().unwrap()).unwrap(), r);
+        // Without the warm-up's counts: an older iperf3's document.
+        let mut older = v.clone();
+        let stream = older["streams"][0].as_object_mut().unwrap();
+        stream.remove("omitted_packets");
+        stream.remove("omitted_errors");
+        let read = Results::from_json(older.as_object().unwrap()).unwrap();
+        assert_eq!(read.streams[0].omitted, None);
+        // One without the other is refused, as iperf3 refuses it.
+        let mut bad = v.clone();
+        bad["streams"][0].as_object_mut().unwrap().remove("omitted_errors");
+        assert!(Results::from_json(bad.as_object().unwrap()).is_err());
         let mut bad = v.clone();
         bad["streams"][0]["bytes"] = "many".into();
         assert!(Results::from_json(bad.as_object().unwrap()).is_err());

@@ -414,9 +414,10 @@ async fn exchange_results(
 
 /// The server's final figures in the shape our collector pairs with ours. iperf3's byte
 /// counts already leave out the warm-up, but its UDP datagram counts (highest sequence seen,
-/// gaps, datagrams sent) run from the start; the warm-up's share is taken from what this end
-/// had seen of the stream when its warm-up ended (`ours_at_omit`), counting every warm-up
-/// datagram as delivered, so any loss in the warm-up shows in the measured span.
+/// gaps, datagrams sent) run from the start; the warm-up's share is what the server says it
+/// counted when its warm-up ended (`omitted_packets`, `omitted_errors`), or, from a server too
+/// old to say, what this end had seen of the stream by then (`ours_at_omit`), counting every
+/// warm-up datagram as delivered, so any loss in the warm-up shows in the measured span.
 fn server_results(
     spec: &BandwidthSpec,
     theirs: &Results,
@@ -442,15 +443,24 @@ fn server_results(
         };
         at_end.push(StreamTotals { flow, id, totals });
         if spec.protocol == Protocol::Udp && spec.omit_ns > 0 {
-            let mine = totals_of(ours_at_omit, flow, id);
-            // A sending server had sent what we had seen by then (received + gaps); a
-            // receiving one had received what we had sent.
-            let packets = if server_sends { mine.packets + mine.lost } else { mine.packets };
-            at_omit.push(StreamTotals {
-                flow,
-                id,
-                totals: Totals { packets, ..Default::default() },
-            });
+            let totals = match r.omitted {
+                // The server's own counts when its warm-up ended (iperf3 3.21 sends them).
+                Some(o) if server_sends => Totals { packets: o.packets, ..Default::default() },
+                Some(o) => Totals {
+                    packets: o.packets.saturating_sub(o.errors),
+                    lost: o.errors,
+                    ..Default::default()
+                },
+                // An older server's: a sending server had sent what we had seen by then
+                // (received + gaps); a receiving one had received what we had sent.
+                None => {
+                    let mine = totals_of(ours_at_omit, flow, id);
+                    let packets =
+                        if server_sends { mine.packets + mine.lost } else { mine.packets };
+                    Totals { packets, ..Default::default() }
+                }
+            };
+            at_omit.push(StreamTotals { flow, id, totals });
         }
         let span = ((r.end_time_s - r.start_time_s).max(0.0) * 1e9) as u64;
         wall_ns = wall_ns.max((r.end_time_s.max(0.0) * 1e9) as u64);

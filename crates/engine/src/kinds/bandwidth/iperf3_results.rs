@@ -5,7 +5,7 @@ use wirespeed_model::kinds::bandwidth::Totals;
 use wirespeed_model::kinds::bandwidth::{BandwidthSpec, End, Flow};
 use wirespeed_model::rules::Protocol;
 use wirespeed_proto::control::StreamTotals;
-use wirespeed_proto::iperf3::{stream_id, stream_slot, Results, StreamResult};
+use wirespeed_proto::iperf3::{stream_id, stream_slot, Omitted, Results, StreamResult};
 
 /// The totals of stream (`flow`, `id`) in a snapshot; zero when absent.
 pub(crate) fn totals_of(list: &[StreamTotals], flow: Flow, id: u16) -> Totals {
@@ -32,7 +32,8 @@ pub(crate) fn local_results(
             let (flow, id) = stream_slot(spec.direction, spec.parallel, i);
             let sending = flow.sender() == me;
             let end = totals_of(at_end, flow, id);
-            let d = end.since(&totals_of(at_omit, flow, id));
+            let omit = totals_of(at_omit, flow, id);
+            let d = end.since(&omit);
             StreamResult {
                 id: stream_id(i),
                 bytes: d.bytes,
@@ -50,6 +51,13 @@ pub(crate) fn local_results(
                 // The warm-up is not part of the measured span.
                 start_time_s: spec.omit_ns as f64 / 1e9,
                 end_time_s: wall_ns as f64 / 1e9,
+                // The same counts when the warm-up ended (zero without one), which the peer
+                // subtracts: iperf3 3.21 reads their absence as "every datagram was warm-up".
+                omitted: Some(if sending {
+                    Omitted { packets: omit.packets, errors: 0 }
+                } else {
+                    Omitted { packets: omit.packets + omit.lost, errors: omit.lost }
+                }),
             }
         })
         .collect();

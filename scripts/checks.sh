@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# The checks that build the workspace but run nothing: clippy, the docs, the build at the
+# declared rust-version and the fuzz targets, each timed. scripts/test.sh runs them beside the
+# tests at the lowest priority; run alone, they are the lint pass before a commit.
+#
+#   scripts/checks.sh
+#
+# They share a target directory of their own (target/checks; the rust-version's toolchain its
+# own, target/msrv): none of them makes what the tests run, so sharing the tests' directory
+# would only make one wait for the other's lock.
+set -euo pipefail
+cd "$(dirname "$0")/.."
+export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/checks}
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+# clippy, and the toolchain of the declared rust-version, where they are missing.
+rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
+rustup toolchain list 2>/dev/null | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+
+# Runs the rest of the line as check $1 and says how long it took.
+check() {
+  local name=$1 start=$SECONDS
+  shift
+  echo "== $name"
+  "$@"
+  echo "   $name: $((SECONDS - start)) s"
+}
+check "cargo clippy" cargo clippy --workspace --all-targets --locked --quiet -- -D warnings
+check "cargo doc" env RUSTDOCFLAGS="-D warnings" cargo doc --workspace --no-deps --locked --quiet
+check "build at rust-version $msrv" \
+  env CARGO_TARGET_DIR=target/msrv cargo "+$msrv" check --workspace --all-targets --locked --quiet
+check "fuzz targets compile" cargo check --manifest-path fuzz/Cargo.toml --bins --locked --quiet
