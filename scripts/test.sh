@@ -222,9 +222,10 @@ export PATH="$(scripts/peers.sh --dir):$PATH"
 # their own. Run first, they kept both cores busy for about 9 minutes, while the tests leave
 # most of a core idle (0.68 of 2 cores over 20 minutes: the studies on emulated links wait on
 # their links). At nice 19 (and, where the kernel groups a session's processes, the same for
-# their group) a test's processes take a core from them whenever they want one.
-background "checks" nice -n 19 scripts/checks.sh
-echo 19 >"/proc/${job_pids[-1]}/autogroup" 2>/dev/null || true
+# their group) a test's processes take a core from them whenever they want one. The job sets its
+# own group's nice once it is in a session of its own: set from here, it could land on this
+# script's group (the tests') before the job's setsid, which once starved the tests instead.
+background "checks" bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/checks.sh'
 step "tests"
 # The crates have no doc tests (nextest would not run them).
 tests_passed=1
