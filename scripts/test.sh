@@ -31,11 +31,10 @@ step() {
   echo "== $1"
 }
 
-# What the tests need that is not a Debian package is installed side by side, each in a
-# background job of its own with its own log: every one ends in a long single-threaded link or
-# waits on the network, so one after another left a core idle most of the time (on a fresh
-# machine the installs took 22 of 58 minutes). The tests' build goes on beside them, and the
-# tests wait for every job (`wait_for_jobs`).
+# What the tests need that is not a Debian package is installed in background jobs, each with
+# its own log, beside the tests' build (which needs none of it); the tests wait for every job
+# (`wait_for_jobs`). On a fresh machine that was no faster than one install after another
+# (84 minutes in all, both cores busy throughout the installs' 50): their CPU is the limit.
 jobs_dir=$(mktemp -d)
 job_pids=()
 job_names=()
