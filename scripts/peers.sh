@@ -68,13 +68,14 @@ if ! command -v go >/dev/null; then
 fi
 
 failed=()
-# Records that $1 ($2) was built (its stamp $3, started at $4) in versions.txt.
+# Records that $1 ($2) was built (its stamp $3, started at $4, with toolchain $5, Go's where
+# not given) in versions.txt.
 built() {
-  local name=$1 wanted=$2 stamp=$3 start=$4 secs
+  local name=$1 wanted=$2 stamp=$3 start=$4 toolchain=${5:-$(go env GOVERSION)} secs
   echo "$wanted" >"$stamp"
   secs=$(( $(date +%s) - start ))
   grep -v "^$name " "$peers/versions.txt" 2>/dev/null >"$peers/versions.tmp" || true
-  echo "$name $wanted built in ${secs}s on $(date -u +%F) with $(go env GOVERSION)" >>"$peers/versions.tmp"
+  echo "$name $wanted built in ${secs}s on $(date -u +%F) with $toolchain" >>"$peers/versions.tmp"
   mv "$peers/versions.tmp" "$peers/versions.txt"
   echo "   built in ${secs}s" >&2
 }
@@ -130,12 +131,34 @@ done
 # says how each builds). That folder is read-only: each is copied under $peers/src and built
 # there, never in our tree. The stamp is the snapshot's commit (.origins).
 shared=${WIRESPEED_SHARED_PEERS:-$(cd "$(dirname "$0")/.." && pwd)/../shared/peers}
+# How a snapshot builds, in its copy, into $bin/$1; each with the toolchain versions.txt names.
+go_program() {
+  go build -trimpath -o "$bin/$1" .
+}
+go_program_toolchain() {
+  go env GOVERSION
+}
+# iperf3 from the head of its main branch (3.21+: streams on threads of their own, UDP GSO/GRO
+# with --gsro), beside Debian's 3.12, which has neither: the fair bandwidth peer, and a second
+# version for the iperf3 interop tests. Its own configure and make (a C compiler is all it
+# needs), linked statically against its own library so that it runs from PATH with no
+# LD_LIBRARY_PATH.
+configure_and_make() {
+  ./configure --disable-shared --enable-static --without-openssl
+  make -j"$(nproc)"
+  cp src/iperf3 "$bin/$1"
+}
+configure_and_make_toolchain() {
+  echo "cc $(cc -dumpfullversion 2>/dev/null || cc -dumpversion)"
+}
+# name  program  how it builds
 SHARED=(
-  "goresponsiveness goresponsiveness"
-  "ethr ethr"
+  "goresponsiveness goresponsiveness go_program"
+  "ethr ethr go_program"
+  "iperf iperf3-3.21 configure_and_make"
 )
 for entry in "${SHARED[@]}"; do
-  read -r name out <<<"$entry"
+  read -r name out how <<<"$entry"
   stamp="$bin/.$name.version"
   origin=$(grep "^$name " "$shared/.origins" 2>/dev/null | cut -d' ' -f2 || true)
   if [ -z "$origin" ]; then
@@ -152,41 +175,13 @@ for entry in "${SHARED[@]}"; do
   rm -rf "$src" && cp -r "$shared/$name" "$src" && chmod -R u+w "$src"
   start=$(date +%s)
   log="$peers/$name.log"
-  if (cd "$src" && go build -trimpath -o "$bin/$out" .) >"$log" 2>&1; then
-    built "$name" "$wanted" "$stamp" "$start"
+  toolchain=$("${how}_toolchain")
+  if (cd "$src" && "$how" "$out") >"$log" 2>&1; then
+    built "$name" "$wanted" "$stamp" "$start" "$toolchain"
   else
     not_built "$name" "$wanted" "$log"
   fi
 done
-# iperf3 from the head of its main branch (3.21+: streams on threads of their own, UDP GSO/GRO
-# with --gsro), beside Debian's 3.12, which has neither: the fair bandwidth peer, and a second
-# version for the iperf3 interop tests. Built from its snapshot with its own configure and make
-# (a C compiler is all it needs), linked statically against its own library so that it runs
-# from PATH with no LD_LIBRARY_PATH, as iperf3-3.21.
-iperf_out=iperf3-3.21
-origin=$(grep "^iperf " "$shared/.origins" 2>/dev/null | cut -d' ' -f2 || true)
-stamp="$bin/.iperf.version"
-wanted="iperf@$origin (shared/peers)"
-if [ -z "$origin" ]; then
-  echo "peers.sh: iperf: no snapshot in $shared (set WIRESPEED_SHARED_PEERS)" >&2
-  failed+=(iperf)
-elif [ ! -x "$bin/$iperf_out" ] || [ "$(cat "$stamp" 2>/dev/null)" != "$wanted" ]; then
-  echo "== building iperf ($wanted)" >&2
-  src="$peers/src/iperf"
-  rm -rf "$src" && cp -r "$shared/iperf" "$src" && chmod -R u+w "$src"
-  start=$(date +%s)
-  log="$peers/iperf.log"
-  if (
-    cd "$src"
-    ./configure --disable-shared --enable-static --without-openssl
-    make -j"$(nproc)"
-    cp src/iperf3 "$bin/$iperf_out"
-  ) >"$log" 2>&1; then
-    built iperf "$wanted" "$stamp" "$start"
-  else
-    not_built iperf "$wanted" "$log"
-  fi
-fi
 if [ ${#failed[@]} -gt 0 ]; then
   echo "peers.sh: not built: ${failed[*]}" >&2
 fi
