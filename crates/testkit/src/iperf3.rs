@@ -22,6 +22,16 @@ pub fn threaded(version: &str) -> bool {
     (major, minor) >= (3, 16)
 }
 
+/// What the iperf3 that printed `version` may have written of a stream and left out of its own
+/// count: one `block` where it is [`threaded`], nothing otherwise.
+pub fn unsaid(version: &str, block: u64) -> u64 {
+    if threaded(version) {
+        block
+    } else {
+        0
+    }
+}
+
 /// `program` when it is on PATH, else [`crate::skip::skipped`] (a failure under CI).
 pub fn installed(program: &'static str) -> Option<&'static str> {
     if crate::ready::on_path(program) {
@@ -60,7 +70,7 @@ macro_rules! each_iperf3 {
 
 #[cfg(test)]
 mod tests {
-    use super::threaded;
+    use super::{threaded, unsaid};
 
     #[test]
     fn threads_came_with_3_16() {
@@ -68,5 +78,7 @@ mod tests {
         assert!(threaded("iperf 3.16"));
         assert!(!threaded("iperf 3.12"));
         assert!(!threaded("iperf 3.9"));
+        assert_eq!(unsaid("iperf 3.21+", 131_072), 131_072);
+        assert_eq!(unsaid("iperf 3.12", 131_072), 0);
     }
 }

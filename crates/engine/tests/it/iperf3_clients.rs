@@ -63,7 +63,9 @@ fn assert_tcp_agrees(json: &Value, sent: &str, received: &str) {
     let slack = streams * tcp_in_flight_per_stream() + late_bytes;
     // A threaded iperf3 (3.16+) may leave a stream's last block out of what it says it sent,
     // so the receiver can be ahead of it by that much.
-    let unsaid = unsaid_block(json);
+    let version = json["start"]["version"].as_str().unwrap_or_default();
+    let block = json["start"]["test_start"]["blksize"].as_u64().unwrap_or(0);
+    let unsaid = wirespeed_testkit::iperf3::unsaid(version, block);
     // With a warm-up each end starts counting at its own moment (the server's clock starts
     // when it sends TEST_START, the client's when it reads it), so either may be ahead by what
     // moves in that gap: allowed up to 5 % of the bytes on top of what was in flight.
@@ -83,17 +85,6 @@ fn assert_tcp_agrees(json: &Value, sent: &str, received: &str) {
     for st in json["end"]["streams"].as_array().unwrap() {
         let (s, r) = (num(st, "sender.bytes") as u64, num(st, "receiver.bytes") as u64);
         assert!(agree(s, r, tcp_in_flight_per_stream() + late_bytes, unsaid), "stream {st}");
-    }
-}
-
-/// One block (`-l`) when the iperf3 that wrote `json` is threaded, else 0: what it may have
-/// written of a stream and left out of its count (`wirespeed_testkit::iperf3::threaded`).
-fn unsaid_block(json: &Value) -> u64 {
-    let version = json["start"]["version"].as_str().unwrap_or_default();
-    if wirespeed_testkit::iperf3::threaded(version) {
-        json["start"]["test_start"]["blksize"].as_u64().unwrap_or(0)
-    } else {
-        0
     }
 }
 
