@@ -149,6 +149,7 @@ fn smoke_keeps_every_system_and_the_ends_of_each_sweep_for_one_short_repeat() {
     assert_eq!(loaded.plan.workloads.len(), 3, "clients 1, 8, 64");
     loaded.smoke(|kind| (kind == "dns").then(|| ("time-limit", toml::Value::from("1s"))));
     assert_eq!(loaded.scenario.run.repeat, 1);
+    assert_eq!(loaded.scenario.run.retries, 1);
     let names: Vec<&str> = loaded.plan.workloads.iter().map(|w| w.name.as_str()).collect();
     assert_eq!(names, ["qps[clients=1]", "qps[clients=8]", "qps[clients=64]"]);
     assert_eq!(loaded.plan.workloads[2].swept, [("clients".to_string(), "64".to_string())]);
