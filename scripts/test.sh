@@ -39,12 +39,13 @@ jobs_dir=$(mktemp -d)
 job_pids=()
 job_names=()
 # Runs the rest of the line as job $1, in a process group of its own (so a failed run stops
-# every program it started), timing it into its log.
+# every program it started), its wall and CPU time the last line of its log: beside each other,
+# the jobs' wall times say little of what each costs.
 background() {
   local name=$1
   shift
   echo "   started: $name"
-  setsid bash -c 'start=$SECONDS; "$@"; rc=$?; echo "took $((SECONDS - start)) s"; exit $rc' \
+  setsid bash -c 'TIMEFORMAT="took %0R s, %0U s user + %0S s system CPU"; time "$@"' \
     "$name" "$@" >"$jobs_dir/$name.log" 2>&1 </dev/null &
   job_pids+=($!)
   job_names+=("$name")
@@ -176,7 +177,10 @@ fi
 [ "$peers_started" = 1 ] || background "peers" scripts/peers.sh
 # librespeed-cli: the real LibreSpeed command-line client the web speed test is checked with.
 if ! command -v librespeed-cli >/dev/null 2>&1 && [ ! -x "${CARGO_HOME:-$HOME/.cargo}/bin/librespeed-cli" ]; then
-  background "librespeed-cli" cargo install librespeed-cli --locked --quiet
+  # Without its release profile's whole-program optimisation (LTO, one codegen unit): the
+  # tests check what it says, not how fast it runs, and that is the slowest way to build it.
+  background "librespeed-cli" env CARGO_PROFILE_RELEASE_LTO=false CARGO_PROFILE_RELEASE_CODEGEN_UNITS=16 \
+    cargo install librespeed-cli --locked --quiet
 fi
 # rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
 # 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
@@ -184,7 +188,9 @@ command -v rathole >/dev/null 2>&1 || background "rathole" cargo install rathole
 # Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
 # web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
 # defaults reach Cloudflare).
-command -v mach >/dev/null 2>&1 || background "mach" cargo install cf-mach --version 0.4.0 --quiet
+# Its release profile keeps debug information (`debug = 1`), which only lengthens the build.
+command -v mach >/dev/null 2>&1 \
+  || background "mach" env CARGO_PROFILE_RELEASE_DEBUG=0 cargo install cf-mach --version 0.4.0 --quiet
 # cargo-nextest: runs the test binaries side by side, and the example studies alone
 # (.config/nextest.toml), so a busy machine does not decide their checks.
 command -v cargo-nextest >/dev/null 2>&1 \
@@ -207,8 +213,14 @@ export WIRESPEED_REQUIRE_PEERS=1
 
 step "cargo fmt --check"
 cargo fmt --all -- --check
-step "building the tests"
-cargo test --workspace --locked --no-run --quiet
+# The tests are built and run with the toolchain of Cargo.toml's rust-version: what checks that
+# it holds, where a `cargo +VERSION check` beside the tests compiled the whole workspace once
+# more (589 s of CI's last run, the longest check but clippy). Clippy and the docs take the
+# newest (checks.sh).
+msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
+step "building the tests with Rust $msrv"
+rustup toolchain list 2>/dev/null | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+RUSTUP_TOOLCHAIN=$msrv cargo test --workspace --locked --no-run --quiet
 if [ ${#job_pids[@]} -gt 0 ]; then
   # The jobs' CPU time counts in this step: a shell adds a child's time when it waits for it.
   step "waiting for the installs"
@@ -216,19 +228,19 @@ if [ ${#job_pids[@]} -gt 0 ]; then
 fi
 export PATH="$(scripts/peers.sh --dir):$PATH"
 
-# The checks that run nothing (clippy, docs, the build at rust-version, the fuzz targets:
-# scripts/checks.sh) compile beside the tests, at the lowest priority, in a target directory of
-# their own. Run first, they kept both cores busy for about 9 minutes, while the tests leave
-# most of a core idle (0.68 of 2 cores over 20 minutes: the studies on emulated links wait on
-# their links). At nice 19 (and, where the kernel groups a session's processes, the same for
-# their group) a test's processes take a core from them whenever they want one. The job sets its
-# own group's nice once it is in a session of its own: set from here, it could land on this
-# script's group (the tests') before the job's setsid, which once starved the tests instead.
-background "checks" bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/checks.sh'
+# The checks that run nothing (clippy, docs, the fuzz targets: scripts/checks.sh) compile beside
+# the tests, at the lowest priority, in a target directory of their own. Run first, they kept both
+# cores busy for about 9 minutes, while the tests leave most of a core idle (0.68 of 2 cores over
+# 20 minutes: the studies on emulated links wait on their links). At nice 19 (and, where the
+# kernel groups a session's processes, the same for their group) a test's processes take a core
+# from them whenever they want one. The job sets its own group's nice once it is in a session of
+# its own: set from here, it could land on this script's group (the tests') before the job's
+# setsid, which once starved the tests instead.
+background "checks" bash -c 'echo 19 >/proc/self/autogroup 2>/dev/null; exec nice -n 19 scripts/checks.sh --without-rust-version'
 step "tests"
 # The crates have no doc tests (nextest would not run them).
 tests_passed=1
-cargo nextest run --workspace --locked --no-fail-fast || tests_passed=0
+RUSTUP_TOOLCHAIN=$msrv cargo nextest run --workspace --locked --no-fail-fast || tests_passed=0
 step "the checks (scripts/checks.sh), begun beside the tests"
 checks_passed=1
 wait_for_jobs --log || checks_passed=0
