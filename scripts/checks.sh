@@ -12,7 +12,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/.."
 export CARGO_TARGET_DIR=${CARGO_TARGET_DIR:-target/checks}
-msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
 with_msrv=1
 case "${1:-}" in
   "") ;;
@@ -22,7 +21,7 @@ esac
 # clippy, and the toolchain of the declared rust-version, where they are missing.
 rustup component list --installed 2>/dev/null | grep -q '^clippy' || rustup component add clippy
 if [ "$with_msrv" = 1 ]; then
-  rustup toolchain list 2>/dev/null | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+  msrv=$(scripts/rust-version.sh)
 fi
 
 # Runs the rest of the line as check $1 and says how long it took.

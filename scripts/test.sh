@@ -217,9 +217,8 @@ cargo fmt --all -- --check
 # it holds, where a `cargo +VERSION check` beside the tests compiled the whole workspace once
 # more (589 s of CI's last run, the longest check but clippy). Clippy and the docs take the
 # newest (checks.sh).
-msrv=$(sed -n 's/^rust-version = "\(.*\)"/\1/p' Cargo.toml)
-step "building the tests with Rust $msrv"
-rustup toolchain list 2>/dev/null | grep -q "^$msrv" || rustup toolchain install "$msrv" --profile minimal
+step "building the tests with the Rust of rust-version"
+msrv=$(scripts/rust-version.sh)
 RUSTUP_TOOLCHAIN=$msrv cargo test --workspace --locked --no-run --quiet
 if [ ${#job_pids[@]} -gt 0 ]; then
   # The jobs' CPU time counts in this step: a shell adds a child's time when it waits for it.
