@@ -192,9 +192,11 @@ command -v rathole >/dev/null 2>&1 || background "rathole" cargo install rathole
 command -v mach >/dev/null 2>&1 \
   || background "mach" env CARGO_PROFILE_RELEASE_DEBUG=0 cargo install cf-mach --version 0.4.0 --quiet
 # cargo-nextest: runs the test binaries side by side, and the example studies alone
-# (.config/nextest.toml), so a busy machine does not decide their checks.
+# (.config/nextest.toml), so a busy machine does not decide their checks. Without its
+# self-update (an HTTP client and TLS to build), as nextest asks of distributors and CI builds.
 command -v cargo-nextest >/dev/null 2>&1 \
-  || background "cargo-nextest" cargo install cargo-nextest --locked --quiet
+  || background "cargo-nextest" cargo install cargo-nextest --locked --quiet \
+    --no-default-features --features default-no-update
 # playwright-core (pinned in its package-lock.json), which drives Debian's Chromium.
 browser_tests=crates/wirespeed/tests/browser
 if [ ! -d "$browser_tests/node_modules/playwright-core" ]; then

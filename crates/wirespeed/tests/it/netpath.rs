@@ -294,13 +294,13 @@ fn dns_over_a_lossy_link_counts_exactly_the_queries_the_link_lost() {
     ));
 }
 
-/// Sets the TCP congestion control of every host of `lab` (Reno fills a queue until it
+/// Sets the TCP congestion control of every host of `labs` (Reno fills a queue until it
 /// overflows, as the senders that made bufferbloat famous do; CUBIC's HyStart leaves slow start
 /// as soon as the delay grows, so a short test fills a deep queue only partly; this machine's
 /// default, BBR, keeps it nearly empty). A namespace may only choose among the machine's
 /// allowed ones, so `name` is allowed for as long as the returned guard lives, then the list is
 /// put back.
-fn congestion_control(lab: &Lab, name: &str) -> AllowedCongestion {
+fn congestion_control(labs: &[&Lab], name: &str) -> AllowedCongestion {
     let key = "net.ipv4.tcp_allowed_congestion_control";
     let read = std::process::Command::new("sysctl").args(["-n", key]).output().unwrap();
     let before = String::from_utf8_lossy(&read.stdout).trim().to_string();
@@ -309,19 +309,22 @@ fn congestion_control(lab: &Lab, name: &str) -> AllowedCongestion {
         let set = std::process::Command::new("sysctl").args(["-w", &allowed]).output().unwrap();
         assert!(set.status.success(), "{}", String::from_utf8_lossy(&set.stderr));
     }
-    for host in ["client", "server"] {
-        let set = format!("net.ipv4.tcp_congestion_control={name}");
-        let out = lab
-            .host(host)
-            .unwrap()
-            .namespace
-            .command("sysctl")
-            .args(["-w", &set])
-            .output()
-            .unwrap();
-        assert!(out.status.success(), "{host}: {}", String::from_utf8_lossy(&out.stderr));
+    let guard = AllowedCongestion(before);
+    for lab in labs {
+        for host in ["client", "server"] {
+            let set = format!("net.ipv4.tcp_congestion_control={name}");
+            let out = lab
+                .host(host)
+                .unwrap()
+                .namespace
+                .command("sysctl")
+                .args(["-w", &set])
+                .output()
+                .unwrap();
+            assert!(out.status.success(), "{host}: {}", String::from_utf8_lossy(&out.stderr));
+        }
     }
-    AllowedCongestion(before)
+    guard
 }
 
 /// The machine's allowed congestion controls as they were, put back when dropped.
@@ -359,7 +362,7 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
     for (name, queue) in [("deep", "2500KB"), ("shallow", "64KiB")] {
         let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", queue)]);
         let Some(lab) = routed_lab(Conditions::default(), bottleneck, bottleneck) else { return };
-        let _reno = congestion_control(&lab, "reno");
+        let _reno = congestion_control(&[&lab], "reno");
         let addr = lab.host("server").unwrap().address.to_string();
         // `bandwidth --latency` first: the same queue, seen beside a download in one run.
         let server = start_server(&lab, BIN, &["server", "-p", "5201"]);
@@ -469,7 +472,7 @@ fn the_browser_test_tells_a_deep_queue_from_a_shallow_one() {
     for (name, queue) in [("deep", "2500KB"), ("shallow", "64KiB")] {
         let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", queue)]);
         let Some(lab) = routed_lab(Conditions::default(), bottleneck, bottleneck) else { return };
-        let _reno = congestion_control(&lab, "reno");
+        let _reno = congestion_control(&[&lab], "reno");
         let addr = lab.host("server").unwrap().address.to_string();
         let _web = start_server(&lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
         let page = browser_page(&lab, &format!("http://{addr}:5201/"), "4");
@@ -522,9 +525,9 @@ fn spread(values: &[f64]) -> f64 {
 }
 
 #[test]
-fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
+fn rpm_agrees_with_mach_and_goresponsiveness_on_paths_alike() {
     // 20 Mbit/s, 10 ms each way and a short queue, over HTTPS: three clients load and probe
-    // the same `wirespeed web`, one after the other.
+    // `wirespeed web` at the same time, each over a path of its own (four alike).
     let Some(mach) = on_path("mach") else {
         assert!(!skip::required(), "mach is not installed (scripts/test.sh does)");
         return;
@@ -541,9 +544,14 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
     let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", "32KiB")]);
     let mut to_client = bottleneck;
     to_client.delay_ns = delay.delay_ns;
-    let Some(lab) = routed_lab(delay, to_client, bottleneck) else { return };
-    let _reno = congestion_control(&lab, "reno");
-    let addr = lab.host("server").unwrap().address.to_string();
+    let Some(paths) =
+        (0..4).map(|_| routed_lab(delay, to_client, bottleneck)).collect::<Option<Vec<Lab>>>()
+    else {
+        return;
+    };
+    let _reno = congestion_control(&paths.iter().collect::<Vec<_>>(), "reno");
+    // Every path's hosts have the same addresses (each lab is namespaces of its own).
+    let addr = paths[0].host("server").unwrap().address.to_string();
     let dir = tempfile::tempdir().unwrap();
     let cert = rcgen::generate_simple_self_signed(vec![addr.clone()]).unwrap();
     let (cert_pem, key_pem) = (dir.path().join("cert.pem"), dir.path().join("key.pem"));
@@ -553,7 +561,7 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
     let no_certs = dir.path().join("no-certs");
     std::fs::create_dir(&no_certs).unwrap();
     let web = ["web", "-B", &addr, "-p", "5201", "--no-save", "--tls-cert", c, "--tls-key", k];
-    let _web = start_server(&lab, BIN, &web);
+    let _web: Vec<Running> = paths.iter().map(|lab| start_server(lab, BIN, &web)).collect();
     let config = format!("https://{addr}:5201/.well-known/nq");
     let preload = draft_sockets_preload(dir.path());
     // mach never reaches Cloudflare here: a local configuration, no score upload. It loads its
@@ -565,7 +573,7 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
     // The runs with the draft's socket options take `--std 0`, so that nothing is judged
     // stable and mach reports its last interval, at four connections, as the draft has a
     // client report when its time is up: what is compared is the measurement, not that rule.
-    let run_mach = |draft: bool| {
+    let run_mach = |lab: &Lab, draft: bool| {
         let mut command = lab.host("client").unwrap().namespace.command(mach.to_str().unwrap());
         command.env("SSL_CERT_FILE", &cert_pem).env("SSL_CERT_DIR", &no_certs);
         if draft {
@@ -592,7 +600,7 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
     // path: each run gets a directory of its own without one (not tempfile's default ".tmp…").
     // A run's leg is None where goresponsiveness printed no finite RPM for it (it once printed
     // NaN for an upload) or logged no probes of it.
-    let run_goresponsiveness = || -> [Option<(f64, f64, f64)>; 2] {
+    let run_goresponsiveness = |lab: &Lab| -> [Option<(f64, f64, f64)>; 2] {
         let logs = tempfile::Builder::new().prefix("goresponsiveness-").tempdir().unwrap();
         let out = lab
             .host("client")
@@ -617,27 +625,42 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_one_path() {
             (rpm.is_finite() && draft09.is_finite()).then_some((rpm, draft09, leg.self_ms))
         })
     };
-    // Runs alternate (ours, mach with the draft's socket options, goresponsiveness; three
-    // times, mach as it is once in the middle); each leg's figure is the median of its runs.
-    // Both clients stop at
-    // four load-generating connections: mach adds one every second interval where the draft
+    let run_ours = |lab: &Lab| {
+        let report = rpm(lab, &config, &["--cacert", c, "-t", "10", "--max-connections", "4"]);
+        let legs = report["summary"]["legs"].as_array().unwrap();
+        [0, 1].map(|i| {
+            let p50_ms = legs[i]["loaded"]["p50_ns"].as_f64().unwrap() / 1e6;
+            (legs[i]["rpm"].as_f64().unwrap(), p50_ms)
+        })
+    };
+    // Three rounds; in each, ours, mach with the draft's socket options and goresponsiveness
+    // measure at the same time, each on its own path and on another path each round (so a
+    // path's quirks follow no client), and in the middle round mach as it is on the fourth.
+    // Side by side, every client meets the machine as it is at that moment, as runs one after
+    // the other would not; the paths are apart, so no client's load is in another's queue.
+    // Each leg's figure is the median of its runs. Both clients stop at four
+    // load-generating connections: mach adds one every second interval where the draft
     // (and wirespeed) add one every interval, and each connection more lengthens the self
     // probes (a probe waits for its own connection's share of the queue). Legs of 10 s: mach
     // has its fourth by 5 s, so both measure their last 4 intervals on four connections.
     let (mut ours, mut mach_as_is, mut mach_draft) = (Vec::new(), Vec::new(), Vec::new());
     let mut reference: Vec<[Option<(f64, f64, f64)>; 2]> = Vec::new();
+    // A client's thread's result; its panic fails the test with the thread's own message.
+    fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+        h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
+    }
     for round in 0..3 {
-        let report = rpm(&lab, &config, &["--cacert", c, "-t", "10", "--max-connections", "4"]);
-        let legs = report["summary"]["legs"].as_array().unwrap();
-        ours.push([0, 1].map(|i| {
-            let p50_ms = legs[i]["loaded"]["p50_ns"].as_f64().unwrap() / 1e6;
-            (legs[i]["rpm"].as_f64().unwrap(), p50_ms)
-        }));
-        mach_draft.push(run_mach(true));
-        reference.push(run_goresponsiveness());
-        if round == 1 {
-            mach_as_is.push(run_mach(false));
-        }
+        let on = |client: usize| &paths[(round + client) % 3];
+        std::thread::scope(|s| {
+            let o = s.spawn(|| run_ours(on(0)));
+            let m = s.spawn(|| run_mach(on(1), true));
+            let g = s.spawn(|| run_goresponsiveness(on(2)));
+            let as_is = (round == 1).then(|| s.spawn(|| run_mach(&paths[3], false)));
+            ours.push(joined(o));
+            mach_draft.push(joined(m));
+            reference.push(joined(g));
+            mach_as_is.extend(as_is.map(joined));
+        });
     }
     let median = |runs: &[[(f64, f64); 2]], leg: usize| {
         let middle = |pick: fn(&(f64, f64)) -> f64| {
