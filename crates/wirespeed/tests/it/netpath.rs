@@ -353,21 +353,47 @@ fn rpm(lab: &Lab, url: &str, args: &[&str]) -> Value {
     serde_json::from_slice(&out.stdout).unwrap()
 }
 
+/// The two queues of a 20 Mbit/s router: 2.5 MB (1 s) and 64 KiB (26 ms) before it drops.
+const QUEUES: [(&str, &str); 2] = [("deep", "2500KB"), ("shallow", "64KiB")];
+
+/// A routed lab for each of [`QUEUES`], the router's rate limiters 20 Mbit/s both ways.
+fn deep_and_shallow() -> Option<Vec<Lab>> {
+    QUEUES
+        .iter()
+        .map(|(_, queue)| {
+            let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", queue)]);
+            routed_lab(Conditions::default(), bottleneck, bottleneck)
+        })
+        .collect()
+}
+
+/// `measure(lab, name, queue)` on each of [`deep_and_shallow`]'s labs at the same time, its
+/// results in [`QUEUES`]' order: the paths are apart, so neither load is in the other's queue.
+fn each_at_once<T: Send>(labs: &[Lab], measure: impl Fn(&Lab, &str, &str) -> T + Sync) -> Vec<T> {
+    std::thread::scope(|s| {
+        let measure = &measure;
+        let each: Vec<_> = labs
+            .iter()
+            .zip(QUEUES)
+            .map(|(lab, (name, queue))| s.spawn(move || measure(lab, name, queue)))
+            .collect();
+        each.into_iter().map(joined).collect()
+    })
+}
+
 #[test]
 fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
     // A router with 20 Mbit/s both ways, its rate limiters holding 2.5 MB (1 s) or 64 KiB
-    // (26 ms) before they drop: bufferbloat, and a path without it.
+    // (26 ms) before they drop: bufferbloat, and a path without it. The two paths are measured
+    // at the same time, each in a lab of its own.
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let (mut seen, mut bandwidth_latency) = (Vec::new(), Vec::new());
-    for (name, queue) in [("deep", "2500KB"), ("shallow", "64KiB")] {
-        let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", queue)]);
-        let Some(lab) = routed_lab(Conditions::default(), bottleneck, bottleneck) else { return };
-        let _reno = congestion_control(&[&lab], "reno");
+    let Some(labs) = deep_and_shallow() else { return };
+    let _reno = congestion_control(&labs.iter().collect::<Vec<_>>(), "reno");
+    let measure = |lab: &Lab, name: &str, queue: &str| {
         let addr = lab.host("server").unwrap().address.to_string();
         // `bandwidth --latency` first: the same queue, seen beside a download in one run.
-        let server = start_server(&lab, BIN, &["server", "-p", "5201"]);
-        let bw =
-            wirespeed(&lab, "bandwidth", &["-R", "-P", "4", "-t", "5", "-O", "1", "--latency"]);
+        let server = start_server(lab, BIN, &["server", "-p", "5201"]);
+        let bw = wirespeed(lab, "bandwidth", &["-R", "-P", "4", "-t", "5", "-O", "1", "--latency"]);
         drop(server);
         let p50_ms = |l: &Value, at: &str| l[at]["p50_ns"].as_f64().unwrap() / 1e6;
         let (l, u) = (&bw["summary"]["latency"], &bw["summary"]["udp_latency"]);
@@ -379,14 +405,13 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
             .iter()
             .filter(|i| i["probe_rtt"]["count"].as_u64() > Some(0));
         assert!(probed.count() >= 4, "every interval carries its probes");
-        bandwidth_latency.push((idle_ms, loaded_ms, udp_loaded_ms));
         note(format!("bandwidth --latency -R, {name} queue: idle RTT {idle_ms:.2} ms, loaded {loaded_ms:.1} ms; UDP echo idle {udp_idle_ms:.2} ms, loaded {udp_loaded_ms:.1} ms"));
-        let _web = start_server(&lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
+        let _web = start_server(lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
         // Four connections a direction fill either queue; the draft's sixteen on a 64 KiB
         // drop-tail queue lose enough handshakes (a SYN is sent again after 1 s) that the
         // shallow figure swings threefold from run to run.
         let report = rpm(
-            &lab,
+            lab,
             &format!("http://{addr}:5201/"),
             &["-i", "0.5", "-t", "6", "--max-connections", "4"],
         );
@@ -404,8 +429,10 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
             new_connection[0],
             new_connection[1],
         ));
-        seen.push((rpm, grade, loaded, new_connection));
-    }
+        ((idle_ms, loaded_ms, udp_loaded_ms), (rpm, grade, loaded, new_connection))
+    };
+    let (bandwidth_latency, seen): (Vec<_>, Vec<_>) =
+        each_at_once(&labs, measure).into_iter().unzip();
     // The download fills the deep queue (up to 1 s) and the shallow one (26 ms at most).
     let (bw_deep, bw_shallow) = (bandwidth_latency[0], bandwidth_latency[1]);
     assert!(
@@ -466,16 +493,14 @@ fn browser_page(lab: &Lab, url: &str, seconds: &str) -> Value {
 fn the_browser_test_tells_a_deep_queue_from_a_shallow_one() {
     // The same router as the CLI's check (20 Mbit/s, 2.5 MB or 64 KiB of queue), and the
     // speed-test page in Chromium on the client host: its latency under each load and its
-    // grade.
+    // grade. The two paths are measured at the same time, each in a lab of its own.
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
-    let mut seen = Vec::new();
-    for (name, queue) in [("deep", "2500KB"), ("shallow", "64KiB")] {
-        let bottleneck = conditions(&[("rate", "20Mbit"), ("queue", queue)]);
-        let Some(lab) = routed_lab(Conditions::default(), bottleneck, bottleneck) else { return };
-        let _reno = congestion_control(&[&lab], "reno");
+    let Some(labs) = deep_and_shallow() else { return };
+    let _reno = congestion_control(&labs.iter().collect::<Vec<_>>(), "reno");
+    let measure = |lab: &Lab, name: &str, queue: &str| {
         let addr = lab.host("server").unwrap().address.to_string();
-        let _web = start_server(&lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
-        let page = browser_page(&lab, &format!("http://{addr}:5201/"), "4");
+        let _web = start_server(lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
+        let page = browser_page(lab, &format!("http://{addr}:5201/"), "4");
         let figure = |k: &str| page[k].as_f64().unwrap_or_else(|| panic!("{k}: {page}"));
         let (ping, down, up) = (figure("ping"), figure("latDown"), figure("latUp"));
         let grade = page["grade"].as_str().unwrap().to_string();
@@ -491,8 +516,9 @@ fn the_browser_test_tells_a_deep_queue_from_a_shallow_one() {
         for k in ["dl", "ul"] {
             assert!(figure(k) > 5.0 && figure(k) < 20.5, "{k}: {page}");
         }
-        seen.push((down, up, grade));
-    }
+        (down, up, grade)
+    };
+    let seen = each_at_once(&labs, measure);
     let (deep, shallow) = (&seen[0], &seen[1]);
     assert!(deep.0 > 5.0 * shallow.0, "download: deep {:.1} ms, shallow {:.1}", deep.0, shallow.0);
     assert!(deep.1 > 5.0 * shallow.1, "upload: deep {:.1} ms, shallow {:.1}", deep.1, shallow.1);
@@ -500,6 +526,11 @@ fn the_browser_test_tells_a_deep_queue_from_a_shallow_one() {
     let grades = ["A+", "A", "B", "C", "D", "F"];
     let rank = |g: &str| grades.iter().position(|x| *x == g).unwrap();
     assert!(rank(&deep.2) > rank(&shallow.2), "grades: deep {}, shallow {}", deep.2, shallow.2);
+}
+
+/// A scoped thread's result; its panic fails the test with the thread's own message.
+fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
+    h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
 }
 
 /// `program` on PATH.
@@ -645,10 +676,6 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_paths_alike() {
     // has its fourth by 5 s, so both measure their last 4 intervals on four connections.
     let (mut ours, mut mach_as_is, mut mach_draft) = (Vec::new(), Vec::new(), Vec::new());
     let mut reference: Vec<[Option<(f64, f64, f64)>; 2]> = Vec::new();
-    // A client's thread's result; its panic fails the test with the thread's own message.
-    fn joined<T>(h: std::thread::ScopedJoinHandle<'_, T>) -> T {
-        h.join().unwrap_or_else(|e| std::panic::resume_unwind(e))
-    }
     for round in 0..3 {
         let on = |client: usize| &paths[(round + client) % 3];
         std::thread::scope(|s| {
