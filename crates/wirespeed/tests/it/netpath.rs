@@ -24,7 +24,9 @@ use hosts::*;
 use crate::common::goresponsiveness;
 use crate::common::hosts;
 
-/// One measurement at a time: two rate-limited streams at once would share the two cores.
+/// One test at a time: two fast rate-limited streams at once would share the two cores. (A
+/// test that measures several 20 Mbit/s paths at once, each in a lab of its own, keeps well
+/// inside them: under a fifth of one core a path, its delay lines, server and client together.)
 static ONE_AT_A_TIME: Mutex<()> = Mutex::new(());
 
 fn within(measured: f64, expected: f64, share: f64) -> bool {
