@@ -302,7 +302,10 @@ fn dns_over_a_lossy_link_counts_exactly_the_queries_the_link_lost() {
 /// default, BBR, keeps it nearly empty). A namespace may only choose among the machine's
 /// allowed ones, so `name` is allowed for as long as the returned guard lives, then the list is
 /// put back.
-fn congestion_control(labs: &[&Lab], name: &str) -> AllowedCongestion {
+fn congestion_control<'a>(
+    labs: impl IntoIterator<Item = &'a Lab>,
+    name: &str,
+) -> AllowedCongestion {
     let key = "net.ipv4.tcp_allowed_congestion_control";
     let read = std::process::Command::new("sysctl").args(["-n", key]).output().unwrap();
     let before = String::from_utf8_lossy(&read.stdout).trim().to_string();
@@ -390,7 +393,7 @@ fn rpm_and_bandwidth_latency_tell_a_deep_queue_from_a_shallow_one() {
     // at the same time, each in a lab of its own.
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(labs) = deep_and_shallow() else { return };
-    let _reno = congestion_control(&labs.iter().collect::<Vec<_>>(), "reno");
+    let _reno = congestion_control(&labs, "reno");
     let measure = |lab: &Lab, name: &str, queue: &str| {
         let addr = lab.host("server").unwrap().address.to_string();
         // `bandwidth --latency` first: the same queue, seen beside a download in one run.
@@ -498,7 +501,7 @@ fn the_browser_test_tells_a_deep_queue_from_a_shallow_one() {
     // grade. The two paths are measured at the same time, each in a lab of its own.
     let _one = ONE_AT_A_TIME.lock().unwrap_or_else(|e| e.into_inner());
     let Some(labs) = deep_and_shallow() else { return };
-    let _reno = congestion_control(&labs.iter().collect::<Vec<_>>(), "reno");
+    let _reno = congestion_control(&labs, "reno");
     let measure = |lab: &Lab, name: &str, queue: &str| {
         let addr = lab.host("server").unwrap().address.to_string();
         let _web = start_server(lab, BIN, &["web", "-B", &addr, "-p", "5201", "--no-save"]);
@@ -582,7 +585,7 @@ fn rpm_agrees_with_mach_and_goresponsiveness_on_paths_alike() {
     else {
         return;
     };
-    let _reno = congestion_control(&paths.iter().collect::<Vec<_>>(), "reno");
+    let _reno = congestion_control(&paths, "reno");
     // Every path's hosts have the same addresses (each lab is namespaces of its own).
     let addr = paths[0].host("server").unwrap().address.to_string();
     let dir = tempfile::tempdir().unwrap();
