@@ -72,7 +72,7 @@ impl Cause {
             Cause::Invalid => "invalid response",
             Cause::Tls => "TLS error",
             Cause::Redirect => "redirect not followed (another origin, no Location, or too many)",
-            Cause::Dropped => "dropped: no free connection within the timeout",
+            Cause::Dropped => "dropped: no connection to send it on in time",
             Cause::Handshake => "QUIC handshake failed",
             Cause::VersionNegotiation => "QUIC version negotiation failed",
             Cause::IdleTimeout => "QUIC idle timeout",

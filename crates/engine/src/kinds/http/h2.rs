@@ -24,7 +24,7 @@ use super::step::Running;
 type Sender = SendRequest<Full<Bytes>>;
 
 /// HTTP/2 on hyper: it needs no state of its own.
-struct H2;
+pub(super) struct H2;
 
 /// Starts one step of an HTTP/2 test (`rate`: the open model's, or `None`).
 pub(super) fn start(
@@ -88,7 +88,7 @@ impl Protocol for H2 {
         scheduled: Instant,
         open: bool,
     ) -> bool {
-        let On { connection, mut generation, mut sender } = on;
+        let On { connection, mut generation, mut sender, due } = on;
         let i = ctx.next_request();
         let r = &ctx.set.requests[i];
         let make = || build(&ctx.origin, r);
@@ -116,8 +116,7 @@ impl Protocol for H2 {
                 let sent = Instant::now();
                 if !counted {
                     counted = true;
-                    count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open)
-                        .map_err(Some)?;
+                    count_sent(ctx, c, (scheduled, sent), (r.body.len() as u64, due), open)?;
                 }
                 let req = match first.take() {
                     Some(req) => req,

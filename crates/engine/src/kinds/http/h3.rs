@@ -144,7 +144,7 @@ impl Protocol for H3 {
         scheduled: Instant,
         open: bool,
     ) -> bool {
-        let On { connection, mut generation, mut sender } = on;
+        let On { connection, mut generation, mut sender, due } = on;
         let idle = ctx.proto.idle;
         let i = ctx.next_request();
         let r = &ctx.set.requests[i];
@@ -159,8 +159,7 @@ impl Protocol for H3 {
                 let sent = Instant::now();
                 if !counted {
                     counted = true;
-                    count_sent(ctx, c, (scheduled, sent), r.body.len() as u64, open)
-                        .map_err(Some)?;
+                    count_sent(ctx, c, (scheduled, sent), (r.body.len() as u64, due), open)?;
                 }
                 let head = r.head(&ctx.origin).body(()).map_err(|_| Some(Cause::Other))?;
                 let mut send = sender.send.clone();

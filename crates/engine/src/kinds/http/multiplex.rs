@@ -10,7 +10,7 @@
 
 use std::future::Future;
 use std::io;
-use std::sync::atomic::{AtomicBool, AtomicU64, Ordering::Relaxed};
+use std::sync::atomic::{AtomicBool, AtomicU64, AtomicU8, Ordering::Relaxed};
 use std::sync::Arc;
 use std::time::{Duration, Instant};
 
@@ -22,7 +22,7 @@ use super::counts::{Cause, ShardCounts};
 use super::requests::RequestSet;
 use super::results::ResultSink;
 use super::shard::{Peer, Schedule};
-use super::step::{Running, Stopper};
+use super::step::{Running, Stopper, FINISH_GRACE};
 use crate::run::budget::Budget;
 
 /// How one multiplexed protocol opens connections and sends requests on them.
@@ -142,6 +142,35 @@ pub(super) struct On<'a, P: Protocol> {
     pub connection: &'a Connection<P>,
     pub generation: u64,
     pub sender: P::Sender,
+    /// The open model's request: whether it went out before the step gave up on it.
+    pub due: Option<&'a Due>,
+}
+
+/// An open-model request handed to its task, until it is counted as sent, its task ends
+/// (having counted what became of it), or the stopped step gives up on it: exactly one of
+/// the three, so a request due before the end is counted once, never lost.
+pub(super) struct Due {
+    scheduled: Instant,
+    state: AtomicU8,
+}
+
+impl Due {
+    const WAITING: u8 = 0;
+    const SENT: u8 = 1;
+    const ENDED: u8 = 2;
+    const GIVEN_UP: u8 = 3;
+
+    fn new(scheduled: Instant) -> Self {
+        Self { scheduled, state: AtomicU8::new(Self::WAITING) }
+    }
+
+    fn settle(&self, to: u8) -> bool {
+        self.state.compare_exchange(Self::WAITING, to, Relaxed, Relaxed).is_ok()
+    }
+
+    fn waiting(&self) -> bool {
+        self.state.load(Relaxed) == Self::WAITING
+    }
 }
 
 /// The runtime thread of one step.
@@ -246,7 +275,7 @@ async fn closed<P: Protocol>(
                         let Some((generation, sender)) = connection.get(&ctx, &c, now).await else {
                             continue;
                         };
-                        let on = On { connection: &connection, generation, sender };
+                        let on = On { connection: &connection, generation, sender, due: None };
                         if !P::request(&ctx, &c, on, now, false).await || !ctx.keepalive {
                             connection.retire(generation).await;
                         }
@@ -302,8 +331,9 @@ async fn open<P: Protocol>(
                 }
                 std::thread::sleep((due - now).min(Duration::from_millis(50)));
             }
-            // Stopped, or the loop below has ended.
-            if stop.load(Relaxed) || due_tx.send(due).is_err() {
+            // Once stopped, what fell due before still goes out (this thread may wake after
+            // the end on a busy machine), and nothing after. Or the loop below has ended.
+            if (stop.load(Relaxed) && due > Instant::now()) || due_tx.send(due).is_err() {
                 return;
             }
         }
@@ -316,8 +346,11 @@ async fn open<P: Protocol>(
         return;
     }
     let mut k = 0u64;
+    // The requests handed to a task and not yet out, checked when the step is stopped.
+    let mut waiting: Vec<Arc<Due>> = Vec::new();
     while let Some(due) = due_rx.recv().await {
-        if ctx.stop.load(Relaxed) || !ctx.budget.claim() {
+        // Every request the pacer hands over fell due before any stop.
+        if !ctx.budget.claim() {
             break;
         }
         let i = (k as usize) % connections.len();
@@ -328,29 +361,61 @@ async fn open<P: Protocol>(
             false => Arc::new(Connection::new(i)),
         };
         let (ctx, c) = (ctx.clone(), counts[i % counts.len()].clone());
+        let token = Arc::new(Due::new(due));
+        if k.is_multiple_of(64) {
+            waiting.retain(|d| d.waiting());
+        }
+        waiting.push(token.clone());
         inflight.spawn(async move {
             // Without a connection, the failed connect was counted against this request.
             if let Some((generation, sender)) = connection.get(&ctx, &c, due).await {
-                let on = On { connection: &connection, generation, sender };
+                let on = On { connection: &connection, generation, sender, due: Some(&token) };
                 if !P::request(&ctx, &c, on, due, true).await {
                     connection.retire(generation).await;
                 }
             }
+            token.settle(Due::ENDED);
         });
         // Reap finished requests so the set stays as small as what is in flight.
         while inflight.try_join_next().is_some() {}
     }
     // The pacer's next send fails and it ends (within 50 ms when it is sleeping).
     drop(due_rx);
-    while !ctx.stop.load(Relaxed) && !inflight.is_empty() {
+    // Unstopped, every response is waited for (each within its timeout). Stopped, only what
+    // fell due before the stop and is not out yet, for at most the grace; the responses still
+    // out are abandoned, as a closed run's are.
+    let mut finish_by = None;
+    while !inflight.is_empty() {
+        if ctx.stop.load(Relaxed) {
+            let by =
+                *finish_by.get_or_insert_with(|| Instant::now() + FINISH_GRACE.min(ctx.timeout));
+            waiting.retain(|d| d.waiting());
+            if waiting.is_empty() || Instant::now() >= by {
+                break;
+            }
+        }
         tokio::select! {
             _ = inflight.join_next() => {}
-            _ = tokio::time::sleep(Duration::from_millis(10)) => {}
+            _ = tokio::time::sleep(Duration::from_millis(1)) => {}
         }
+    }
+    for due in waiting.iter().filter(|d| d.settle(Due::GIVEN_UP)) {
+        dropped(&ctx, &counts[0], due.scheduled);
     }
     for c in &counts {
         c.done.store(true, Relaxed);
     }
+}
+
+/// Counts (and records) a request that fell due before the stop and was not out by the end
+/// of the grace.
+fn dropped<P>(ctx: &Ctx<P>, c: &ShardCounts, scheduled: Instant) {
+    if let Some(sink) = &ctx.results {
+        let i = ctx.next_request();
+        let out = ctx.set.requests[i].body.len() as u64;
+        sink.emit(i, scheduled, scheduled.elapsed(), 0, (out, 0), Some(Cause::Dropped.name()));
+    }
+    c.fail(Cause::Dropped, None);
 }
 
 /// Opens connection `index`; a failure is counted (and recorded) against the request that
@@ -378,17 +443,21 @@ async fn connect<P: Protocol>(
 }
 
 /// Counts a request as sent at `sent` (once, however often it is retried): its bytes, its
-/// queueing in the open model. Err(Dropped) when it waited past the timeout for its turn.
+/// queueing in the open model. `Err(Some(Dropped))` when it waited past the timeout for its
+/// turn; `Err(None)` when the stopped step already gave up on it (and counted that).
 pub(super) fn count_sent<P>(
     ctx: &Ctx<P>,
     c: &ShardCounts,
     (scheduled, sent): (Instant, Instant),
-    body_bytes: u64,
+    (body_bytes, due): (u64, Option<&Due>),
     open: bool,
-) -> Result<(), Cause> {
+) -> Result<(), Option<Cause>> {
+    if due.is_some_and(|d| !d.settle(Due::SENT)) {
+        return Err(None);
+    }
     let queued = sent.saturating_duration_since(scheduled).as_nanos() as u64;
     if open && queued > ctx.timeout.as_nanos() as u64 {
-        return Err(Cause::Dropped);
+        return Err(Some(Cause::Dropped));
     }
     c.count(|t| {
         t.sent += 1;
@@ -448,3 +517,9 @@ pub(super) fn settle<P: Protocol>(
         }
     }
 }
+
+// The end of an open-model step, for HTTP/1.1's threads and for this loop (which needs its
+// private parts).
+#[cfg(test)]
+#[path = "finish_tests.rs"]
+mod finish_tests;

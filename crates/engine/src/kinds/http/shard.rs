@@ -26,7 +26,7 @@ use super::conn::{Conn, Mode, Phase, Step, Transport};
 use super::counts::{Cause, ShardCounts, Tally};
 use super::requests::RequestSet;
 use super::results::ResultSink;
-use super::step::Running;
+use super::step::{Running, FINISH_GRACE};
 use crate::net::sys::{self, EpollOp};
 use crate::run::budget::{fill_slots, share, Budget};
 use crate::run::pacer::{CatchUp, Pacer};
@@ -271,10 +271,19 @@ impl Shard {
         let mut exhausted = false;
         let mut waking = false;
         let mut last_sweep = Instant::now();
-        while !self.stop.load(Relaxed) {
+        // Set when the step is stopped: when it was, and how long its last requests may take
+        // to go out.
+        let mut finishing: Option<(Instant, Instant)> = None;
+        loop {
             let now = Instant::now();
+            if finishing.is_none() && self.stop.load(Relaxed) {
+                finishing = Some((now, now + FINISH_GRACE.min(self.mode.timeout)));
+            }
+            // Once stopped, what fell due before the stop still goes out (late), and nothing
+            // after it: a thread that woke after the end must not lose the last requests.
+            let horizon = finishing.map_or(now, |(stopped, _)| stopped);
             while !exhausted {
-                let Some(due) = schedule.next_due().filter(|d| *d <= now) else {
+                let Some(due) = schedule.next_due().filter(|d| *d <= horizon) else {
                     // Not due yet, or past the step's end (then nothing more falls due).
                     exhausted = schedule.next_due().is_none();
                     break;
@@ -312,12 +321,29 @@ impl Shard {
                 }
                 pending.pop_front();
             }
-            if exhausted && pending.is_empty() && free.len() + idle.len() == self.slots {
+            if let Some((_, by)) = finishing {
+                // Every request due before the stop is written (its response is not waited
+                // for), or failed by the usual rules; what the grace did not see out is dropped.
+                let unwritten =
+                    |c: &Conn| matches!(c.phase, Phase::Connecting | Phase::Handshaking);
+                if pending.is_empty() && !conns.iter().flatten().any(unwritten) {
+                    break;
+                }
+                if now >= by {
+                    for due in pending.drain(..) {
+                        self.failed(Cause::Dropped, None, self.next.get(), due);
+                    }
+                    for conn in conns.iter().flatten().filter(|c| unwritten(c)) {
+                        self.failed(Cause::Dropped, None, conn.request, conn.scheduled);
+                    }
+                    break;
+                }
+            } else if exhausted && pending.is_empty() && free.len() + idle.len() == self.slots {
                 break;
             }
-            // Once nothing more falls due, the responses still out are what the thread waits
-            // for: they wake it.
-            let eager = exhausted || self.eager.get();
+            // Once nothing more falls due, or the step is finishing, the responses still out
+            // are what the thread waits for: they wake it.
+            let eager = exhausted || finishing.is_some() || self.eager.get();
             if eager != waking {
                 let fd = arrivals.as_raw_fd();
                 if eager {
@@ -344,7 +370,6 @@ impl Shard {
             self.collect(&mut conns, &mut ready, &mut idle, &mut free, &mut scratch)?;
             self.sweep(&mut conns, &mut last_sweep, |i| free.push(i));
         }
-        // What never got a connection before the end was not sent: not an error.
         Ok(())
     }
 
@@ -487,7 +512,10 @@ impl Shard {
                     t.responses += 1;
                     t.succeeded += u64::from((200..400).contains(&head.status));
                     *t.status.entry(head.status).or_default() += 1;
-                    if self.keepalive && head.keep_alive && !self.stop.load(Relaxed) {
+                    // The open model keeps a connection while it finishes: a request due
+                    // before the stop may still need it.
+                    let stopping = !self.mode.open && self.stop.load(Relaxed);
+                    if self.keepalive && head.keep_alive && !stopping {
                         conn.phase = Phase::Idle;
                         return After::Idle;
                     }

@@ -25,3 +25,9 @@ impl Stopper for StreamThreads {
         StreamThreads::stop(*self);
     }
 }
+
+/// How long, at most, an open-model step that was stopped takes to send the requests that fell
+/// due before the stop (a thread that woke after the end on a busy machine, a connection still
+/// being opened for them): the request's own timeout, when shorter. What is not out by then is
+/// counted as dropped, so a request due within the test is never lost from the counts.
+pub(super) const FINISH_GRACE: std::time::Duration = std::time::Duration::from_secs(1);
