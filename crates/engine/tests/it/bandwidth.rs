@@ -80,7 +80,7 @@ async fn udp_paced_rate_and_packet_accounting() {
     assert_eq!(sent, t.received_packets.unwrap() + t.lost_packets.unwrap());
     // Pacing can only hold a stream back: the schedule allows rate × time plus the 50 ms of
     // debt it forgives, and never more, however busy the machine. How close a stream gets to
-    // its rate is a benchmark's question (scripts/bench/bandwidth.sh, `udp-1G-rate`).
+    // its rate is a benchmark's question (benches/bandwidth.toml, `udp-1400-1G`).
     let secs = r.summary.primary.duration_ns as f64 / 1e9;
     let allowed = 50e6 / 8.0 * (secs + 0.05) + 64.0 * 1200.0;
     assert!(sent > 0 && (t.sent_bytes as f64) <= allowed, "{} bytes in {secs} s", t.sent_bytes);

@@ -16,13 +16,13 @@ use wirespeed_model::kinds::http::HttpSpec;
 use wirespeed_model::member::Stripe;
 use wirespeed_proto::http_url::HttpUrl;
 
-use super::super::conn::Mode;
-use super::super::counts::{ShardCounts, Tally, Totals};
-use super::super::fixture::{self, FixtureConfig};
-use super::super::h2::H2;
-use super::super::requests::{Request, RequestSet};
-use super::super::shard::{Peer, Schedule, Shard};
-use super::{open, Ctx};
+use super::conn::Mode;
+use super::counts::{ShardCounts, Tally, Totals};
+use super::fixture::{self, FixtureConfig};
+use super::h2::H2;
+use super::multiplex::{open, Ctx};
+use super::requests::{Request, RequestSet};
+use super::shard::{Peer, Schedule, Shard};
 use crate::run::budget::Budget;
 
 /// 1000 requests/s for 200 ms: 200 requests due, the last at 199 ms.

@@ -17,6 +17,8 @@ pub mod client;
 mod conn;
 mod counts;
 mod delay;
+#[cfg(test)]
+mod finish_tests;
 pub mod fixture;
 mod fixture_answer;
 pub mod fixture_h3;

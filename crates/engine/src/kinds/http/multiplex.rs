@@ -64,11 +64,11 @@ pub(super) struct Ctx<P> {
     /// `scheme://authority` for the requests' URIs.
     pub origin: String,
     pub timeout: Duration,
-    budget: Budget,
+    pub(super) budget: Budget,
     /// False: every request on a connection of its own (`--no-keepalive`), closed after it.
-    keepalive: bool,
-    stop: Arc<AtomicBool>,
-    next: AtomicU64,
+    pub(super) keepalive: bool,
+    pub(super) stop: Arc<AtomicBool>,
+    pub(super) next: AtomicU64,
     pub results: Option<ResultSink>,
 }
 
@@ -307,7 +307,7 @@ async fn closed<P: Protocol>(
 /// pacing thread says when: tokio's timers tick in whole milliseconds and fire up to one
 /// late, and since latency counts from the schedule, that lateness would be added to every
 /// request (and each counted late). The thread sleeps with a tight timer slack instead.
-async fn open<P: Protocol>(
+pub(super) async fn open<P: Protocol>(
     ctx: Arc<Ctx<P>>,
     counts: Vec<Arc<ShardCounts>>,
     connections: usize,
@@ -517,9 +517,3 @@ pub(super) fn settle<P: Protocol>(
         }
     }
 }
-
-// The end of an open-model step, for HTTP/1.1's threads and for this loop (which needs its
-// private parts).
-#[cfg(test)]
-#[path = "finish_tests.rs"]
-mod finish_tests;
