@@ -102,6 +102,8 @@ fi
 
 need_apt=()
 command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
+# The peer the latency benchmark scenario (benches/latency.toml) runs beside wirespeed.
+command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
 # ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).

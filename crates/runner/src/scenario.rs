@@ -403,6 +403,55 @@ pub struct Process {
     pub host: Option<String>,
 }
 
+/// Another tool's client a system's load is made with.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(untagged)]
+pub enum ClientChoice {
+    /// The client by name, run as the program of that name from PATH.
+    Name(String),
+    /// The client by name, run as another program, with words added.
+    Given(GivenClient),
+}
+
+/// [`ClientChoice::Given`]: a client run as another program than its name's, or with more words.
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize, JsonSchema)]
+#[serde(deny_unknown_fields)]
+pub struct GivenClient {
+    /// Which client (`iperf3`).
+    pub name: String,
+    /// The program to run, from PATH (`iperf3-3.21`); the name's own when absent.
+    #[serde(default)]
+    pub program: Option<String>,
+    /// Words added to each of its command lines (`--gsro`).
+    #[serde(default)]
+    pub args: Vec<String>,
+}
+
+impl ClientChoice {
+    /// Which client.
+    pub fn name(&self) -> &str {
+        match self {
+            ClientChoice::Name(name) | ClientChoice::Given(GivenClient { name, .. }) => name,
+        }
+    }
+
+    /// The program to run, when not the name's own.
+    pub fn program(&self) -> Option<&str> {
+        match self {
+            ClientChoice::Name(_) => None,
+            ClientChoice::Given(g) => g.program.as_deref(),
+        }
+    }
+
+    /// Words added to each of its command lines.
+    pub fn args(&self) -> &[String] {
+        match self {
+            ClientChoice::Name(_) => &[],
+            ClientChoice::Given(g) => &g.args,
+        }
+    }
+}
+
 /// A system under test.
 #[derive(Debug, Clone, PartialEq, Serialize, Deserialize, JsonSchema)]
 #[serde(deny_unknown_fields)]
@@ -415,11 +464,14 @@ pub struct System {
     /// Programs that must be on PATH; without them the system's cells are skipped, not failed.
     #[serde(default)]
     pub requires: Vec<String>,
-    /// Whose client makes its workloads' load: wirespeed's own (the default), or `ethr`
-    /// (Microsoft's ethr, from PATH), each workload's test kind and options made by ethr's
-    /// flags, so that another tool's client and server stand beside wirespeed's.
+    /// Whose client makes its workloads' load: wirespeed's own (the default), or another
+    /// tool's by name (`ethr`, `iperf3`: `wirespeed bench --clients` lists them), each
+    /// workload's test kind and options made by that client's flags, so that another tool's
+    /// client and server stand beside wirespeed's. As a table, it may also name the program
+    /// that runs it (`{ name = "iperf3", program = "iperf3-3.21" }`) and words added to each
+    /// of its command lines (`args = ["--gsro"]`).
     #[serde(default)]
-    pub client: Option<String>,
+    pub client: Option<ClientChoice>,
     /// Where the load goes.
     pub entry: Entry,
     /// Environment of every process.

@@ -165,13 +165,20 @@ pub(crate) struct RoleArgs {
 /// `wirespeed peer` (internal: a peer's client as a workload).
 #[derive(Debug, Args)]
 pub(crate) struct PeerArgs {
-    /// Leading time its summary leaves out (the workload's warm-up).
+    /// Leading time its summary leaves out (the workload's warm-up; ethr's client).
     #[arg(long, value_name = "DURATION")]
     pub omit: Option<String>,
+    /// Which described client it is (`wirespeed bench --clients`); ethr's when absent.
+    #[arg(long, value_name = "NAME", requires = "like")]
+    pub client: Option<String>,
+    /// Our own command line for the same workload, as a JSON list of words: its spec is the
+    /// report's.
+    #[arg(long, value_name = "JSON", requires = "client")]
+    pub like: Option<String>,
     /// Output format: json, the only one (the runner reads it).
     #[arg(short = 'f', long, default_value = "json", value_parser = ["json"])]
     pub format: String,
-    /// The peer's command line (`ethr -c HOST -port PORT -t b …`).
+    /// The peer's command line (`ethr -c HOST -port PORT -t b …`, `iperf3 -c HOST …`).
     #[arg(last = true, required = true, value_name = "ARGV")]
     pub argv: Vec<String>,
 }
@@ -249,7 +256,7 @@ pub(crate) struct MergeArgs {
 #[derive(Debug, Args)]
 pub(crate) struct BenchArgs {
     /// The scenario file.
-    #[arg(value_name = "SCENARIO.toml", required_unless_present = "schema")]
+    #[arg(value_name = "SCENARIO.toml", required_unless_present_any = ["schema", "clients"])]
     pub scenario: Option<PathBuf>,
     /// List the systems, workloads and runs the scenario expands into.
     #[arg(long)]
@@ -260,6 +267,10 @@ pub(crate) struct BenchArgs {
     /// Print the JSON schema of scenario files.
     #[arg(long)]
     pub schema: bool,
+    /// List the other tools' clients a system can make its load with (`client = "NAME"`),
+    /// and the options each takes.
+    #[arg(long)]
+    pub clients: bool,
     /// Where each run's report, samples, config files and logs go (default: bench-results/NAME).
     #[arg(long, value_name = "DIR")]
     pub out: Option<PathBuf>,

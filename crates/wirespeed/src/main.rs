@@ -10,6 +10,7 @@ mod errors;
 mod ethr;
 mod exit;
 mod flags;
+mod foreign;
 mod output;
 mod resolve;
 mod saved;

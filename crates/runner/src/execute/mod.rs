@@ -39,7 +39,7 @@ use self::ssh::{HostState, Ssh};
 use self::system::Bindings;
 use crate::matrix::{Plan, Run};
 use crate::sample::{Sample, Sampler, Wanted};
-use crate::scenario::{Fixture, HostsMode, Scenario};
+use crate::scenario::{ClientChoice, Fixture, HostsMode, Scenario};
 use crate::Loaded;
 
 /// How a workload cell becomes a test and runs.
@@ -48,7 +48,7 @@ pub trait Workloads {
     /// made by the system's `client` when it names another tool's.
     fn command_line(
         &self,
-        client: Option<&str>,
+        client: Option<&ClientChoice>,
         kind: &str,
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
@@ -519,7 +519,7 @@ pub(crate) fn workload_line(
             v => Ok((k.clone(), v.clone())),
         })
         .collect::<Result<BTreeMap<_, _>, RunError>>()?;
-    let client = s.system[cell.system].client.as_deref();
+    let client = s.system[cell.system].client.as_ref();
     let line = workloads.command_line(client, &w.kind, &entry, &options);
     line.map_err(|e| RunError::Scenario(format!("{e:#}")))
 }

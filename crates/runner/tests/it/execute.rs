@@ -63,7 +63,7 @@ struct ShortLatency {
 impl Workloads for ShortLatency {
     fn command_line(
         &self,
-        _: Option<&str>,
+        _: Option<&wirespeed_runner::scenario::ClientChoice>,
         kind: &str,
         entry: &str,
         _: &BTreeMap<String, toml::Value>,

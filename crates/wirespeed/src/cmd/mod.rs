@@ -17,6 +17,10 @@ mod shell;
 mod show;
 mod web;
 
+pub(crate) use bench::{
+    workload_line as bench_workload_line, workload_spec as bench_workload_spec,
+};
+
 use std::future::Future;
 
 use anyhow::{Context, Result};

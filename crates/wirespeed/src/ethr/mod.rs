@@ -13,7 +13,7 @@ mod output;
 mod report;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, SystemTime};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -291,37 +291,17 @@ pub(crate) fn ask_of(words: &[String]) -> Result<Ask> {
 /// and prints what it has); what it printed as a report.
 pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
     let ask = ask_of(words)?;
-    let began = SystemTime::now();
     // ethr writes a log file into the directory it runs in unless told not to.
     let mut args = ask.args.clone();
     if !args.iter().any(|a| a == "-no" || a == "-o") {
         args.push("-no".into());
     }
-    let child = std::process::Command::new(CLIENT)
-        .args(&args)
-        .stdin(std::process::Stdio::null())
-        .stdout(std::process::Stdio::piped())
-        .stderr(std::process::Stdio::piped())
-        .spawn()
-        .context("ethr did not start (scripts/peers.sh builds it)")?;
-    let process = Child { pid: child.id() as libc::pid_t, reaped: Default::default() };
-    let reaper = process.clone();
-    let waited = tokio::task::spawn_blocking(move || wait(child, &reaper));
-    let stop = cancel.clone();
-    let signals = process.clone();
-    let interrupt = tokio::spawn(async move {
-        stop.cancelled().await;
-        signals.signal(libc::SIGINT);
-    });
-    // Dropped before ethr ended (the run itself cancelled from above): it is killed, not left.
-    let _kill_on_drop = KillOnDrop(process);
-    let outcome = waited.await.context("waiting for ethr")?;
-    interrupt.abort();
-    let (status, stdout, stderr, cpu) = outcome?;
-    let printed = output::parse(&stdout);
-    if !status.success() && !cancel.is_cancelled() {
-        let said = stderr.lines().chain(stdout.lines()).rfind(|l| !l.trim().is_empty());
-        bail!("{} failed ({status}): {}", ask.command(), said.unwrap_or("no message"));
+    // Its own -d ends it; this is the backstop for an ethr that does not stop.
+    let limit = ask.duration + crate::foreign::OVERRUN;
+    let ran = crate::foreign::child::run(CLIENT, &args, cancel.clone(), limit).await?;
+    let printed = output::parse(&ran.stdout);
+    if !ran.status.success() && !cancel.is_cancelled() {
+        bail!("{} failed ({}): {}", ask.command(), ran.status, ran.last_words());
     }
     let what = match ask.test {
         Test::Latency { .. } => "latency rows",
@@ -329,80 +309,7 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
         _ => "per-second lines",
     };
     output::require(&printed, what)?;
-    Ok(report::of(&ask, &printed, began, cpu))
-}
-
-type Waited = (std::process::ExitStatus, String, String, (u64, u64));
-
-/// The ethr process, and whether it has been reaped: a signal goes only to a pid still ours
-/// (once reaped, the number may be another process's).
-#[derive(Clone)]
-struct Child {
-    pid: libc::pid_t,
-    reaped: std::sync::Arc<std::sync::Mutex<bool>>,
-}
-
-impl Child {
-    fn signal(&self, signal: libc::c_int) {
-        let reaped = self.reaped.lock().unwrap_or_else(|e| e.into_inner());
-        if !*reaped {
-            // SAFETY: kill(2) on our own child, not reaped while the lock is held.
-            unsafe { libc::kill(self.pid, signal) };
-        }
-    }
-}
-
-struct KillOnDrop(Child);
-
-impl Drop for KillOnDrop {
-    fn drop(&mut self) {
-        self.0.signal(libc::SIGKILL);
-    }
-}
-
-/// Reads the child's output to its end, waits for it to exit, and reaps it with wait4(2) for
-/// the CPU it used (user, system, ns): the kernel's own account, whatever ethr's threads did.
-fn wait(mut child: std::process::Child, process: &Child) -> Result<Waited> {
-    use std::io::Read;
-    let mut stderr = child.stderr.take().context("ethr's stderr")?;
-    let errors = std::thread::spawn(move || {
-        let mut text = String::new();
-        let _ = stderr.read_to_string(&mut text);
-        text
-    });
-    let mut stdout = String::new();
-    child.stdout.take().context("ethr's stdout")?.read_to_string(&mut stdout)?;
-    let pid = process.pid;
-    // Exited, not yet reaped (WNOWAIT): a signal sent until the reap below still finds it.
-    // SAFETY: siginfo is plain data the kernel fills.
-    let mut info: libc::siginfo_t = unsafe { std::mem::zeroed() };
-    loop {
-        let r = unsafe {
-            libc::waitid(libc::P_PID, pid as libc::id_t, &mut info, libc::WEXITED | libc::WNOWAIT)
-        };
-        if r == 0 {
-            break;
-        }
-        let e = std::io::Error::last_os_error();
-        if e.kind() != std::io::ErrorKind::Interrupted {
-            bail!("waiting for ethr: {e}");
-        }
-    }
-    let mut reaped = process.reaped.lock().unwrap_or_else(|e| e.into_inner());
-    let mut status = 0;
-    // SAFETY: rusage is plain data the kernel fills; the pid is our exited, unreaped child.
-    let mut usage: libc::rusage = unsafe { std::mem::zeroed() };
-    let got = unsafe { libc::wait4(pid, &mut status, 0, &mut usage) };
-    *reaped = true;
-    drop(reaped);
-    if got != pid {
-        bail!("waiting for ethr: {}", std::io::Error::last_os_error());
-    }
-    let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1000;
-    use std::os::unix::process::ExitStatusExt;
-    let status = std::process::ExitStatus::from_raw(status);
-    let stderr = errors.join().unwrap_or_default();
-    Ok((status, stdout, stderr, (ns(usage.ru_utime), ns(usage.ru_stime))))
+    Ok(report::of(&ask, &printed, ran.began, ran.cpu))
 }
 
 #[cfg(test)]

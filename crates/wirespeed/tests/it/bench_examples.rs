@@ -21,8 +21,13 @@ use crate::common;
 /// One example at a time, under `cargo test` too: each one loads both cores.
 static ALONE: Mutex<()> = Mutex::new(());
 
+/// An example scenario (`examples/NAME`), or a benchmark scenario (`benches/NAME`).
 fn example(name: &str) -> PathBuf {
-    Path::new(env!("CARGO_MANIFEST_DIR")).join("../../examples").join(name)
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    match name.strip_prefix("benches/") {
+        Some(bench) => root.join("benches").join(bench),
+        None => root.join("examples").join(name),
+    }
 }
 
 /// Whether every program `system` requires is installed.
@@ -461,6 +466,104 @@ fn examples_rathole_vs_frp() {
             assert_eq!(memory(system), 2, "{system}: server and client");
         }
     }
+}
+
+/// wirespeed against iperf3, Debian's and 3.21, each client against its own server: iperf3's
+/// rows are iperf3's own client's figures (read from its JSON), its version recorded, and a
+/// client that failed says iperf3's own words.
+#[test]
+fn benches_bandwidth_against_iperf3_3_12_and_3_21() {
+    let (cells, dir) = smoke("benches/bandwidth.toml");
+    assert_eq!(cells.len(), 15, "five workloads, each by three systems");
+    for system in ["iperf3-3.12", "iperf3-3.21"] {
+        for workload in ["tcp-1", "tcp-4", "udp-1400-unlimited"] {
+            let report = run_report(dir.path(), &format!("{system}_{workload}_r1"));
+            assert_eq!(report["kind"], "bandwidth", "{system} {workload}");
+            let notes = report["meta"]["notes"].to_string();
+            assert!(notes.contains("load made by iperf3's client (iperf3"), "{notes}");
+            // The spec is the workload's, as our own client would have run it.
+            let parallel = if workload == "tcp-4" { 4 } else { 1 };
+            assert_eq!(report["spec"]["parallel"], parallel, "{system} {workload}");
+            let summary = &report["summary"];
+            assert!(summary["received_bps"].as_f64().unwrap() > 0.0, "{summary}");
+            assert!(summary["sent_bytes"].as_u64().unwrap() > 0, "{summary}");
+            if workload.starts_with("udp") {
+                assert!(summary["loss_ratio"].as_f64().is_some(), "{summary}");
+                assert_eq!(report["spec"]["protocol"], "udp");
+            }
+        }
+    }
+    let summary = std::fs::read_to_string(dir.path().join("summary.md")).unwrap();
+    assert!(summary.contains("iperf 3.12") && summary.contains("iperf 3.21"), "{summary}");
+
+    // No server where it connects: iperf3's own message, and no report.
+    let port = common::free_port().to_string();
+    let like = format!(r#"["wirespeed","bandwidth","127.0.0.1:{port}","-t","1s"]"#);
+    let out = common::client(&[
+        "peer",
+        "--client",
+        "iperf3",
+        "--like",
+        &like,
+        "--",
+        "iperf3",
+        "-c",
+        "127.0.0.1",
+        "-p",
+        &port,
+        "--json",
+        "-t",
+        "1",
+    ]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(1), "{said}");
+    assert!(said.contains("failed: unable to connect to server"), "{said}");
+    assert!(out.stdout.is_empty());
+    // An option iperf3 has no equivalent for is refused when the scenario is read, by name.
+    let file = dir.path().join("bidir.toml");
+    std::fs::write(
+        &file,
+        "[scenario]\nname = \"b\"\n[[system]]\nname = \"iperf3\"\nclient = \"iperf3\"\n\
+         entry = \"127.0.0.1:9\"\n[[workload]]\nname = \"both\"\nkind = \"bandwidth\"\nbidir = true\n",
+    )
+    .unwrap();
+    let out = common::client(&["bench", file.to_str().unwrap(), "--list"]);
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(!out.status.success(), "{said}");
+    assert!(said.contains("no equivalent of bandwidth --bidir"), "{said}");
+}
+
+/// wirespeed against sockperf's ping-pong, TCP and UDP, each waiting and spinning: sockperf's
+/// rows are its own client's round trips, made with the flags that match ours.
+#[test]
+fn benches_latency_against_sockperf() {
+    let (cells, dir) = smoke("benches/latency.toml");
+    assert_eq!(cells.len(), 8, "four workloads, each by two systems");
+    for workload in ["tcp", "tcp-busy-poll", "udp", "udp-busy-poll"] {
+        let report = run_report(dir.path(), &format!("sockperf_{workload}_r1"));
+        assert_eq!(report["kind"], "latency", "{workload}");
+        let notes = report["meta"]["notes"].to_string();
+        assert!(notes.contains("load made by sockperf's client (sockperf ping-pong"), "{notes}");
+        let busy = workload.ends_with("busy-poll");
+        assert_eq!(notes.contains("--nonblocked"), busy, "{notes}");
+        assert_eq!(notes.contains("--tcp"), workload.starts_with("tcp"), "{notes}");
+        assert_eq!(report["spec"]["busy_poll"], busy, "{workload}");
+        let rtt = &report["summary"]["rtt"];
+        let (p50, p99) = (rtt["p50_ns"].as_u64().unwrap(), rtt["p99_ns"].as_u64().unwrap());
+        assert!(p50 > 0 && p50 <= p99, "{rtt}");
+        assert!(report["summary"]["received"].as_u64().unwrap() > 0, "{report}");
+    }
+}
+
+#[test]
+fn every_benchmark_is_exercised_here() {
+    let mut names: Vec<String> = std::fs::read_dir(example("benches/"))
+        .unwrap()
+        .filter_map(|e| e.ok()?.file_name().into_string().ok())
+        .filter(|n| n.ends_with(".toml"))
+        .collect();
+    names.sort();
+    assert_eq!(names, ["bandwidth.toml", "latency.toml"]);
 }
 
 #[test]

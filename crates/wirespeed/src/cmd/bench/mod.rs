@@ -9,6 +9,8 @@
 mod vegeta_load;
 mod workload;
 
+pub(crate) use workload::{command_line as workload_line, spec_of as workload_spec};
+
 use anyhow::{Context, Result};
 use wirespeed_runner::check::Rule;
 use wirespeed_runner::execute::{self, Outcome, Places, Workloads};
@@ -28,6 +30,10 @@ pub(super) fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
     }
     if let Some(dir) = &args.k8s {
         return k8s(args, dir).map(Some);
+    }
+    if args.clients {
+        crate::output::write_stdout(crate::foreign::listing().as_bytes())?;
+        return Ok(Some(exit::OK));
     }
     if !(args.schema || args.list || args.dry_run) {
         return Ok(None);
@@ -266,6 +272,7 @@ fn check_versions(
     if let Some(v) = vegeta_load::version(loaded) {
         versions.push(v);
     }
+    versions.extend(crate::foreign::versions(loaded));
     let mut text = String::new();
     for v in &versions {
         let systems = v.systems.join(", ");
@@ -555,16 +562,15 @@ fn show(args: &BenchArgs) -> Result<u8> {
 /// placeholder address, must parse as one typed by hand would; and for a system whose load is
 /// another client's (ethr), that client must have a flag for each.
 fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
-    let mut clients: Vec<&str> =
-        loaded.scenario.system.iter().filter_map(|s| s.client.as_deref()).collect();
-    clients.sort_unstable();
+    let mut clients: Vec<&wirespeed_runner::scenario::ClientChoice> =
+        loaded.scenario.system.iter().filter_map(|s| s.client.as_ref()).collect();
     clients.dedup();
     for client in clients {
         for w in &loaded.plan.workloads {
             let workload = &loaded.scenario.workload[w.workload];
             workload::InProcess
                 .command_line(Some(client), &workload.kind, "127.0.0.1:9", &w.options)
-                .with_context(|| format!("workload {:?} made by {client}", w.name))?;
+                .with_context(|| format!("workload {:?} made by {}", w.name, client.name()))?;
         }
     }
     for w in &loaded.plan.workloads {
@@ -605,7 +611,7 @@ fn commands(loaded: &wirespeed_runner::Loaded) -> Result<String> {
             let entry = system.entry.for_target(workload.target.as_deref()).map_or("", |e| e);
             let words = Workloads::command_line(
                 &workload::InProcess,
-                system.client.as_deref(),
+                system.client.as_ref(),
                 &workload.kind,
                 &fill(entry)?,
                 &w.options,

@@ -13,6 +13,7 @@ use tokio_util::sync::CancellationToken;
 use wirespeed_model::Report;
 use wirespeed_runner::execute::Workloads;
 use wirespeed_runner::matrix::scalar_text;
+use wirespeed_runner::scenario::ClientChoice;
 
 use crate::test_kinds::TestKind;
 
@@ -22,15 +23,20 @@ pub(super) struct InProcess;
 impl Workloads for InProcess {
     fn command_line(
         &self,
-        client: Option<&str>,
+        client: Option<&ClientChoice>,
         kind: &str,
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
     ) -> Result<Vec<String>> {
         match client {
             None => command_line(kind, entry, options),
-            Some(crate::ethr::CLIENT) => crate::ethr::command_line(kind, entry, options),
-            Some(other) => bail!("client {other:?}: not one wirespeed can run (it runs ethr)"),
+            Some(ClientChoice::Name(name)) if name == crate::ethr::CLIENT => {
+                crate::ethr::command_line(kind, entry, options)
+            }
+            Some(c) if c.name() == crate::ethr::CLIENT => {
+                bail!("ethr's client takes no program or args of its own")
+            }
+            Some(c) => crate::foreign::command_line(c, kind, entry, options),
         }
     }
 
@@ -39,6 +45,9 @@ impl Workloads for InProcess {
             return super::vegeta_load::run(words, cancel).await;
         }
         if words.get(1).map(String::as_str) == Some("peer") {
+            if crate::foreign::parse(words)?.is_some() {
+                return crate::foreign::run(words, cancel).await;
+            }
             return crate::ethr::run(words, cancel).await;
         }
         run(words, cancel).await
@@ -52,7 +61,7 @@ impl Workloads for InProcess {
 
 /// The words of the command line for `kind` aimed at `entry` with `options` (vegeta's, for a
 /// `vegeta` workload).
-pub(super) fn command_line(
+pub(crate) fn command_line(
     kind: &str,
     entry: &str,
     options: &BTreeMap<String, toml::Value>,
@@ -113,6 +122,16 @@ pub(super) fn command_line(
     }
     words.extend(["--no-save".into(), "--quiet".into()]);
     Ok(words)
+}
+
+/// The spec the test `words` describe (from [`command_line`]) resolves to, as it would run.
+pub(crate) fn spec_of(words: &[String]) -> Result<wirespeed_model::TestSpec> {
+    let cli = crate::flags::parse_from(words)
+        .map_err(|e| anyhow::anyhow!("{}", e.render().to_string().trim()))?;
+    let Some((_, test)) = cli.command.test() else {
+        bail!("{}: not a test kind", words.get(1).map_or("", String::as_str))
+    };
+    Ok(test.client(env!("CARGO_PKG_VERSION"))?.spec())
 }
 
 /// Runs the test `words` describe (from [`command_line`]) in-process and returns its report.

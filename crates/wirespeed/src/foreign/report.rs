@@ -1,0 +1,210 @@
+//! What another tool's client printed, as a wirespeed report of the workload's kind: the spec
+//! is the one our own command line for the same workload resolves to (the options are our
+//! flags, and each client's entry in `clients.toml` makes its flags mean the same), the
+//! figures are the ones read from its output, each put at its name in the report's summary
+//! as `--format json` prints it (`received_bps`, `rtt.p50_ns`), and its CPU is the kernel's
+//! account of the child. What it did not print stays absent (or 0 where the summary has no
+//! absence), and the notes say whose figures these are.
+
+use std::collections::BTreeMap;
+
+use anyhow::{bail, Context, Result};
+use serde::de::DeserializeOwned;
+use serde::Serialize;
+use wirespeed_model::flow::Flow;
+use wirespeed_model::histogram::LatencyStats;
+use wirespeed_model::kinds::bandwidth::{
+    BandwidthReport, BandwidthSpec, BandwidthSummary, CpuUsage, Figures, FlowSummary,
+};
+use wirespeed_model::kinds::latency::{LatencyReport, LatencySpec, LatencySummary};
+use wirespeed_model::{Report, ReportBody, TestSpec};
+
+/// The figures read from a client's output, by their names in the report's summary.
+pub(crate) type Read = BTreeMap<String, f64>;
+
+/// A run of another client: what it was, what it printed, and what it used.
+pub(crate) struct Made<'a> {
+    /// The client's name and its command line as typed.
+    pub client: &'a str,
+    pub command: String,
+    /// What a reader should know of how the client measures.
+    pub note: &'a str,
+    pub spec: TestSpec,
+    pub figures: Read,
+    pub began: std::time::SystemTime,
+    /// Its user and system CPU, nanoseconds, and its wall time.
+    pub cpu: (u64, u64),
+    pub wall_ns: u64,
+}
+
+/// The report of a client's run.
+pub(crate) fn of(made: Made<'_>) -> Result<Report> {
+    let mut meta = wirespeed_engine::run_meta(env!("CARGO_PKG_VERSION"), made.began, None);
+    meta.notes.push(format!("load made by {}'s client ({})", made.client, made.command));
+    meta.notes.push(made.note.to_string());
+    let body = match &made.spec {
+        TestSpec::Bandwidth(spec) => ReportBody::Bandwidth(bandwidth(spec.clone(), &made)?),
+        TestSpec::Latency(spec) => ReportBody::Latency(latency(spec.clone(), &made)?),
+        other => bail!("{}'s client: no report of a {} test yet", made.client, other.kind()),
+    };
+    Ok(Report { body, meta })
+}
+
+/// The figure without which a report of the kind says nothing.
+fn require(made: &Made<'_>, figure: &str) -> Result<()> {
+    if !made.figures.contains_key(figure) {
+        bail!("{} printed no {figure}: nothing was measured", made.client);
+    }
+    Ok(())
+}
+
+fn bandwidth(spec: BandwidthSpec, made: &Made<'_>) -> Result<BandwidthReport> {
+    require(made, "received_bps")?;
+    let flow = if spec.direction.client_sends() { Flow::Upload } else { Flow::Download };
+    let blank = BandwidthSummary {
+        primary: FlowSummary {
+            flow,
+            sender: flow.sender(),
+            duration_ns: spec.duration_ns.saturating_sub(spec.omit_ns),
+            total: Figures::default(),
+            rtt_range_ns: None,
+            cwnd_max_bytes: None,
+            streams: Vec::new(),
+        },
+        reverse: None,
+        client_cpu: CpuUsage::from_nanos(made.cpu.0, made.cpu.1, made.wall_ns),
+        // Present when the client says what the server used.
+        server_cpu: made
+            .figures
+            .keys()
+            .any(|k| k.starts_with("server_cpu."))
+            .then(CpuUsage::default),
+        latency: None,
+        udp_latency: None,
+    };
+    let summary = filled(blank, &made.figures)?;
+    Ok(BandwidthReport { spec, intervals: Vec::new(), summary })
+}
+
+fn latency(spec: LatencySpec, made: &Made<'_>) -> Result<LatencyReport> {
+    require(made, "rtt.p50_ns")?;
+    let blank = LatencySummary {
+        duration_ns: spec.duration_ns,
+        sent: 0,
+        received: 0,
+        lost: None,
+        messages_per_second: 0.0,
+        rtt: LatencyStats::default(),
+        histogram: Vec::new(),
+    };
+    let mut summary = filled(blank, &made.figures)?;
+    // What the client did not print but its other figures give.
+    if summary.received == 0 {
+        summary.received = summary.rtt.count;
+    }
+    if summary.sent == 0 {
+        summary.sent = summary.received;
+    }
+    if summary.messages_per_second == 0.0 && summary.duration_ns > 0 {
+        summary.messages_per_second = summary.received as f64 / (summary.duration_ns as f64 / 1e9);
+    }
+    Ok(LatencyReport { spec, intervals: Vec::new(), summary })
+}
+
+/// `blank` with each figure of `read` at its dotted name: counts as whole numbers, the rest as
+/// they are. A name the summary has no field for is refused, as is a value its field cannot
+/// hold.
+fn filled<T: Serialize + DeserializeOwned>(blank: T, read: &Read) -> Result<T> {
+    let mut value = serde_json::to_value(blank)?;
+    for (name, figure) in read {
+        // A count field (an integer in the blank) takes the nearest whole number: 13.85 µs
+        // read and scaled to ns is 13850.000000000002. Elsewhere a whole number is a count
+        // too (an absent field's type is not known), and any other stays a fraction.
+        let pointer = format!("/{}", name.replace('.', "/"));
+        let count = value.pointer(&pointer).is_some_and(|v| v.is_u64());
+        let near = (figure - figure.round()).abs() <= 1e-9 * figure.abs().max(1.0);
+        let number = if (count || near) && *figure >= 0.0 && *figure < 9.0e15 {
+            serde_json::Number::from(figure.round() as u64)
+        } else {
+            serde_json::Number::from_f64(*figure)
+                .with_context(|| format!("figure {name}: {figure} is not a number"))?
+        };
+        let mut at = &mut value;
+        let mut parts = name.split('.').peekable();
+        while let Some(part) = parts.next() {
+            let fields = at.as_object_mut().with_context(|| format!("no figure {name:?}"))?;
+            if parts.peek().is_none() {
+                fields.insert(part.to_string(), serde_json::Value::Number(number.clone()));
+                break;
+            }
+            at = fields.get_mut(part).with_context(|| format!("no figure {name:?}"))?;
+        }
+    }
+    let summary: T = serde_json::from_value(value)
+        .with_context(|| "the figures read do not fit the report".to_string())?;
+    // A name the summary has no field for was dropped on the way in: refused, not lost.
+    let back = serde_json::to_value(&summary)?;
+    for name in read.keys() {
+        let pointer = format!("/{}", name.replace('.', "/"));
+        if back.pointer(&pointer).is_none() {
+            bail!("no figure {name:?} in the report's summary");
+        }
+    }
+    Ok(summary)
+}
+
+#[cfg(test)]
+mod tests {
+    use super::*;
+
+    use wirespeed_model::rules::Protocol;
+
+    /// A spec of `kind`, as a client's report would have.
+    fn spec_of(kind: &str) -> TestSpec {
+        match kind {
+            "bandwidth" => TestSpec::Bandwidth(BandwidthSpec::new("h", Protocol::Tcp)),
+            "latency" => TestSpec::Latency(LatencySpec::new("h", Protocol::Tcp)),
+            other => panic!("a client makes {other}, which has no report yet"),
+        }
+    }
+
+    #[test]
+    fn every_figure_a_client_reads_is_in_its_kinds_summary() {
+        for (name, client) in super::super::defs::all() {
+            for (kind, def) in &client.kind {
+                let made = Made {
+                    client: name,
+                    command: String::new(),
+                    note: "",
+                    spec: spec_of(kind),
+                    figures: def.figures.keys().map(|k| (k.clone(), 1.0)).collect(),
+                    began: std::time::SystemTime::now(),
+                    cpu: (0, 0),
+                    wall_ns: 1,
+                };
+                of(made).unwrap_or_else(|e| panic!("{name} {kind}: {e:#}"));
+            }
+        }
+    }
+
+    #[test]
+    fn counts_become_integers_rates_stay_fractional_and_unknown_names_are_refused() {
+        let read: Read =
+            [("sent_bytes".to_string(), 1250.0), ("received_bps".to_string(), 10.5)].into();
+        let f: Figures = filled(Figures::default(), &read).unwrap();
+        assert_eq!((f.sent_bytes, f.received_bps), (1250, 10.5));
+        // A count takes the nearest whole number; a negative one cannot be held.
+        let near: Read = [("sent_bytes".to_string(), 13.85 * 1e3)].into();
+        assert_eq!(filled(Figures::default(), &near).unwrap().sent_bytes, 13850);
+        let bad: Read = [("sent_bytes".to_string(), -2.5)].into();
+        assert!(filled(Figures::default(), &bad).is_err());
+        let unknown: Read = [("nope".to_string(), 1.0)].into();
+        let e = filled(Figures::default(), &unknown).unwrap_err();
+        assert!(e.to_string().contains("no figure \"nope\""), "{e}");
+        let nested: Read = [("rtt.p50_ns".to_string(), 5.0)].into();
+        let s: LatencyStats =
+            filled(LatencyStats::default(), &[("p50_ns".into(), 5.0)].into()).unwrap();
+        assert_eq!(s.p50_ns, 5);
+        assert!(filled(LatencyStats::default(), &nested).is_err());
+    }
+}
