@@ -363,17 +363,23 @@ fn ethr_as_a_load_says_why_when_it_measured_nothing() {
     assert!(said.contains("not a test this reads"), "{said}");
     // A scenario asking ethr for what it has no flag for is refused when read, by name.
     let dir = tempfile::tempdir().unwrap();
-    let file = dir.path().join("udp.toml");
-    std::fs::write(
-        &file,
-        "[scenario]\nname = \"u\"\n[[system]]\nname = \"ethr\"\nclient = \"ethr\"\nentry = \"127.0.0.1:9\"\n\
-         [[workload]]\nname = \"udp\"\nkind = \"bandwidth\"\nudp = true\n",
-    )
-    .unwrap();
-    let out = common::client(&["bench", file.to_str().unwrap(), "--list"]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{said}");
+    let said = refused_option(dir.path(), "ethr", "udp");
     assert!(said.contains("no equivalent of bandwidth --udp"), "{said}");
+}
+
+/// A scenario whose system's load is `client`'s, with a bandwidth workload setting `option`:
+/// refused when read (`--list`); what it said.
+fn refused_option(dir: &Path, client: &str, option: &str) -> String {
+    let file = dir.join(format!("{client}-{option}.toml"));
+    let scenario = format!(
+        "[scenario]\nname = \"r\"\n[[system]]\nname = \"{client}\"\nclient = \"{client}\"\n\
+         entry = \"127.0.0.1:9\"\n[[workload]]\nname = \"w\"\nkind = \"bandwidth\"\n{option} = true\n"
+    );
+    std::fs::write(&file, scenario).unwrap();
+    let out = common::client(&["bench", file.to_str().unwrap(), "--list"]);
+    let said = String::from_utf8_lossy(&out.stderr).to_string();
+    assert!(!out.status.success(), "{said}");
+    said
 }
 
 #[test]
@@ -520,26 +526,20 @@ fn benches_bandwidth_against_iperf3_3_12_and_3_21() {
     assert!(said.contains("failed: unable to connect to server"), "{said}");
     assert!(out.stdout.is_empty());
     // An option iperf3 has no equivalent for is refused when the scenario is read, by name.
-    let file = dir.path().join("bidir.toml");
-    std::fs::write(
-        &file,
-        "[scenario]\nname = \"b\"\n[[system]]\nname = \"iperf3\"\nclient = \"iperf3\"\n\
-         entry = \"127.0.0.1:9\"\n[[workload]]\nname = \"both\"\nkind = \"bandwidth\"\nbidir = true\n",
-    )
-    .unwrap();
-    let out = common::client(&["bench", file.to_str().unwrap(), "--list"]);
-    let said = String::from_utf8_lossy(&out.stderr);
-    assert!(!out.status.success(), "{said}");
+    let said = refused_option(dir.path(), "iperf3", "bidir");
     assert!(said.contains("no equivalent of bandwidth --bidir"), "{said}");
 }
 
-/// wirespeed against sockperf's ping-pong, TCP and UDP, each waiting and spinning: sockperf's
-/// rows are its own client's round trips, made with the flags that match ours.
+/// wirespeed against sockperf's ping-pong, TCP and UDP, waiting and (in their own file, with
+/// a spinning sockperf server) spinning: sockperf's rows are its own client's round trips,
+/// made with the flags that match ours.
 #[test]
 fn benches_latency_against_sockperf() {
-    let (cells, dir) = smoke("benches/latency.toml");
-    assert_eq!(cells.len(), 8, "four workloads, each by two systems");
+    let (waiting, waiting_dir) = smoke("benches/latency.toml");
+    let (spinning, spinning_dir) = smoke("benches/latency-busy-poll.toml");
+    assert_eq!((waiting.len(), spinning.len()), (4, 4), "two workloads, each by two systems");
     for workload in ["tcp", "tcp-busy-poll", "udp", "udp-busy-poll"] {
+        let dir = if workload.ends_with("busy-poll") { &spinning_dir } else { &waiting_dir };
         let report = run_report(dir.path(), &format!("sockperf_{workload}_r1"));
         assert_eq!(report["kind"], "latency", "{workload}");
         let notes = report["meta"]["notes"].to_string();
@@ -563,7 +563,7 @@ fn every_benchmark_is_exercised_here() {
         .filter(|n| n.ends_with(".toml"))
         .collect();
     names.sort();
-    assert_eq!(names, ["bandwidth.toml", "latency.toml"]);
+    assert_eq!(names, ["bandwidth.toml", "latency-busy-poll.toml", "latency.toml"]);
 }
 
 #[test]
