@@ -59,7 +59,8 @@ fn require(made: &Made<'_>, figure: &str) -> Result<()> {
 }
 
 fn bandwidth(spec: BandwidthSpec, made: &Made<'_>) -> Result<BandwidthReport> {
-    require(made, "received_bps")?;
+    // A packet-rate run is judged by its datagrams; any other by the bytes received.
+    require(made, if spec.per_packet { "sent_packets" } else { "received_bps" })?;
     let flow = if spec.direction.client_sends() { Flow::Upload } else { Flow::Download };
     let blank = BandwidthSummary {
         primary: FlowSummary {
@@ -82,8 +83,26 @@ fn bandwidth(spec: BandwidthSpec, made: &Made<'_>) -> Result<BandwidthReport> {
         latency: None,
         udp_latency: None,
     };
-    let summary = filled(blank, &made.figures)?;
+    let mut summary = filled(blank, &made.figures)?;
+    with_packet_rates(&mut summary.primary);
     Ok(BandwidthReport { spec, intervals: Vec::new(), summary })
+}
+
+/// The datagram figures a client's counts give where it printed no rate: those received are
+/// those sent less those lost, and each rate is its count over the measured time.
+fn with_packet_rates(flow: &mut FlowSummary) {
+    let t = &mut flow.total;
+    if t.received_packets.is_none() {
+        if let (Some(sent), Some(lost)) = (t.sent_packets, t.lost_packets) {
+            t.received_packets = Some(sent.saturating_sub(lost));
+        }
+    }
+    let seconds = flow.duration_ns as f64 / 1e9;
+    if seconds > 0.0 {
+        let rate = |n: Option<u64>| n.map(|n| n as f64 / seconds);
+        t.sent_pps = t.sent_pps.or(rate(t.sent_packets));
+        t.received_pps = t.received_pps.or(rate(t.received_packets));
+    }
 }
 
 fn latency(spec: LatencySpec, made: &Made<'_>) -> Result<LatencyReport> {
@@ -163,6 +182,11 @@ mod tests {
     fn spec_of(kind: &str) -> TestSpec {
         match kind {
             "bandwidth" => TestSpec::Bandwidth(BandwidthSpec::new("h", Protocol::Tcp)),
+            "pps" => {
+                let mut spec = BandwidthSpec::new("h", Protocol::Udp);
+                spec.per_packet = true;
+                TestSpec::Bandwidth(spec)
+            }
             "latency" => TestSpec::Latency(LatencySpec::new("h", Protocol::Tcp)),
             other => panic!("a client makes {other}, which has no report yet"),
         }
@@ -185,6 +209,33 @@ mod tests {
                 of(made).unwrap_or_else(|e| panic!("{name} {kind}: {e:#}"));
             }
         }
+    }
+
+    #[test]
+    fn datagrams_received_and_each_rate_come_from_the_counts_where_not_printed() {
+        let mut spec = BandwidthSpec::new("h", Protocol::Udp);
+        spec.per_packet = true;
+        let made = Made {
+            client: "iperf3",
+            command: String::new(),
+            note: "",
+            spec: TestSpec::Bandwidth(spec),
+            figures: [
+                ("sent_packets".to_string(), 1000.0),
+                ("lost_packets".to_string(), 100.0),
+                ("duration_ns".to_string(), 2e9),
+            ]
+            .into(),
+            began: std::time::SystemTime::now(),
+            cpu: (0, 0),
+            wall_ns: 1,
+        };
+        let ReportBody::Bandwidth(r) = of(made).unwrap().body else { panic!("not bandwidth") };
+        let t = &r.summary.primary.total;
+        assert_eq!(
+            (t.received_packets, t.sent_pps, t.received_pps),
+            (Some(900), Some(500.0), Some(450.0))
+        );
     }
 
     #[test]

@@ -555,6 +555,28 @@ fn benches_latency_against_sockperf() {
     }
 }
 
+/// wirespeed's pps against iperf3's UDP client unlimited: iperf3's rows are datagrams
+/// received per second, from its own counts (sent less lost).
+#[test]
+fn benches_pps_against_iperf3() {
+    let (cells, dir) = smoke("benches/pps.toml");
+    assert_eq!(cells.len(), 3, "one workload, by three systems");
+    for system in ["iperf3-3.12", "iperf3-3.21"] {
+        let report = run_report(dir.path(), &format!("{system}_udp-64_r1"));
+        assert_eq!(report["spec"]["per_packet"], true, "{report}");
+        assert_eq!(report["spec"]["length"], 64, "{report}");
+        let notes = report["meta"]["notes"].to_string();
+        assert!(notes.contains("-u -b 0") && notes.contains("-l 64"), "{notes}");
+        let summary = &report["summary"];
+        let (sent, received) = (
+            summary["sent_packets"].as_u64().unwrap(),
+            summary["received_packets"].as_u64().unwrap(),
+        );
+        assert!(received > 0 && received <= sent, "{summary}");
+        assert!(summary["received_pps"].as_f64().unwrap() > 0.0, "{summary}");
+    }
+}
+
 #[test]
 fn every_benchmark_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example("benches/"))
@@ -563,7 +585,7 @@ fn every_benchmark_is_exercised_here() {
         .filter(|n| n.ends_with(".toml"))
         .collect();
     names.sort();
-    assert_eq!(names, ["bandwidth.toml", "latency-busy-poll.toml", "latency.toml"]);
+    assert_eq!(names, ["bandwidth.toml", "latency-busy-poll.toml", "latency.toml", "pps.toml"]);
 }
 
 #[test]
