@@ -386,7 +386,8 @@ pub(super) async fn open<P: Protocol>(
     // out are abandoned, as a closed run's are.
     let mut finish_by = None;
     while !inflight.is_empty() {
-        if ctx.stop.load(Relaxed) {
+        let stopped = ctx.stop.load(Relaxed);
+        if stopped {
             let by =
                 *finish_by.get_or_insert_with(|| Instant::now() + FINISH_GRACE.min(ctx.timeout));
             waiting.retain(|d| d.waiting());
@@ -394,28 +395,36 @@ pub(super) async fn open<P: Protocol>(
                 break;
             }
         }
+        // Finishing, the last requests' going out is looked for every millisecond; until the
+        // stop, a look every 10 ms is enough to see it come.
+        let look = Duration::from_millis(if stopped { 1 } else { 10 });
         tokio::select! {
             _ = inflight.join_next() => {}
-            _ = tokio::time::sleep(Duration::from_millis(1)) => {}
+            _ = tokio::time::sleep(look) => {}
         }
     }
     for due in waiting.iter().filter(|d| d.settle(Due::GIVEN_UP)) {
-        dropped(&ctx, &counts[0], due.scheduled);
+        unsent(&ctx, &counts[0], due.scheduled, (Cause::Dropped, None));
     }
     for c in &counts {
         c.done.store(true, Relaxed);
     }
 }
 
-/// Counts (and records) a request that fell due before the stop and was not out by the end
-/// of the grace.
-fn dropped<P>(ctx: &Ctx<P>, c: &ShardCounts, scheduled: Instant) {
+/// Counts (and records) a request due at `scheduled` that never went out: its connection
+/// could not be opened, or the stopped step gave up on it after the grace.
+fn unsent<P>(
+    ctx: &Ctx<P>,
+    c: &ShardCounts,
+    scheduled: Instant,
+    (cause, detail): (Cause, Option<String>),
+) {
     if let Some(sink) = &ctx.results {
         let i = ctx.next_request();
         let out = ctx.set.requests[i].body.len() as u64;
-        sink.emit(i, scheduled, scheduled.elapsed(), 0, (out, 0), Some(Cause::Dropped.name()));
+        sink.emit(i, scheduled, scheduled.elapsed(), 0, (out, 0), Some(cause.name()));
     }
-    c.fail(Cause::Dropped, None);
+    c.fail(cause, detail);
 }
 
 /// Opens connection `index`; a failure is counted (and recorded) against the request that
@@ -433,12 +442,7 @@ async fn connect<P: Protocol>(
         Ok(Err(failure)) => failure,
         Err(_) => (Cause::ConnectTimeout, None),
     };
-    if let Some(sink) = &ctx.results {
-        let i = ctx.next_request();
-        let out = ctx.set.requests[i].body.len() as u64;
-        sink.emit(i, scheduled, scheduled.elapsed(), 0, (out, 0), Some(cause.name()));
-    }
-    c.fail(cause, detail);
+    unsent(ctx, c, scheduled, (cause, detail));
     None
 }
 
