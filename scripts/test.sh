@@ -104,6 +104,10 @@ need_apt=()
 command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
 # The peer the latency benchmark scenario (benches/latency.toml) runs beside wirespeed.
 command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
+# The HTTP clients the HTTP benchmark scenarios (benches/http*.toml) run beside wirespeed's:
+# wrk, and nghttp2's h2load.
+command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
+command -v h2load >/dev/null 2>&1 || need_apt+=(nghttp2-client)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
 # ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).
@@ -187,6 +191,9 @@ fi
 # rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
 # 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
 command -v rathole >/dev/null 2>&1 || background "rathole" cargo install rathole --version 0.5.0 --quiet
+# oha: the third HTTP client of benches/http*.toml (HTTP/1.1 and HTTP/2, its JSON summary).
+command -v oha >/dev/null 2>&1 \
+  || background "oha" env CARGO_PROFILE_RELEASE_DEBUG=0 cargo install oha --version 1.16.0 --locked --quiet
 # Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
 # web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
 # defaults reach Cloudflare).

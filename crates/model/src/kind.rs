@@ -105,6 +105,20 @@ pub trait KindReport {
     fn ports_exhausted(&self) -> u64 {
         0
     }
+    /// The work the load did, counted in the unit a client's CPU is judged per (requests
+    /// answered, round trips, gigabytes received), where the kind has one.
+    fn work(&self) -> Option<Work> {
+        None
+    }
+}
+
+/// A run's work: how many of what.
+#[derive(Debug, Clone, Copy, PartialEq)]
+pub struct Work {
+    /// How many.
+    pub count: f64,
+    /// Of what, singular (`request`, `GB`).
+    pub unit: &'static str,
 }
 
 #[cfg(test)]

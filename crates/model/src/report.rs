@@ -157,6 +157,14 @@ impl Report {
     pub fn histogram(&self) -> Option<&[HistogramBucket]> {
         self.body.as_kind().histogram()
     }
+
+    /// The load's CPU seconds per unit of its work (per request, per GB received), where the
+    /// load was a process of its own and did some work.
+    pub fn load_cpu_per_unit(&self) -> Option<(f64, &'static str)> {
+        let cpu = self.meta.load_cpu?;
+        let work = self.body.as_kind().work()?;
+        (work.count > 0.0).then(|| (cpu.seconds() / work.count, work.unit))
+    }
 }
 
 /// Facts about a run that are not measurements.
@@ -200,4 +208,27 @@ pub struct Meta {
     /// its ports, and the findings in plain words.
     #[serde(default, skip_serializing_if = "Option::is_none")]
     pub diagnosis: Option<crate::diagnosis::Diagnosis>,
+    /// The CPU the load's process used, from the kernel, where the load was a process of its
+    /// own (a test run as its own command, or another tool's client): what a unit of work
+    /// cost the client. Absent when the load shared its process (a study's in-process load).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub load_cpu: Option<LoadCpu>,
+}
+
+/// A load process's CPU time over its run.
+#[derive(Debug, Clone, Copy, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+pub struct LoadCpu {
+    /// User-mode CPU, nanoseconds.
+    pub user_ns: u64,
+    /// Kernel-mode CPU, nanoseconds.
+    pub system_ns: u64,
+    /// Wall time it was watched over, nanoseconds.
+    pub wall_ns: u64,
+}
+
+impl LoadCpu {
+    /// User and kernel CPU, seconds.
+    pub fn seconds(&self) -> f64 {
+        (self.user_ns + self.system_ns) as f64 / 1e9
+    }
 }

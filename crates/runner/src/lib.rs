@@ -9,6 +9,7 @@
 //! shared database's barrier) and what its report records for `wirespeed merge`.
 
 pub mod check;
+pub mod cpus;
 pub mod execute;
 pub mod load;
 pub mod matrix;

@@ -5,6 +5,7 @@
 use std::collections::{BTreeMap, BTreeSet};
 
 use crate::check::Rule;
+use crate::cpus::CpuSet;
 use crate::matrix::{self, Plan, PlanError};
 use crate::scenario::{Entry, FixtureKind, HostsMode, Scenario, System, Workload};
 use crate::template::{self, FixturePart, Placeholder};
@@ -311,6 +312,9 @@ fn check(s: &Scenario, kinds: &[&str]) -> Result<(), (String, String)> {
         check_system(system, &s.workload)?;
     }
     for w in &s.workload {
+        if let Some(Err(e)) = w.cpus.as_deref().map(CpuSet::parse) {
+            return Err((w.name.clone(), format!("workload {:?}: {e}", w.name)));
+        }
         if !kinds.contains(&w.kind.as_str()) {
             return Err((
                 w.name.clone(),
@@ -382,6 +386,9 @@ fn check_system(system: &System, workloads: &[Workload]) -> Result<(), (String, 
         }
         if p.cmd.split_whitespace().next().is_none() {
             return Err(named(format!("{:?}: empty cmd", p.role)));
+        }
+        if let Some(Err(e)) = p.cpus.as_deref().map(CpuSet::parse) {
+            return Err(named(format!("{:?}: {e}", p.role)));
         }
     }
     if let Some(v) = &system.version {

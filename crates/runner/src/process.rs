@@ -10,6 +10,8 @@ use std::path::{Path, PathBuf};
 use std::process::{Child, Command, ExitStatus, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::cpus::CpuSet;
+
 /// How long a stopped group has between SIGTERM and SIGKILL.
 pub const STOP_GRACE: Duration = Duration::from_secs(3);
 
@@ -37,6 +39,14 @@ pub enum SpawnError {
         /// The role.
         role: String,
     },
+    /// Its `cpus` cannot be had here.
+    #[error("{role}: {why}")]
+    Cpus {
+        /// The role.
+        role: String,
+        /// Why.
+        why: String,
+    },
     /// The program could not be run.
     #[error("{role}: cannot run {program}: {source}")]
     Exec {
@@ -50,12 +60,13 @@ pub enum SpawnError {
 }
 
 /// Starts `words` as `role` in `dir`, with `env` added, output to `dir/ROLE.log`, in a new
-/// process group.
+/// process group, on `cpus` when given.
 pub fn spawn(
     role: &str,
     words: &[String],
     env: &BTreeMap<String, String>,
     dir: &Path,
+    cpus: Option<&CpuSet>,
 ) -> Result<Started, SpawnError> {
     let (program, args) =
         words.split_first().ok_or_else(|| SpawnError::Empty { role: role.into() })?;
@@ -63,7 +74,12 @@ pub fn spawn(
     let log = dir.join(format!("{role}.log"));
     let out = File::create(&log).map_err(exec)?;
     let err = out.try_clone().map_err(exec)?;
-    let child = Command::new(program)
+    let mut command = Command::new(program);
+    if let Some(cpus) = cpus {
+        cpus.check_available().map_err(|why| SpawnError::Cpus { role: role.into(), why })?;
+        cpus.apply(&mut command);
+    }
+    let child = command
         .args(args)
         .envs(env)
         .current_dir(dir)
@@ -203,6 +219,7 @@ mod tests {
             &words("sh -c 'trap \"\" TERM; (trap \"\" TERM; sleep 60) & echo started; wait'"),
             &BTreeMap::new(),
             dir.path(),
+            None,
         )
         .unwrap();
         let t0 = Instant::now();
@@ -223,8 +240,9 @@ mod tests {
     #[test]
     fn missing_programs_are_said_and_found_ones_are_found() {
         let dir = tempfile::tempdir().unwrap();
-        let err = spawn("client", &words("no-such-program-here --x"), &BTreeMap::new(), dir.path())
-            .unwrap_err();
+        let err =
+            spawn("client", &words("no-such-program-here --x"), &BTreeMap::new(), dir.path(), None)
+                .unwrap_err();
         assert!(err.to_string().starts_with("client: cannot run no-such-program-here"), "{err}");
         assert!(which("sh").is_some());
         assert!(which("no-such-program-here").is_none());

@@ -21,6 +21,7 @@ use std::time::{Duration, Instant};
 
 use serde::{Deserialize, Serialize};
 
+use crate::cpus::CpuSet;
 use crate::process::{self, STOP_GRACE};
 use crate::ready::{self, Probe};
 use crate::sample::{self, Sample, Wanted};
@@ -50,6 +51,9 @@ pub struct RoleSpec {
     /// CPU time in the samples.
     #[serde(default)]
     pub cpu: bool,
+    /// The CPUs it runs on (`"1"`, `"0-1"`); none: any.
+    #[serde(default)]
+    pub cpus: Option<String>,
     /// Started in the background (by an Ansible playbook): standard input is not watched,
     /// `ROLE.role.pid` in `dir` holds this process's pid (a SIGTERM to it stops the role),
     /// and is removed when the role has stopped.
@@ -135,7 +139,15 @@ pub fn run(spec: &RoleSpec, stop: &AtomicBool) -> i32 {
 
 /// Starts, probes and samples the role until `stop` or `closed`, or until it exits.
 fn supervise(spec: &RoleSpec, stop: &AtomicBool, closed: &AtomicBool) -> i32 {
-    let mut proc = match process::spawn(&spec.role, &spec.argv, &spec.env, &spec.dir) {
+    let cpus = match spec.cpus.as_deref().map(CpuSet::parse).transpose() {
+        Ok(cpus) => cpus,
+        Err(why) => {
+            say(&RoleEvent::NotReady { why });
+            return 1;
+        }
+    };
+    let mut proc = match process::spawn(&spec.role, &spec.argv, &spec.env, &spec.dir, cpus.as_ref())
+    {
         Ok(p) => p,
         Err(e) => {
             say(&RoleEvent::NotReady { why: e.to_string() });

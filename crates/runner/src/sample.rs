@@ -192,10 +192,11 @@ while True: sum(range(10000))'"#,
             ),
             &BTreeMap::new(),
             dir.path(),
+            None,
         )
         .unwrap();
         let small =
-            crate::process::spawn("small", &words("sleep 30"), &BTreeMap::new(), dir.path())
+            crate::process::spawn("small", &words("sleep 30"), &BTreeMap::new(), dir.path(), None)
                 .unwrap();
         // Sampled once "big" holds its memory: on a loaded machine Python takes more than the
         // sampling window to start and allocate, and a fixed wait read it before it had.

@@ -401,6 +401,11 @@ pub struct Process {
     /// The host it runs on (default: this machine).
     #[serde(default)]
     pub host: Option<String>,
+    /// The CPUs it (and whatever it starts) runs on, as `taskset -c` writes them (`"1"`,
+    /// `"0-1"`, `"0,2"`); default: any. A server pinned apart from the load makes its CPU the
+    /// ceiling, so the load's CPU per unit of work tells clients apart.
+    #[serde(default)]
+    pub cpus: Option<String>,
 }
 
 /// Another tool's client a system's load is made with.
@@ -564,6 +569,11 @@ pub struct Workload {
     /// workload's runs are skipped, not failed.
     #[serde(default)]
     pub requires: Vec<String>,
+    /// The CPUs the load runs on, as `taskset -c` writes them (`"0"`); default: any. A pinned
+    /// load runs as a process of its own (this program's test, or another tool's client), so
+    /// that only it is pinned.
+    #[serde(default)]
+    pub cpus: Option<String>,
     /// The test's options.
     #[serde(flatten)]
     #[schemars(with = "BTreeMap<String, serde_json::Value>")]

@@ -25,6 +25,7 @@ pub fn run_meta(version: &str, start_wall: SystemTime, remote: Option<SocketAddr
         merged: None,
         links: Vec::new(),
         diagnosis: None,
+        load_cpu: None,
     }
 }
 

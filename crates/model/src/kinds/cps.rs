@@ -347,6 +347,10 @@ impl KindReport for CpsReport {
         non_empty(&self.summary.histogram)
     }
 
+    fn work(&self) -> Option<crate::kind::Work> {
+        Some(crate::kind::Work { count: self.summary.connected as f64, unit: "connection" })
+    }
+
     fn ports_exhausted(&self) -> u64 {
         self.summary.failures.ports_exhausted
     }

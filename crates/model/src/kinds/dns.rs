@@ -485,6 +485,10 @@ impl KindReport for DnsReport {
         load_series("queries/s", Events::Queries, points)
     }
 
+    fn work(&self) -> Option<crate::kind::Work> {
+        Some(crate::kind::Work { count: self.summary.completed as f64, unit: "query" })
+    }
+
     fn histogram(&self) -> Option<&[HistogramBucket]> {
         non_empty(&self.summary.histogram)
     }

@@ -481,6 +481,10 @@ impl KindReport for HttpReport {
         non_empty(&self.summary.histogram)
     }
 
+    fn work(&self) -> Option<crate::kind::Work> {
+        Some(crate::kind::Work { count: self.summary.responses as f64, unit: "request" })
+    }
+
     fn ports_exhausted(&self) -> u64 {
         self.summary.errors.get(PORTS_EXHAUSTED).copied().unwrap_or(0)
     }

@@ -236,6 +236,10 @@ impl KindReport for LatencyReport {
         load_series("messages/s", Events::Messages, points)
     }
 
+    fn work(&self) -> Option<crate::kind::Work> {
+        Some(crate::kind::Work { count: self.summary.received as f64, unit: "round trip" })
+    }
+
     fn histogram(&self) -> Option<&[HistogramBucket]> {
         non_empty(&self.summary.histogram)
     }

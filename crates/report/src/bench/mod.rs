@@ -50,9 +50,17 @@ pub struct BenchCell {
     /// Each role's peak resident memory (bytes): the largest VmHWM sampled in a run (VmRSS when
     /// the peak was not sampled), the median over the finished runs.
     pub memory: Vec<(String, f64)>,
-    /// Each role's CPU time in a run (seconds, user and system), the median over the runs.
+    /// Each role's CPU time in a run (seconds, user and system), the median over the runs;
+    /// `load` is the load's own process, where it ran as one.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub cpu: Vec<(String, f64)>,
+    /// The load's CPU seconds per unit of its work in each finished run that ran it as a
+    /// process of its own (per request, per GB received).
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
+    pub load_cpu_per_unit: Vec<f64>,
+    /// That unit (`request`, `GB`).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub work_unit: Option<String>,
     /// Every number of each finished run's summary, by its path in the report's JSON
     /// (`latency.mean_ns`, `success_ratio`), in repeat order: what `figures.csv` keeps.
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
@@ -363,6 +371,8 @@ mod tests {
             unit: Unit::BitsPerSecond,
             higher_is_better: true,
             p50_ns: vec![],
+            load_cpu_per_unit: vec![],
+            work_unit: None,
             p99_ns: vec![],
             figures: vec![],
             timeline: vec![],
@@ -484,6 +494,8 @@ mod tests {
             higher_is_better: unit != Unit::Nanos,
             values: vec![if unit == Unit::Nanos { p99_ms * 1e5 } else { rate as f64 }],
             p50_ns: vec![p99_ms * 1e5],
+            load_cpu_per_unit: vec![],
+            work_unit: None,
             p99_ns: vec![p99_ms * 1e6],
             planned: 1,
             skipped: 0,

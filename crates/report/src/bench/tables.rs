@@ -51,6 +51,19 @@ fn shown_latency(v: &[f64]) -> String {
     median(v).map_or("-".into(), |ns| figure(ns, Unit::Nanos))
 }
 
+/// The load's median CPU per unit of work (`3.1 µs/request`).
+pub(super) fn shown_load_cpu(c: &BenchCell) -> String {
+    match (median(&c.load_cpu_per_unit), &c.work_unit) {
+        (Some(s), Some(unit)) => format!("{}/{unit}", figure(s * 1e9, Unit::Nanos)),
+        _ => "-".into(),
+    }
+}
+
+/// Whether any cell's load ran as a process of its own, so its CPU per unit is known.
+fn load_cpu_known(cells: &[&BenchCell]) -> bool {
+    cells.iter().any(|c| !c.load_cpu_per_unit.is_empty())
+}
+
 /// Spread, runs, memory and CPU: the columns that say how far a median can be trusted.
 fn particulars(c: &BenchCell) -> [String; 4] {
     let shown = |v: f64| figure(v, c.unit);
@@ -73,6 +86,10 @@ pub(super) fn per_system(cells: &[&BenchCell], baselines: &[&str]) -> Table {
         header.extend([">p50".to_string(), ">p99".into()]);
     }
     header.extend(baselines.iter().map(|b| format!(">% of {b}")));
+    let load_cpu = load_cpu_known(cells);
+    if load_cpu {
+        header.push(">Load CPU".into());
+    }
     header.extend([">Runs".to_string(), "Peak RSS".into(), "CPU".into()]);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let bases: Vec<Option<&BenchCell>> =
@@ -85,6 +102,9 @@ pub(super) fn per_system(cells: &[&BenchCell], baselines: &[&str]) -> Table {
             row.extend([shown_latency(&c.p50_ns), shown_latency(&c.p99_ns)]);
         }
         row.extend(bases.iter().map(|b| shown_percent(c, *b)));
+        if load_cpu {
+            row.push(shown_load_cpu(c));
+        }
         row.extend([runs, memory, cpu]);
         t.push(row);
     }

@@ -141,6 +141,7 @@ fn play(
         sample_ms: (!s.sample.metrics.is_empty()).then_some(sample_ms),
         memory: wanted.memory,
         cpu: wanted.cpu,
+        cpus: r.cpus.clone(),
         detached: true,
     };
     let fixture_host = |f: &Fixture| f.host.clone();

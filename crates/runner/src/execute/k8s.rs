@@ -106,6 +106,13 @@ pub fn write(
     options: &K8sOptions<'_>,
     dir: &Path,
 ) -> Result<()> {
+    let s = &loaded.scenario;
+    let pinned = s.system.iter().flat_map(|sys| &sys.process).any(|p| p.cpus.is_some())
+        || s.workload.iter().any(|w| w.cpus.is_some());
+    if pinned {
+        // A Pod's CPUs are the kubelet's to place (its CPU manager), not ours.
+        anyhow::bail!("cpus: not with --k8s, where the kubelet places each Pod's CPUs");
+    }
     std::fs::create_dir_all(dir).with_context(|| format!("creating {}", dir.display()))?;
     let mut script = String::from(RUN_SH);
     for (n, run) in loaded.plan.runs.iter().enumerate() {

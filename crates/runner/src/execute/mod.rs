@@ -37,6 +37,7 @@ use self::placement::{Placement, RoleProcess};
 use self::plan::{CellPlan, Layout};
 use self::ssh::{HostState, Ssh};
 use self::system::Bindings;
+use crate::cpus::CpuSet;
 use crate::matrix::{Plan, Run};
 use crate::sample::{Sample, Sampler, Wanted};
 use crate::scenario::{ClientChoice, Fixture, HostsMode, Scenario};
@@ -486,11 +487,13 @@ impl<W: Workloads> One<'_, W> {
         let s = &self.loaded.scenario;
         let w = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
         let host = w.host.as_deref();
-        if !placement.elsewhere(host) {
+        let cpus = w.cpus.as_deref().map(CpuSet::parse).transpose().map_err(anyhow::Error::msg)?;
+        if !placement.elsewhere(host) && cpus.is_none() {
             return self.workloads.run(line, cancel).await;
         }
+        // Placed elsewhere, or pinned: a process of its own, so that only the load is pinned.
         let program = self.workloads.program();
-        placement::run_there(placement, host, program.as_deref(), line, cancel).await
+        placement::run_there(placement, host, program.as_deref(), line, cpus.as_ref(), cancel).await
     }
 }
 

@@ -20,11 +20,12 @@ use super::error::RunError;
 use super::fixtures::zone_file;
 use super::plan::{CellPlan, PlannedRole};
 use super::ssh::{RemoteRole, Ssh};
+use crate::cpus::CpuSet;
 use crate::process::{self, Started, STOP_GRACE};
 use crate::ready::{self, Probe};
 use crate::role::RoleSpec;
 use crate::sample::{Sample, Wanted};
-use crate::scenario::{Fixture, FixtureKind, Ready, Scenario};
+use crate::scenario::{Fixture, FixtureKind, Scenario};
 
 /// What the hosts of a run are.
 enum Hosts<'a> {
@@ -196,15 +197,11 @@ impl<'a> Placement<'a> {
     /// Starts `argv` as `role` on `host`, with its logs in `dir` (this machine's run
     /// directory), and waits for `ready`; the label its samples carry is `role@host` when it
     /// is placed.
-    pub(crate) fn start(
-        &self,
-        role: &str,
-        host: Option<&str>,
-        argv: &[String],
-        env: &BTreeMap<String, String>,
-        dir: &Path,
-        ready: Option<Ready>,
-    ) -> Result<RoleProcess, RunError> {
+    pub(crate) fn start(&self, planned: &PlannedRole, dir: &Path) -> Result<RoleProcess, RunError> {
+        let PlannedRole { role, argv, env, .. } = planned;
+        let (role, host, ready) = (role.as_str(), planned.host.as_deref(), planned.ready.clone());
+        let cpus = planned.cpus.as_deref().map(CpuSet::parse).transpose();
+        let cpus = cpus.map_err(RunError::Scenario)?;
         let probe = match &ready {
             Some(r) => Some(Probe::from_ready(r)?),
             None => None,
@@ -223,6 +220,7 @@ impl<'a> Placement<'a> {
                 sample_ms,
                 memory: wanted.memory,
                 cpu: wanted.cpu,
+                cpus: planned.cpus.clone(),
                 detached: false,
             };
             let timeout = probe.map_or(ready::DEFAULT_TIMEOUT, |(_, t)| t);
@@ -232,7 +230,7 @@ impl<'a> Placement<'a> {
         }
         let mut words = self.prefix(host);
         words.extend_from_slice(argv);
-        let spawned = process::spawn(role, &words, env, dir);
+        let spawned = process::spawn(role, &words, env, dir, cpus.as_ref());
         let mut proc = spawned.map_err(|e| RunError::NotStarted(e.to_string()))?;
         if self.elsewhere(host) {
             proc.role = format!("{role}@{}", host.unwrap_or_default());
@@ -291,14 +289,7 @@ impl<'a> Placement<'a> {
         roles: &[PlannedRole],
         dir: &Path,
     ) -> Result<Vec<RoleProcess>, RunError> {
-        roles
-            .iter()
-            .map(|r| {
-                let host = r.host.as_deref();
-                let started = self.start(&r.role, host, &r.argv, &r.env, dir, r.ready.clone());
-                started.map_err(|e| e.of(&r.role))
-            })
-            .collect()
+        roles.iter().map(|r| self.start(r, dir).map_err(|e| e.of(&r.role))).collect()
     }
 }
 
@@ -348,6 +339,7 @@ pub(crate) async fn run_there(
     host: Option<&str>,
     program: Option<&Path>,
     words: &[String],
+    cpus: Option<&CpuSet>,
     cancel: CancellationToken,
 ) -> Result<Report> {
     // `--format json` right after the subcommand: a peer's words (`peer -- ethr …`) end in
@@ -361,6 +353,9 @@ pub(crate) async fn run_there(
         .chain(words.iter().skip(2).cloned());
     let ssh = placement.ssh_host(host);
     let command = match ssh {
+        Some(_) if cpus.is_some() => {
+            bail!("cpus: a load on an ssh host is not pinned yet (pin its processes instead)")
+        }
         Some(ssh) => {
             let mut remote = vec![ssh.program.clone(), "role".into(), "--load".into(), "--".into()];
             remote.push(ssh.program.clone());
@@ -374,6 +369,10 @@ pub(crate) async fn run_there(
             argv.extend(test_words);
             let mut c = std::process::Command::new(&argv[0]);
             c.args(&argv[1..]);
+            if let Some(cpus) = cpus {
+                cpus.check_available().map_err(anyhow::Error::msg)?;
+                cpus.apply(&mut c);
+            }
             c
         }
     };

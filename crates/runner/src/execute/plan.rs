@@ -49,6 +49,8 @@ pub(crate) struct PlannedRole {
     pub ready: Option<Ready>,
     /// A fixture's service port.
     pub port: Option<u16>,
+    /// The CPUs it runs on (`"1"`, `"0-1"`); none: any.
+    pub cpus: Option<String>,
 }
 
 /// A DNS fixture's zone, which goes with it: the hosts cannot read this machine's files.
@@ -135,6 +137,7 @@ pub(crate) fn plan(
             env: BTreeMap::new(),
             ready: Some(ready),
             port: Some(port),
+            cpus: None,
         });
     }
     let b = Bindings::allocate(
@@ -158,6 +161,7 @@ pub(crate) fn plan(
                 env: r.env,
                 ready: r.ready,
                 port: None,
+                cpus: p.cpus.clone(),
             })
         })
         .collect::<Result<Vec<_>, RunError>>()?;

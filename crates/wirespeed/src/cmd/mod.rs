@@ -107,10 +107,66 @@ async fn run_test(test: &dyn TestArgs) -> Result<u8> {
     run_member(
         test.output(),
         plan,
-        |tx, cancel| wirespeed_engine::kinds::run(client, tx, cancel),
+        |tx, cancel| async move {
+            // This process is the load and nothing else: what it used up to the end event is
+            // the load's cost, in the report printed and the one saved alike.
+            let (inner, mut events) = unbounded_channel();
+            let since = ProcessCpu::now();
+            let stamp = tokio::spawn(async move {
+                let mut used = None;
+                while let Some(mut event) = events.recv().await {
+                    if let Event::End(report) = &mut event {
+                        report.meta.load_cpu = Some(since.used());
+                        used = report.meta.load_cpu;
+                    }
+                    let _ = tx.send(event);
+                }
+                used
+            });
+            let run = wirespeed_engine::kinds::run(client, inner, cancel).await;
+            let used = stamp.await.ok().flatten();
+            run.map(|mut report| {
+                report.meta.load_cpu = used;
+                report
+            })
+        },
         |report| test.judge(report),
     )
     .await
+}
+
+/// This process's CPU (every thread's, the kernel's account) from a point on.
+struct ProcessCpu {
+    user_ns: u64,
+    system_ns: u64,
+    at: std::time::Instant,
+}
+
+impl ProcessCpu {
+    fn now() -> Self {
+        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
+        // SAFETY: usage is a valid out-pointer for getrusage, which fills it on success; on
+        // failure it stays zeroed, which reads as no CPU used.
+        unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
+        // SAFETY: zeroed or filled, it is a valid rusage.
+        let usage = unsafe { usage.assume_init() };
+        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
+        Self {
+            user_ns: ns(usage.ru_utime),
+            system_ns: ns(usage.ru_stime),
+            at: std::time::Instant::now(),
+        }
+    }
+
+    /// What was used since.
+    fn used(&self) -> wirespeed_model::report::LoadCpu {
+        let now = Self::now();
+        wirespeed_model::report::LoadCpu {
+            user_ns: now.user_ns.saturating_sub(self.user_ns),
+            system_ns: now.system_ns.saturating_sub(self.system_ns),
+            wall_ns: now.at.duration_since(self.at).as_nanos() as u64,
+        }
+    }
 }
 
 /// A token cancelled by the first Ctrl-C or SIGTERM. The handlers are in place when this

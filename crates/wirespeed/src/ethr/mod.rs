@@ -309,7 +309,9 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
         _ => "per-second lines",
     };
     output::require(&printed, what)?;
-    Ok(report::of(&ask, &printed, ran.began, ran.cpu))
+    let mut report = report::of(&ask, &printed, ran.began, ran.cpu);
+    report.meta.load_cpu = Some(ran.load_cpu());
+    Ok(report)
 }
 
 #[cfg(test)]

@@ -26,11 +26,19 @@ pub(crate) struct Ran {
     pub cpu: (u64, u64),
     /// When it was started.
     pub began: SystemTime,
+    /// From its start until it was reaped, nanoseconds.
+    pub wall_ns: u64,
     /// Whether it was stopped for outliving `limit`.
     pub overran: bool,
 }
 
 impl Ran {
+    /// What it used, as a report keeps it.
+    pub(crate) fn load_cpu(&self) -> wirespeed_model::report::LoadCpu {
+        let (user_ns, system_ns) = self.cpu;
+        wirespeed_model::report::LoadCpu { user_ns, system_ns, wall_ns: self.wall_ns }
+    }
+
     /// The last line it said (stderr first), for an error message.
     pub(crate) fn last_words(&self) -> &str {
         self.stderr
@@ -49,6 +57,7 @@ pub(crate) async fn run(
     limit: Duration,
 ) -> Result<Ran> {
     let began = SystemTime::now();
+    let started = std::time::Instant::now();
     let child = std::process::Command::new(program)
         .args(args)
         .stdin(Stdio::null())
@@ -79,7 +88,8 @@ pub(crate) async fn run(
     stopper.abort();
     let (status, stdout, stderr, cpu) = outcome??;
     let overran = overran.load(std::sync::atomic::Ordering::Relaxed);
-    Ok(Ran { status, stdout, stderr, cpu, began, overran })
+    let wall_ns = started.elapsed().as_nanos() as u64;
+    Ok(Ran { status, stdout, stderr, cpu, began, wall_ns, overran })
 }
 
 /// The process, and whether it has been reaped: a signal goes only to a pid still ours (once

@@ -85,11 +85,62 @@ pub(crate) struct Reading {
     pub pattern: Option<String>,
     #[serde(default = "one")]
     pub scale: f64,
+    /// The JSON value is an object or list of counts (oha's responses by status): their sum.
+    #[serde(default)]
+    pub sum: bool,
+    /// The unit a pattern's second group gives the number in, as the client prints it
+    /// beside the number (`523.97us`, `22.26MB`), converted before the scale.
+    #[serde(default)]
+    pub unit: Option<UnitWords>,
 }
 
 fn one() -> f64 {
     1.0
 }
+
+/// The units a client writes after its numbers.
+#[derive(Debug, Clone, Copy, PartialEq, Eq, Deserialize)]
+#[serde(rename_all = "kebab-case")]
+pub(crate) enum UnitWords {
+    /// A time (`ns`, `us`, `µs`, `ms`, `s`, `m`, `h`), read as nanoseconds.
+    Time,
+    /// A size in steps of 1024 (`B`, `KB`, `MB`, `GB`, `TB`, as wrk writes them; `KiB` too),
+    /// read as bytes.
+    BinaryBytes,
+}
+
+impl UnitWords {
+    /// What one of `word` is in the figure's own unit (ns, bytes); `None` for a word it
+    /// does not know.
+    pub(crate) fn factor(self, word: &str) -> Option<f64> {
+        let factor = match self {
+            UnitWords::Time => match word {
+                "ns" => 1.0,
+                "us" | "µs" | "μs" => 1e3,
+                "ms" => 1e6,
+                "s" => 1e9,
+                "m" | "min" => 60e9,
+                "h" => 3600e9,
+                _ => return None,
+            },
+            UnitWords::BinaryBytes => {
+                let steps = match word.trim_end_matches("iB").trim_end_matches('B') {
+                    "" => 0,
+                    "K" | "k" => 1,
+                    "M" => 2,
+                    "G" => 3,
+                    "T" => 4,
+                    _ => return None,
+                };
+                1024f64.powi(steps)
+            }
+        };
+        Some(factor)
+    }
+}
+
+/// A pattern over a client's text, and the unit its second group gives.
+pub(crate) type TextAt<'a> = (&'a str, Option<UnitWords>);
 
 /// One pointer or several.
 #[derive(Debug, Clone, Deserialize)]
@@ -100,8 +151,8 @@ pub(crate) enum Pointers {
 }
 
 impl FigureAt {
-    /// The JSON pointers to try, in order; the pattern; and the scale.
-    pub(crate) fn parts(&self) -> (Vec<&str>, Option<&str>, f64) {
+    /// The JSON pointers to try, in order; the pattern and its unit; and the scale.
+    pub(crate) fn parts(&self) -> (Vec<&str>, Option<TextAt<'_>>, f64) {
         match self {
             FigureAt::Pointer(p) => (vec![p.as_str()], None, 1.0),
             FigureAt::Pointers(many) => (many.iter().map(String::as_str).collect(), None, 1.0),
@@ -111,9 +162,14 @@ impl FigureAt {
                     Some(Pointers::One(one)) => vec![one.as_str()],
                     Some(Pointers::Many(many)) => many.iter().map(String::as_str).collect(),
                 };
-                (pointers, r.pattern.as_deref(), r.scale)
+                (pointers, r.pattern.as_deref().map(|p| (p, r.unit)), r.scale)
             }
         }
+    }
+
+    /// Whether the JSON value is a collection of counts to add up.
+    pub(crate) fn sums(&self) -> bool {
+        matches!(self, FigureAt::Read(r) if r.sum)
     }
 }
 
@@ -155,10 +211,16 @@ impl KindDef {
         entry: &str,
         options: &BTreeMap<String, toml::Value>,
     ) -> Result<Vec<String>> {
-        let (host, port) = split_entry(entry)
-            .with_context(|| format!("{name}: entry {entry:?}: expected HOST:PORT"))?;
+        // An HTTP workload's entry may be its URL; its HOST:PORT is then the URL's.
+        let tls = options.get("h3") == Some(&toml::Value::Boolean(true));
+        let (url, authority) = url_of(entry, tls);
+        let (host, port) = split_entry(&authority)
+            .with_context(|| format!("{name}: entry {entry:?}: expected HOST:PORT or a URL"))?;
         let fill = |word: &str| {
-            word.replace("{host}", host).replace("{port}", port).replace("{entry}", entry)
+            word.replace("{host}", host)
+                .replace("{port}", port)
+                .replace("{entry}", &authority)
+                .replace("{url}", &url)
         };
         let mut words: Vec<String> = self.words.iter().map(|w| fill(w)).collect();
         for (key, default) in &self.defaults {
@@ -213,6 +275,22 @@ fn value_word(word: &str, value: &str) -> Result<String> {
         word.replace("{}", value)
     };
     Ok(filled)
+}
+
+/// The URL an HTTP test of `entry` loads (as our own command line makes it: the entry
+/// itself when it is a URL, else its root over http, or https for HTTP/3) and its HOST:PORT
+/// (the default port of its scheme where it names none).
+fn url_of(entry: &str, tls: bool) -> (String, String) {
+    let Some((scheme, rest)) = entry.split_once("://") else {
+        let scheme = if tls { "https" } else { "http" };
+        return (format!("{scheme}://{entry}/"), entry.to_string());
+    };
+    let authority = rest.split('/').next().unwrap_or(rest);
+    if split_entry(authority).is_some() {
+        return (entry.to_string(), authority.to_string());
+    }
+    let port = if scheme == "https" { 443 } else { 80 };
+    (entry.to_string(), format!("{authority}:{port}"))
 }
 
 /// `HOST:PORT` or `[V6]:PORT` as host and port.

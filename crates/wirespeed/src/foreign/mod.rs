@@ -15,7 +15,7 @@ mod figures;
 mod report;
 
 use std::collections::BTreeMap;
-use std::time::{Duration, Instant};
+use std::time::Duration;
 
 use anyhow::{bail, Context, Result};
 use tokio_util::sync::CancellationToken;
@@ -89,9 +89,7 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
     let spec = crate::cmd::bench_workload_spec(&like)?;
     let command = argv.join(" ");
     let planned = Duration::from_nanos(spec.planned_ns().unwrap_or(0));
-    let started = Instant::now();
     let ran = child::run(&argv[0], &argv[1..], cancel.clone(), planned + OVERRUN).await?;
-    let wall_ns = started.elapsed().as_nanos() as u64;
     if ran.overran {
         bail!("{command} did not end within {:?} of its planned time: stopped", OVERRUN);
     }
@@ -116,8 +114,7 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
         spec,
         figures,
         began: ran.began,
-        cpu: ran.cpu,
-        wall_ns,
+        cpu: ran.load_cpu(),
     })
 }
 

@@ -16,7 +16,9 @@ use wirespeed_model::histogram::LatencyStats;
 use wirespeed_model::kinds::bandwidth::{
     BandwidthReport, BandwidthSpec, BandwidthSummary, CpuUsage, Figures, FlowSummary,
 };
+use wirespeed_model::kinds::http::{HttpReport, HttpSpec, HttpSummary};
 use wirespeed_model::kinds::latency::{LatencyReport, LatencySpec, LatencySummary};
+use wirespeed_model::report::LoadCpu;
 use wirespeed_model::{Report, ReportBody, TestSpec};
 
 /// The figures read from a client's output, by their names in the report's summary.
@@ -32,9 +34,8 @@ pub(crate) struct Made<'a> {
     pub spec: TestSpec,
     pub figures: Read,
     pub began: std::time::SystemTime,
-    /// Its user and system CPU, nanoseconds, and its wall time.
-    pub cpu: (u64, u64),
-    pub wall_ns: u64,
+    /// Its user and system CPU, and its wall time.
+    pub cpu: LoadCpu,
 }
 
 /// The report of a client's run.
@@ -42,9 +43,11 @@ pub(crate) fn of(made: Made<'_>) -> Result<Report> {
     let mut meta = wirespeed_engine::run_meta(env!("CARGO_PKG_VERSION"), made.began, None);
     meta.notes.push(format!("load made by {}'s client ({})", made.client, made.command));
     meta.notes.push(made.note.to_string());
+    meta.load_cpu = Some(made.cpu);
     let body = match &made.spec {
         TestSpec::Bandwidth(spec) => ReportBody::Bandwidth(bandwidth(spec.clone(), &made)?),
         TestSpec::Latency(spec) => ReportBody::Latency(latency(spec.clone(), &made)?),
+        TestSpec::Http(spec) => ReportBody::Http(http((**spec).clone(), &made)?),
         other => bail!("{}'s client: no report of a {} test yet", made.client, other.kind()),
     };
     Ok(Report { body, meta })
@@ -73,7 +76,7 @@ fn bandwidth(spec: BandwidthSpec, made: &Made<'_>) -> Result<BandwidthReport> {
             streams: Vec::new(),
         },
         reverse: None,
-        client_cpu: CpuUsage::from_nanos(made.cpu.0, made.cpu.1, made.wall_ns),
+        client_cpu: CpuUsage::from_nanos(made.cpu.user_ns, made.cpu.system_ns, made.cpu.wall_ns),
         // Present when the client says what the server used.
         server_cpu: made
             .figures
@@ -128,6 +131,64 @@ fn latency(spec: LatencySpec, made: &Made<'_>) -> Result<LatencyReport> {
         summary.messages_per_second = summary.received as f64 / (summary.duration_ns as f64 / 1e9);
     }
     Ok(LatencyReport { spec, intervals: Vec::new(), summary })
+}
+
+/// A figure an HTTP client prints that the summary holds in another form: responses with a
+/// status other than 2xx or 3xx (wrk's "Non-2xx or 3xx responses"). It gives `succeeded`
+/// and is not kept itself.
+const UNSUCCESSFUL: &str = "unsuccessful";
+
+fn http(spec: HttpSpec, made: &Made<'_>) -> Result<HttpReport> {
+    require(made, "responses")?;
+    let mut read = made.figures.clone();
+    let unsuccessful = read.remove(UNSUCCESSFUL).unwrap_or(0.0) as u64;
+    let blank = HttpSummary {
+        duration_ns: spec.duration_ns,
+        responses: 0,
+        succeeded: 0,
+        success_ratio: 0.0,
+        status: BTreeMap::new(),
+        errors: BTreeMap::new(),
+        requests_per_second: 0.0,
+        bytes_in: 0,
+        bytes_out: 0,
+        connections_opened: 0,
+        latency: LatencyStats::default(),
+        histogram: Vec::new(),
+        target_rate: spec.rates.first().copied(),
+        sent: 0,
+        sent_per_second: 0.0,
+        late: 0,
+        breakdown: Default::default(),
+        early_data: 0,
+        early_data_accepted: 0,
+    };
+    let mut s = filled(blank, &read)?;
+    // What the client did not print but its other figures give.
+    if !read.contains_key("succeeded") {
+        s.succeeded = s.responses.saturating_sub(unsuccessful);
+    }
+    let errors: u64 = s.errors.values().sum();
+    let asked = s.responses + errors;
+    if asked > 0 {
+        s.success_ratio = s.succeeded as f64 / asked as f64;
+    }
+    if s.sent == 0 {
+        s.sent = asked;
+    }
+    if s.latency.count == 0 && read.keys().any(|k| k.starts_with("latency.")) {
+        s.latency.count = s.responses;
+    }
+    let seconds = s.duration_ns as f64 / 1e9;
+    if seconds > 0.0 {
+        if s.requests_per_second == 0.0 {
+            s.requests_per_second = s.responses as f64 / seconds;
+        }
+        if s.sent_per_second == 0.0 {
+            s.sent_per_second = s.sent as f64 / seconds;
+        }
+    }
+    Ok(HttpReport { spec, intervals: Vec::new(), summary: s, steps: Vec::new() })
 }
 
 /// `blank` with each figure of `read` at its dotted name: counts as whole numbers, the rest as
@@ -188,6 +249,7 @@ mod tests {
                 TestSpec::Bandwidth(spec)
             }
             "latency" => TestSpec::Latency(LatencySpec::new("h", Protocol::Tcp)),
+            "http" => TestSpec::Http(Box::new(HttpSpec::new("http://h/"))),
             other => panic!("a client makes {other}, which has no report yet"),
         }
     }
@@ -203,8 +265,7 @@ mod tests {
                     spec: spec_of(kind),
                     figures: def.figures.keys().map(|k| (k.clone(), 1.0)).collect(),
                     began: std::time::SystemTime::now(),
-                    cpu: (0, 0),
-                    wall_ns: 1,
+                    cpu: LoadCpu::default(),
                 };
                 of(made).unwrap_or_else(|e| panic!("{name} {kind}: {e:#}"));
             }
@@ -227,8 +288,7 @@ mod tests {
             ]
             .into(),
             began: std::time::SystemTime::now(),
-            cpu: (0, 0),
-            wall_ns: 1,
+            cpu: LoadCpu::default(),
         };
         let ReportBody::Bandwidth(r) = of(made).unwrap().body else { panic!("not bandwidth") };
         let t = &r.summary.primary.total;

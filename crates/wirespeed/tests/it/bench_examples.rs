@@ -577,6 +577,43 @@ fn benches_pps_against_iperf3() {
     }
 }
 
+/// wirespeed's HTTP client against wrk, oha and h2load, HTTP/1.1 and HTTP/2, each against its
+/// own nginx pinned apart from the load: every client's row is its own figures, made with the
+/// flags that match ours, and every load (ours too) ran as a process of its own, so its CPU per
+/// request is known.
+#[test]
+fn benches_http_against_wrk_oha_and_h2load() {
+    let (h1, h1_dir) = smoke("benches/http.toml");
+    let (h2, h2_dir) = smoke("benches/http2.toml");
+    assert_eq!((h1.len(), h2.len()), (4, 3), "one workload each, by four and three systems");
+    let runs = [
+        (&h1_dir, "wirespeed_h1-32_r1", None),
+        (&h1_dir, "wrk_h1-32_r1", Some("wrk's client (wrk --latency http://127.0.0.1:")),
+        (&h1_dir, "oha_h1-32_r1", Some("oha's client (oha --no-tui --output-format json -w")),
+        (&h1_dir, "h2load_h1-32_r1", Some("--h1")),
+        (&h2_dir, "wirespeed_h2-4x8_r1", None),
+        (&h2_dir, "h2load_h2-4x8_r1", Some("-m 8")),
+        (&h2_dir, "oha_h2-4x8_r1", Some("--http2")),
+    ];
+    for (dir, run, said) in runs {
+        let report = run_report(dir.path(), run);
+        assert_eq!(report["kind"], "http", "{run}");
+        let notes = report["meta"]["notes"].to_string();
+        if let Some(said) = said {
+            assert!(notes.contains(said), "{run}: {notes}");
+            assert!(notes.contains(if run.contains("h1") { "-c 32" } else { "-c 4" }), "{notes}");
+        }
+        let s = &report["summary"];
+        let responses = s["responses"].as_u64().unwrap();
+        assert!(responses > 0 && s["requests_per_second"].as_f64().unwrap() > 0.0, "{run}: {s}");
+        // nginx answers every request with its page.
+        assert_eq!(s["succeeded"].as_u64(), Some(responses), "{run}: {s}");
+        assert!(s["latency"]["mean_ns"].as_f64().unwrap() > 0.0, "{run}: {s}");
+        let load = &report["meta"]["load_cpu"];
+        assert!(load["user_ns"].as_u64().unwrap() + load["system_ns"].as_u64().unwrap() > 0);
+    }
+}
+
 #[test]
 fn every_benchmark_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example("benches/"))
@@ -585,7 +622,17 @@ fn every_benchmark_is_exercised_here() {
         .filter(|n| n.ends_with(".toml"))
         .collect();
     names.sort();
-    assert_eq!(names, ["bandwidth.toml", "latency-busy-poll.toml", "latency.toml", "pps.toml"]);
+    assert_eq!(
+        names,
+        [
+            "bandwidth.toml",
+            "http.toml",
+            "http2.toml",
+            "latency-busy-poll.toml",
+            "latency.toml",
+            "pps.toml"
+        ]
+    );
 }
 
 #[test]

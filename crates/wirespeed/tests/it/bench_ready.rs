@@ -14,7 +14,7 @@ use wirespeed_runner::words::split;
 use crate::common;
 
 fn start(dir: &std::path::Path, role: &str, cmd: &str) -> Started {
-    spawn(role, &split(cmd).unwrap(), &BTreeMap::new(), dir).unwrap()
+    spawn(role, &split(cmd).unwrap(), &BTreeMap::new(), dir, None).unwrap()
 }
 
 fn probe(ready: Ready) -> (Probe, Duration) {

@@ -426,3 +426,78 @@ time = "300ms"
     assert!(skipped.starts_with("skipped"), "{skipped}");
     assert!(skipped.contains("no-such-load-program is not installed"), "{skipped}");
 }
+
+/// The first CPU this process may run on (a container's cpuset need not hold CPU 0).
+fn first_cpu() -> String {
+    let status = std::fs::read_to_string("/proc/self/status").unwrap();
+    let list = status.lines().find_map(|l| l.strip_prefix("Cpus_allowed_list:")).unwrap();
+    list.trim().split([',', '-']).next().unwrap().to_string()
+}
+
+#[test]
+fn pinned_roles_and_loads_run_on_their_cpus_alone() {
+    let cpu = first_cpu();
+    let dir = tempfile::tempdir().unwrap();
+    let file = dir.path().join("s.toml");
+    let scenario = |cpus: &str| {
+        format!(
+            r#"
+[scenario]
+name = "pinned"
+[run]
+repeat = 1
+[[system]]
+name = "ws"
+entry = "127.0.0.1:{{port.srv}}"
+process = [
+  {{ role = "server", cmd = "{bin} server -B 127.0.0.1 -p {{port.srv}}", cpus = "{cpus}", ready = {{ tcp = "{{port.srv}}" }} }},
+  {{ role = "probe", cmd = "sh -c 'grep Cpus_allowed_list /proc/self/status; exec sleep 60'", cpus = "{cpus}", ready = {{ log = "Cpus_allowed_list" }} }},
+]
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "0.5s"
+cpus = "{cpus}"
+"#,
+            bin = common::BIN
+        )
+    };
+    let bench = |text: String, out: &str| {
+        std::fs::write(&file, text).unwrap();
+        let out_dir = dir.path().join(out);
+        let ran = common::client(&[
+            "bench",
+            file.to_str().unwrap(),
+            "--out",
+            out_dir.to_str().unwrap(),
+            "--no-save",
+        ]);
+        (ran, out_dir)
+    };
+    let (out, out_dir) = bench(scenario(&cpu), "pinned");
+    assert_eq!(out.status.code(), Some(0), "{}", String::from_utf8_lossy(&out.stdout));
+    // The role (and what it started) ran on the one CPU it was given.
+    let probe = std::fs::read_to_string(out_dir.join("runs/ws_rtt_r1/probe.log")).unwrap();
+    assert_eq!(probe.trim(), format!("Cpus_allowed_list:\t{cpu}"));
+    // The pinned load ran as a process of its own, whose CPU the report keeps.
+    let report: wirespeed_model::Report = serde_json::from_str(
+        &std::fs::read_to_string(out_dir.join("runs/ws_rtt_r1/report.json")).unwrap(),
+    )
+    .unwrap();
+    let load = report.meta.load_cpu.expect("a pinned load's CPU");
+    assert!(load.user_ns + load.system_ns > 0 && load.wall_ns > 0, "{load:?}");
+    let (per_unit, unit) = report.load_cpu_per_unit().unwrap();
+    assert!(per_unit > 0.0 && unit == "round trip", "{per_unit} {unit}");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("/round trip"), "the table shows the load's CPU per unit: {text}");
+
+    // A CPU this machine does not have fails the run, saying which; a set that is not one is
+    // refused before anything starts.
+    let (out, _) = bench(scenario("1023"), "absent");
+    let text = String::from_utf8_lossy(&out.stdout);
+    assert!(text.contains("CPU 1023 is not one this machine runs us on"), "{text}");
+    let (out, _) = bench(scenario("2-1"), "backwards");
+    assert_eq!(out.status.code(), Some(1), "{}", String::from_utf8_lossy(&out.stdout));
+    let said = String::from_utf8_lossy(&out.stderr);
+    assert!(said.contains("cpus \"2-1\": a range runs backwards"), "{said}");
+}

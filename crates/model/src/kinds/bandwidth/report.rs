@@ -307,6 +307,18 @@ impl KindReport for BandwidthReport {
         out
     }
 
+    fn work(&self) -> Option<crate::kind::Work> {
+        let flows = std::iter::once(&self.summary.primary).chain(&self.summary.reverse);
+        if self.spec.per_packet {
+            // Those that arrived; those sent where only the sender counted.
+            let t = &self.summary.primary.total;
+            let count = t.received_packets.or(t.sent_packets)? as f64;
+            return Some(crate::kind::Work { count, unit: "packet" });
+        }
+        let bytes: u64 = flows.map(|f| f.total.received_bytes).sum();
+        Some(crate::kind::Work { count: bytes as f64 / 1e9, unit: "GB" })
+    }
+
     fn series(&self) -> RunSeries {
         let flows = self.intervals.first().map_or(0, |i| i.flows.len());
         let rate = (0..flows)

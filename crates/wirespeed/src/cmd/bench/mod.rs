@@ -464,12 +464,17 @@ fn summarize(
             // read) and the CPU seconds.
             let mut peaks: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
             let mut cpu: std::collections::BTreeMap<String, Vec<f64>> = Default::default();
-            for (_, samples) in &finished {
+            for (report, samples) in &finished {
                 for (role, rss, hwm, ns) in wirespeed_runner::sample::summary(samples) {
                     peaks.entry(role.clone()).or_default().push(hwm.max(rss) as f64);
                     cpu.entry(role).or_default().push(ns as f64 / 1e9);
                 }
+                if let Some(load) = report.meta.load_cpu {
+                    cpu.entry("load".into()).or_default().push(load.seconds());
+                }
             }
+            let per_unit: Vec<(f64, &str)> =
+                finished.iter().filter_map(|(r, _)| r.load_cpu_per_unit()).collect();
             let medians = |m: std::collections::BTreeMap<String, Vec<f64>>| -> Vec<(String, f64)> {
                 m.into_iter()
                     .filter_map(|(role, v)| Some((role, wirespeed_report::bench::median(&v)?)))
@@ -492,8 +497,9 @@ fn summarize(
                     }
                 }
             }
+            // A latency of 0 is one the client did not print (h2load prints no percentiles).
             let latency = |name: &str| -> Vec<f64> {
-                finished.iter().filter_map(|(r, _)| figure(r, name)).collect()
+                finished.iter().filter_map(|(r, _)| figure(r, name)).filter(|v| *v > 0.0).collect()
             };
             cells.push(wirespeed_report::bench::BenchCell {
                 workload: w.name.clone(),
@@ -508,6 +514,8 @@ fn summarize(
                 values: heads.iter().map(|h| h.value).collect(),
                 p50_ns: latency("p50"),
                 p99_ns: latency("p99"),
+                load_cpu_per_unit: per_unit.iter().map(|(v, _)| *v).collect(),
+                work_unit: per_unit.first().map(|(_, unit)| unit.to_string()),
                 planned: loaded.scenario.run.repeat as usize,
                 skipped: runs.iter().filter(|o| matches!(o, Outcome::Skipped(_))).count(),
                 failed: runs.iter().filter(|o| matches!(o, Outcome::Failed(_))).count(),
