@@ -6,7 +6,7 @@ use std::collections::BTreeMap;
 
 use wirespeed_model::compare::SplitMix;
 
-use crate::scenario::{AxisValue, Order, Scenario};
+use crate::scenario::{AxisValue, ClientChoice, GivenClient, Order, Scenario};
 use crate::template;
 
 /// A system with its axis values chosen.
@@ -18,6 +18,9 @@ pub struct SystemCell {
     pub system: usize,
     /// The variables its axes give (the axis names, and every key of table values).
     pub vars: BTreeMap<String, String>,
+    /// Whose client makes its load, its name (and program and words) rendered over its
+    /// axes: `None` for wirespeed's own (no `client`, or one that reads `wirespeed`).
+    pub client: Option<ClientChoice>,
 }
 
 /// A workload with its swept options chosen.
@@ -169,11 +172,43 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
             if cells.iter().any(|c: &SystemCell| c.name == name) {
                 return Err(PlanError::of(&name, format!("two systems are named {name:?}")));
             }
-            cells.push(SystemCell { name, system: index, vars });
+            let client = match &system.client {
+                Some(c) => client_of(c, &vars).map_err(|n| {
+                    let message = format!(
+                        "system {:?}: {{{n}}} in its client is not one of its axes' variables",
+                        system.name
+                    );
+                    PlanError::of(&system.name, message)
+                })?,
+                None => None,
+            };
+            cells.push(SystemCell { name, system: index, vars, client });
         }
     }
     Ok(cells)
 }
+
+/// `client` with its templates rendered over `vars`; `None` where it names wirespeed's own
+/// (so that one axis can put wirespeed's client beside others). The name of a variable
+/// `vars` lacks is the error.
+fn client_of(
+    client: &ClientChoice,
+    vars: &BTreeMap<String, String>,
+) -> Result<Option<ClientChoice>, String> {
+    let render = |t: &str| template::render(t, |n| vars.get(n).cloned()).map_err(|e| e.0);
+    let rendered = match client {
+        ClientChoice::Name(name) => ClientChoice::Name(render(name)?),
+        ClientChoice::Given(g) => ClientChoice::Given(GivenClient {
+            name: render(&g.name)?,
+            program: g.program.as_deref().map(render).transpose()?,
+            args: g.args.iter().map(|a| render(a)).collect::<Result<_, _>>()?,
+        }),
+    };
+    Ok((rendered.name() != OWN_CLIENT).then_some(rendered))
+}
+
+/// The client name that means wirespeed's own.
+pub const OWN_CLIENT: &str = "wirespeed";
 
 /// The swept conditions of the scenario's paths, each with its label: `KEY` for
 /// `[network]`'s, `LINK.KEY` for a `[[link]]`'s (none when the hosts are this machine).

@@ -522,7 +522,7 @@ pub(crate) fn workload_line(
             v => Ok((k.clone(), v.clone())),
         })
         .collect::<Result<BTreeMap<_, _>, RunError>>()?;
-    let client = s.system[cell.system].client.as_ref();
+    let client = cell.client.as_ref();
     let line = workloads.command_line(client, &w.kind, &entry, &options);
     line.map_err(|e| RunError::Scenario(format!("{e:#}")))
 }

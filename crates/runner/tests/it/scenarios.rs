@@ -191,3 +191,41 @@ fn link_sweeps_are_axes_and_each_direction_gets_its_conditions() {
     assert_eq!(link.a_to_b.to_string(), "delay 10ms, loss 1%");
     assert_eq!(link.b_to_a.to_string(), "delay 10ms, loss 1%, rate 100Mbit/s, queue 64KiB");
 }
+
+#[test]
+fn a_client_axis_puts_wirespeeds_own_client_beside_others() {
+    let text = |client: &str| {
+        format!(
+            r#"
+[scenario]
+name = "clients"
+[matrix.client]
+values = [
+  "wirespeed",
+  {{ name = "iperf3", program = "iperf3-3.21" }},
+]
+[[system]]
+name = "{{client}}"
+matrix = ["client"]
+client = {client}
+entry = "127.0.0.1:5201"
+[[workload]]
+name = "bw"
+kind = "bandwidth"
+"#
+        )
+    };
+    let loaded =
+        parse("c.toml", &text(r#"{ name = "{client}", program = "{program}" }"#), WORKLOAD_KINDS);
+    // The plain value has no `program`: its cell's client cannot be rendered.
+    let e = loaded.unwrap_err().to_string();
+    assert!(e.contains("{program} in its client is not one of its axes' variables"), "{e}");
+    let loaded = parse("c.toml", &text(r#""{client}""#), WORKLOAD_KINDS).unwrap();
+    let clients: Vec<(&str, Option<&str>)> = loaded
+        .plan
+        .systems
+        .iter()
+        .map(|c| (c.name.as_str(), c.client.as_ref().map(|c| c.name())))
+        .collect();
+    assert_eq!(clients, [("wirespeed", None), ("iperf3", Some("iperf3"))]);
+}

@@ -123,8 +123,8 @@ pub(crate) fn versions(
     loaded: &wirespeed_runner::Loaded,
 ) -> Vec<wirespeed_runner::version::Version> {
     let mut by_command: BTreeMap<String, Vec<String>> = BTreeMap::new();
-    for system in &loaded.scenario.system {
-        let Some(client) = system.client.as_ref().filter(|c| described(c)) else { continue };
+    for cell in &loaded.plan.systems {
+        let Some(client) = cell.client.as_ref().filter(|c| described(c)) else { continue };
         let Ok(def) = defs::find(client.name()) else { continue };
         let program = client.program().unwrap_or(&def.program);
         if wirespeed_runner::process::which(program).is_none() {
@@ -134,7 +134,7 @@ pub(crate) fn versions(
             .chain(def.version.iter().cloned())
             .collect::<Vec<_>>()
             .join(" ");
-        by_command.entry(command).or_default().push(format!("client of {}", system.name));
+        by_command.entry(command).or_default().push(format!("client of {}", cell.name));
     }
     by_command
         .into_iter()

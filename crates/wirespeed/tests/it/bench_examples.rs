@@ -33,10 +33,15 @@ fn example(name: &str) -> PathBuf {
 /// Whether every program `system` requires is installed.
 fn installed(loaded: &wirespeed_runner::Loaded, system: &str) -> bool {
     let cell = loaded.plan.systems.iter().find(|c| c.name == system).unwrap();
+    // A program's name may be a template over the system's axes.
+    let rendered = |p: &String| {
+        wirespeed_runner::template::render(p, |n| cell.vars.get(n).cloned())
+            .unwrap_or_else(|_| p.clone())
+    };
     loaded.scenario.system[cell.system]
         .requires
         .iter()
-        .all(|p| wirespeed_runner::process::which(p).is_some())
+        .all(|p| wirespeed_runner::process::which(&rendered(p)).is_some())
 }
 
 /// The kinds the examples' workloads are (the binary checks them against its subcommands).

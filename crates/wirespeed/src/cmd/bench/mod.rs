@@ -119,7 +119,7 @@ fn load(args: &BenchArgs) -> Result<wirespeed_runner::Loaded> {
     if args.smoke {
         // A system that loads with a client of its own (ethr's) may not take our shortest
         // length: such a scenario's loads run a second.
-        let foreign = loaded.scenario.system.iter().any(|s| s.client.is_some());
+        let foreign = loaded.plan.systems.iter().any(|c| c.client.is_some());
         loaded.smoke(|kind| smoke_length(kind, foreign));
     }
     if let Some(repeat) = args.repeat {
@@ -571,7 +571,8 @@ fn show(args: &BenchArgs) -> Result<u8> {
 /// another client's (ethr), that client must have a flag for each.
 fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
     let mut clients: Vec<&wirespeed_runner::scenario::ClientChoice> =
-        loaded.scenario.system.iter().filter_map(|s| s.client.as_ref()).collect();
+        loaded.plan.systems.iter().filter_map(|c| c.client.as_ref()).collect();
+    clients.sort_by_key(|c| format!("{c:?}"));
     clients.dedup();
     for client in clients {
         for w in &loaded.plan.workloads {
@@ -619,7 +620,7 @@ fn commands(loaded: &wirespeed_runner::Loaded) -> Result<String> {
             let entry = system.entry.for_target(workload.target.as_deref()).map_or("", |e| e);
             let words = Workloads::command_line(
                 &workload::InProcess,
-                system.client.as_ref(),
+                cell.client.as_ref(),
                 &workload.kind,
                 &fill(entry)?,
                 &w.options,
