@@ -108,6 +108,8 @@ command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
 # wrk, and nghttp2's h2load.
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
 command -v h2load >/dev/null 2>&1 || need_apt+=(nghttp2-client)
+# DNS-OARC's dnsperf, the client benches/dns.toml runs beside wirespeed's.
+command -v dnsperf >/dev/null 2>&1 || need_apt+=(dnsperf)
 command -v cc >/dev/null 2>&1 || need_apt+=(gcc)
 command -v nginx >/dev/null 2>&1 || [ -x /usr/sbin/nginx ] || need_apt+=(nginx-light)
 # ip (network namespaces for trace's multi-hop paths) and setpriv (unprivileged ping checks).

@@ -338,7 +338,7 @@ pub struct DnsConnections {
 }
 
 /// The whole run.
-#[derive(Debug, Clone, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
+#[derive(Debug, Clone, Default, PartialEq, Serialize, Deserialize, schemars::JsonSchema)]
 pub struct DnsSummary {
     /// dnsperf's run time: from the first query to the end of the last query's wait (the
     /// later of its answer and its timeout), nanoseconds.

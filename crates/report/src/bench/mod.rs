@@ -401,6 +401,17 @@ mod tests {
     }
 
     #[test]
+    fn the_loads_cpu_per_unit_is_a_column_where_any_load_ran_alone() {
+        let plain = markdown("transports", &["direct"], &cells(), &[]);
+        assert!(!plain.contains("Load CPU"), "{plain}");
+        let mut c = cells();
+        c[0].load_cpu_per_unit = vec![4e-6, 2e-6, 3e-6];
+        c[0].work_unit = Some("request".into());
+        let shown = markdown("transports", &["direct"], &c, &[]);
+        assert!(shown.contains("Load CPU") && shown.contains("3.00 µs/request"), "{shown}");
+    }
+
+    #[test]
     fn bench_csv() {
         insta::assert_snapshot!(csv(&["direct"], &cells()));
     }

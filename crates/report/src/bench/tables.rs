@@ -177,6 +177,10 @@ fn sweep(group: &Group, baselines: &[&str]) -> Vec<(String, Table)> {
         });
         out.push(("latency p50 and p99 (median of repeats)".into(), t));
     }
+    if load_cpu_known(cells) {
+        let t = grid(group, &[""], |_, c| vec![shown_load_cpu(c)]);
+        out.push(("the load's CPU per unit of work (median of repeats)".into(), t));
+    }
     out
 }
 
@@ -185,21 +189,22 @@ fn details(group: &Group) -> Table {
     let head = headline(&group.cells).map_or("Result".into(), |(f, _)| format!("{f} (median)"));
     let keys = group.keys.as_deref().unwrap_or_default().join(", ");
     let mut header = vec![keys, "System".into(), format!(">{head}"), ">Spread".into()];
+    let load_cpu = load_cpu_known(&group.cells);
+    if load_cpu {
+        header.push(">Load CPU".into());
+    }
     header.extend([">Runs".to_string(), "Peak RSS".into(), "CPU".into()]);
     let header: Vec<&str> = header.iter().map(String::as_str).collect();
     let mut t = Table::new(&header);
     for (label, cells) in value_rows(group) {
         for c in cells {
             let [spread, runs, memory, cpu] = particulars(c);
-            t.push(vec![
-                label.clone(),
-                c.system.clone(),
-                shown_median(c),
-                spread,
-                runs,
-                memory,
-                cpu,
-            ]);
+            let mut row = vec![label.clone(), c.system.clone(), shown_median(c), spread];
+            if load_cpu {
+                row.push(shown_load_cpu(c));
+            }
+            row.extend([runs, memory, cpu]);
+            t.push(row);
         }
     }
     t

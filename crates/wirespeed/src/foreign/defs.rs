@@ -25,6 +25,10 @@ pub(crate) struct ClientDef {
     pub program: String,
     /// Its words that print its version.
     pub version: Vec<String>,
+    /// Text on the line that holds its version, where that is not the first line it prints
+    /// (dnsperf's usage ends with `Version 2.10.0`).
+    #[serde(default)]
+    pub version_line: Option<String>,
     /// The test kinds it makes, by wirespeed's kind names.
     pub kind: BTreeMap<String, KindDef>,
 }

@@ -122,7 +122,7 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
 pub(crate) fn versions(
     loaded: &wirespeed_runner::Loaded,
 ) -> Vec<wirespeed_runner::version::Version> {
-    let mut by_command: BTreeMap<String, Vec<String>> = BTreeMap::new();
+    let mut by_command: BTreeMap<String, (Vec<String>, Option<String>)> = BTreeMap::new();
     for cell in &loaded.plan.systems {
         let Some(client) = cell.client.as_ref().filter(|c| described(c)) else { continue };
         let Ok(def) = defs::find(client.name()) else { continue };
@@ -134,12 +134,15 @@ pub(crate) fn versions(
             .chain(def.version.iter().cloned())
             .collect::<Vec<_>>()
             .join(" ");
-        by_command.entry(command).or_default().push(format!("client of {}", cell.name));
+        let line = def.version_line.clone();
+        let entry = by_command.entry(command).or_insert_with(|| (Vec::new(), line));
+        entry.0.push(format!("client of {}", cell.name));
     }
     by_command
         .into_iter()
-        .map(|(command, systems)| {
-            let mut v = wirespeed_runner::version::of_program(&systems.join(", "), &command, None);
+        .map(|(command, (systems, line))| {
+            let label = systems.join(", ");
+            let mut v = wirespeed_runner::version::of_program(&label, &command, line.as_deref());
             v.systems = systems;
             v
         })

@@ -16,6 +16,7 @@ use wirespeed_model::histogram::LatencyStats;
 use wirespeed_model::kinds::bandwidth::{
     BandwidthReport, BandwidthSpec, BandwidthSummary, CpuUsage, Figures, FlowSummary,
 };
+use wirespeed_model::kinds::dns::{DnsReport, DnsSpec, DnsSummary, RcodeCount};
 use wirespeed_model::kinds::http::{HttpReport, HttpSpec, HttpSummary};
 use wirespeed_model::kinds::latency::{LatencyReport, LatencySpec, LatencySummary};
 use wirespeed_model::report::LoadCpu;
@@ -48,6 +49,7 @@ pub(crate) fn of(made: Made<'_>) -> Result<Report> {
         TestSpec::Bandwidth(spec) => ReportBody::Bandwidth(bandwidth(spec.clone(), &made)?),
         TestSpec::Latency(spec) => ReportBody::Latency(latency(spec.clone(), &made)?),
         TestSpec::Http(spec) => ReportBody::Http(http((**spec).clone(), &made)?),
+        TestSpec::Dns(spec) => ReportBody::Dns(dns((**spec).clone(), &made)?),
         other => bail!("{}'s client: no report of a {} test yet", made.client, other.kind()),
     };
     Ok(Report { body, meta })
@@ -191,6 +193,53 @@ fn http(spec: HttpSpec, made: &Made<'_>) -> Result<HttpReport> {
     Ok(HttpReport { spec, intervals: Vec::new(), summary: s, steps: Vec::new() })
 }
 
+/// Answers by response code, as a client prints them (`rcode.NXDOMAIN`): the summary holds
+/// them as a list in code order.
+const RCODE: &str = "rcode.";
+
+/// The response codes a client's count may name, with their numbers.
+const RCODES: [(&str, u16); 10] = [
+    ("NOERROR", 0),
+    ("FORMERR", 1),
+    ("SERVFAIL", 2),
+    ("NXDOMAIN", 3),
+    ("NOTIMP", 4),
+    ("REFUSED", 5),
+    ("YXDOMAIN", 6),
+    ("YXRRSET", 7),
+    ("NXRRSET", 8),
+    ("NOTAUTH", 9),
+];
+
+fn dns(spec: DnsSpec, made: &Made<'_>) -> Result<DnsReport> {
+    require(made, "completed")?;
+    let mut read = made.figures.clone();
+    let mut rcodes = Vec::new();
+    for (name, code) in RCODES {
+        if let Some(count) = read.remove(&format!("{RCODE}{name}")) {
+            rcodes.push(RcodeCount { code, name: name.to_string(), count: count as u64 });
+        }
+    }
+    if let Some(unknown) = read.keys().find(|k| k.starts_with(RCODE)) {
+        bail!("{unknown}: not a response code wirespeed knows");
+    }
+    let blank = DnsSummary {
+        duration_ns: spec.duration_ns.unwrap_or(0),
+        end_reason: if spec.duration_ns.is_some() { "time limit" } else { "end of file" }.into(),
+        ..DnsSummary::default()
+    };
+    let mut s = filled(blank, &read)?;
+    s.rcodes = rcodes;
+    // What the client did not print but its other figures give.
+    if s.latency.count == 0 && read.keys().any(|k| k.starts_with("latency.")) {
+        s.latency.count = s.completed;
+    }
+    if s.queries_per_second == 0.0 && s.duration_ns > 0 {
+        s.queries_per_second = s.completed as f64 / (s.duration_ns as f64 / 1e9);
+    }
+    Ok(DnsReport { spec, intervals: Vec::new(), summary: s })
+}
+
 /// `blank` with each figure of `read` at its dotted name: counts as whole numbers, the rest as
 /// they are. A name the summary has no field for is refused, as is a value its field cannot
 /// hold.
@@ -250,6 +299,7 @@ mod tests {
             }
             "latency" => TestSpec::Latency(LatencySpec::new("h", Protocol::Tcp)),
             "http" => TestSpec::Http(Box::new(HttpSpec::new("http://h/"))),
+            "dns" => TestSpec::Dns(Box::new(DnsSpec::new("h", 53))),
             other => panic!("a client makes {other}, which has no report yet"),
         }
     }

@@ -619,6 +619,36 @@ fn benches_http_against_wrk_oha_and_h2load() {
     }
 }
 
+/// wirespeed's dns client against dnsperf on unbound, nsd and knot, both asking the same
+/// queries: dnsperf's rows are its own statistics, its answers by response code among them (the
+/// queries hold a name that does not exist), and every load ran as a process of its own.
+#[test]
+fn benches_dns_against_dnsperf() {
+    let (cells, dir) = smoke("benches/dns.toml");
+    assert_eq!(cells.len(), 6 * 3, "six systems at 1, 8 and 64 clients");
+    for server in ["unbound", "nsd", "knot"] {
+        for (client, clients) in [("dnsperf", 8), ("wirespeed", 64)] {
+            let run = format!("{client}-{server}_qps_clients={clients}__r1");
+            let report = run_report(dir.path(), &run);
+            assert_eq!(report["kind"], "dns", "{run}");
+            let s = &report["summary"];
+            let (sent, completed) = (s["sent"].as_u64().unwrap(), s["completed"].as_u64().unwrap());
+            assert!(completed > 0 && completed <= sent, "{run}: {s}");
+            let codes: Vec<&str> =
+                s["rcodes"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+            assert_eq!(codes, ["NOERROR", "NXDOMAIN"], "{run}: {s}");
+            assert!(s["queries_per_second"].as_f64().unwrap() > 0.0, "{run}: {s}");
+            let load = &report["meta"]["load_cpu"];
+            assert!(load["user_ns"].as_u64().unwrap() + load["system_ns"].as_u64().unwrap() > 0);
+            if client == "dnsperf" {
+                let notes = report["meta"]["notes"].to_string();
+                assert!(notes.contains("dns-queries.txt") && notes.contains("-c 8"), "{notes}");
+                assert!(s["exact"]["mean_ns"].as_f64().unwrap() > 0.0, "{run}: {s}");
+            }
+        }
+    }
+}
+
 #[test]
 fn every_benchmark_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example("benches/"))
@@ -631,6 +661,7 @@ fn every_benchmark_is_exercised_here() {
         names,
         [
             "bandwidth.toml",
+            "dns.toml",
             "http.toml",
             "http2.toml",
             "latency-busy-poll.toml",
