@@ -105,8 +105,9 @@ command -v iperf3 >/dev/null 2>&1 || need_apt+=(iperf3)
 # The peer the latency benchmark scenario (benches/latency.toml) runs beside wirespeed.
 command -v sockperf >/dev/null 2>&1 || need_apt+=(sockperf)
 # The HTTP clients the HTTP benchmark scenarios (benches/http*.toml) run beside wirespeed's:
-# wrk, and nghttp2's h2load.
+# wrk, hey, and nghttp2's h2load.
 command -v wrk >/dev/null 2>&1 || need_apt+=(wrk)
+command -v hey >/dev/null 2>&1 || need_apt+=(hey)
 command -v h2load >/dev/null 2>&1 || need_apt+=(nghttp2-client)
 # DNS-OARC's dnsperf, the client benches/dns.toml runs beside wirespeed's.
 command -v dnsperf >/dev/null 2>&1 || need_apt+=(dnsperf)

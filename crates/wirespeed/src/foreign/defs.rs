@@ -24,7 +24,12 @@ pub(crate) struct ClientDef {
     /// The program that runs it, from PATH, unless the system names another.
     pub program: String,
     /// Its words that print its version.
+    #[serde(default)]
     pub version: Vec<String>,
+    /// A whole command that prints its version, where the program itself cannot (hey has no
+    /// version flag: its package says).
+    #[serde(default)]
+    pub version_command: Option<Vec<String>>,
     /// Text on the line that holds its version, where that is not the first line it prints
     /// (dnsperf's usage ends with `Version 2.10.0`).
     #[serde(default)]

@@ -130,10 +130,13 @@ pub(crate) fn versions(
         if wirespeed_runner::process::which(program).is_none() {
             continue;
         }
-        let command = std::iter::once(program.to_string())
-            .chain(def.version.iter().cloned())
-            .collect::<Vec<_>>()
-            .join(" ");
+        let command = match &def.version_command {
+            Some(words) => words.join(" "),
+            None => std::iter::once(program.to_string())
+                .chain(def.version.iter().cloned())
+                .collect::<Vec<_>>()
+                .join(" "),
+        };
         let line = def.version_line.clone();
         let entry = by_command.entry(command).or_insert_with(|| (Vec::new(), line));
         entry.0.push(format!("client of {}", cell.name));

@@ -582,20 +582,21 @@ fn benches_pps_against_iperf3() {
     }
 }
 
-/// wirespeed's HTTP client against wrk, oha and h2load, HTTP/1.1 and HTTP/2, each against its
+/// wirespeed's HTTP client against wrk, oha, h2load and hey, HTTP/1.1 and HTTP/2, each against its
 /// own nginx pinned apart from the load: every client's row is its own figures, made with the
 /// flags that match ours, and every load (ours too) ran as a process of its own, so its CPU per
 /// request is known.
 #[test]
-fn benches_http_against_wrk_oha_and_h2load() {
+fn benches_http_against_wrk_oha_h2load_and_hey() {
     let (h1, h1_dir) = smoke("benches/http.toml");
     let (h2, h2_dir) = smoke("benches/http2.toml");
-    assert_eq!((h1.len(), h2.len()), (4, 3), "one workload each, by four and three systems");
+    assert_eq!((h1.len(), h2.len()), (5, 3), "one workload each, by five and three systems");
     let runs = [
         (&h1_dir, "wirespeed_h1-32_r1", None),
         (&h1_dir, "wrk_h1-32_r1", Some("wrk's client (wrk --latency http://127.0.0.1:")),
         (&h1_dir, "oha_h1-32_r1", Some("oha's client (oha --no-tui --output-format json -w")),
         (&h1_dir, "h2load_h1-32_r1", Some("--h1")),
+        (&h1_dir, "hey_h1-32_r1", Some("hey's client (hey http://127.0.0.1:")),
         (&h2_dir, "wirespeed_h2-4x8_r1", None),
         (&h2_dir, "h2load_h2-4x8_r1", Some("-m 8")),
         (&h2_dir, "oha_h2-4x8_r1", Some("--http2")),
@@ -619,14 +620,14 @@ fn benches_http_against_wrk_oha_and_h2load() {
     }
 }
 
-/// wirespeed's dns client against dnsperf on unbound, nsd and knot, both asking the same
+/// wirespeed's dns client against dnsperf on unbound, nsd, knot and wirespeed's own server, both asking the same
 /// queries: dnsperf's rows are its own statistics, its answers by response code among them (the
 /// queries hold a name that does not exist), and every load ran as a process of its own.
 #[test]
 fn benches_dns_against_dnsperf() {
     let (cells, dir) = smoke("benches/dns.toml");
-    assert_eq!(cells.len(), 6 * 3, "six systems at 1, 8 and 64 clients");
-    for server in ["unbound", "nsd", "knot"] {
+    assert_eq!(cells.len(), 8 * 3, "eight systems at 1, 8 and 64 clients");
+    for server in ["unbound", "nsd", "knot", "wirespeed"] {
         for (client, clients) in [("dnsperf", 8), ("wirespeed", 64)] {
             let run = format!("{client}-{server}_qps_clients={clients}__r1");
             let report = run_report(dir.path(), &run);
