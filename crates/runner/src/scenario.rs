@@ -97,6 +97,11 @@ pub struct RunSettings {
     /// Run order.
     #[serde(default)]
     pub order: Order,
+    /// Run each load as a process of its own (this program's test as its own command), as a
+    /// pinned load always runs, so that the report keeps the load's CPU (`meta.load_cpu`)
+    /// beside another tool's client's; by default a load on this machine runs in-process.
+    #[serde(default)]
+    pub load_process: bool,
     /// Seed of `shuffle`.
     #[serde(default = "one")]
     pub seed: u64,
@@ -217,6 +222,7 @@ impl Default for RunSettings {
             cooldown: None,
             retries: 0,
             order: Order::Interleave,
+            load_process: false,
             seed: 1,
             hosts: None,
         }

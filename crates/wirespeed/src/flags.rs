@@ -253,11 +253,20 @@ pub(crate) struct MergeArgs {
 }
 
 /// `wirespeed bench`.
-#[derive(Debug, Args)]
+#[derive(Debug, Clone, Args)]
 pub(crate) struct BenchArgs {
-    /// The scenario file.
-    #[arg(value_name = "SCENARIO.toml", required_unless_present_any = ["schema", "clients"])]
+    /// The scenario file; or a directory, whose scenario files all run in name order (each
+    /// into --out/NAME), then one table of every comparison with another tool's client
+    /// (`wirespeed bench benches/`).
+    #[arg(
+        value_name = "SCENARIO.toml|DIR",
+        required_unless_present_any = ["schema", "clients", "tabulate"]
+    )]
     pub scenario: Option<PathBuf>,
+    /// Print the one table of a finished `bench DIR` run kept in this directory (and write it
+    /// there as performance.md and ratios.csv), running nothing.
+    #[arg(long, value_name = "RESULTS")]
+    pub tabulate: Option<PathBuf>,
     /// List the systems, workloads and runs the scenario expands into.
     #[arg(long)]
     pub list: bool,

@@ -6,40 +6,41 @@
 //! rest.
 
 mod charts;
+pub mod ratios;
 mod tables;
 
-use serde::Serialize;
+use serde::{Deserialize, Serialize};
 use wirespeed_model::metrics::{Unit, FASTEST};
 
 use crate::charts::Chart;
 use crate::table::Table;
 
 /// One system's results for one workload.
-#[derive(Debug, Clone, PartialEq, Serialize)]
+#[derive(Debug, Clone, PartialEq, Serialize, Deserialize)]
 pub struct BenchCell {
     /// The workload (with its swept values).
     pub workload: String,
     /// The workload's own name, without swept values (cells of one sweep share it).
     pub base: String,
     /// The swept options and their values in this cell.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub swept: Vec<(String, String)>,
     /// The system.
     pub system: String,
     /// The headline figure's label (`Throughput`).
     pub figure: String,
     /// Its unit.
-    #[serde(serialize_with = "unit_code")]
+    #[serde(serialize_with = "unit_code", deserialize_with = "unit_of_code")]
     pub unit: Unit,
     /// Whether more of it is better (a rate) or less (a time).
     pub higher_is_better: bool,
     /// Its value in each finished run, in repeat order.
     pub values: Vec<f64>,
     /// Median latency (ns) of each finished run, when its kind measures latency.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub p50_ns: Vec<f64>,
     /// 99th percentile latency (ns) of each finished run, when its kind measures latency.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub p99_ns: Vec<f64>,
     /// Runs planned.
     pub planned: usize,
@@ -66,12 +67,22 @@ pub struct BenchCell {
     #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub figures: Vec<(String, Vec<f64>)>,
     /// Each role's RSS over the first finished run: `(seconds, bytes)`.
-    #[serde(skip_serializing_if = "Vec::is_empty")]
+    #[serde(default, skip_serializing_if = "Vec::is_empty")]
     pub timeline: Vec<(String, Vec<(f64, f64)>)>,
+    /// For a system whose load is another tool's client, the system with wirespeed's own
+    /// client it is compared with (the same system but for its client, or the scenario's one
+    /// system with our client).
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub compared_with: Option<String>,
 }
 
 fn unit_code<S: serde::Serializer>(u: &Unit, s: S) -> Result<S::Ok, S::Error> {
     s.serialize_str(u.code())
+}
+
+fn unit_of_code<'de, D: serde::Deserializer<'de>>(d: D) -> Result<Unit, D::Error> {
+    let code = String::deserialize(d)?;
+    Unit::from_code(&code).ok_or_else(|| serde::de::Error::custom(format!("no unit {code:?}")))
 }
 
 /// The median of `v` (of two middle values, their mean).
@@ -170,7 +181,7 @@ fn groups(cells: &[BenchCell]) -> Vec<Group<'_>> {
 }
 
 /// What a system's program said its version was.
-#[derive(Debug, Clone, PartialEq, Eq)]
+#[derive(Debug, Clone, PartialEq, Eq, Serialize, Deserialize)]
 pub struct ProgramVersion {
     /// The system's cells, joined.
     pub systems: String,
@@ -373,6 +384,7 @@ mod tests {
             p50_ns: vec![],
             load_cpu_per_unit: vec![],
             work_unit: None,
+            compared_with: None,
             p99_ns: vec![],
             figures: vec![],
             timeline: vec![],
@@ -507,6 +519,7 @@ mod tests {
             p50_ns: vec![p99_ms * 1e5],
             load_cpu_per_unit: vec![],
             work_unit: None,
+            compared_with: None,
             p99_ns: vec![p99_ms * 1e6],
             planned: 1,
             skipped: 0,

@@ -488,10 +488,11 @@ impl<W: Workloads> One<'_, W> {
         let w = &s.workload[self.loaded.plan.workloads[self.run.workload].workload];
         let host = w.host.as_deref();
         let cpus = w.cpus.as_deref().map(CpuSet::parse).transpose().map_err(anyhow::Error::msg)?;
-        if !placement.elsewhere(host) && cpus.is_none() {
+        if !placement.elsewhere(host) && cpus.is_none() && !s.run.load_process {
             return self.workloads.run(line, cancel).await;
         }
-        // Placed elsewhere, or pinned: a process of its own, so that only the load is pinned.
+        // Placed elsewhere, pinned (so that only the load is pinned), or asked to: a process
+        // of its own.
         let program = self.workloads.program();
         placement::run_there(placement, host, program.as_deref(), line, cpus.as_ref(), cancel).await
     }

@@ -650,6 +650,87 @@ fn benches_dns_against_dnsperf() {
     }
 }
 
+/// `wirespeed bench DIR`: every scenario of a directory in one command, then one table of every
+/// peer held against wirespeed's client; `--tabulate` makes the same page from the kept results.
+#[test]
+fn a_directory_of_benchmarks_runs_as_one_command_with_one_table() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let benches = dir.path().join("benches");
+    std::fs::create_dir(&benches).unwrap();
+    for name in ["http.toml", "pps.toml"] {
+        std::fs::copy(example(&format!("benches/{name}")), benches.join(name)).unwrap();
+    }
+    let out = dir.path().join("out");
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    let path_var = std::env::join_paths(
+        std::iter::once(bin_dir.to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let ran = std::process::Command::new(common::BIN)
+        .args(["bench", benches.to_str().unwrap(), "--smoke", "--no-save", "--out"])
+        .arg(&out)
+        .env("NO_COLOR", "1")
+        .env("PATH", path_var)
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&ran.stdout);
+    assert_eq!(ran.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&ran.stderr));
+    assert!(out.join("http/summary.json").is_file() && out.join("pps/summary.json").is_file());
+    let page = std::fs::read_to_string(out.join("performance.md")).unwrap();
+    assert!(stdout.ends_with(&format!("\n{page}")), "the page is printed last: {stdout}");
+    for (scenario, workload, peer) in [
+        ("http", "h1-32", "wrk"),
+        ("http", "h1-32", "oha"),
+        ("http", "h1-32", "h2load"),
+        ("http", "h1-32", "hey"),
+        ("pps", "udp-64", "iperf3-3.12"),
+        ("pps", "udp-64", "iperf3-3.21"),
+    ] {
+        let row = format!("| {scenario} | {workload} | ");
+        let line = page.lines().find(|l| l.starts_with(&row) && l.contains(&format!("| {peer} |")));
+        let line = line.unwrap_or_else(|| panic!("no row for {peer}: {page}"));
+        // Each load ran as a process of its own, so its CPU per unit is held against the peer's.
+        assert!(line.contains("× per "), "{line}");
+    }
+    let csv = std::fs::read_to_string(out.join("ratios.csv")).unwrap();
+    assert_eq!(csv.lines().count(), 1 + 6, "{csv}");
+    // The page again, from the kept results alone.
+    let again = common::client(&["bench", "--tabulate", out.to_str().unwrap()]);
+    assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
+    assert_eq!(String::from_utf8_lossy(&again.stdout), page);
+}
+
+/// docs/performance.md is exactly what `wirespeed bench --tabulate` makes of the results kept in
+/// docs/performance/ (so no figure on it is typed by hand).
+#[test]
+fn the_performance_page_is_what_its_kept_results_render() {
+    let root = Path::new(env!("CARGO_MANIFEST_DIR")).join("../..");
+    let kept = root.join("docs/performance");
+    let dir = tempfile::tempdir().unwrap();
+    let copy = dir.path().join("performance");
+    std::fs::create_dir(&copy).unwrap();
+    for entry in std::fs::read_dir(&kept).unwrap() {
+        let path = entry.unwrap().path();
+        let to = copy.join(path.file_name().unwrap());
+        if path.is_dir() {
+            std::fs::create_dir(&to).unwrap();
+            for file in ["summary.json", "versions.json"] {
+                std::fs::copy(path.join(file), to.join(file)).unwrap();
+            }
+        } else {
+            std::fs::copy(&path, &to).unwrap();
+        }
+    }
+    let made = common::client(&["bench", "--tabulate", copy.to_str().unwrap()]);
+    assert_eq!(made.status.code(), Some(0), "{}", String::from_utf8_lossy(&made.stderr));
+    let page = std::fs::read_to_string(root.join("docs/performance.md")).unwrap();
+    assert_eq!(String::from_utf8_lossy(&made.stdout), page, "docs/performance.md was edited by hand, or its data changed: run `wirespeed bench --tabulate docs/performance > docs/performance.md`");
+    let csv = std::fs::read_to_string(kept.join("ratios.csv")).unwrap();
+    assert_eq!(std::fs::read_to_string(copy.join("ratios.csv")).unwrap(), csv);
+}
+
 #[test]
 fn every_benchmark_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example("benches/"))

@@ -6,6 +6,7 @@
 //! (median over repeats, spread, % of the baseline, peak memory) printed and written as
 //! Markdown, CSV, JSON, an SVG of bar charts and an HTML page with the same charts.
 
+mod every;
 mod vegeta_load;
 mod workload;
 
@@ -34,6 +35,14 @@ pub(super) fn inspect(args: &BenchArgs) -> Result<Option<u8>> {
     if args.clients {
         crate::output::write_stdout(crate::foreign::listing().as_bytes())?;
         return Ok(Some(exit::OK));
+    }
+    if let Some(results) = &args.tabulate {
+        let page = every::tabulate(results)?;
+        crate::output::write_stdout(page.as_bytes())?;
+        return Ok(Some(exit::OK));
+    }
+    if args.scenario.as_ref().is_some_and(|p| p.is_dir()) && (args.list || args.dry_run) {
+        anyhow::bail!("--list and --dry-run take one scenario file, not a directory");
     }
     if !(args.schema || args.list || args.dry_run) {
         return Ok(None);
@@ -173,9 +182,17 @@ fn smoke_length(kind: &str, foreign: bool) -> Option<(&'static str, toml::Value)
     Some((flag, toml::Value::String(length.into())))
 }
 
+/// Runs the scenario, or with a directory every scenario in it.
+pub(super) async fn run(args: BenchArgs) -> Result<u8> {
+    match &args.scenario {
+        Some(dir) if dir.is_dir() => every::run(args.clone(), dir).await,
+        _ => run_one(args).await,
+    }
+}
+
 /// Runs every run of the scenario; one line per run as it ends (and per failed check), each
 /// finished run saved at once, then a count.
-pub(super) async fn run(args: BenchArgs) -> Result<u8> {
+async fn run_one(args: BenchArgs) -> Result<u8> {
     let loaded = load(&args)?;
     let path = args.scenario.as_ref().context("a scenario file is needed")?;
     // `{scenario.dir}`: files kept beside the scenario, whatever directory it is run from.
@@ -418,6 +435,7 @@ fn write_summaries(
         ("summary.md", markdown.clone()),
         ("summary.csv", wirespeed_report::bench::csv(baseline, &cells)),
         ("summary.json", serde_json::to_string_pretty(&cells)? + "\n"),
+        ("versions.json", serde_json::to_string_pretty(versions)? + "\n"),
         ("resources.csv", wirespeed_report::bench::resources_csv(&cells)),
         ("figures.csv", wirespeed_report::bench::figures_csv(&cells)),
         ("memory.csv", wirespeed_report::bench::memory_csv(&cells)),
@@ -516,6 +534,7 @@ fn summarize(
                 p99_ns: latency("p99"),
                 load_cpu_per_unit: per_unit.iter().map(|(v, _)| *v).collect(),
                 work_unit: per_unit.first().map(|(_, unit)| unit.to_string()),
+                compared_with: compared_with(plan, si),
                 planned: loaded.scenario.run.repeat as usize,
                 skipped: runs.iter().filter(|o| matches!(o, Outcome::Skipped(_))).count(),
                 failed: runs.iter().filter(|o| matches!(o, Outcome::Failed(_))).count(),
@@ -527,6 +546,25 @@ fn summarize(
         }
     }
     cells
+}
+
+/// For a system cell whose load is another tool's client, the cell with wirespeed's own client
+/// it is compared with: the one of the same `[[system]]` whose variables differ only in what
+/// names its client, else the scenario's only cell with our client; none otherwise.
+fn compared_with(plan: &Plan, cell: usize) -> Option<String> {
+    let this = &plan.systems[cell];
+    this.client.as_ref()?;
+    let ours: Vec<&wirespeed_runner::matrix::SystemCell> =
+        plan.systems.iter().filter(|c| c.client.is_none()).collect();
+    let differing = |c: &wirespeed_runner::matrix::SystemCell| {
+        c.vars.iter().filter(|(k, v)| this.vars.get(*k) != Some(*v)).count()
+    };
+    let sibling = ours.iter().filter(|c| c.system == this.system).min_by_key(|c| differing(c));
+    match (sibling, ours.as_slice()) {
+        (Some(c), _) => Some(c.name.clone()),
+        (None, [only]) => Some(only.name.clone()),
+        _ => None,
+    }
 }
 
 /// Every number in `report`'s summary, by its path (`latency.mean_ns`); lists (a histogram's
@@ -587,6 +625,16 @@ fn check_workloads(loaded: &wirespeed_runner::Loaded) -> Result<()> {
         if workload.kind == vegeta_load::KIND {
             vegeta_load::command_line("127.0.0.1:9", &w.options)
                 .with_context(|| format!("workload {:?}", w.name))?;
+            // vegeta's load is run from this process: it cannot be a process of its own here.
+            let alone = workload.cpus.is_some()
+                || workload.host.is_some()
+                || loaded.scenario.run.load_process;
+            if alone {
+                anyhow::bail!(
+                    "workload {:?}: a vegeta load runs from the runner itself: no cpus, host or run.load_process",
+                    w.name
+                );
+            }
             continue;
         }
         let words = workload::command_line(&workload.kind, "127.0.0.1:9", &w.options)?;

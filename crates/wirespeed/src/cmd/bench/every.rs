@@ -1,0 +1,134 @@
+//! `wirespeed bench DIR`: every scenario file of a directory (`benches/`), in name order, each
+//! run as `bench FILE` would run it into `--out/NAME`; then the one table of every comparison
+//! with another tool's client (`wirespeed_report::bench::ratios`), printed and written beside
+//! them as `performance.md` and `ratios.csv`, with the machine they ran on. `--tabulate` makes
+//! the same page again from the kept results alone, so a published page is what its data say.
+
+use std::path::{Path, PathBuf};
+
+use anyhow::{bail, Context, Result};
+use serde::{Deserialize, Serialize};
+use wirespeed_report::bench::ratios::{self, ScenarioResults};
+
+use crate::exit;
+use crate::flags::BenchArgs;
+
+/// What ran the scenarios: kept beside their results as `run.json`.
+#[derive(Debug, Serialize, Deserialize)]
+struct RunFacts {
+    /// wirespeed's version.
+    version: String,
+    /// The machine, in a line.
+    machine: String,
+}
+
+/// The file the facts are kept in.
+const FACTS: &str = "run.json";
+
+/// Runs every scenario file of `dir`, then prints the table of them all.
+pub(super) async fn run(args: BenchArgs, dir: &Path) -> Result<u8> {
+    let files = scenario_files(dir)?;
+    let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results/all"));
+    std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    let facts = RunFacts { version: env!("CARGO_PKG_VERSION").into(), machine: machine() };
+    std::fs::write(out.join(FACTS), serde_json::to_string_pretty(&facts)? + "\n")?;
+    let mut code = exit::OK;
+    for file in files {
+        let name = file.file_stem().map_or_else(String::new, |s| s.to_string_lossy().into_owned());
+        crate::output::write_stdout(format!("== {}\n", file.display()).as_bytes())?;
+        let one = BenchArgs { scenario: Some(file), out: Some(out.join(&name)), ..args.clone() };
+        let ran = Box::pin(super::run(one)).await;
+        let ran = match ran {
+            Ok(c) => c,
+            // One scenario that cannot run (a program missing everywhere, a bad file) does
+            // not stop the others; the exit code says it.
+            Err(e) => {
+                crate::output::write_stdout(format!("wirespeed: {name}: {e:#}\n").as_bytes())?;
+                exit::FAILED
+            }
+        };
+        if ran == exit::INTERRUPTED {
+            return Ok(ran);
+        }
+        if code == exit::OK {
+            code = ran;
+        }
+    }
+    let page = tabulate(&out)?;
+    crate::output::write_stdout(format!("\n{page}").as_bytes())?;
+    Ok(code)
+}
+
+/// The scenario files of `dir`, by name.
+fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
+    let mut files: Vec<PathBuf> = std::fs::read_dir(dir)
+        .with_context(|| format!("reading {}", dir.display()))?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .collect();
+    files.sort();
+    if files.is_empty() {
+        bail!("{}: no scenario files (*.toml) in it", dir.display());
+    }
+    Ok(files)
+}
+
+/// The page of every comparison in the results kept under `out` (one directory per scenario
+/// with its summary.json and versions.json, and run.json), written there as performance.md and
+/// ratios.csv.
+pub(super) fn tabulate(out: &Path) -> Result<String> {
+    let facts: RunFacts = serde_json::from_str(
+        &std::fs::read_to_string(out.join(FACTS))
+            .with_context(|| format!("{}: not the results of `bench DIR`", out.display()))?,
+    )
+    .with_context(|| format!("reading {}", out.join(FACTS).display()))?;
+    let mut dirs: Vec<PathBuf> = std::fs::read_dir(out)
+        .with_context(|| format!("reading {}", out.display()))?
+        .filter_map(|e| Some(e.ok()?.path()))
+        .filter(|p| p.join("summary.json").is_file())
+        .collect();
+    dirs.sort();
+    let mut scenarios = Vec::new();
+    for dir in dirs {
+        let read = |file: &str| -> Result<String> {
+            let path = dir.join(file);
+            std::fs::read_to_string(&path).with_context(|| format!("reading {}", path.display()))
+        };
+        let name = dir.file_name().map_or_else(String::new, |n| n.to_string_lossy().into_owned());
+        let cells = serde_json::from_str(&read("summary.json")?)
+            .with_context(|| format!("{}/summary.json", dir.display()))?;
+        let versions = serde_json::from_str(&read("versions.json")?)
+            .with_context(|| format!("{}/versions.json", dir.display()))?;
+        scenarios.push(ScenarioResults { name, cells, versions });
+    }
+    let found = ratios::ratios(&scenarios);
+    let page = ratios::markdown(&facts.version, &facts.machine, &found);
+    std::fs::write(out.join("performance.md"), &page)?;
+    std::fs::write(out.join("ratios.csv"), ratios::csv(&found))?;
+    Ok(page)
+}
+
+/// This machine in a line: its processors, memory, system and kernel.
+fn machine() -> String {
+    let read = |path: &str| std::fs::read_to_string(path).unwrap_or_default();
+    let cpuinfo = read("/proc/cpuinfo");
+    let model = cpuinfo
+        .lines()
+        .find_map(|l| l.strip_prefix("model name")?.split_once(':').map(|(_, m)| m.trim()))
+        .unwrap_or("unknown processors")
+        .to_string();
+    let cores = std::thread::available_parallelism().map_or(0, |n| n.get());
+    let memory_kib: u64 = read("/proc/meminfo")
+        .lines()
+        .find_map(|l| l.strip_prefix("MemTotal:")?.split_whitespace().next()?.parse().ok())
+        .unwrap_or(0);
+    let os = read("/etc/os-release")
+        .lines()
+        .find_map(|l| l.strip_prefix("PRETTY_NAME=").map(|v| v.trim_matches('"').to_string()))
+        .unwrap_or_else(|| "Linux".into());
+    let kernel = read("/proc/sys/kernel/osrelease").trim().to_string();
+    format!(
+        "{cores} cores ({model}), {:.0} GiB, {os}, Linux {kernel}",
+        memory_kib as f64 / (1u64 << 20) as f64
+    )
+}
