@@ -6,6 +6,7 @@
 //! rest.
 
 mod charts;
+pub mod goals;
 pub mod ratios;
 mod tables;
 

@@ -6,6 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
+use super::goals::Goal;
 use super::{median, BenchCell, ProgramVersion};
 use crate::table::Table;
 use crate::units::figure;
@@ -179,8 +180,19 @@ pub fn csv(ratios: &[Ratio]) -> String {
     out
 }
 
-/// The page of every comparison: what ran where, then the table.
-pub fn markdown(version: &str, machine: &str, ratios: &[Ratio]) -> String {
+/// The page of every comparison: what ran where, the table, then the goals it is held to
+/// (none: no section).
+pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &[Goal]) -> String {
+    let goals = if goals.is_empty() {
+        String::new()
+    } else {
+        format!(
+            "\n## Goals\n\nWhat `benches/goals.toml` asks of these figures, and whether this \
+             run met it (with a bound on the ratio and one on the load's CPU, either \
+             suffices).\n\n{}",
+            super::goals::table(goals, ratios).markdown()
+        )
+    };
     format!(
         "# wirespeed against its peers\n\n\
          wirespeed {version}, every benchmark scenario of `benches/` run with `wirespeed bench \
@@ -189,7 +201,7 @@ pub fn markdown(version: &str, machine: &str, ratios: &[Ratio]) -> String {
          wirespeed's median over the peer's, and *Each repeat* the lowest and highest of the \
          repeats' own ratios. *Load CPU* is the load process's CPU per unit of its work, \
          wirespeed's over the peer's (lower is better), where both ran as processes of their \
-         own.\n\n{}",
+         own.\n\n{}{goals}",
         table(ratios).markdown()
     )
 }
@@ -248,7 +260,7 @@ mod tests {
         assert_eq!(r[0].spread, Some((0.9, 1.25)));
         assert_eq!(r[0].cpu_ratio, Some(0.5));
         assert_eq!(r[0].peer_version, "wrk 4.1.0");
-        let page = markdown("0.1.0", "2 cores", &r);
+        let page = markdown("0.1.0", "2 cores", &r, &[]);
         assert!(page.contains("| http | h1 | Requests/s (higher is better) | wrk |"), "{page}");
         assert!(page.contains("| 1.00× | 0.90–1.25 | 0.50× per request | wrk 4.1.0 |"), "{page}");
         assert!(csv(&r).contains("http,h1,Requests/s,true,wirespeed,wrk,1,0.9,1.25,0.5,request"));

@@ -194,9 +194,9 @@ impl<'a> Placement<'a> {
         Ok(())
     }
 
-    /// Starts `argv` as `role` on `host`, with its logs in `dir` (this machine's run
-    /// directory), and waits for `ready`; the label its samples carry is `role@host` when it
-    /// is placed.
+    /// Starts `planned`'s command line as its role on its host (on its CPUs, where it names
+    /// some), with its logs in `dir` (this machine's run directory), and waits until it is
+    /// ready; the label its samples carry is `role@host` when it is placed.
     pub(crate) fn start(&self, planned: &PlannedRole, dir: &Path) -> Result<RoleProcess, RunError> {
         let PlannedRole { role, argv, env, .. } = planned;
         let (role, host, ready) = (role.as_str(), planned.host.as_deref(), planned.ready.clone());

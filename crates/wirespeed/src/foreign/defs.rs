@@ -47,8 +47,12 @@ pub(crate) struct KindDef {
     /// Where its JSON output says why a run failed.
     #[serde(default)]
     pub error: Option<String>,
-    /// Its words before the options' (`{host}`, `{port}`, `{entry}`).
+    /// Its words before the options' (`{host}`, `{port}`, `{entry}`, `{url}`).
     pub words: Vec<String>,
+    /// Its words after the options': where its flags end at its first other word (Go's flag
+    /// package: hey's URL goes last, or the flags after it are taken for arguments).
+    #[serde(default)]
+    pub after: Vec<String>,
     /// What a reader of its reports should know of how it measures.
     pub note: String,
     /// What each workload option becomes among its words.
@@ -260,6 +264,7 @@ impl KindDef {
                 }
             }
         }
+        words.extend(self.after.iter().map(|w| fill(w)));
         Ok(words)
     }
 }
@@ -356,6 +361,11 @@ mod tests {
             words.join(" "),
             "ping-pong -i 127.0.0.1 -p 9 --full-rtt -m 16 -t 10 --nonblocked"
         );
+        // A Go client's flags end at its first other word: hey's URL goes after them.
+        let hey = find("hey").unwrap().kind("hey", "http").unwrap();
+        let options = [("connections".to_string(), 32.into())].into();
+        let words = hey.words("hey", "http", "127.0.0.1:80", &options).unwrap();
+        assert_eq!(words.join(" "), "-z 10s -c 32 http://127.0.0.1:80/");
         let e = iperf3.kind("iperf3", "dns").unwrap_err();
         assert!(e.to_string().contains("makes no dns test"), "{e}");
         assert!(find("nope").unwrap_err().to_string().contains("iperf3"));

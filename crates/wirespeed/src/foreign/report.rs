@@ -348,6 +348,52 @@ mod tests {
         );
     }
 
+    /// A run of `spec` whose client printed `figures`.
+    fn made(spec: TestSpec, figures: &[(&str, f64)]) -> Made<'static> {
+        Made {
+            client: "c",
+            command: String::new(),
+            note: "",
+            spec,
+            figures: figures.iter().map(|(k, v)| (k.to_string(), *v)).collect(),
+            began: std::time::SystemTime::now(),
+            cpu: LoadCpu::default(),
+        }
+    }
+
+    #[test]
+    fn an_http_clients_counts_give_what_it_did_not_print() {
+        let spec = TestSpec::Http(Box::new(HttpSpec::new("http://h/")));
+        let printed = [
+            ("responses", 1000.0),
+            ("unsuccessful", 10.0),
+            ("errors.timeout", 0.0),
+            ("errors.connect", 5.0),
+            ("duration_ns", 2e9),
+            ("latency.p50_ns", 400e3),
+        ];
+        let ReportBody::Http(r) = of(made(spec, &printed)).unwrap().body else { panic!() };
+        let s = &r.summary;
+        assert_eq!((s.responses, s.succeeded, s.sent), (1000, 990, 1005));
+        assert_eq!(s.success_ratio, 990.0 / 1005.0);
+        assert_eq!((s.requests_per_second, s.latency.count), (500.0, 1000));
+        // Printed nothing it answered: nothing was measured.
+        let spec = TestSpec::Http(Box::new(HttpSpec::new("http://h/")));
+        assert!(of(made(spec, &[("duration_ns", 1e9)])).is_err());
+    }
+
+    #[test]
+    fn a_dns_clients_answers_by_code_become_the_summarys_list() {
+        let spec = || TestSpec::Dns(Box::new(DnsSpec::new("h", 53)));
+        let printed = [("completed", 100.0), ("rcode.NXDOMAIN", 4.0), ("rcode.NOERROR", 96.0)];
+        let ReportBody::Dns(r) = of(made(spec(), &printed)).unwrap().body else { panic!() };
+        let codes: Vec<(u16, &str, u64)> =
+            r.summary.rcodes.iter().map(|c| (c.code, c.name.as_str(), c.count)).collect();
+        assert_eq!(codes, [(0, "NOERROR", 96), (3, "NXDOMAIN", 4)]);
+        let e = of(made(spec(), &[("completed", 1.0), ("rcode.WHATEVER", 1.0)])).unwrap_err();
+        assert!(e.to_string().contains("rcode.WHATEVER: not a response code"), "{e}");
+    }
+
     #[test]
     fn counts_become_integers_rates_stay_fractional_and_unknown_names_are_refused() {
         let read: Read =

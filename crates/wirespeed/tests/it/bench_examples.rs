@@ -596,7 +596,7 @@ fn benches_http_against_wrk_oha_h2load_and_hey() {
         (&h1_dir, "wrk_h1-32_r1", Some("wrk's client (wrk --latency http://127.0.0.1:")),
         (&h1_dir, "oha_h1-32_r1", Some("oha's client (oha --no-tui --output-format json -w")),
         (&h1_dir, "h2load_h1-32_r1", Some("--h1")),
-        (&h1_dir, "hey_h1-32_r1", Some("hey's client (hey http://127.0.0.1:")),
+        (&h1_dir, "hey_h1-32_r1", Some("hey's client (hey -c 32 -z 1s http://127.0.0.1:")),
         (&h2_dir, "wirespeed_h2-4x8_r1", None),
         (&h2_dir, "h2load_h2-4x8_r1", Some("-m 8")),
         (&h2_dir, "oha_h2-4x8_r1", Some("--http2")),
@@ -612,6 +612,10 @@ fn benches_http_against_wrk_oha_h2load_and_hey() {
         let s = &report["summary"];
         let responses = s["responses"].as_u64().unwrap();
         assert!(responses > 0 && s["requests_per_second"].as_f64().unwrap() > 0.0, "{run}: {s}");
+        // Each client ran for the workload's time (smoke: 0.5 s), not a count of its own
+        // (hey's 200 requests, when its flags were taken for arguments).
+        let measured = s["duration_ns"].as_u64().unwrap();
+        assert!((400_000_000..5_000_000_000).contains(&measured), "{run}: {measured} ns");
         // nginx answers every request with its page.
         assert_eq!(s["succeeded"].as_u64(), Some(responses), "{run}: {s}");
         assert!(s["latency"]["mean_ns"].as_f64().unwrap() > 0.0, "{run}: {s}");
@@ -646,6 +650,24 @@ fn benches_dns_against_dnsperf() {
                 assert!(notes.contains("dns-queries.txt") && notes.contains("-c 8"), "{notes}");
                 assert!(s["exact"]["mean_ns"].as_f64().unwrap() > 0.0, "{run}: {s}");
             }
+        }
+    }
+}
+
+/// wirespeed against ethr on loopback, test by test: ethr's rows are its own client's, and
+/// every load (ours too) ran as a process of its own, so its CPU is in the report.
+#[test]
+fn benches_ethr_against_wirespeed() {
+    let (cells, dir) = smoke("benches/ethr.toml");
+    assert_eq!(cells.len(), 5 * 2, "five workloads, by two systems");
+    for workload in ["tcp-1", "tcp-4", "packets", "connections", "latency"] {
+        for system in ["wirespeed", "ethr"] {
+            let report = run_report(dir.path(), &format!("{system}_{workload}_r1"));
+            let notes = report["meta"]["notes"].to_string();
+            assert_eq!(notes.contains("load made by ethr's client"), system == "ethr", "{notes}");
+            let load = &report["meta"]["load_cpu"];
+            let used = load["user_ns"].as_u64().unwrap() + load["system_ns"].as_u64().unwrap();
+            assert!(used > 0, "{system} {workload}: {load}");
         }
     }
 }
@@ -736,7 +758,7 @@ fn every_benchmark_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example("benches/"))
         .unwrap()
         .filter_map(|e| e.ok()?.file_name().into_string().ok())
-        .filter(|n| n.ends_with(".toml"))
+        .filter(|n| n.ends_with(".toml") && n != "goals.toml")
         .collect();
     names.sort();
     assert_eq!(
@@ -744,6 +766,7 @@ fn every_benchmark_is_exercised_here() {
         [
             "bandwidth.toml",
             "dns.toml",
+            "ethr.toml",
             "http.toml",
             "http2.toml",
             "latency-busy-poll.toml",

@@ -1,13 +1,15 @@
 //! `wirespeed bench DIR`: every scenario file of a directory (`benches/`), in name order, each
 //! run as `bench FILE` would run it into `--out/NAME`; then the one table of every comparison
-//! with another tool's client (`wirespeed_report::bench::ratios`), printed and written beside
-//! them as `performance.md` and `ratios.csv`, with the machine they ran on. `--tabulate` makes
-//! the same page again from the kept results alone, so a published page is what its data say.
+//! with another tool's client (`wirespeed_report::bench::ratios`), and the goals of the
+//! directory's `goals.toml` with whether each was met, printed and written beside them as
+//! `performance.md` and `ratios.csv`, with the machine they ran on. `--tabulate` makes the
+//! same page again from the kept results alone, so a published page is what its data say.
 
 use std::path::{Path, PathBuf};
 
 use anyhow::{bail, Context, Result};
 use serde::{Deserialize, Serialize};
+use wirespeed_report::bench::goals::Goals;
 use wirespeed_report::bench::ratios::{self, ScenarioResults};
 
 use crate::exit;
@@ -25,11 +27,36 @@ struct RunFacts {
 /// The file the facts are kept in.
 const FACTS: &str = "run.json";
 
+/// The goals file of a directory of scenarios, kept with their results.
+const GOALS: &str = "goals.toml";
+
+/// The goals at `path`; none where there is no file.
+fn read_goals(path: &Path) -> Result<Goals> {
+    let text = match std::fs::read_to_string(path) {
+        Ok(t) => t,
+        Err(e) if e.kind() == std::io::ErrorKind::NotFound => return Ok(Goals::default()),
+        Err(e) => return Err(e).with_context(|| format!("reading {}", path.display())),
+    };
+    let goals: Goals =
+        toml::from_str(&text).with_context(|| format!("reading {}", path.display()))?;
+    for g in &goals.goal {
+        g.check().map_err(anyhow::Error::msg).with_context(|| path.display().to_string())?;
+    }
+    Ok(goals)
+}
+
 /// Runs every scenario file of `dir`, then prints the table of them all.
 pub(super) async fn run(args: BenchArgs, dir: &Path) -> Result<u8> {
     let files = scenario_files(dir)?;
+    // Read before anything runs: a goals file with a mistake is said now, not after an hour.
+    let goals = dir.join(GOALS);
+    read_goals(&goals)?;
     let out = args.out.clone().unwrap_or_else(|| PathBuf::from("bench-results/all"));
     std::fs::create_dir_all(&out).with_context(|| format!("creating {}", out.display()))?;
+    if goals.is_file() {
+        std::fs::copy(&goals, out.join(GOALS))
+            .with_context(|| format!("copying {}", goals.display()))?;
+    }
     let facts = RunFacts { version: env!("CARGO_PKG_VERSION").into(), machine: machine() };
     std::fs::write(out.join(FACTS), serde_json::to_string_pretty(&facts)? + "\n")?;
     let mut code = exit::OK;
@@ -65,6 +92,7 @@ fn scenario_files(dir: &Path) -> Result<Vec<PathBuf>> {
         .with_context(|| format!("reading {}", dir.display()))?
         .filter_map(|e| Some(e.ok()?.path()))
         .filter(|p| p.extension().is_some_and(|e| e == "toml"))
+        .filter(|p| p.file_name().is_some_and(|n| n != GOALS))
         .collect();
     files.sort();
     if files.is_empty() {
@@ -101,8 +129,9 @@ pub(super) fn tabulate(out: &Path) -> Result<String> {
             .with_context(|| format!("{}/versions.json", dir.display()))?;
         scenarios.push(ScenarioResults { name, cells, versions });
     }
+    let goals = read_goals(&out.join(GOALS))?;
     let found = ratios::ratios(&scenarios);
-    let page = ratios::markdown(&facts.version, &facts.machine, &found);
+    let page = ratios::markdown(&facts.version, &facts.machine, &found, &goals.goal);
     std::fs::write(out.join("performance.md"), &page)?;
     std::fs::write(out.join("ratios.csv"), ratios::csv(&found))?;
     Ok(page)
