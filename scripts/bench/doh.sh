@@ -19,7 +19,7 @@ need dnsperf taskset jq openssl
 PLAIN=15363
 DOH=15364
 
-# A certificate for 127.0.0.1 (an end entity: webpki refuses a CA certificate as one), and the zone and queries of scripts/bench/dns.sh.
+# A certificate for 127.0.0.1 (an end entity: webpki refuses a CA certificate as one), and the zone and queries benches/dns.toml asks (the DNS fixture's).
 openssl req -x509 -newkey ec -pkeyopt ec_paramgen_curve:P-256 -nodes -days 1 -subj /CN=127.0.0.1 \
   -addext basicConstraints=critical,CA:FALSE \
   -addext subjectAltName=IP:127.0.0.1 -keyout "$tmp/key.pem" -out "$tmp/cert.pem" 2>/dev/null
