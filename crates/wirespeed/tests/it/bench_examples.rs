@@ -48,6 +48,17 @@ fn installed(loaded: &wirespeed_runner::Loaded, system: &str) -> bool {
 const WORKLOAD_KINDS: &[&str] =
     &["bandwidth", "latency", "cps", "pps", "ping", "http", "dns", "vegeta"];
 
+/// PATH with this build's directory first: scenarios that run wirespeed's own server (or
+/// `wirespeed peer`) find this build.
+fn path_with_this_build() -> std::ffi::OsString {
+    let bin_dir = Path::new(common::BIN).parent().unwrap();
+    std::env::join_paths(
+        std::iter::once(bin_dir.to_path_buf())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap()
+}
+
 /// Runs `name` with `--smoke`; checks the listing, the exit code, and that each cell finished
 /// or was skipped as its programs say. Returns the summary's cells and the output directory.
 fn smoke(name: &str) -> (Vec<Value>, tempfile::TempDir) {
@@ -122,17 +133,10 @@ fn smoke_over(
     if !workloads.is_empty() {
         args.extend(["--workloads", &workloads]);
     }
-    // Examples that run wirespeed's own server find this build first on PATH.
-    let bin_dir = Path::new(common::BIN).parent().unwrap();
-    let path_var = std::env::join_paths(
-        std::iter::once(bin_dir.to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
-    .unwrap();
     let out = std::process::Command::new(common::BIN)
         .args(&args)
         .env("NO_COLOR", "1")
-        .env("PATH", path_var)
+        .env("PATH", path_with_this_build())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&out.stdout);
@@ -684,17 +688,11 @@ fn a_directory_of_benchmarks_runs_as_one_command_with_one_table() {
         std::fs::copy(example(&format!("benches/{name}")), benches.join(name)).unwrap();
     }
     let out = dir.path().join("out");
-    let bin_dir = Path::new(common::BIN).parent().unwrap();
-    let path_var = std::env::join_paths(
-        std::iter::once(bin_dir.to_path_buf())
-            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
-    )
-    .unwrap();
     let ran = std::process::Command::new(common::BIN)
         .args(["bench", benches.to_str().unwrap(), "--smoke", "--no-save", "--out"])
         .arg(&out)
         .env("NO_COLOR", "1")
-        .env("PATH", path_var)
+        .env("PATH", path_with_this_build())
         .output()
         .unwrap();
     let stdout = String::from_utf8_lossy(&ran.stdout);
