@@ -15,6 +15,20 @@ pub struct Goals {
     /// Every goal, in the order shown.
     #[serde(default)]
     pub goal: Vec<Goal>,
+    /// How each scenario pairs its peers with wirespeed, where a reader must know it to read
+    /// a ratio (a mode one side cannot match, a count only one side keeps).
+    #[serde(default)]
+    pub pairing: Vec<Pairing>,
+}
+
+/// What a scenario's pairs are: which modes and counts stand side by side.
+#[derive(Debug, Clone, PartialEq, Deserialize)]
+#[serde(deny_unknown_fields)]
+pub struct Pairing {
+    /// The scenario (its file's name).
+    pub scenario: String,
+    /// What is paired with what, in words.
+    pub text: String,
 }
 
 /// One goal.

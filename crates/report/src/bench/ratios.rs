@@ -6,7 +6,7 @@
 
 use serde::{Deserialize, Serialize};
 
-use super::goals::Goal;
+use super::goals::Goals;
 use super::{median, BenchCell, ProgramVersion};
 use crate::table::Table;
 use crate::units::figure;
@@ -180,17 +180,24 @@ pub fn csv(ratios: &[Ratio]) -> String {
     out
 }
 
-/// The page of every comparison: what ran where, the table, then the goals it is held to
-/// (none: no section).
-pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &[Goal]) -> String {
-    let goals = if goals.is_empty() {
+/// The page of every comparison: what ran where, the table, how each scenario pairs its
+/// sides, then the goals it is held to (none: no section).
+pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &Goals) -> String {
+    let pairing = if goals.pairing.is_empty() {
+        String::new()
+    } else {
+        let lines: Vec<String> =
+            goals.pairing.iter().map(|p| format!("- **{}**: {}", p.scenario, p.text)).collect();
+        format!("\n## What each pair is\n\n{}\n", lines.join("\n"))
+    };
+    let goals = if goals.goal.is_empty() {
         String::new()
     } else {
         format!(
             "\n## Goals\n\nWhat `benches/goals.toml` asks of these figures, and whether this \
              run met it (with a bound on the ratio and one on the load's CPU, either \
              suffices).\n\n{}",
-            super::goals::table(goals, ratios).markdown()
+            super::goals::table(&goals.goal, ratios).markdown()
         )
     };
     format!(
@@ -201,7 +208,7 @@ pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &[Goal]) 
          wirespeed's median over the peer's, and *Each repeat* the lowest and highest of the \
          repeats' own ratios. *Load CPU* is the load process's CPU per unit of its work, \
          wirespeed's over the peer's (lower is better), where both ran as processes of their \
-         own.\n\n{}{goals}",
+         own.\n\n{}{pairing}{goals}",
         table(ratios).markdown()
     )
 }
@@ -260,7 +267,17 @@ mod tests {
         assert_eq!(r[0].spread, Some((0.9, 1.25)));
         assert_eq!(r[0].cpu_ratio, Some(0.5));
         assert_eq!(r[0].peer_version, "wrk 4.1.0");
-        let page = markdown("0.1.0", "2 cores", &r, &[]);
+        let plain = markdown("0.1.0", "2 cores", &r, &Goals::default());
+        assert!(!plain.contains("## What each pair is"), "{plain}");
+        let goals = Goals {
+            goal: vec![],
+            pairing: vec![super::super::goals::Pairing {
+                scenario: "http".into(),
+                text: "both keep connections alive".into(),
+            }],
+        };
+        let page = markdown("0.1.0", "2 cores", &r, &goals);
+        assert!(page.contains("- **http**: both keep connections alive"), "{page}");
         assert!(page.contains("| http | h1 | Requests/s (higher is better) | wrk |"), "{page}");
         assert!(page.contains("| 1.00× | 0.90–1.25 | 0.50× per request | wrk 4.1.0 |"), "{page}");
         assert!(csv(&r).contains("http,h1,Requests/s,true,wirespeed,wrk,1,0.9,1.25,0.5,request"));

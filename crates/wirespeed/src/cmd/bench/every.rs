@@ -131,7 +131,7 @@ pub(super) fn tabulate(out: &Path) -> Result<String> {
     }
     let goals = read_goals(&out.join(GOALS))?;
     let found = ratios::ratios(&scenarios);
-    let page = ratios::markdown(&facts.version, &facts.machine, &found, &goals.goal);
+    let page = ratios::markdown(&facts.version, &facts.machine, &found, &goals);
     std::fs::write(out.join("performance.md"), &page)?;
     std::fs::write(out.join("ratios.csv"), ratios::csv(&found))?;
     Ok(page)
