@@ -22,6 +22,7 @@ pub(crate) mod run;
 pub mod server;
 
 pub use error::ClientError;
+pub use net::sys::process_cpu_ns;
 /// A report's meta: version, host, start time and far end (for reports made outside the
 /// engine, such as another load generator's results read back).
 pub use run::member::MemberRun;

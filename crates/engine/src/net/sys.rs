@@ -238,9 +238,19 @@ fn tcp_info(fd: RawFd) -> Option<libc::tcp_info> {
 
 /// CPU time used so far by the calling thread: (user, system) in nanoseconds.
 pub(crate) fn thread_cpu_ns() -> (u64, u64) {
+    cpu_ns(libc::RUSAGE_THREAD)
+}
+
+/// CPU time used so far by this whole process, every thread: (user, system) in nanoseconds.
+pub fn process_cpu_ns() -> (u64, u64) {
+    cpu_ns(libc::RUSAGE_SELF)
+}
+
+/// `getrusage(who)`'s CPU times in nanoseconds; (0, 0) if the kernel refuses.
+fn cpu_ns(who: libc::c_int) -> (u64, u64) {
     let mut usage = MaybeUninit::<libc::rusage>::zeroed();
     // SAFETY: usage is a valid out-pointer for getrusage.
-    let r = unsafe { libc::getrusage(libc::RUSAGE_THREAD, usage.as_mut_ptr()) };
+    let r = unsafe { libc::getrusage(who, usage.as_mut_ptr()) };
     if r < 0 {
         return (0, 0);
     }

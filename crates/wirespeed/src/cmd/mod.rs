@@ -144,18 +144,8 @@ struct ProcessCpu {
 
 impl ProcessCpu {
     fn now() -> Self {
-        let mut usage = std::mem::MaybeUninit::<libc::rusage>::zeroed();
-        // SAFETY: usage is a valid out-pointer for getrusage, which fills it on success; on
-        // failure it stays zeroed, which reads as no CPU used.
-        unsafe { libc::getrusage(libc::RUSAGE_SELF, usage.as_mut_ptr()) };
-        // SAFETY: zeroed or filled, it is a valid rusage.
-        let usage = unsafe { usage.assume_init() };
-        let ns = |t: libc::timeval| t.tv_sec as u64 * 1_000_000_000 + t.tv_usec as u64 * 1_000;
-        Self {
-            user_ns: ns(usage.ru_utime),
-            system_ns: ns(usage.ru_stime),
-            at: std::time::Instant::now(),
-        }
+        let (user_ns, system_ns) = wirespeed_engine::process_cpu_ns();
+        Self { user_ns, system_ns, at: std::time::Instant::now() }
     }
 
     /// What was used since.
