@@ -76,7 +76,10 @@ const OPTIONS: &[(&str, &[&str])] = &[
         "bandwidth",
         &["time (-d)", "parallel (-n)", "reverse (-r)", "length (-l)", "bitrate (-b)", "omit"],
     ),
-    ("pps", &["time (-d)", "parallel (-n)", "warmup"]),
+    // ethr's packets/s test sends 1-byte datagrams whatever its -l says (ethr.go overrides it):
+    // a workload's length is taken so that ours can send its least beside it, and its report
+    // says the 1 B ethr sent.
+    ("pps", &["time (-d)", "parallel (-n)", "warmup", "length (ethr sends 1 B whatever is asked)"]),
     // ethr's client always closes with RST (SO_LINGER 0): `rst = true` says so, false is refused.
     ("cps", &["time (-d)", "parallel (-n)", "warmup", "rst (always)"]),
     ("latency", &["time (-d)", "length (-l)", "warmup"]),
@@ -170,7 +173,7 @@ pub(crate) fn command_line(
         if given.get("reverse").map(String::as_str) == Some("true") {
             args.push("-r".into());
         }
-        if let Some(l) = given.get("length") {
+        if let Some(l) = given.get("length").filter(|_| kind != "pps") {
             let bytes =
                 parse_bytes(l).map_err(|e| anyhow::anyhow!("{kind} --length {l:?}: {e}"))?;
             args.extend(["-l".into(), format!("{bytes}B")]);
@@ -350,6 +353,10 @@ mod tests {
         let lat = command_line("latency", "[::1]:8888", &options(&[("length", 1.into())])).unwrap();
         assert_eq!(ask_of(&lat).unwrap().test, Test::Latency { length: 1 });
         assert_eq!(ask_of(&lat).unwrap().target, "::1");
+        // ethr's packets/s sends 1 B whatever -l says: a length is taken, and not passed on.
+        let pps = command_line("pps", "h:1", &options(&[("length", 16.into())])).unwrap();
+        assert!(!pps.contains(&"-l".to_string()), "{pps:?}");
+        assert_eq!(ask_of(&pps).unwrap().test, Test::Packets);
     }
 
     #[test]
