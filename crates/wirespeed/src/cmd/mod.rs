@@ -18,7 +18,8 @@ mod show;
 mod web;
 
 pub(crate) use bench::{
-    workload_line as bench_workload_line, workload_spec as bench_workload_spec,
+    vegeta_line, vegeta_run, workload_line as bench_workload_line,
+    workload_spec as bench_workload_spec,
 };
 
 use std::future::Future;

@@ -3,7 +3,7 @@
 //! where its figures are in what it prints — run as a child process (`child`) and read back
 //! as a report of the workload's kind (`report`), so its row sits beside wirespeed's own.
 //! ethr's client, whose text needs a parser of its own, lives in `crate::ethr` and shares the
-//! child process handling.
+//! child process handling; vegeta's, whose results are files of its own, is `vegeta`.
 //!
 //! The words are `wirespeed peer --client NAME --like JSON -- PROGRAM ARGS…`, where JSON is
 //! our own command line for the same workload (its spec is the report's): run in-process
@@ -13,6 +13,9 @@ pub(crate) mod child;
 mod defs;
 mod figures;
 mod report;
+mod vegeta;
+
+pub(crate) use vegeta::CLIENT as VEGETA_CLIENT;
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -39,6 +42,12 @@ pub(crate) fn command_line(
     options: &BTreeMap<String, toml::Value>,
 ) -> Result<Vec<String>> {
     let name = client.name();
+    if name == vegeta::CLIENT {
+        if client.program().is_some() || !client.args().is_empty() {
+            bail!("vegeta's client takes no program or args of its own");
+        }
+        return vegeta::command_line(kind, entry, options);
+    }
     let def = defs::find(name)?;
     let mut args = def.kind(name, kind)?.words(name, kind, entry, options)?;
     args.extend(client.args().iter().cloned());
@@ -83,6 +92,9 @@ pub(crate) fn parse(words: &[String]) -> Result<Option<PeerWords>> {
 /// printed as a report of the workload's kind.
 pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
     let PeerWords { name, like, argv } = parse(words)?.context("not a described client's words")?;
+    if name == vegeta::CLIENT {
+        return vegeta::run(&argv, cancel).await;
+    }
     let def = defs::find(&name)?;
     let kind = like.get(1).context("--like: no test kind")?;
     let kind_def = def.kind(&name, kind)?;
@@ -166,6 +178,10 @@ pub(crate) fn listing() -> String {
     out.push_str(&format!(
         "{}: Microsoft's ethr (bandwidth, pps, cps, latency, ping; crate::ethr)\n",
         crate::ethr::CLIENT
+    ));
+    out.push_str(&format!(
+        "{}: vegeta attack (http: connections as -max-workers with -rate 0, or a rate)\n",
+        vegeta::CLIENT
     ));
     out
 }

@@ -569,7 +569,7 @@ fn benches_latency_against_sockperf() {
 #[test]
 fn benches_pps_against_iperf3() {
     let (cells, dir) = smoke("benches/pps.toml");
-    assert_eq!(cells.len(), 3, "one workload, by three systems");
+    assert_eq!(cells.len(), 4, "one workload, by four systems");
     for system in ["iperf3-3.12", "iperf3-3.21"] {
         let report = run_report(dir.path(), &format!("{system}_udp-64_r1"));
         assert_eq!(report["spec"]["per_packet"], true, "{report}");
@@ -584,6 +584,21 @@ fn benches_pps_against_iperf3() {
         assert!(received > 0 && received <= sent, "{summary}");
         assert!(summary["received_pps"].as_f64().unwrap() > 0.0, "{summary}");
     }
+    // sockperf's throughput client counts only what it sent: its rate sent, nothing received.
+    let report = run_report(dir.path(), "sockperf_udp-64_r1");
+    assert_eq!(
+        (report["spec"]["per_packet"].as_bool(), report["spec"]["length"].as_u64()),
+        (Some(true), Some(64))
+    );
+    let notes = report["meta"]["notes"].to_string();
+    assert!(
+        notes.contains("sockperf throughput -i 127.0.0.1") && notes.contains("-m 64"),
+        "{notes}"
+    );
+    let summary = &report["summary"];
+    assert!(summary["sent_packets"].as_u64().unwrap() > 0, "{summary}");
+    assert!(summary["sent_pps"].as_f64().unwrap() > 0.0, "{summary}");
+    assert!(summary.get("received_packets").is_none_or(|r| r.is_null()), "{summary}");
 }
 
 /// wirespeed's HTTP client against wrk, oha, h2load and hey, HTTP/1.1 and HTTP/2, each against its
@@ -676,6 +691,64 @@ fn benches_ethr_against_wirespeed() {
     }
 }
 
+/// Connections, two ways: wirespeed's cps against its own server, closing with FIN and with RST
+/// (a sweep), and a new connection for each HTTP request from wirespeed, wrk, oha and hey
+/// against one nginx, each with its own flag for it.
+#[test]
+fn benches_cps_and_a_connection_per_request_against_wrk_oha_and_hey() {
+    let (cells, dir) = smoke("benches/cps.toml");
+    assert_eq!(cells.len(), 2, "one system, FIN and RST");
+    for rst in [false, true] {
+        let report = run_report(dir.path(), &format!("wirespeed_close_rst={rst}__r1"));
+        assert_eq!(report["spec"]["rst"].as_bool(), Some(rst), "{report}");
+        assert!(report["summary"]["connected"].as_u64().unwrap() > 0, "{report}");
+        assert!(report["meta"]["load_cpu"]["wall_ns"].as_u64().unwrap() > 0, "{report}");
+    }
+    let (cells, dir) = smoke("benches/http-close.toml");
+    assert_eq!(cells.len(), 4, "one workload, by four clients");
+    for (client, flag) in [
+        ("wirespeed", None),
+        ("wrk", Some("-H Connection: close")),
+        ("oha", Some("--disable-keepalive")),
+        ("hey", Some("-disable-keepalive")),
+    ] {
+        let run = format!("{client}_close-8_r1");
+        let report = run_report(dir.path(), &run);
+        let notes = report["meta"]["notes"].to_string();
+        if let Some(flag) = flag {
+            assert!(notes.contains(flag) && notes.contains("-c 8"), "{run}: {notes}");
+        } else {
+            assert_eq!(report["spec"]["keepalive"].as_bool(), Some(false), "{report}");
+        }
+        let s = &report["summary"];
+        let responses = s["responses"].as_u64().unwrap();
+        assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{run}: {s}");
+    }
+}
+
+/// vegeta as a system's client: its closed model (-rate 0 -max-workers) beside ours at the
+/// same connections, its open model at the same rate, as a process of its own whose CPU the
+/// report keeps.
+#[test]
+fn benches_vegeta_as_a_client_closed_and_open() {
+    let (cells, dir) = smoke("benches/vegeta.toml");
+    assert_eq!(cells.len(), 2 * 2, "two workloads, by two clients");
+    for (workload, said) in [("closed-48", "-max-workers 48 -rate 0"), ("open-2000", "-rate 2000")]
+    {
+        let report = run_report(dir.path(), &format!("vegeta_{workload}_r1"));
+        let notes = report["meta"]["notes"].to_string();
+        assert!(notes.contains("load made by vegeta's client") && notes.contains(said), "{notes}");
+        let s = &report["summary"];
+        let responses = s["responses"].as_u64().unwrap();
+        assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{workload}: {s}");
+        assert!(s["latency"]["p99_ns"].as_u64().unwrap() > 0, "{workload}: {s}");
+        let load = &report["meta"]["load_cpu"];
+        assert!(load["user_ns"].as_u64().unwrap() + load["system_ns"].as_u64().unwrap() > 0);
+    }
+    let open = run_report(dir.path(), "vegeta_open-2000_r1");
+    assert_eq!(open["summary"]["target_rate"].as_f64(), Some(2000.0), "{open}");
+}
+
 /// `wirespeed bench DIR`: every scenario of a directory in one command, then one table of every
 /// peer held against wirespeed's client; `--tabulate` makes the same page from the kept results.
 #[test]
@@ -707,6 +780,7 @@ fn a_directory_of_benchmarks_runs_as_one_command_with_one_table() {
         ("http", "h1-32", "hey"),
         ("pps", "udp-64", "iperf3-3.12"),
         ("pps", "udp-64", "iperf3-3.21"),
+        ("pps", "udp-64", "sockperf"),
     ] {
         let row = format!("| {scenario} | {workload} | ");
         let line = page.lines().find(|l| l.starts_with(&row) && l.contains(&format!("| {peer} |")));
@@ -715,7 +789,7 @@ fn a_directory_of_benchmarks_runs_as_one_command_with_one_table() {
         assert!(line.contains("× per "), "{line}");
     }
     let csv = std::fs::read_to_string(out.join("ratios.csv")).unwrap();
-    assert_eq!(csv.lines().count(), 1 + 6, "{csv}");
+    assert_eq!(csv.lines().count(), 1 + 7, "{csv}");
     // The page again, from the kept results alone.
     let again = common::client(&["bench", "--tabulate", out.to_str().unwrap()]);
     assert_eq!(again.status.code(), Some(0), "{}", String::from_utf8_lossy(&again.stderr));
@@ -763,13 +837,16 @@ fn every_benchmark_is_exercised_here() {
         names,
         [
             "bandwidth.toml",
+            "cps.toml",
             "dns.toml",
             "ethr.toml",
+            "http-close.toml",
             "http.toml",
             "http2.toml",
             "latency-busy-poll.toml",
             "latency.toml",
-            "pps.toml"
+            "pps.toml",
+            "vegeta.toml"
         ]
     );
 }

@@ -10,6 +10,7 @@ mod every;
 mod vegeta_load;
 mod workload;
 
+pub(crate) use vegeta_load::{command_line as vegeta_line, run as vegeta_run};
 pub(crate) use workload::{command_line as workload_line, spec_of as workload_spec};
 
 use anyhow::{Context, Result};

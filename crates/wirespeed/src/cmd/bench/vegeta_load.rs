@@ -3,7 +3,9 @@
 //! fixed rate or as fast as `max-workers` manage (`rate = 0`), its results read back as an HTTP
 //! report (`wirespeed_report::vegeta::import`), so the same tunnel's figures under vegeta's load and under
 //! wirespeed's sit side by side. Interrupted (the warm-up's end, Ctrl-C), vegeta gets SIGINT,
-//! on which it stops and writes what it has.
+//! on which it stops and writes what it has. It runs as a child process of its own, so the
+//! report keeps the CPU it used. The same attack makes an http workload's load for a system
+//! whose `client` is vegeta (`crate::foreign::vegeta` maps the workload's options to these).
 
 use std::collections::BTreeMap;
 use std::time::Duration;
@@ -17,32 +19,43 @@ use wirespeed_runner::matrix::scalar_text;
 use wirespeed_report::vegeta::import::{self, Attack};
 
 /// The first word of a vegeta workload's command line.
-pub(super) const KIND: &str = "vegeta";
+pub(crate) const KIND: &str = "vegeta";
 
 /// The options a vegeta workload takes, each a `vegeta attack` flag of the same name.
 const OPTIONS: &[&str] = &["rate", "duration", "max-workers", "workers", "timeout", "connections"];
 
-/// vegeta's version (`vegeta -version`), labelled with the workloads it loads, when the
-/// scenario has any and vegeta is installed.
+/// vegeta's version (`vegeta -version`), labelled with the workloads it loads and the systems
+/// whose client it is, when the scenario has any and vegeta is installed.
 pub(super) fn version(
     loaded: &wirespeed_runner::Loaded,
 ) -> Option<wirespeed_runner::version::Version> {
-    let names: Vec<&str> = loaded
+    let workloads: Vec<&str> = loaded
         .scenario
         .workload
         .iter()
         .filter(|w| w.kind == KIND)
         .map(|w| w.name.as_str())
         .collect();
+    let mut names: Vec<String> = Vec::new();
+    if !workloads.is_empty() {
+        names.push(format!("load of {}", workloads.join(", ")));
+    }
+    // And the systems whose client it is.
+    let clients = loaded.plan.systems.iter().filter(|cell| {
+        cell.client.as_ref().is_some_and(|c| c.name() == crate::foreign::VEGETA_CLIENT)
+    });
+    names.extend(clients.map(|cell| format!("client of {}", cell.name)));
     if names.is_empty() || wirespeed_runner::process::which("vegeta").is_none() {
         return None;
     }
-    let label = format!("load of {}", names.join(", "));
-    Some(wirespeed_runner::version::of_program(&label, "vegeta -version", Some("Version:")))
+    let label = names.join(", ");
+    let mut v = wirespeed_runner::version::of_program(&label, "vegeta -version", Some("Version:"));
+    v.systems = names;
+    Some(v)
 }
 
 /// `vegeta URL -rate R -duration D …`: the words of a vegeta workload aimed at `entry`.
-pub(super) fn command_line(
+pub(crate) fn command_line(
     entry: &str,
     options: &BTreeMap<String, toml::Value>,
 ) -> Result<Vec<String>> {
@@ -113,80 +126,61 @@ fn go_duration(d: Duration) -> String {
     format!("{}ms", d.as_millis().max(1))
 }
 
-/// Runs vegeta as the words say until it ends or `cancel` fires; its results as a report.
-pub(super) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
+/// Runs vegeta as the words say until it ends, `cancel` fires or it overruns; its results as a
+/// report, with the CPU the kernel counted for `vegeta attack` (its load; the encoding after it
+/// is not counted).
+pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
     let (attack, args) = attack_of(words)?;
-    let results = std::env::temp_dir().join(format!(
-        "wirespeed-vegeta-{}-{:x}.bin",
-        std::process::id(),
-        rand_suffix()
-    ));
-    let outcome = attack_into(&attack, &args, &results, cancel).await;
-    let text = match outcome {
-        Ok(()) => encode(&results).await,
-        Err(e) => Err(e),
-    };
-    let _ = std::fs::remove_file(&results);
+    let scratch = Scratch::new()?;
+    std::fs::write(&scratch.targets, format!("GET {}\n", attack.url))
+        .with_context(|| format!("writing {}", scratch.targets.display()))?;
+    let mut argv = args;
+    for (flag, path) in [("-targets", &scratch.targets), ("-output", &scratch.results)] {
+        argv.extend([flag.to_string(), path.display().to_string()]);
+    }
+    let limit = attack.duration + crate::foreign::OVERRUN;
+    let ran = crate::foreign::child::run("vegeta", &argv, cancel.clone(), limit).await?;
+    if ran.overran {
+        let over = crate::foreign::OVERRUN;
+        bail!("{} did not end within {over:?} of its planned time: stopped", attack.command);
+    }
+    if !ran.status.success() && !cancel.is_cancelled() {
+        bail!("{} failed ({}): {}", attack.command, ran.status, ran.last_words());
+    }
+    let text = encode(&scratch.results).await?;
     let meta_at = |began| wirespeed_engine::run_meta(env!("CARGO_PKG_VERSION"), began, None);
-    Ok(import::report(&text?, &attack, meta_at)?)
+    let mut report = import::report(&text, &attack, meta_at)?;
+    report.meta.load_cpu = Some(ran.load_cpu());
+    Ok(report)
+}
+
+/// vegeta's target file and results file, removed when the run is done with them.
+struct Scratch {
+    targets: std::path::PathBuf,
+    results: std::path::PathBuf,
+}
+
+impl Scratch {
+    fn new() -> Result<Scratch> {
+        let stem = format!("wirespeed-vegeta-{}-{:x}", std::process::id(), rand_suffix());
+        let dir = std::env::temp_dir();
+        Ok(Scratch {
+            targets: dir.join(format!("{stem}.targets")),
+            results: dir.join(format!("{stem}.bin")),
+        })
+    }
+}
+
+impl Drop for Scratch {
+    fn drop(&mut self) {
+        let _ = std::fs::remove_file(&self.targets);
+        let _ = std::fs::remove_file(&self.results);
+    }
 }
 
 fn rand_suffix() -> u64 {
     use std::hash::{BuildHasher, RandomState};
     RandomState::new().hash_one(std::time::SystemTime::now())
-}
-
-/// `vegeta attack ARGS -output RESULTS` with the target on its stdin; SIGINT when `cancel`
-/// fires (vegeta then stops and flushes).
-async fn attack_into(
-    attack: &Attack,
-    args: &[String],
-    results: &std::path::Path,
-    cancel: CancellationToken,
-) -> Result<()> {
-    use tokio::io::AsyncWriteExt;
-    let mut child = tokio::process::Command::new("vegeta")
-        .args(args)
-        .arg("-output")
-        .arg(results)
-        .env("TZ", "UTC")
-        .stdin(std::process::Stdio::piped())
-        .stdout(std::process::Stdio::null())
-        .stderr(std::process::Stdio::piped())
-        .kill_on_drop(true)
-        .spawn()
-        .context("vegeta did not start (scripts/peers.sh builds it)")?;
-    let mut stdin = child.stdin.take().context("vegeta's stdin")?;
-    stdin.write_all(format!("GET {}\n", attack.url).as_bytes()).await?;
-    drop(stdin);
-    let mut stderr = child.stderr.take().context("vegeta's stderr")?;
-    let said = tokio::spawn(async move {
-        let mut text = String::new();
-        let _ = tokio::io::AsyncReadExt::read_to_string(&mut stderr, &mut text).await;
-        text
-    });
-    let status = tokio::select! {
-        status = child.wait() => status?,
-        _ = cancel.cancelled() => {
-            if let Some(pid) = child.id() {
-                // SAFETY: kill(2) on our own child's pid, which has not been reaped yet.
-                unsafe { libc::kill(pid as libc::pid_t, libc::SIGINT) };
-            }
-            // It stops at once on SIGINT; a vegeta that does not is killed.
-            match tokio::time::timeout(Duration::from_secs(5), child.wait()).await {
-                Ok(status) => status?,
-                Err(_) => {
-                    child.kill().await?;
-                    bail!("vegeta did not stop on SIGINT");
-                }
-            }
-        }
-    };
-    let said = said.await.unwrap_or_default();
-    if !status.success() && !cancel.is_cancelled() {
-        bail!("{} failed ({status}): {}", attack.command, said.trim());
-    }
-    Ok(())
 }
 
 /// `vegeta encode --to json RESULTS`: the result lines.
