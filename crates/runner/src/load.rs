@@ -444,7 +444,14 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
         }
     }
     // A workload's option values may name fixtures and the scenario's directory, which are the
-    // same for every system.
+    // same for every system; a port every system has (a DoH URL, `https://127.0.0.1:{port.doh}/…`)
+    // and, with no hosts, the run's directory (a certificate a system's process made there),
+    // which every run has.
+    let every_system_has = |name: &str| {
+        s.system.iter().all(|system| {
+            system.templates().into_iter().any(|t| template::placeholders(t).contains(&name))
+        })
+    };
     for w in &s.workload {
         let texts = w.options.values().flat_map(|v| match v {
             toml::Value::String(t) => vec![t.as_str()],
@@ -456,12 +463,14 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
                 Some(Placeholder::Fixture(f, _)) => !fixtures.contains(f),
                 Some(Placeholder::ScenarioDir) => false,
                 Some(Placeholder::HostAddr(h)) => !s.host.iter().any(|x| x.name == h),
+                Some(Placeholder::Port(_)) => !every_system_has(n),
+                Some(Placeholder::RunDir) => !s.host.is_empty(),
                 _ => true,
             });
             if let Some(bad) = bad {
                 return Err((
                     text.to_string(),
-                    format!("workload {:?}: {{{bad}}}: an option can name only fixtures and {{scenario.dir}}", w.name),
+                    format!("workload {:?}: {{{bad}}}: an option can name only fixtures, {{scenario.dir}}, a port every system has and (with no hosts) {{run.dir}}", w.name),
                 ));
             }
         }

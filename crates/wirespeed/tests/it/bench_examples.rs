@@ -673,6 +673,36 @@ fn benches_dns_against_dnsperf() {
     }
 }
 
+/// wirespeed's dns client over DoH against dnsperf's, both on CoreDNS with a certificate made
+/// for the run: GET and POST, every query answered from the zone, and our client trusting the
+/// run's certificate ({run.dir} and {port.doh} in the workload's options).
+#[test]
+fn benches_doh_against_dnsperf() {
+    let (cells, dir) = smoke("benches/doh.toml");
+    assert_eq!(cells.len(), 2 * 2, "two clients, GET and POST");
+    for client in ["wirespeed", "dnsperf"] {
+        for post in [false, true] {
+            let run = format!("{client}-coredns_doh_doh-post={post}__r1");
+            let report = run_report(dir.path(), &run);
+            let s = &report["summary"];
+            let completed = s["completed"].as_u64().unwrap();
+            assert!(completed > 0 && completed <= s["sent"].as_u64().unwrap(), "{run}: {s}");
+            let codes: Vec<&str> =
+                s["rcodes"].as_array().unwrap().iter().filter_map(|r| r["name"].as_str()).collect();
+            assert_eq!(codes, ["NOERROR", "NXDOMAIN"], "{run}: {s}");
+            if client == "dnsperf" {
+                let notes = report["meta"]["notes"].to_string();
+                assert!(notes.contains("-m doh -O doh-uri=https://127.0.0.1:"), "{notes}");
+                assert_eq!(notes.contains("doh-method=POST"), post, "{notes}");
+            } else {
+                let method = if post { "post" } else { "get" };
+                assert_eq!(report["spec"]["doh_method"].as_str(), Some(method), "{report}");
+                assert_eq!(report["spec"]["transport"].as_str(), Some("doh"), "{report}");
+            }
+        }
+    }
+}
+
 /// wirespeed against ethr on loopback, test by test: ethr's rows are its own client's, and
 /// every load (ours too) ran as a process of its own, so its CPU is in the report.
 #[test]
@@ -839,6 +869,7 @@ fn every_benchmark_is_exercised_here() {
             "bandwidth.toml",
             "cps.toml",
             "dns.toml",
+            "doh.toml",
             "ethr.toml",
             "http-close.toml",
             "http.toml",

@@ -84,6 +84,9 @@ pub(crate) fn command_line(
         TestKind::Http => words.push(format!("http://{entry}/")),
         // A system's entry HOST:PORT: its configuration at the well-known path.
         TestKind::Rpm => words.push(format!("http://{entry}/.well-known/nq")),
+        // A DoH URL names the server, its port and the path: the entry says nothing more
+        // (another client, dnsperf, takes the entry's HOST:PORT beside the URL).
+        TestKind::Dns if options.contains_key("doh") => {}
         TestKind::Dns => {
             // `--dry-run` shows an address it cannot know yet as `<fixture.NAME.addr>`: its
             // host and port are shown the same way.
