@@ -703,6 +703,40 @@ fn benches_doh_against_dnsperf() {
     }
 }
 
+/// iperf3's protocol both ways: iperf3's client against our server and ours (--iperf3) against
+/// iperf3's, beside iperf3 against itself, each figure the receiver's.
+#[test]
+fn benches_iperf3_interop_both_ways() {
+    let (cells, dir) = smoke("benches/iperf3-interop.toml");
+    assert_eq!(cells.len(), 3, "one workload, by three systems");
+    for system in ["wirespeed-to-iperf3", "iperf3-to-wirespeed", "iperf3-to-iperf3"] {
+        let report = run_report(dir.path(), &format!("{system}_tcp-1_r1"));
+        let notes = report["meta"]["notes"].to_string();
+        assert_eq!(
+            notes.contains("load made by iperf3's client"),
+            system.starts_with("iperf3-to"),
+            "{notes}"
+        );
+        assert!(report["summary"]["received_bps"].as_f64().unwrap() > 0.0, "{system}: {report}");
+    }
+    let ours = run_report(dir.path(), "wirespeed-to-iperf3_tcp-1_r1");
+    assert!(ours["meta"]["server_version"].as_str().is_some_and(|v| v.contains("iperf")), "{ours}");
+}
+
+/// The HTTP fixture beside nginx, both loaded by wrk: each server answers every request.
+#[test]
+fn benches_http_fixture_against_nginx() {
+    let (cells, dir) = smoke("benches/http-fixture.toml");
+    assert_eq!(cells.len(), 2, "one workload, by two servers");
+    for system in ["fixture", "nginx"] {
+        let report = run_report(dir.path(), &format!("{system}_h1-32_r1"));
+        let s = &report["summary"];
+        let responses = s["responses"].as_u64().unwrap();
+        assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{system}: {s}");
+        assert!(report["meta"]["notes"].to_string().contains("load made by wrk's client"));
+    }
+}
+
 /// wirespeed against ethr on loopback, test by test: ethr's rows are its own client's, and
 /// every load (ours too) ran as a process of its own, so its CPU is in the report.
 #[test]
@@ -872,8 +906,10 @@ fn every_benchmark_is_exercised_here() {
             "doh.toml",
             "ethr.toml",
             "http-close.toml",
+            "http-fixture.toml",
             "http.toml",
             "http2.toml",
+            "iperf3-interop.toml",
             "latency-busy-poll.toml",
             "latency.toml",
             "pps.toml",
