@@ -723,6 +723,21 @@ fn benches_iperf3_interop_both_ways() {
     assert!(ours["meta"]["server_version"].as_str().is_some_and(|v| v.contains("iperf")), "{ours}");
 }
 
+/// wirespeed and wrk on the fixture's `?delay=10ms`: both measure at least the server's delay.
+#[test]
+fn benches_http_delay_against_wrk() {
+    let (cells, dir) = smoke("benches/http-delay.toml");
+    assert_eq!(cells.len(), 2, "one workload, by two clients");
+    for client in ["wirespeed", "wrk"] {
+        let report = run_report(dir.path(), &format!("{client}_delay-10ms_r1"));
+        let s = &report["summary"];
+        assert!(s["responses"].as_u64().unwrap() > 0, "{client}: {s}");
+        // The fixture answers 10 ms after each request came: no client can see less.
+        let p50 = s["latency"]["p50_ns"].as_u64().unwrap();
+        assert!(p50 >= 10_000_000, "{client}: p50 {p50} ns below the server's delay");
+    }
+}
+
 /// The HTTP fixture beside nginx, both loaded by wrk: each server answers every request.
 #[test]
 fn benches_http_fixture_against_nginx() {
@@ -906,6 +921,7 @@ fn every_benchmark_is_exercised_here() {
             "doh.toml",
             "ethr.toml",
             "http-close.toml",
+            "http-delay.toml",
             "http-fixture.toml",
             "http.toml",
             "http2.toml",
