@@ -202,11 +202,12 @@ pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &Goals) -
     };
     format!(
         "# wirespeed against its peers\n\n\
-         wirespeed {version}, every benchmark scenario of `benches/` run with `wirespeed bench \
-         benches/`, on {machine}. Each row is one workload made by wirespeed's client and by a \
-         peer's, run alternately (A B A B) against the same kind of server; the ratio is \
-         wirespeed's median over the peer's, and *Each repeat* the lowest and highest of the \
-         repeats' own ratios. *Load CPU* is the load process's CPU per unit of its work, \
+         wirespeed {version}, the benchmark scenarios of `benches/` run with `wirespeed bench` \
+         (all of them with `wirespeed bench benches/`, or some at a time: a ratio compares runs \
+         of one scenario only), on {machine}. Each row is one workload made by wirespeed's \
+         client and by a peer's, run alternately (A B A B) against the same kind of server; the \
+         ratio is wirespeed's median over the peer's, and *Each repeat* the lowest and highest \
+         of the repeats' own ratios. *Load CPU* is the load process's CPU per unit of its work, \
          wirespeed's over the peer's (lower is better), where both ran as processes of their \
          own.\n\n{}{pairing}{goals}",
         table(ratios).markdown()
