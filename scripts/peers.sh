@@ -2,9 +2,10 @@
 # Builds the Go programs the studies measure (gost, frp, vegeta, CoreDNS, AdGuard's dnsproxy,
 # Caddy: an HTTP/3 server and, as a reverse proxy, an HTTP/3 client that are not ours)
 # from the Go module proxy, at pinned versions, and those it refuses (goresponsiveness, the
-# reference RPM client; ethr) and upstream's iperf3 (C) from the snapshots in ../shared/peers,
-# into one directory that scripts/test.sh and the benchmarks put on PATH. Only what is missing (or pinned at another version) is built; a
-# program that fails to build is reported with Go's own error and the others go on.
+# reference RPM client; ethr; dnspyre) and upstream's iperf3 (C) from the snapshots in
+# ../shared/peers, into one directory that scripts/test.sh and the benchmarks put on PATH. Only
+# what is missing (or pinned at another version) is built; a program that fails to build is
+# reported with Go's own error and the others go on.
 #
 #   scripts/peers.sh            # build what is missing; prints the directory (alone on stdout)
 #   WIRESPEED_PEERS=DIR scripts/peers.sh
@@ -148,6 +149,19 @@ configure_and_make() {
   make -j"$(nproc)"
   cp src/iperf3 "$bin/$1"
 }
+# dnspyre (DNS load over UDP, TCP, DoT, DoH and DoQ): two of its modules (doh-go, doq-go) are
+# refused by the proxy, so its copy is pointed at their snapshots (copied beside it); its version
+# is the snapshot's commit, stamped as its release build stamps a tag.
+dnspyre_program() {
+  cp -r "$shared/dnspyre-deps" ./snapshot-deps && chmod -R u+w ./snapshot-deps
+  go mod edit -replace "github.com/tantalor93/doq-go=$PWD/snapshot-deps/doq-go" \
+    -replace "github.com/tantalor93/doh-go=$PWD/snapshot-deps/doh-go"
+  go build -trimpath -ldflags "-X github.com/tantalor93/dnspyre/v3/cmd.Version=v3-${origin:0:12}" \
+    -o "$bin/$1" .
+}
+dnspyre_program_toolchain() {
+  go env GOVERSION
+}
 configure_and_make_toolchain() {
   echo "cc $(cc -dumpfullversion 2>/dev/null || cc -dumpversion)"
 }
@@ -156,6 +170,7 @@ SHARED=(
   "goresponsiveness goresponsiveness go_program"
   "ethr ethr go_program"
   "iperf iperf3-3.21 configure_and_make"
+  "dnspyre dnspyre dnspyre_program"
 )
 for entry in "${SHARED[@]}"; do
   read -r name out how <<<"$entry"

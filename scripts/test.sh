@@ -74,8 +74,8 @@ wait_for_jobs() {
 trap 'stop_jobs; rm -rf "$jobs_dir"; step "end"; rm -f "$times_file"; printf "%s\n" "== wall and CPU time per step" "${step_times[@]}" "$(printf "%6d s  in all" $SECONDS)"' EXIT
 
 # The programs the studies measure (gost, frp, vegeta, CoreDNS, dnsproxy, Caddy, ethr,
-# goresponsiveness, upstream's iperf3), built from the Go module proxy at pinned versions or from
-# ../shared/peers into one directory (only what is missing), then on PATH. They need nothing
+# goresponsiveness, dnspyre, upstream's iperf3), built from the Go module proxy at pinned
+# versions or from ../shared/peers into one directory (only what is missing), then on PATH. They need nothing
 # from apt but a C compiler, so they start first where there is one.
 if ! command -v go >/dev/null 2>&1; then
   echo "scripts/test.sh: go is needed to build the studies' programs (scripts/peers.sh)" >&2

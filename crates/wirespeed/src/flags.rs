@@ -977,8 +977,9 @@ pub(crate) struct DnsArgs {
     /// Its port (default 53, or 853 with --dot and --doq).
     #[arg(short = 'p', long, value_name = "PORT", value_parser = clap::value_parser!(u16).range(1..))]
     pub port: Option<u16>,
-    /// Queries, one "NAME TYPE" a line (dnsperf's datafile; ';' and '#' start comments); '-'
-    /// reads standard input. Default: queries for the fixture's generated zone.
+    /// Queries, one "NAME TYPE" a line (dnsperf's datafile; ';' and '#' start comments; a NAME
+    /// alone asks for its A record, as dnspyre's lists); '-' reads standard input. Default:
+    /// queries for the fixture's generated zone.
     #[arg(short = 'd', long, value_name = "FILE")]
     pub datafile: Option<PathBuf>,
     /// Clients: UDP sockets, or TCP/DoT connections (1-4096).

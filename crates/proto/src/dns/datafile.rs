@@ -1,6 +1,7 @@
 //! dnsperf's datafile: one query a line, `NAME TYPE` (`www.example.test A`), blank lines and
 //! comments (lines starting with `;`, as dnsperf, or `#`; and a `;` field ending a line)
-//! skipped. Every line is checked
+//! skipped. A name alone asks for its A record, so that a list of names (dnspyre's query
+//! files, a zone's hosts) is a datafile too. Every line is checked
 //! here, before a query is sent, so a bad one is reported with its line number instead of
 //! failing mid-run.
 
@@ -46,9 +47,9 @@ pub fn parse(text: &str) -> Result<Vec<QueryLine>, DatafileError> {
         }
         // A `;` that starts a field starts a comment, at the end of a line too.
         let mut fields = l.split_ascii_whitespace().take_while(|f| !f.starts_with(';'));
-        let (Some(name), Some(ty)) = (fields.next(), fields.next()) else {
-            return fail(format!("expected 'NAME TYPE', got '{}'", shorten(l)));
-        };
+        // Neither empty nor a comment, the line has a name.
+        let Some(name) = fields.next() else { continue };
+        let ty = fields.next().unwrap_or("A");
         if let Some(extra) = fields.next() {
             return fail(format!("unexpected '{}' after the type", shorten(extra)));
         }
@@ -101,17 +102,25 @@ mail.test MX	;mail
         )
         .unwrap();
         assert_eq!((q.len(), q[0].qtype, q[1].qtype), (2, 1, 15));
-        assert!(parse(
-            "www.example.test ; no type
-"
+    }
+
+    #[test]
+    fn a_name_alone_asks_for_its_a_record() {
+        let q = parse(
+            "www.example.test
+mail.test ; no type
+x.test AAAA
+",
         )
-        .is_err());
+        .unwrap();
+        let asked: Vec<(&str, u16)> = q.iter().map(|q| (q.name.as_str(), q.qtype)).collect();
+        assert_eq!(asked, [("www.example.test", 1), ("mail.test", 1), ("x.test", 28)]);
     }
 
     #[test]
     fn a_bad_line_is_named_by_number() {
         let cases = [
-            ("a.test A\nb.test\n", 2, "expected 'NAME TYPE'"),
+            ("a.test A\nb..test\n", 2, "empty label"),
             ("a.test A\nb.test A extra\n", 2, "unexpected 'extra'"),
             ("a.test BOGUS\n", 1, "not a record type"),
             ("a..test A\n", 1, "empty label"),

@@ -55,11 +55,14 @@ pub(crate) struct KindDef {
     pub after: Vec<String>,
     /// What a reader of its reports should know of how it measures.
     pub note: String,
-    /// What each workload option becomes among its words.
+    /// What each workload option becomes among its words (which may hold `{host}`, `{port}`,
+    /// `{entry}` and `{url}` as well as the value).
     #[serde(default)]
     pub options: BTreeMap<String, Vec<String>>,
     /// Its words where the workload does not set an option (or sets it false): what makes
-    /// its default ours (`time = ["-t", "10"]`, `udp = ["--tcp"]`).
+    /// its default ours (`time = ["-t", "10"]`, `udp = ["--tcp"]`). A key naming several
+    /// options (`"doh|doq"`) gives its words where the workload sets none of them: how a
+    /// client that takes its server in the form of its transport is given the plain one.
     #[serde(default)]
     pub defaults: BTreeMap<String, Vec<String>>,
     /// Where each figure of the kind's report summary is read, by its name there (dotted
@@ -236,9 +239,11 @@ impl KindDef {
                 .replace("{url}", &url)
         };
         let mut words: Vec<String> = self.words.iter().map(|w| fill(w)).collect();
-        for (key, default) in &self.defaults {
-            if matches!(options.get(key), None | Some(toml::Value::Boolean(false))) {
-                words.extend(default.iter().cloned());
+        let unset =
+            |key: &str| matches!(options.get(key), None | Some(toml::Value::Boolean(false)));
+        for (keys, default) in &self.defaults {
+            if keys.split('|').all(unset) {
+                words.extend(default.iter().map(|w| fill(w)));
             }
         }
         for (key, value) in options {
@@ -251,13 +256,15 @@ impl KindDef {
             };
             match value {
                 toml::Value::Boolean(false) => {}
-                toml::Value::Boolean(true) => words.extend(becomes.iter().cloned()),
+                toml::Value::Boolean(true) => words.extend(becomes.iter().map(|w| fill(w))),
                 v => {
                     let text = scalar_text(v)
                         .with_context(|| format!("option {key}: expected a word or number"))?;
                     for word in becomes {
+                        // The entry's placeholders first: the value is the workload's, as
+                        // written, whatever it holds.
                         words.push(
-                            value_word(word, &text)
+                            value_word(&fill(word), &text)
                                 .with_context(|| format!("{name}: {kind} --{key} {text:?}"))?,
                         );
                     }
@@ -366,6 +373,26 @@ mod tests {
         let options = [("connections".to_string(), 32.into())].into();
         let words = hey.words("hey", "http", "127.0.0.1:80", &options).unwrap();
         assert_eq!(words.join(" "), "-z 10s -c 32 http://127.0.0.1:80/");
+        // dnspyre takes its server in its transport's form: the plain one is a default given
+        // where no transport is.
+        let dnspyre = find("dnspyre").unwrap().kind("dnspyre", "dns").unwrap();
+        let with = |pairs: &[(&str, toml::Value)]| -> String {
+            let options = pairs.iter().map(|(k, v)| (k.to_string(), v.clone())).collect();
+            dnspyre.words("dnspyre", "dns", "127.0.0.1:853", &options).unwrap().join(" ")
+        };
+        let fixed = "--no-progress --no-color --no-distribution --precision 3";
+        assert_eq!(
+            with(&[("doq", true.into()), ("max-outstanding", 8.into())]),
+            format!("{fixed} --doh-method get -s quic://127.0.0.1:853 -c 8")
+        );
+        assert_eq!(
+            with(&[("doh", "https://h/q?x={y}".into()), ("doh-post", true.into())]),
+            format!("{fixed} -c 100 -s https://h/q?x={{y}} --doh-protocol 2 --doh-method post")
+        );
+        assert_eq!(
+            with(&[("time-limit", "1.5s".into())]),
+            format!("{fixed} --doh-method get -s 127.0.0.1:853 -c 100 --duration 1.5s")
+        );
         let e = iperf3.kind("iperf3", "dns").unwrap_err();
         assert!(e.to_string().contains("makes no dns test"), "{e}");
         assert!(find("nope").unwrap_err().to_string().contains("iperf3"));

@@ -703,6 +703,47 @@ fn benches_doh_against_dnsperf() {
     }
 }
 
+/// wirespeed's dns client against dnspyre over DoQ and DoH, on our server and on CoreDNS, each
+/// with a certificate made for the run: both ask the fixture's names (every one answered from the
+/// zone), dnspyre its server in its transport's form, and its figures are read from its summary.
+#[test]
+fn benches_doq_and_doh_against_dnspyre() {
+    let (cells, dir) = smoke("benches/dnspyre.toml");
+    assert_eq!(cells.len(), 2 * 2 * 2, "two clients, two servers, DoQ and DoH");
+    for server in ["wirespeed", "coredns"] {
+        for client in ["wirespeed", "dnspyre"] {
+            for transport in ["doq", "doh"] {
+                let run = format!("{client}-{server}_{transport}_r1");
+                let report = run_report(dir.path(), &run);
+                let s = &report["summary"];
+                let completed = s["completed"].as_u64().unwrap();
+                assert!(completed > 0 && completed <= s["sent"].as_u64().unwrap(), "{run}: {s}");
+                let codes: Vec<(&str, u64)> = s["rcodes"]
+                    .as_array()
+                    .unwrap()
+                    .iter()
+                    .filter_map(|r| Some((r["name"].as_str()?, r["count"].as_u64()?)))
+                    .collect();
+                assert_eq!(codes, [("NOERROR", completed)], "{run}: {s}");
+                let p50 = s["latency"]["p50_ns"].as_u64().unwrap();
+                assert!(p50 > 0 && p50 <= s["latency"]["p99_ns"].as_u64().unwrap(), "{run}: {s}");
+                if client == "dnspyre" {
+                    let notes = report["meta"]["notes"].to_string();
+                    let server_word =
+                        if transport == "doq" { "-s quic://127.0.0.1:" } else { "-s https://" };
+                    assert!(notes.contains(server_word), "{notes}");
+                    assert!(
+                        notes.contains("dns-names.txt -") && notes.contains("-c 100"),
+                        "{notes}"
+                    );
+                } else {
+                    assert_eq!(report["spec"]["transport"].as_str(), Some(transport), "{report}");
+                }
+            }
+        }
+    }
+}
+
 /// iperf3's protocol both ways: iperf3's client against our server and ours (--iperf3) against
 /// iperf3's, beside iperf3 against itself, each figure the receiver's.
 #[test]
@@ -918,6 +959,7 @@ fn every_benchmark_is_exercised_here() {
             "bandwidth.toml",
             "cps.toml",
             "dns.toml",
+            "dnspyre.toml",
             "doh.toml",
             "ethr.toml",
             "http-close.toml",

@@ -1002,11 +1002,11 @@ fn a_zone_with_includes_is_served_whole() {
 fn dns_bad_input_has_clear_errors_and_exit_codes() {
     let dir = tempfile::tempdir().unwrap();
     let bad = dir.path().join("bad.txt");
-    std::fs::write(&bad, "www.example.test A\nwww.example.test\n").unwrap();
+    std::fs::write(&bad, "www.example.test A\nwww.example.test A IN\n").unwrap();
     let out = client(&["dns", "-d", bad.to_str().unwrap(), "--no-save"]);
     assert_eq!(out.status.code(), Some(1));
     let err = String::from_utf8_lossy(&out.stderr);
-    assert!(err.contains("line 2") && err.contains("expected 'NAME TYPE'"), "{err}");
+    assert!(err.contains("line 2") && err.contains("unexpected 'IN' after the type"), "{err}");
     // Nothing listening: the report is still printed, and the exit code says unreachable.
     let port = free_port().to_string();
     let out = client(&["dns", "-p", &port, "-n", "1", "-t", "0.3", "--no-save"]);
