@@ -72,6 +72,17 @@ fn read_memory(pid: u32) -> Option<(u64, u64)> {
 /// A reading of every role now: one pass over `/proc` finds every group's members and their
 /// CPU time; memory is read from each member's status when asked for.
 pub fn read(roles: &[(String, u32)], at_ms: u64, wanted: Wanted) -> Vec<Sample> {
+    read_groups(roles, at_ms, wanted, false)
+}
+
+/// [`read`], where with `tool_only` a group's leader is left out when it has company: a load's
+/// leader is the wirespeed process that ran another tool's client, which is what is measured.
+fn read_groups(
+    roles: &[(String, u32)],
+    at_ms: u64,
+    wanted: Wanted,
+    tool_only: bool,
+) -> Vec<Sample> {
     // SAFETY: sysconf reads a constant; it has no preconditions.
     let hz = unsafe { libc::sysconf(libc::_SC_CLK_TCK) }.max(1) as u64;
     let tick_ns = 1_000_000_000 / hz;
@@ -79,7 +90,10 @@ pub fn read(roles: &[(String, u32)], at_ms: u64, wanted: Wanted) -> Vec<Sample> 
     roles
         .iter()
         .map(|(role, pgid)| {
-            let members: Vec<&ProcStat> = all.iter().filter(|p| p.pgrp == *pgid).collect();
+            let mut members: Vec<&ProcStat> = all.iter().filter(|p| p.pgrp == *pgid).collect();
+            if tool_only && members.len() > 1 {
+                members.retain(|p| p.pid != *pgid);
+            }
             let memory: Vec<(u64, u64)> = if wanted.memory {
                 members.iter().filter_map(|p| read_memory(p.pid)).collect()
             } else {
@@ -101,11 +115,15 @@ pub fn read(roles: &[(String, u32)], at_ms: u64, wanted: Wanted) -> Vec<Sample> 
         .collect()
 }
 
-/// A thread sampling `roles` every `interval` until stopped.
+/// A thread sampling `roles` every `interval` until stopped, and the roles watched for a
+/// while (the load's process, from its start to its end).
 #[derive(Debug)]
 pub struct Sampler {
     stop: Arc<AtomicBool>,
     samples: Arc<Mutex<Vec<Sample>>>,
+    watched: Arc<Mutex<Vec<(String, u32)>>>,
+    start: Instant,
+    wanted: Wanted,
     thread: Option<JoinHandle<()>>,
 }
 
@@ -114,12 +132,20 @@ impl Sampler {
     pub fn start(roles: Vec<(String, u32)>, interval: Duration, wanted: Wanted) -> Self {
         let stop = Arc::new(AtomicBool::new(false));
         let samples = Arc::new(Mutex::new(Vec::new()));
-        let (s, out) = (stop.clone(), samples.clone());
+        let watched: Arc<Mutex<Vec<(String, u32)>>> = Arc::default();
+        let (s, out, extra) = (stop.clone(), samples.clone(), watched.clone());
+        let start = Instant::now();
         let thread = std::thread::spawn(move || {
-            let start = Instant::now();
             let mut next = start;
             while !s.load(Ordering::Relaxed) {
-                let taken = read(&roles, start.elapsed().as_millis() as u64, wanted);
+                // The watched groups before the time: a group watched since has its first
+                // reading (taken by `watch`) before this one.
+                let now_watched = extra.lock().unwrap_or_else(|e| e.into_inner()).clone();
+                let at_ms = start.elapsed().as_millis() as u64;
+                let mut taken = read(&roles, at_ms, wanted);
+                // A watched group with no process left has ended: it has nothing to say.
+                let loads = read_groups(&now_watched, at_ms, wanted, true);
+                taken.extend(loads.into_iter().filter(|s| s.processes > 0));
                 out.lock().unwrap_or_else(|e| e.into_inner()).extend(taken);
                 next += interval;
                 // Sleep in short steps so a stop is prompt.
@@ -131,13 +157,34 @@ impl Sampler {
             let last = read(&roles, start.elapsed().as_millis() as u64, wanted);
             out.lock().unwrap_or_else(|e| e.into_inner()).extend(last);
         });
-        Self { stop, samples, thread: Some(thread) }
+        Self { stop, samples, watched, start, wanted, thread: Some(thread) }
+    }
+
+    /// Samples the process group `pgid` as `role` too, from now until [`Sampler::unwatch`]:
+    /// a load, whose leader is left out where it runs another tool's client.
+    pub fn watch(&self, role: &str, pgid: u32) {
+        let group = (role.to_string(), pgid);
+        // A first reading now: the CPU it will have used is counted from here, not from the
+        // next tick.
+        let at_ms = self.start.elapsed().as_millis() as u64;
+        let first = read_groups(std::slice::from_ref(&group), at_ms, self.wanted, true);
+        self.samples.lock().unwrap_or_else(|e| e.into_inner()).extend(first);
+        self.watched.lock().unwrap_or_else(|e| e.into_inner()).push(group);
+    }
+
+    /// Stops sampling the process group `pgid`.
+    pub fn unwatch(&self, pgid: u32) {
+        self.watched.lock().unwrap_or_else(|e| e.into_inner()).retain(|(_, g)| *g != pgid);
     }
 
     /// Stops sampling and returns every sample taken.
     pub fn finish(mut self) -> Vec<Sample> {
         self.halt();
-        std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()))
+        let mut samples =
+            std::mem::take(&mut *self.samples.lock().unwrap_or_else(|e| e.into_inner()));
+        // A load's first reading may be recorded between a tick's reading and its record.
+        samples.sort_by_key(|s| s.at_ms);
+        samples
     }
 
     fn halt(&mut self) {
@@ -230,5 +277,34 @@ while True: sum(range(10000))'"#,
         let only = read(&[("big".into(), big.pid)], 0, Wanted::of(&[SampleMetric::Rss]));
         assert!(only[0].rss_bytes > 60 << 20 && only[0].cpu_ns == 0, "{only:?}");
         drop((big, small));
+    }
+
+    #[test]
+    fn a_watched_load_is_sampled_without_its_leader_until_unwatched() {
+        let dir = tempfile::tempdir().unwrap();
+        let words = crate::words::split("sh -c 'sleep 30; true'").unwrap();
+        // The shell leads the group, as our wrapper leads another tool's client: the sleep it
+        // forks is the load.
+        let load =
+            crate::process::spawn("load", &words, &BTreeMap::new(), dir.path(), None).unwrap();
+        let deadline = Instant::now() + Duration::from_secs(30);
+        while processes().iter().filter(|p| p.pgrp == load.pid).count() < 2 {
+            assert!(Instant::now() < deadline, "the shell never forked");
+            std::thread::sleep(Duration::from_millis(10));
+        }
+        let sampler = Sampler::start(Vec::new(), Duration::from_millis(50), Wanted::ALL);
+        sampler.watch("load", load.pid);
+        std::thread::sleep(Duration::from_millis(300));
+        sampler.unwatch(load.pid);
+        let unwatched_ms = sampler.start.elapsed().as_millis() as u64;
+        std::thread::sleep(Duration::from_millis(200));
+        let samples = sampler.finish();
+        assert!(samples.len() >= 3, "{samples:?}");
+        for s in &samples {
+            assert_eq!((s.role.as_str(), s.processes), ("load", 1), "{s:?}");
+            assert!(s.rss_bytes > 0 && s.at_ms <= unwatched_ms, "{s:?}");
+        }
+        assert!(samples.windows(2).all(|w| w[0].at_ms <= w[1].at_ms), "in time order");
+        drop(load);
     }
 }

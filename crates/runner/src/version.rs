@@ -9,6 +9,7 @@
 use std::process::{Command, Stdio};
 use std::time::{Duration, Instant};
 
+use crate::matrix::SystemCell;
 use crate::Loaded;
 
 /// Longest a version command may run.
@@ -51,20 +52,28 @@ impl Version {
     }
 }
 
-/// Runs the version command of every system whose programs are installed.
+/// Runs the version command of every system whose programs are installed (for a system of a
+/// matrix, those its cells name: `requires = ["{program}"]`).
 pub fn check(loaded: &Loaded) -> Vec<Version> {
     let s = &loaded.scenario;
-    let installed =
-        |i: usize| s.system[i].requires.iter().all(|p| crate::process::which(p).is_some());
+    let installed = |c: &&SystemCell| {
+        let rendered = |p: &String| {
+            c.vars.iter().fold(p.clone(), |p, (k, v)| p.replace(&format!("{{{k}}}"), v))
+        };
+        s.system[c.system].requires.iter().all(|p| crate::process::which(&rendered(p)).is_some())
+    };
     s.system
         .iter()
         .enumerate()
-        .filter(|(i, _)| installed(*i))
         .filter_map(|(i, system)| {
             let v = system.version.as_ref()?;
-            let cells = loaded.plan.systems.iter().filter(|c| c.system == i);
+            let cells: Vec<&SystemCell> =
+                loaded.plan.systems.iter().filter(|c| c.system == i).filter(installed).collect();
+            if cells.is_empty() {
+                return None;
+            }
             Some(Version {
-                systems: cells.map(|c| c.name.clone()).collect(),
+                systems: cells.iter().map(|c| c.name.clone()).collect(),
                 command: v.cmd.clone(),
                 printed: printed(&v.cmd, v.expect.as_deref(), TIMEOUT),
                 expected: v.expect.clone(),
@@ -175,6 +184,30 @@ mod tests {
         let other = v("0.5.1");
         assert!(!other.as_expected());
         assert!(other.describe().ends_with("printed \"rathole\", not the expected \"0.5.1\""));
+    }
+
+    #[test]
+    fn a_matrix_systems_version_is_asked_of_the_cells_whose_programs_are_installed() {
+        let text = r#"
+[scenario]
+name = "versions"
+[matrix.client]
+values = [ { name = "a", program = "sh" }, { name = "b", program = "no-such-program-here" } ]
+[[system]]
+name = "{client}-server"
+matrix = ["client"]
+requires = ["{program}"]
+version = { cmd = "sh -c 'echo server 1.2'" }
+entry = "127.0.0.1:9"
+[[workload]]
+name = "w"
+kind = "latency"
+"#;
+        let loaded = crate::parse("versions.toml", text, &["latency"]).unwrap();
+        let versions = check(&loaded);
+        assert_eq!(versions.len(), 1, "{versions:?}");
+        assert_eq!(versions[0].systems, ["a-server"]);
+        assert_eq!(versions[0].printed.as_deref(), Ok("server 1.2"));
     }
 
     #[test]

@@ -415,7 +415,7 @@ impl<W: Workloads> One<'_, W> {
         // `metrics = []` turns sampling off.
         let sampler = (!s.sample.metrics.is_empty())
             .then(|| Sampler::start(roles, interval, Wanted::of(&s.sample.metrics)));
-        let report = self.load(&plan.load, placement, &cancel).await;
+        let report = self.load(&plan.load, placement, sampler.as_ref(), &cancel).await;
         let mut samples = sampler.map(Sampler::finish).unwrap_or_default();
         let (mut crashed, remote) = stop(&mut started);
         let (fixtures_crashed, remote_fixtures) = stop(&mut fixture_processes);
@@ -452,11 +452,12 @@ impl<W: Workloads> One<'_, W> {
     }
 
     /// The warm-up (the same load, cut off after `run.warmup`, its result thrown away), then
-    /// the measured load.
+    /// the measured load, sampled as a role of its own where it is a process here.
     async fn load(
         &self,
         line: &[String],
         placement: &Placement<'_>,
+        sampler: Option<&Sampler>,
         cancel: &CancellationToken,
     ) -> Result<Report, RunError> {
         let warmup =
@@ -470,10 +471,10 @@ impl<W: Workloads> One<'_, W> {
                     stop.cancel();
                 })
             };
-            let _ = self.load_once(line, placement, stop).await;
+            let _ = self.load_once(line, placement, None, stop).await;
             timer.abort();
         }
-        let measured = self.load_once(line, placement, cancel.clone()).await;
+        let measured = self.load_once(line, placement, sampler, cancel.clone()).await;
         measured.map_err(|e| RunError::Load(format!("{e:#}")))
     }
 
@@ -482,6 +483,7 @@ impl<W: Workloads> One<'_, W> {
         &self,
         line: &[String],
         placement: &Placement<'_>,
+        sampler: Option<&Sampler>,
         cancel: CancellationToken,
     ) -> Result<Report> {
         let s = &self.loaded.scenario;
@@ -494,7 +496,8 @@ impl<W: Workloads> One<'_, W> {
         // Placed elsewhere, pinned (so that only the load is pinned), or asked to: a process
         // of its own.
         let program = self.workloads.program();
-        placement::run_there(placement, host, program.as_deref(), line, cpus.as_ref(), cancel).await
+        let program = program.as_deref();
+        placement::run_there(placement, host, program, line, cpus.as_ref(), sampler, cancel).await
     }
 }
 

@@ -6,6 +6,7 @@
 //! back. Fixtures with a host run as `wirespeed server` processes on it.
 
 use std::collections::BTreeMap;
+use std::os::unix::process::CommandExt;
 use std::path::{Path, PathBuf};
 use std::process::Stdio;
 use std::time::Duration;
@@ -24,7 +25,7 @@ use crate::cpus::CpuSet;
 use crate::process::{self, Started, STOP_GRACE};
 use crate::ready::{self, Probe};
 use crate::role::RoleSpec;
-use crate::sample::{Sample, Wanted};
+use crate::sample::{Sample, Sampler, Wanted};
 use crate::scenario::{Fixture, FixtureKind, Scenario};
 
 /// What the hosts of a run are.
@@ -329,17 +330,22 @@ pub(crate) fn fixture_command(
     Ok((argv, port))
 }
 
+/// The role a load's process is sampled as.
+pub(crate) const LOAD_ROLE: &str = "load";
+
 /// Runs the test `words` stand for (`wirespeed KIND …`) on `host` as a `wirespeed` command
 /// there (`program` in a lab; the host's own over ssh, inside `wirespeed role --load`), its
 /// JSON report read from its standard output. Cancelling interrupts it (SIGINT in a lab; over
 /// ssh, its standard input closes and the host interrupts it): the test ends early and still
-/// reports what it measured.
+/// reports what it measured. With a `sampler`, a load on this machine is sampled while it runs,
+/// as the role `load`.
 pub(crate) async fn run_there(
     placement: &Placement<'_>,
     host: Option<&str>,
     program: Option<&Path>,
     words: &[String],
     cpus: Option<&CpuSet>,
+    sampler: Option<&Sampler>,
     cancel: CancellationToken,
 ) -> Result<Report> {
     // `--format json` right after the subcommand: a peer's words (`peer -- ethr …`) end in
@@ -368,7 +374,9 @@ pub(crate) async fn run_there(
             argv.push(program.display().to_string());
             argv.extend(test_words);
             let mut c = std::process::Command::new(&argv[0]);
-            c.args(&argv[1..]);
+            // A group of its own, the other tool's client with it, so that it is sampled as
+            // the load (its memory and CPU over time) and nothing else is.
+            c.args(&argv[1..]).process_group(0);
             if let Some(cpus) = cpus {
                 cpus.check_available().map_err(anyhow::Error::msg)?;
                 cpus.apply(&mut c);
@@ -396,6 +404,11 @@ pub(crate) async fn run_there(
         Ok::<_, std::io::Error>((out, err))
     };
     let pid = child.id();
+    // An ssh host's load is sampled there, if at all; here it is only ssh.
+    let watched = pid.filter(|_| ssh.is_none()).zip(sampler);
+    if let Some((pid, sampler)) = watched {
+        sampler.watch(LOAD_ROLE, pid);
+    }
     let interrupt = async {
         cancel.cancelled().await;
         if stdin.take().is_none() {
@@ -410,7 +423,11 @@ pub(crate) async fn run_there(
         read = read => read?,
         () = interrupt => unreachable!(),
     };
-    let status = child.wait().await?;
+    let status = child.wait().await;
+    if let Some((pid, sampler)) = watched {
+        sampler.unwatch(pid);
+    }
+    let status = status?;
     if out.is_empty() || !status.success() && serde_json::from_slice::<Report>(&out).is_err() {
         let said = String::from_utf8_lossy(&err);
         let said = said.lines().rev().find(|l| !l.trim().is_empty()).unwrap_or("no message");

@@ -779,6 +779,56 @@ fn benches_http_delay_against_wrk() {
     }
 }
 
+/// The open model at a fixed rate against the fixture, the load sampled as a role of its own:
+/// its memory is in the run's samples, its requests were answered.
+#[test]
+fn benches_http_open_samples_the_load() {
+    let (cells, dir) = smoke("benches/http-open.toml");
+    assert_eq!(cells.len(), 1, "one workload, one system");
+    let report = run_report(dir.path(), "wirespeed_open-20k_r1");
+    let s = &report["summary"];
+    assert!(s["responses"].as_u64().unwrap() > 0 && s["sent_per_second"].as_f64().unwrap() > 0.0);
+    let samples: Vec<Value> = serde_json::from_str(
+        &std::fs::read_to_string(dir.path().join("runs/wirespeed_open-20k_r1/samples.json"))
+            .unwrap(),
+    )
+    .unwrap();
+    let load: Vec<&Value> = samples.iter().filter(|s| s["role"] == "load").collect();
+    assert!(!load.is_empty(), "{samples:?}");
+    assert!(load.iter().all(|s| s["processes"] == 1 && s["rss_bytes"].as_u64() > Some(0)));
+    let memory = std::fs::read_to_string(dir.path().join("memory.csv")).unwrap();
+    assert!(memory.lines().any(|l| l.starts_with("open-20k,wirespeed,load,")), "{memory}");
+}
+
+/// The delay line against a veth pair between two namespaces: each run's link holds what its
+/// cell asked, and a round trip through 1 ms each way takes at least 2 ms.
+#[test]
+fn benches_delay_line_against_a_veth_pair() {
+    if let Err(e) = wirespeed_netlab::privilege::check() {
+        skip::missing(&e.to_string(), "run as root");
+        return;
+    }
+    let (cells, dir) = smoke("benches/delay-line.toml");
+    assert_eq!(cells.len(), 3 * 3, "three workloads, three delays");
+    for (run, links) in run_links(dir.path()) {
+        let delay_ns = if run.contains("delay=1ms") {
+            1_000_000
+        } else if run.contains("delay=1us") {
+            1_000
+        } else {
+            0
+        };
+        for link in &links {
+            assert_eq!(link["conditions"]["delay_ns"].as_u64().unwrap_or(0), delay_ns, "{run}");
+        }
+        if run.starts_with("wirespeed_udp-rtt_delay=1ms") {
+            let report = run_report(dir.path(), &run);
+            let p50 = report["summary"]["rtt"]["p50_ns"].as_u64().unwrap();
+            assert!(p50 >= 2_000_000, "{run}: p50 {p50} ns under the 2 ms the line holds");
+        }
+    }
+}
+
 /// The HTTP fixture beside nginx, both loaded by wrk: each server answers every request.
 #[test]
 fn benches_http_fixture_against_nginx() {
@@ -958,6 +1008,7 @@ fn every_benchmark_is_exercised_here() {
         [
             "bandwidth.toml",
             "cps.toml",
+            "delay-line.toml",
             "dns.toml",
             "dnspyre.toml",
             "doh.toml",
@@ -965,6 +1016,7 @@ fn every_benchmark_is_exercised_here() {
             "http-close.toml",
             "http-delay.toml",
             "http-fixture.toml",
+            "http-open.toml",
             "http.toml",
             "http2.toml",
             "iperf3-interop.toml",
