@@ -53,6 +53,17 @@ impl Netns {
 
 impl Drop for Netns {
     fn drop(&mut self) {
+        // Whatever still runs inside goes first: a process left there keeps the namespace,
+        // and its end of every veth pair, alive after `netns del`. (An sshd session whose
+        // client's connection ended after the link did, Ansible's ControlPersist one, was
+        // left so, and its veth's name made a later test's fail.)
+        let pids = ip(&["netns", "pids", &self.name]);
+        for pid in String::from_utf8_lossy(&pids.stdout).split_whitespace() {
+            if let Ok(pid) = pid.parse::<libc::pid_t>() {
+                // SAFETY: kill(2) touches no memory; a pid gone since is refused, no harm.
+                unsafe { libc::kill(pid, libc::SIGKILL) };
+            }
+        }
         let _ = ip(&["netns", "del", &self.name]);
     }
 }

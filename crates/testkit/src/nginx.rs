@@ -129,7 +129,13 @@ impl Nginx {
                 std::thread::sleep(Duration::from_millis(20));
             }
         }
+        // And its unix socket: it accepted no connection yet once in a suite run, with the
+        // TCP listener already answering.
         let unix = dir.join("nginx.sock");
+        while std::os::unix::net::UnixStream::connect(&unix).is_err() {
+            assert!(Instant::now() < deadline, "nginx did not start listening on {unix:?}");
+            std::thread::sleep(Duration::from_millis(20));
+        }
         Some(Self { addr, unix, tls_port, peer, dir })
     }
 

@@ -63,10 +63,13 @@ impl Lab {
             return None;
         }
         // The bridge's name claims the test's number: tests run side by side in processes
-        // whose ids may agree modulo 200, and the kernel makes one link of a name at most.
+        // whose ids may agree modulo 200, and the kernel makes one link of a name at most. A
+        // number whose veth names are still held (a namespace outlives its last process while
+        // its orphaned sockets time out) is passed over too.
         let start = std::process::id() % 200;
         let (net, bridge) = (0..200)
             .map(|k| (start + k) % 200 + 20)
+            .filter(|net| !Path::new(&format!("/sys/class/net/ws{net}h0")).exists())
             .find_map(|net| {
                 let name = format!("wsb{net}");
                 let made =

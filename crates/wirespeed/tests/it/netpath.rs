@@ -258,8 +258,20 @@ fn dns_over_a_lossy_link_counts_exactly_the_queries_the_link_lost() {
     let _server = start_server(&lab, BIN, &["server", "-p", "5201", "--dns", "53"]);
     let target = lab.host("server").unwrap().address.to_string();
     let drops = |lab: &Lab| lab.record().iter().filter_map(|d| d.lost).sum::<u64>();
-    // The readiness probe's TCP connection crossed the link too: only what the filters drop
-    // from here on is the DNS run's.
+    // The readiness probe's TCP connection crossed the link too, and closes across it: a FIN
+    // or ACK of its that the filters drop is sent again later. Once neither end has anything
+    // left to send on it (TIME_WAIT sends nothing unasked), only what the filters drop from
+    // here on is the DNS run's.
+    let closing = |host: &str| {
+        let mut ss = lab.host(host).unwrap().namespace.command("ss");
+        let out = ss.args(["-tanH", "state", "connected", "exclude", "time-wait"]).output();
+        !out.unwrap().stdout.is_empty()
+    };
+    let deadline = std::time::Instant::now() + std::time::Duration::from_secs(30);
+    while closing("client") || closing("server") {
+        assert!(std::time::Instant::now() < deadline, "the probe's connection never closed");
+        std::thread::sleep(std::time::Duration::from_millis(50));
+    }
     let before = drops(&lab);
     let report = client_json(
         &lab,
