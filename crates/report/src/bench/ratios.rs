@@ -181,8 +181,27 @@ pub fn csv(ratios: &[Ratio]) -> String {
 }
 
 /// The page of every comparison: what ran where, the table, how each scenario pairs its
-/// sides, then the goals it is held to (none: no section).
-pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &Goals) -> String {
+/// sides, the goals it is held to (none: no section), then when each scenario ran (`runs`:
+/// its name and its runs' start, where kept; none: no section).
+pub fn markdown(
+    version: &str,
+    machine: &str,
+    ratios: &[Ratio],
+    goals: &Goals,
+    runs: &[(String, Option<String>)],
+) -> String {
+    let when = if runs.is_empty() {
+        String::new()
+    } else {
+        let mut t = Table::new(&["Scenario", "Runs started (UTC)"]);
+        for (name, started) in runs {
+            let started = started.as_deref().map_or("not kept with its results".into(), |s| {
+                s.replacen('T', " ", 1).trim_end_matches('Z').to_string()
+            });
+            t.push(vec![name.clone(), started]);
+        }
+        format!("\n## When each scenario ran\n\n{}", t.markdown())
+    };
     let pairing = if goals.pairing.is_empty() {
         String::new()
     } else {
@@ -209,7 +228,7 @@ pub fn markdown(version: &str, machine: &str, ratios: &[Ratio], goals: &Goals) -
          ratio is wirespeed's median over the peer's, and *Each repeat* the lowest and highest \
          of the repeats' own ratios. *Load CPU* is the load process's CPU per unit of its work, \
          wirespeed's over the peer's (lower is better), where both ran as processes of their \
-         own.\n\n{}{pairing}{goals}",
+         own.\n\n{}{pairing}{goals}{when}",
         table(ratios).markdown()
     )
 }
@@ -268,7 +287,7 @@ mod tests {
         assert_eq!(r[0].spread, Some((0.9, 1.25)));
         assert_eq!(r[0].cpu_ratio, Some(0.5));
         assert_eq!(r[0].peer_version, "wrk 4.1.0");
-        let plain = markdown("0.1.0", "2 cores", &r, &Goals::default());
+        let plain = markdown("0.1.0", "2 cores", &r, &Goals::default(), &[]);
         assert!(!plain.contains("## What each pair is"), "{plain}");
         let goals = Goals {
             goal: vec![],
@@ -277,10 +296,18 @@ mod tests {
                 text: "both keep connections alive".into(),
             }],
         };
-        let page = markdown("0.1.0", "2 cores", &r, &goals);
+        let page = markdown("0.1.0", "2 cores", &r, &goals, &[]);
         assert!(page.contains("- **http**: both keep connections alive"), "{page}");
         assert!(page.contains("| http | h1 | Requests/s (higher is better) | wrk |"), "{page}");
         assert!(page.contains("| 1.00× | 0.90–1.25 | 0.50× per request | wrk 4.1.0 |"), "{page}");
         assert!(csv(&r).contains("http,h1,Requests/s,true,wirespeed,wrk,1,0.9,1.25,0.5,request"));
+        assert!(!page.contains("## When each scenario ran"), "{page}");
+        // Scenarios run apart say when each ran, where their results kept it.
+        let runs =
+            [("dns".to_string(), Some("2026-12-07T19:11:15Z".to_string())), ("http".into(), None)];
+        let page = markdown("0.1.0", "2 cores", &r, &goals, &runs);
+        assert!(page.contains("## When each scenario ran"), "{page}");
+        assert!(page.contains("| dns | 2026-12-07 19:11:15 |"), "{page}");
+        assert!(page.contains("| http | not kept with its results |"), "{page}");
     }
 }

@@ -941,7 +941,13 @@ fn a_directory_of_benchmarks_runs_as_one_command_with_one_table() {
     let stdout = String::from_utf8_lossy(&ran.stdout);
     assert_eq!(ran.status.code(), Some(0), "{stdout}\n{}", String::from_utf8_lossy(&ran.stderr));
     assert!(out.join("http/summary.json").is_file() && out.join("pps/summary.json").is_file());
+    // Each scenario keeps when its runs started, and the page says it.
+    let facts: Value =
+        serde_json::from_str(&std::fs::read_to_string(out.join("http/run.json")).unwrap()).unwrap();
+    let started = facts["started"].as_str().unwrap();
     let page = std::fs::read_to_string(out.join("performance.md")).unwrap();
+    let shown = started.replacen('T', " ", 1);
+    assert!(page.contains(&format!("| http | {} |", shown.trim_end_matches('Z'))), "{page}");
     assert!(stdout.ends_with(&format!("\n{page}")), "the page is printed last: {stdout}");
     for (scenario, workload, peer) in [
         ("http", "h1-32", "wrk"),
@@ -980,8 +986,11 @@ fn the_performance_page_is_what_its_kept_results_render() {
         let to = copy.join(path.file_name().unwrap());
         if path.is_dir() {
             std::fs::create_dir(&to).unwrap();
-            for file in ["summary.json", "versions.json"] {
-                std::fs::copy(path.join(file), to.join(file)).unwrap();
+            for file in ["summary.json", "versions.json", "run.json"] {
+                // A scenario's own run.json is kept since it was written (older ones have none).
+                if file != "run.json" || path.join(file).is_file() {
+                    std::fs::copy(path.join(file), to.join(file)).unwrap();
+                }
             }
         } else {
             std::fs::copy(&path, &to).unwrap();

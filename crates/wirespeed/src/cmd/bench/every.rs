@@ -15,17 +15,41 @@ use wirespeed_report::bench::ratios::{self, ScenarioResults};
 use crate::exit;
 use crate::flags::BenchArgs;
 
-/// What ran the scenarios: kept beside their results as `run.json`.
+/// What ran the scenarios: kept beside their results as `run.json`, and beside each
+/// scenario's own with when it started.
 #[derive(Debug, Serialize, Deserialize)]
-struct RunFacts {
+pub(super) struct RunFacts {
     /// wirespeed's version.
     version: String,
     /// The machine, in a line.
     machine: String,
+    /// When the scenario's runs started (UTC, RFC 3339); a directory's own facts have none.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    started: Option<String>,
+}
+
+impl RunFacts {
+    /// This build on this machine, the runs started at `started`.
+    fn here(started: Option<std::time::SystemTime>) -> Self {
+        Self {
+            version: env!("CARGO_PKG_VERSION").into(),
+            machine: machine(),
+            started: started.map(|t| humantime::format_rfc3339_seconds(t).to_string()),
+        }
+    }
 }
 
 /// The file the facts are kept in.
 const FACTS: &str = "run.json";
+
+/// Keeps beside one scenario's results (`out`) what ran them and when they started, so that a
+/// page made of scenarios run apart can say when each ran.
+pub(super) fn keep_scenario_facts(out: &Path, started: std::time::SystemTime) -> Result<()> {
+    let facts = RunFacts::here(Some(started));
+    let path = out.join(FACTS);
+    std::fs::write(&path, serde_json::to_string_pretty(&facts)? + "\n")
+        .with_context(|| format!("writing {}", path.display()))
+}
 
 /// The goals file of a directory of scenarios, kept with their results.
 const GOALS: &str = "goals.toml";
@@ -57,7 +81,7 @@ pub(super) async fn run(args: BenchArgs, dir: &Path) -> Result<u8> {
         std::fs::copy(&goals, out.join(GOALS))
             .with_context(|| format!("copying {}", goals.display()))?;
     }
-    let facts = RunFacts { version: env!("CARGO_PKG_VERSION").into(), machine: machine() };
+    let facts = RunFacts::here(None);
     std::fs::write(out.join(FACTS), serde_json::to_string_pretty(&facts)? + "\n")?;
     let mut code = exit::OK;
     for file in files {
@@ -116,7 +140,7 @@ pub(super) fn tabulate(out: &Path) -> Result<String> {
         .filter(|p| p.join("summary.json").is_file())
         .collect();
     dirs.sort();
-    let mut scenarios = Vec::new();
+    let (mut scenarios, mut runs) = (Vec::new(), Vec::new());
     for dir in dirs {
         let read = |file: &str| -> Result<String> {
             let path = dir.join(file);
@@ -127,11 +151,21 @@ pub(super) fn tabulate(out: &Path) -> Result<String> {
             .with_context(|| format!("{}/summary.json", dir.display()))?;
         let versions = serde_json::from_str(&read("versions.json")?)
             .with_context(|| format!("{}/versions.json", dir.display()))?;
+        // Results kept before scenarios kept their own facts have none.
+        let started = match std::fs::read_to_string(dir.join(FACTS)) {
+            Ok(text) => {
+                serde_json::from_str::<RunFacts>(&text)
+                    .with_context(|| format!("{}/{FACTS}", dir.display()))?
+                    .started
+            }
+            Err(_) => None,
+        };
+        runs.push((name.clone(), started));
         scenarios.push(ScenarioResults { name, cells, versions });
     }
     let goals = read_goals(&out.join(GOALS))?;
     let found = ratios::ratios(&scenarios);
-    let page = ratios::markdown(&facts.version, &facts.machine, &found, &goals);
+    let page = ratios::markdown(&facts.version, &facts.machine, &found, &goals, &runs);
     std::fs::write(out.join("performance.md"), &page)?;
     std::fs::write(out.join("ratios.csv"), ratios::csv(&found))?;
     Ok(page)

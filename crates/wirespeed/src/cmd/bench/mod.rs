@@ -228,6 +228,7 @@ async fn run_one(args: BenchArgs) -> Result<u8> {
         ssh_config: args.ssh_config.as_deref(),
     };
     let versions = check_versions(&loaded)?;
+    let started = std::time::SystemTime::now();
     let results = execute::run_all(
         &loaded,
         &places,
@@ -267,6 +268,7 @@ async fn run_one(args: BenchArgs) -> Result<u8> {
         out.display()
     );
     let markdown = write_summaries(&out, &loaded, &results, &versions)?;
+    every::keep_scenario_facts(&out, started)?;
     crate::output::write_stdout(format!("\n{markdown}\n{summary}").as_bytes())?;
     Ok(if cancel.is_cancelled() {
         exit::INTERRUPTED
