@@ -499,7 +499,13 @@ pub fn describe(loaded: &Loaded) -> String {
         format!("{:?}", s.run.order).to_lowercase()
     );
     for c in &plan.systems {
-        let requires = &s.system[c.system].requires;
+        // A matrix system's programs as its cell names them (`{program}` rendered).
+        let mut requires: Vec<String> = Vec::new();
+        for p in s.system[c.system].requires.iter().map(|p| c.with_vars(p)) {
+            if !requires.contains(&p) {
+                requires.push(p);
+            }
+        }
         let needs = if requires.is_empty() {
             String::new()
         } else {

@@ -61,6 +61,14 @@ pub struct Plan {
     pub runs: Vec<Run>,
 }
 
+impl SystemCell {
+    /// `text` with each of its matrix variables (`{program}`) given this cell's value; what is
+    /// not one of them stays as written.
+    pub fn with_vars(&self, text: &str) -> String {
+        self.vars.iter().fold(text.to_string(), |t, (k, v)| t.replace(&format!("{{{k}}}"), v))
+    }
+}
+
 impl Plan {
     /// A stable id for a run (`system/workload/r2`), for `--resume` and file names.
     pub fn run_id(&self, r: &Run) -> String {

@@ -57,10 +57,7 @@ impl Version {
 pub fn check(loaded: &Loaded) -> Vec<Version> {
     let s = &loaded.scenario;
     let installed = |c: &&SystemCell| {
-        let rendered = |p: &String| {
-            c.vars.iter().fold(p.clone(), |p, (k, v)| p.replace(&format!("{{{k}}}"), v))
-        };
-        s.system[c.system].requires.iter().all(|p| crate::process::which(&rendered(p)).is_some())
+        s.system[c.system].requires.iter().all(|p| crate::process::which(&c.with_vars(p)).is_some())
     };
     s.system
         .iter()
