@@ -185,22 +185,8 @@ mod tests {
 
     #[test]
     fn a_matrix_systems_version_is_asked_of_the_cells_whose_programs_are_installed() {
-        let text = r#"
-[scenario]
-name = "versions"
-[matrix.client]
-values = [ { name = "a", program = "sh" }, { name = "b", program = "no-such-program-here" } ]
-[[system]]
-name = "{client}-server"
-matrix = ["client"]
-requires = ["{program}"]
-version = { cmd = "sh -c 'echo server 1.2'" }
-entry = "127.0.0.1:9"
-[[workload]]
-name = "w"
-kind = "latency"
-"#;
-        let loaded = crate::parse("versions.toml", text, &["latency"]).unwrap();
+        let text = include_str!("../tests/scenarios/valid/matrix_programs.toml");
+        let loaded = crate::parse("matrix_programs.toml", text, &["latency"]).unwrap();
         let versions = check(&loaded);
         assert_eq!(versions.len(), 1, "{versions:?}");
         assert_eq!(versions[0].systems, ["a-server"]);

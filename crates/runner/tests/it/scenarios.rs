@@ -124,23 +124,13 @@ fn the_json_schema_is_generated_from_the_types() {
 
 #[test]
 fn the_listing_names_each_matrix_cells_own_programs() {
-    let text = r#"
-[scenario]
-name = "needs"
-[matrix.client]
-values = [ { name = "a", program = "sh" }, { name = "b", program = "dig" } ]
-[[system]]
-name = "{client}-server"
-matrix = ["client"]
-requires = ["sh", "{program}"]
-entry = "127.0.0.1:9"
-[[workload]]
-name = "w"
-kind = "latency"
-"#;
-    let listing = load::describe(&parse("needs.toml", text, WORKLOAD_KINDS).unwrap());
+    let text = std::fs::read_to_string(
+        Path::new(env!("CARGO_MANIFEST_DIR")).join("tests/scenarios/valid/matrix_programs.toml"),
+    )
+    .unwrap();
+    let listing = load::describe(&parse("matrix_programs.toml", &text, WORKLOAD_KINDS).unwrap());
     assert!(listing.contains("system   a-server  (needs sh)\n"), "{listing}");
-    assert!(listing.contains("system   b-server  (needs sh, dig)\n"), "{listing}");
+    assert!(listing.contains("system   b-server  (needs sh, no-such-program-here)\n"), "{listing}");
 }
 
 #[test]
