@@ -150,6 +150,8 @@ pub fn parse_placed(
         line,
         message,
     };
+    let text = &template::with_env(text, |n| std::env::var(n).ok())
+        .map_err(|(at, why)| err(Some(text[..at].matches('\n').count() + 1), why))?;
     let mut scenario: Scenario = toml::from_str(text).map_err(|e| {
         let line = e.span().map(|s| text[..s.start.min(text.len())].matches('\n').count() + 1);
         err(line, e.message().trim().to_string())

@@ -197,7 +197,7 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
 }
 
 /// `client` with its templates rendered over `vars`; `None` where it names wirespeed's own
-/// (so that one axis can put wirespeed's client beside others). The name of a variable
+/// (so that one axis can put wirespeed's client beside others), this build's. The name of a variable
 /// `vars` lacks is the error.
 fn client_of(
     client: &ClientChoice,
@@ -212,7 +212,10 @@ fn client_of(
             args: g.args.iter().map(|a| render(a)).collect::<Result<_, _>>()?,
         }),
     };
-    Ok((rendered.name() != OWN_CLIENT).then_some(rendered))
+    // `{ name = "wirespeed", program = "/other/build/wirespeed" }` is another build's client;
+    // with no program (or `wirespeed`, which a scenario's PATH makes this build) it is ours.
+    let own = rendered.name() == OWN_CLIENT && rendered.program().is_none_or(|p| p == OWN_CLIENT);
+    Ok((!own).then_some(rendered))
 }
 
 /// The client name that means wirespeed's own.

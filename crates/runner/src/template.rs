@@ -1,7 +1,8 @@
 //! Command and config-file templates: `{NAME}` is replaced, where NAME is a letter or `_`
 //! followed by letters, digits, `_`, `.` and `-` (`{port.entry}`, `{fixture.sink.addr}`,
 //! `{transport}`). Anything else in braces is left as written, so config formats that use
-//! braces themselves (TOML inline tables, JSON) need no escaping.
+//! braces themselves (TOML inline tables, JSON) need no escaping. `{env.NAME}` is the
+//! environment's, replaced in the scenario's text before it is read (`with_env`).
 
 /// What a placeholder names.
 #[derive(Debug, Clone, Copy, PartialEq, Eq)]
@@ -108,9 +109,107 @@ pub fn render(text: &str, lookup: impl Fn(&str) -> Option<String>) -> Result<Str
     Ok(out)
 }
 
+/// `text` (a scenario file) with every `{env.NAME}` replaced by the environment variable NAME
+/// (`lookup`), or by DEFAULT where it is unset and the placeholder is `{env.NAME:-DEFAULT}`,
+/// before the file is parsed, so a value may go anywhere, an axis value or a client's program
+/// included (`OLD=/tmp/before/wirespeed wirespeed bench builds.toml`). The error is the byte
+/// offset of the first it cannot replace, and why: unset with no default, or a value that would
+/// change the file's syntax (a quote, backslash or control character). Comment lines are left
+/// as written.
+pub fn with_env(
+    text: &str,
+    lookup: impl Fn(&str) -> Option<String>,
+) -> Result<String, (usize, String)> {
+    const OPEN: &str = "{env.";
+    let mut out = String::with_capacity(text.len());
+    let mut at = 0;
+    while let Some(found) = text[at..].find(OPEN) {
+        let start = at + found;
+        let rest = &text[start + OPEN.len()..];
+        let name_len =
+            rest.find(|c: char| !(c.is_ascii_alphanumeric() || c == '_')).unwrap_or(rest.len());
+        let name = &rest[..name_len];
+        let after = &rest[name_len..];
+        // `}` ends it; `:-DEFAULT}` gives it a default (on the same line).
+        let default = match after.strip_prefix(":-") {
+            _ if after.starts_with('}') => Some(None),
+            Some(d) => {
+                d.find(['}', '\n']).filter(|&e| d.as_bytes()[e] == b'}').map(|e| Some(&d[..e]))
+            }
+            None => None,
+        };
+        // Not an env placeholder after all (`{env.}`, `{env.A-B}`): left as written.
+        let Some(default) = default.filter(|_| !name.is_empty()) else {
+            out.push_str(&text[at..start + OPEN.len()]);
+            at = start + OPEN.len();
+            continue;
+        };
+        let shown = match default {
+            Some(d) => format!("{{env.{name}:-{d}}}"),
+            None => format!("{{env.{name}}}"),
+        };
+        let line_start = text[..start].rfind('\n').map_or(0, |i| i + 1);
+        if text[line_start..start].trim_start().starts_with('#') {
+            // A comment may name one without needing it.
+            out.push_str(&text[at..start + shown.len()]);
+            at = start + shown.len();
+            continue;
+        }
+        let value = match (lookup(name), default) {
+            (Some(v), _) => v,
+            (None, Some(d)) => d.to_string(),
+            (None, None) => {
+                return Err((start, format!("{shown}: {name} is not set in the environment")))
+            }
+        };
+        if value.chars().any(|c| matches!(c, '"' | '\'' | '\\') || c.is_control()) {
+            return Err((
+                start,
+                format!(
+                    "{shown}: the value {value:?} holds a quote, backslash or control character"
+                ),
+            ));
+        }
+        out.push_str(&text[at..start]);
+        out.push_str(&value);
+        at = start + shown.len();
+    }
+    out.push_str(&text[at..]);
+    Ok(out)
+}
+
 #[cfg(test)]
 mod tests {
     use super::*;
+
+    #[test]
+    fn env_names_are_replaced_before_the_file_is_read() {
+        let env = |n: &str| match n {
+            "OLD" => Some("/tmp/old/wirespeed".to_string()),
+            "BAD" => Some("a\"b".to_string()),
+            _ => None,
+        };
+        let text = "bin = \"{env.OLD}\"\ncmd = \"{bin} {port.main}\"";
+        assert_eq!(
+            with_env(text, env).unwrap(),
+            "bin = \"/tmp/old/wirespeed\"\ncmd = \"{bin} {port.main}\""
+        );
+        let (at, why) = with_env("x = 1\ny = \"{env.NEW}\"", env).unwrap_err();
+        assert_eq!(at, 11);
+        assert_eq!(why, "{env.NEW}: NEW is not set in the environment");
+        let (_, why) = with_env("y = \"{env.BAD}\"", env).unwrap_err();
+        assert!(why.contains("holds a quote"), "{why}");
+        // A default where it is unset, none where it is set; other braces are left alone.
+        assert_eq!(
+            with_env("{env.NEW:-wirespeed} {env.OLD:-x}", env).unwrap(),
+            "wirespeed /tmp/old/wirespeed"
+        );
+        assert_eq!(
+            with_env("{env.} {env.A-B} {env.C:-d", env).unwrap(),
+            "{env.} {env.A-B} {env.C:-d"
+        );
+        assert_eq!(with_env("  # set {env.NEW}\nx = 1", env).unwrap(), "  # set {env.NEW}\nx = 1");
+    }
 
     #[test]
     fn names_are_replaced_and_other_braces_kept() {

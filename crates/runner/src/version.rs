@@ -53,30 +53,32 @@ impl Version {
 }
 
 /// Runs the version command of every system whose programs are installed (for a system of a
-/// matrix, those its cells name: `requires = ["{program}"]`).
+/// matrix, those its cells name: `requires = ["{program}"]`), rendered over each cell's axes
+/// (`{bin} --version`): once per command it becomes, labelled with the cells that run it.
 pub fn check(loaded: &Loaded) -> Vec<Version> {
     let s = &loaded.scenario;
     let installed = |c: &&SystemCell| {
         s.system[c.system].requires.iter().all(|p| crate::process::which(&c.with_vars(p)).is_some())
     };
-    s.system
-        .iter()
-        .enumerate()
-        .filter_map(|(i, system)| {
-            let v = system.version.as_ref()?;
-            let cells: Vec<&SystemCell> =
-                loaded.plan.systems.iter().filter(|c| c.system == i).filter(installed).collect();
-            if cells.is_empty() {
-                return None;
+    let mut versions = Vec::new();
+    for (i, system) in s.system.iter().enumerate() {
+        let Some(v) = system.version.as_ref() else { continue };
+        // Each command the cells render, in the cells' order, with the cells that run it.
+        let mut commands: Vec<(String, Option<String>, Vec<String>)> = Vec::new();
+        for c in loaded.plan.systems.iter().filter(|c| c.system == i).filter(installed) {
+            let cmd = c.with_vars(&v.cmd);
+            let expect = v.expect.as_deref().map(|e| c.with_vars(e));
+            match commands.iter_mut().find(|(k, e, _)| *k == cmd && *e == expect) {
+                Some((_, _, names)) => names.push(c.name.clone()),
+                None => commands.push((cmd, expect, vec![c.name.clone()])),
             }
-            Some(Version {
-                systems: cells.iter().map(|c| c.name.clone()).collect(),
-                command: v.cmd.clone(),
-                printed: printed(&v.cmd, v.expect.as_deref(), TIMEOUT),
-                expected: v.expect.clone(),
-            })
-        })
-        .collect()
+        }
+        for (command, expected, systems) in commands {
+            let printed = printed(&command, expected.as_deref(), TIMEOUT);
+            versions.push(Version { systems, command, printed, expected });
+        }
+    }
+    versions
 }
 
 /// The version of a program that is not a system (a workload's own load generator, such as

@@ -40,7 +40,7 @@ const NAPS_WANTED: u32 = 200;
 /// Readings wanted over a test, so a short test's threads are each seen more than once.
 const READINGS_WANTED: u32 = 40;
 /// The shortest nap. A probe waking 200 times a second on the client's core put 14 % on an
-/// unpaced UDP round trip's p99 (pinned to one core, scripts/bench/diagnosis_cost.sh), so
+/// unpaced UDP round trip's p99 (pinned to one core, benches/builds/before-after.toml), so
 /// only a paced test, where wake-ups are the question, naps this short.
 const SHORTEST_NAP: Duration = Duration::from_millis(20);
 /// The fewest readings: at least one a second.

@@ -38,6 +38,11 @@ use crate::test_kinds::TestArgs;
 
 /// Runs a subcommand to completion.
 pub(crate) fn run(command: Command) -> Result<u8> {
+    // Before any thread starts: PATH is the whole process's.
+    let _own_build = match &command {
+        Command::Bench(_) => Some(bench::own_build_first_on_path()?),
+        _ => None,
+    };
     // Subcommands on saved results need no network and no runtime.
     let command = match command {
         Command::History(args) => return history::run(args),

@@ -9,6 +9,7 @@
 //! our own command line for the same workload (its spec is the report's): run in-process
 //! here, or as that command on a study's host (`wirespeed peer`, which prints the report).
 
+mod build;
 pub(crate) mod child;
 mod defs;
 mod figures;
@@ -47,6 +48,13 @@ pub(crate) fn command_line(
             bail!("vegeta's client takes no program or args of its own");
         }
         return vegeta::command_line(kind, entry, options);
+    }
+    if name == build::CLIENT {
+        let program = client.program().context("another build of wirespeed: no program")?;
+        if !client.args().is_empty() {
+            bail!("another build of wirespeed takes no args of its own: its options are ours");
+        }
+        return build::command_line(program, kind, entry, options);
     }
     let def = defs::find(name)?;
     let mut args = def.kind(name, kind)?.words(name, kind, entry, options)?;
@@ -95,6 +103,9 @@ pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<R
     if name == vegeta::CLIENT {
         return vegeta::run(&argv, cancel).await;
     }
+    if name == build::CLIENT {
+        return build::run(&like, &argv, cancel).await;
+    }
     let def = defs::find(&name)?;
     let kind = like.get(1).context("--like: no test kind")?;
     let kind_def = def.kind(&name, kind)?;
@@ -136,7 +147,18 @@ pub(crate) fn versions(
 ) -> Vec<wirespeed_runner::version::Version> {
     let mut by_command: BTreeMap<String, (Vec<String>, Option<String>)> = BTreeMap::new();
     for cell in &loaded.plan.systems {
-        let Some(client) = cell.client.as_ref().filter(|c| described(c)) else { continue };
+        let Some(client) = cell.client.as_ref() else { continue };
+        if let (build::CLIENT, Some(program)) = (client.name(), client.program()) {
+            // Another build: what it says it is.
+            if wirespeed_runner::process::which(program).is_some() {
+                let entry = by_command.entry(format!("{program} --version")).or_default();
+                entry.0.push(format!("client of {}", cell.name));
+            }
+            continue;
+        }
+        if !described(client) {
+            continue;
+        }
         let Ok(def) = defs::find(client.name()) else { continue };
         let program = client.program().unwrap_or(&def.program);
         if wirespeed_runner::process::which(program).is_none() {

@@ -1037,6 +1037,63 @@ fn every_benchmark_is_exercised_here() {
     );
 }
 
+/// `benches/builds/`: two builds side by side, here this build as both, the old one run as
+/// another build's client by its path (`OLD`): every cell runs once, the old side's report is
+/// the one its process printed (with that process's CPU), and the directory's table pairs the
+/// new build over the old, workload by workload. Without `OLD` the file is refused, saying so.
+#[test]
+fn benches_builds_before_after() {
+    let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
+    let dir = tempfile::tempdir().unwrap();
+    let builds = example("benches/builds/");
+    let out = std::process::Command::new(common::BIN)
+        .args(["bench", builds.to_str().unwrap(), "--smoke", "--no-save", "--out"])
+        .arg(dir.path())
+        .env("OLD", common::BIN)
+        .env("NO_COLOR", "1")
+        .env("PATH", path_with_this_build())
+        .output()
+        .unwrap();
+    let stdout = String::from_utf8_lossy(&out.stdout);
+    let stderr = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    let kept = dir.path().join("before-after");
+    let cells: Vec<Value> =
+        serde_json::from_str(&std::fs::read_to_string(kept.join("summary.json")).unwrap()).unwrap();
+    assert_eq!(cells.len(), 2 * 10, "{cells:?}");
+    for c in &cells {
+        assert_eq!((c["failed"].as_u64(), c["skipped"].as_u64()), (Some(0), Some(0)), "{c}");
+        assert!(c["values"][0].as_f64().unwrap() > 0.0, "{c}");
+    }
+    // The old build's client ran as a process of its own, by its path, and said so.
+    let report = kept.join("runs/old_tcp-rtt_r1/report.json");
+    let report: Value = serde_json::from_str(&std::fs::read_to_string(report).unwrap()).unwrap();
+    let notes = report["meta"]["notes"].to_string();
+    assert!(notes.contains("load made by another build of wirespeed"), "{notes}");
+    assert!(notes.contains(common::BIN), "{notes}");
+    assert!(report["meta"]["load_cpu"]["user_ns"].as_u64().is_some(), "{report}");
+    // New over old, every workload, the figure's direction kept.
+    let csv = std::fs::read_to_string(dir.path().join("ratios.csv")).unwrap();
+    let rows: Vec<&str> = csv.lines().skip(1).collect();
+    assert_eq!(rows.len(), 10, "{csv}");
+    assert!(rows.iter().all(|r| r.contains(",new,old,")), "{csv}");
+    assert!(
+        rows.iter().any(|r| r.starts_with("before-after,tcp-rtt,") && r.contains(",false,")),
+        "{csv}"
+    );
+
+    // Without OLD: refused, with the line that needs it.
+    let refused = std::process::Command::new(common::BIN)
+        .args(["bench", builds.join("before-after.toml").to_str().unwrap(), "--list"])
+        .env_remove("OLD")
+        .env("NO_COLOR", "1")
+        .output()
+        .unwrap();
+    let said = String::from_utf8_lossy(&refused.stderr);
+    assert_eq!(refused.status.code(), Some(1), "{said}");
+    assert!(said.contains("{env.OLD}: OLD is not set in the environment"), "{said}");
+}
+
 #[test]
 fn every_example_is_exercised_here() {
     let mut names: Vec<String> = std::fs::read_dir(example(""))

@@ -501,3 +501,60 @@ cpus = "{cpus}"
     let said = String::from_utf8_lossy(&out.stderr);
     assert!(said.contains("cpus \"2-1\": a range runs backwards"), "{said}");
 }
+
+/// `wirespeed` in a scenario is the build that runs it, not another one found first on PATH:
+/// an impostor that says it is wirespeed 0.0.0 (and fails as a server) comes first on the
+/// PATH `bench` is given, and the scenario's server (started by a shell, as `sh -c '… exec
+/// wirespeed …'` does), its version and its `requires` must all be this build.
+#[test]
+fn wirespeed_in_a_scenario_is_the_build_that_runs_it() {
+    let dir = tempfile::tempdir().unwrap();
+    let impostor = dir.path().join("impostor");
+    std::fs::create_dir(&impostor).unwrap();
+    let fake = impostor.join("wirespeed");
+    std::fs::write(&fake, "#!/bin/sh\necho 'wirespeed 0.0.0 (impostor)'\nexit 1\n").unwrap();
+    use std::os::unix::fs::PermissionsExt;
+    std::fs::set_permissions(&fake, std::fs::Permissions::from_mode(0o755)).unwrap();
+    let file = dir.path().join("own.toml");
+    let text = r#"
+[scenario]
+name = "own-build"
+[[system]]
+name = "ours"
+requires = ["wirespeed"]
+entry = "127.0.0.1:{port.srv}"
+version = { cmd = "wirespeed --version", expect = "wirespeed" }
+process = [ { role = "server", cmd = "sh -c 'exec wirespeed server -B 127.0.0.1 -p {port.srv}'", ready = { tcp = "{port.srv}" } } ]
+[[workload]]
+name = "rtt"
+kind = "latency"
+time = "300ms"
+"#;
+    std::fs::write(&file, text).unwrap();
+    let path = std::env::join_paths(
+        std::iter::once(impostor.clone())
+            .chain(std::env::split_paths(&std::env::var_os("PATH").unwrap_or_default())),
+    )
+    .unwrap();
+    let out_dir = dir.path().join("out");
+    let child = Command::new(common::BIN)
+        .args(["bench", file.to_str().unwrap(), "--out", out_dir.to_str().unwrap(), "--no-save"])
+        .env("PATH", &path)
+        .env("NO_COLOR", "1")
+        .stdout(Stdio::piped())
+        .stderr(Stdio::piped())
+        .spawn()
+        .unwrap();
+    let pid = child.id();
+    let out = child.wait_with_output().unwrap();
+    let text = String::from_utf8_lossy(&out.stdout);
+    let err = String::from_utf8_lossy(&out.stderr);
+    assert_eq!(out.status.code(), Some(0), "{text}{err}");
+    let version = text.lines().find(|l| l.starts_with("version  ours: ")).expect(&text);
+    assert!(version.contains(env!("CARGO_PKG_VERSION")), "{version}");
+    assert!(!text.contains("impostor") && !err.contains("impostor"), "{text}{err}");
+    assert!(text.lines().any(|l| l.starts_with("done") && l.contains("ours/rtt/r1")), "{text}");
+    // The link that stood for this build is gone with the run.
+    let link_dir = std::env::temp_dir().join(format!("wirespeed-own-build-{pid}"));
+    assert!(!link_dir.exists(), "{} was left behind", link_dir.display());
+}

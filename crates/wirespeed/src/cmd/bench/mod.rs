@@ -7,9 +7,11 @@
 //! Markdown, CSV, JSON, an SVG of bar charts and an HTML page with the same charts.
 
 mod every;
+mod own_build;
 mod vegeta_load;
 mod workload;
 
+pub(super) use own_build::first_on_path as own_build_first_on_path;
 pub(crate) use vegeta_load::{command_line as vegeta_line, run as vegeta_run};
 pub(crate) use workload::{command_line as workload_line, spec_of as workload_spec};
 
