@@ -137,7 +137,7 @@ async fn a_delay_is_measured_as_the_delay() {
     let r = run(spec).await;
     let latency = &r.summary.latency;
     // Every request waited out the delay: what holds on any machine. How close to the delay it measures, next to another client on the same
-    // machine, is scripts/bench/http_delay.sh's question (a busy 2-core machine decides it).
+    // machine, is benches/http-delay.toml's question (a busy 2-core machine decides it).
     assert_eq!(latency.count, 100);
     assert!(latency.min_ns >= 10_000_000, "min {} ns", latency.min_ns);
     stop.cancel();

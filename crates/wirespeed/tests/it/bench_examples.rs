@@ -782,6 +782,29 @@ fn benches_http_delay_against_wrk() {
 /// The open model at a fixed rate against the fixture, the load sampled as a role of its own:
 /// its memory is in the run's samples, its requests were answered.
 #[test]
+fn benches_quic_against_our_own_tcp() {
+    let (cells, dir) = smoke("benches/quic.toml");
+    assert_eq!(cells.len(), 4, "one system, TCP and QUIC each way");
+    for (workload, protocol, direction) in [
+        ("tcp-upload", "tcp", "upload"),
+        ("quic-upload", "quic", "upload"),
+        ("tcp-download", "tcp", "download"),
+        ("quic-download", "quic", "download"),
+    ] {
+        let report = run_report(dir.path(), &format!("wirespeed_{workload}_r1"));
+        let spec = &report["spec"];
+        assert_eq!(
+            (spec["protocol"].as_str(), spec["direction"].as_str()),
+            (Some(protocol), Some(direction)),
+            "{report}"
+        );
+        assert!(report["summary"]["received_bps"].as_f64().unwrap() > 0.0, "{report}");
+        // Pinned: the load ran as a process of its own, its CPU known.
+        assert!(report["meta"]["load_cpu"]["wall_ns"].as_u64().unwrap() > 0, "{report}");
+    }
+}
+
+#[test]
 fn benches_http_open_samples_the_load() {
     let (cells, dir) = smoke("benches/http-open.toml");
     assert_eq!(cells.len(), 1, "one workload, one system");
@@ -1032,6 +1055,7 @@ fn every_benchmark_is_exercised_here() {
             "latency-busy-poll.toml",
             "latency.toml",
             "pps.toml",
+            "quic.toml",
             "vegeta.toml"
         ]
     );
@@ -1057,6 +1081,17 @@ fn benches_builds_before_after() {
     let stdout = String::from_utf8_lossy(&out.stdout);
     let stderr = String::from_utf8_lossy(&out.stderr);
     assert_eq!(out.status.code(), Some(0), "{stdout}\n{stderr}");
+    // Each build's version, asked of its own binary (the version command is the cell's).
+    let version = |build: &str| {
+        stdout.lines().find(|l| l.starts_with(&format!("version  {build}: "))).map(str::to_string)
+    };
+    let old = version("old").expect(&stdout);
+    assert!(
+        old.contains(&format!("{} --version", common::BIN)) && old.contains("printed \"wirespeed "),
+        "{old}"
+    );
+    let new = version("new").expect(&stdout);
+    assert!(new.contains("\"wirespeed --version\" printed \"wirespeed "), "{new}");
     let kept = dir.path().join("before-after");
     let cells: Vec<Value> =
         serde_json::from_str(&std::fs::read_to_string(kept.join("summary.json")).unwrap()).unwrap();

@@ -161,15 +161,18 @@ fn ctrl_c_removes_every_namespace_and_process_it_made() {
         .spawn()
         .unwrap();
     let pid = child.id();
-    // Wait until the load runs on the client host.
+    // Wait until the load runs on the client host: a wirespeed process there (not one of the
+    // commands that set the host up, which a busy machine may show there first).
     let t0 = Instant::now();
     let loaded = || {
         namespaces_of(pid).iter().any(|ns| {
             ns.ends_with("-client")
-                && Command::new("ip")
-                    .args(["netns", "pids", ns])
-                    .output()
-                    .is_ok_and(|o| !o.stdout.is_empty())
+                && Command::new("ip").args(["netns", "pids", ns]).output().is_ok_and(|o| {
+                    String::from_utf8_lossy(&o.stdout).split_whitespace().any(|p| {
+                        std::fs::read_to_string(format!("/proc/{p}/comm"))
+                            .is_ok_and(|c| c.trim() == "wirespeed")
+                    })
+                })
         })
     };
     while !loaded() {
