@@ -26,10 +26,7 @@ pub(crate) fn command_line(
     options: &BTreeMap<String, toml::Value>,
 ) -> Result<Vec<String>> {
     let like = crate::cmd::bench_workload_line(kind, entry, options)?;
-    let mut words: Vec<String> =
-        ["wirespeed", "peer", "--client", CLIENT, "--like", &serde_json::to_string(&like)?, "--"]
-            .map(String::from)
-            .to_vec();
+    let mut words = super::peer_words(CLIENT, &like)?;
     words.push(program.to_string());
     words.push(kind.to_string());
     words.extend(["--format".into(), "json".into()]);

@@ -61,13 +61,17 @@ pub(crate) fn command_line(
     args.extend(client.args().iter().cloned());
     let like = crate::cmd::bench_workload_line(kind, entry, options)?;
     let program = client.program().unwrap_or(&def.program);
-    let mut words: Vec<String> =
-        ["wirespeed", "peer", "--client", name, "--like", &serde_json::to_string(&like)?, "--"]
-            .map(String::from)
-            .to_vec();
+    let mut words = peer_words(name, &like)?;
     words.push(program.to_string());
     words.extend(args);
     Ok(words)
+}
+
+/// The words before another client's own: `wirespeed peer --client NAME --like JSON --`, where
+/// JSON is `like`, our own command line for the same workload.
+fn peer_words(name: &str, like: &[String]) -> Result<Vec<String>> {
+    let like = serde_json::to_string(like)?;
+    Ok(["wirespeed", "peer", "--client", name, "--like", &like, "--"].map(String::from).to_vec())
 }
 
 /// What the words of [`command_line`] say.

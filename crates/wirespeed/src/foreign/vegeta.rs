@@ -52,10 +52,7 @@ pub(crate) fn command_line(
         attack.entry("max-workers".into()).or_insert(CONNECTIONS.into());
     }
     let like = crate::cmd::bench_workload_line(kind, entry, options)?;
-    let mut words: Vec<String> =
-        ["wirespeed", "peer", "--client", CLIENT, "--like", &serde_json::to_string(&like)?, "--"]
-            .map(String::from)
-            .to_vec();
+    let mut words = super::peer_words(CLIENT, &like)?;
     words.extend(crate::cmd::vegeta_line(entry, &attack)?);
     Ok(words)
 }
