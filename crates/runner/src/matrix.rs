@@ -190,6 +190,17 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
                 })?,
                 None => None,
             };
+            // This build's own client takes the workload's options, nothing else: words given
+            // to it would be dropped without a word.
+            if let Some(ClientChoice::Given(g)) = &system.client {
+                if client.is_none() && !g.args.is_empty() {
+                    let message = format!(
+                        "system {:?}: wirespeed's own client takes no args (its options are the workload's); name another build's program to pass words to it",
+                        system.name
+                    );
+                    return Err(PlanError::of(&system.name, message));
+                }
+            }
             cells.push(SystemCell { name, system: index, vars, client });
         }
     }
