@@ -447,8 +447,9 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
     }
     // A workload's option values may name fixtures and the scenario's directory, which are the
     // same for every system; a port every system has (a DoH URL, `https://127.0.0.1:{port.doh}/…`)
-    // and, with no hosts, the run's directory (a certificate a system's process made there),
-    // which every run has.
+    // and, with no hosts, the run's directory (a certificate a system's process made there) and
+    // a file every system writes (a targets file naming the system's own port), which every run
+    // has on the machine the load runs on.
     let every_system_has = |name: &str| {
         s.system.iter().all(|system| {
             system.templates().into_iter().any(|t| template::placeholders(t).contains(&name))
@@ -467,12 +468,15 @@ fn placeholders(s: &Scenario, plan: &Plan) -> Result<(), (String, String)> {
                 Some(Placeholder::HostAddr(h)) => !s.host.iter().any(|x| x.name == h),
                 Some(Placeholder::Port(_)) => !every_system_has(n),
                 Some(Placeholder::RunDir) => !s.host.is_empty(),
+                Some(Placeholder::File(f)) => {
+                    !s.host.is_empty() || !s.system.iter().all(|x| x.file.contains_key(f))
+                }
                 _ => true,
             });
             if let Some(bad) = bad {
                 return Err((
                     text.to_string(),
-                    format!("workload {:?}: {{{bad}}}: an option can name only fixtures, {{scenario.dir}}, a port every system has and (with no hosts) {{run.dir}}", w.name),
+                    format!("workload {:?}: {{{bad}}}: an option can name only fixtures, {{scenario.dir}}, a port every system has and (with no hosts) {{run.dir}} and a file every system has", w.name),
                 ));
             }
         }

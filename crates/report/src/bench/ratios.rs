@@ -96,21 +96,23 @@ pub fn ratios(scenarios: &[ScenarioResults]) -> Vec<Ratio> {
                 spread,
                 cpu_ratio,
                 work_unit: peer.work_unit.clone().or_else(|| ours.work_unit.clone()),
-                peer_version: version_of(&s.versions, &peer.system),
+                peer_version: version_of(&s.versions, &peer.system, &ours.system),
             });
         }
     }
     out
 }
 
-/// What `system`'s client said its version was (`client of SYSTEM`), else its own program.
-fn version_of(versions: &[ProgramVersion], system: &str) -> String {
+/// What `system`'s client said its version was (`client of SYSTEM`), else its own program:
+/// its own too where `ours` has the same client, which then is not what the row compares (two
+/// servers loaded by wrk).
+fn version_of(versions: &[ProgramVersion], system: &str, ours: &str) -> String {
     let names =
         |v: &ProgramVersion| -> Vec<String> { v.systems.split(", ").map(str::to_string).collect() };
-    let client = format!("client of {system}");
+    let (client, ours) = (format!("client of {system}"), format!("client of {ours}"));
     versions
         .iter()
-        .find(|v| names(v).contains(&client))
+        .find(|v| names(v).contains(&client) && !names(v).contains(&ours))
         .or_else(|| versions.iter().find(|v| names(v).iter().any(|n| n == system)))
         .map_or_else(|| "-".into(), |v| v.printed.clone())
 }
@@ -224,11 +226,13 @@ pub fn markdown(
          wirespeed {version}, the benchmark scenarios of `benches/` run with `wirespeed bench` \
          (all of them with `wirespeed bench benches/`, or some at a time: a ratio compares runs \
          of one scenario only), on {machine}. Each row is one workload made by wirespeed's \
-         client and by a peer's, run alternately (A B A B) against the same kind of server; the \
-         ratio is wirespeed's median over the peer's, and *Each repeat* the lowest and highest \
-         of the repeats' own ratios. *Load CPU* is the load process's CPU per unit of its work, \
-         wirespeed's over the peer's (lower is better), where both ran as processes of their \
-         own.\n\n{}{pairing}{goals}{when}",
+         client and by a peer's, run alternately (A B A B) against the same kind of server, or, \
+         where the peer is another server, made by one client against wirespeed's server and \
+         the peer's; the ratio is wirespeed's median over the \
+         peer's, and *Each repeat* the lowest and highest of the repeats' own ratios. *Load \
+         CPU* is the load process's CPU per unit of its work, wirespeed's over the peer's \
+         (lower is better), where both ran as processes of their own: against two servers, \
+         what one client spent on each.\n\n{}{pairing}{goals}{when}",
         table(ratios).markdown()
     )
 }

@@ -78,16 +78,18 @@ fn smoke_part(
     systems: &[&str],
     workloads: &[&str],
 ) -> (Vec<Value>, tempfile::TempDir) {
-    smoke_over(name, hosts, None, systems, workloads)
+    smoke_over(name, hosts, None, systems, workloads, &[])
 }
 
-/// [`smoke_part`] with the hosts' path set by `--network` (`none`, or `KEY=VALUE,…`).
+/// [`smoke_part`] with the hosts' path set by `--network` (`none`, or `KEY=VALUE,…`) and `env`
+/// given to `bench` (what a scenario's `{env.NAME}` reads).
 fn smoke_over(
     name: &str,
     hosts: Option<HostsMode>,
     network: Option<&str>,
     systems: &[&str],
     workloads: &[&str],
+    env: &[(&str, &str)],
 ) -> (Vec<Value>, tempfile::TempDir) {
     let _alone = ALONE.lock().unwrap_or_else(|e| e.into_inner());
     let path = example(name);
@@ -135,6 +137,7 @@ fn smoke_over(
     }
     let out = std::process::Command::new(common::BIN)
         .args(&args)
+        .envs(env.iter().copied())
         .env("NO_COLOR", "1")
         .env("PATH", path_with_this_build())
         .output()
@@ -203,6 +206,8 @@ fn examples_rathole_http() {
     // The latency sweep, cut to three rates, keeps its p50 and p99 per rate.
     let sweep: Vec<&Value> = cells.iter().filter(|c| c["base"] == "latency").collect();
     assert_eq!(sweep.len(), 3 * 2, "three rates, two systems");
+    // The direct path is the baseline, but a tunnel is no peer server: no ratio row.
+    assert!(cells.iter().all(|c| c.get("compared_with").is_none()), "{cells:?}");
     for c in sweep.iter().filter(|c| c["values"][0].is_number()) {
         assert!(c["p99_ns"][0].as_f64().unwrap() >= c["p50_ns"][0].as_f64().unwrap(), "{c}");
     }
@@ -333,6 +338,7 @@ fn examples_ethr_beside_wirespeed_on_loopback_and_netns_hosts() {
         Some("delay=0.5ms,rate=1Gbit"),
         &["wirespeed"],
         &["bandwidth"],
+        &[],
     );
     let report = run_report(dir.path(), "wirespeed_bandwidth_r1");
     let bps = report["summary"]["received_bps"].as_f64().unwrap();
@@ -864,6 +870,44 @@ fn benches_http_fixture_against_nginx() {
         assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{system}: {s}");
         assert!(report["meta"]["notes"].to_string().contains("load made by wrk's client"));
     }
+    // Both loaded by wrk: nginx, the baseline, is the fixture's peer on the performance page.
+    for c in &cells {
+        let peer_of = if c["system"] == "nginx" { Some("fixture") } else { None };
+        assert_eq!(c.get("compared_with").and_then(Value::as_str), peer_of, "{c}");
+    }
+}
+
+/// wirespeed web's data endpoints beside nginx giving and taking the same bytes (64 MiB files
+/// here, to be quick): every workload made by both servers in full, and each server's memory
+/// sampled, which is the browsers' workload's figure.
+#[test]
+fn benches_web_against_nginx() {
+    let (cells, dir) = smoke_over("benches/web.toml", None, None, &[], &[], &[("WEB_MIB", "64")]);
+    assert_eq!(cells.len(), 3 * 2, "three workloads, by two servers");
+    const MIB: u64 = 1 << 20;
+    for system in ["wirespeed", "nginx"] {
+        for workload in ["download", "upload", "browsers-50"] {
+            let report = run_report(dir.path(), &format!("{system}_{workload}_r1"));
+            let s = &report["summary"];
+            let responses = s["responses"].as_u64().unwrap();
+            assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{system}: {s}");
+            let (bytes_in, bytes_out) =
+                (s["bytes_in"].as_u64().unwrap(), s["bytes_out"].as_u64().unwrap());
+            // Each answer was the whole file, each body the whole upload: the same on both.
+            match workload {
+                "download" => assert!(bytes_in >= responses * 64 * MIB, "{system}: {s}"),
+                "upload" => assert!(bytes_out >= responses * 64 * MIB, "{system}: {s}"),
+                _ => assert!(bytes_out >= 20 * MIB, "{system}: a blob went up: {s}"),
+            }
+        }
+    }
+    for c in &cells {
+        let server = c["memory"].as_array().unwrap().iter().find(|m| m[0] == "server");
+        assert!(server.is_some_and(|m| m[1].as_f64().unwrap() > 0.0), "{c}");
+        // nginx, the baseline, is the peer of the server that is wirespeed's.
+        let peer_of = if c["system"] == "nginx" { Some("wirespeed") } else { None };
+        assert_eq!(c.get("compared_with").and_then(Value::as_str), peer_of, "{c}");
+    }
 }
 
 /// wirespeed against ethr on loopback, test by test: ethr's rows are its own client's, and
@@ -1056,7 +1100,8 @@ fn every_benchmark_is_exercised_here() {
             "latency.toml",
             "pps.toml",
             "quic.toml",
-            "vegeta.toml"
+            "vegeta.toml",
+            "web.toml"
         ]
     );
 }

@@ -539,7 +539,7 @@ fn summarize(
                 p99_ns: latency("p99"),
                 load_cpu_per_unit: per_unit.iter().map(|(v, _)| *v).collect(),
                 work_unit: per_unit.first().map(|(_, unit)| unit.to_string()),
-                compared_with: compared_with(plan, si),
+                compared_with: compared_with(loaded, si),
                 planned: loaded.scenario.run.repeat as usize,
                 skipped: runs.iter().filter(|o| matches!(o, Outcome::Skipped(_))).count(),
                 failed: runs.iter().filter(|o| matches!(o, Outcome::Failed(_))).count(),
@@ -553,10 +553,19 @@ fn summarize(
     cells
 }
 
-/// For a system cell whose load is another tool's client, the cell with wirespeed's own client
-/// it is compared with: the one of the same `[[system]]` whose variables differ only in what
-/// names its client, else the scenario's only cell with our client; none otherwise.
-fn compared_with(plan: &Plan, cell: usize) -> Option<String> {
+/// The cell a peer's cell is compared with on the performance page. For a system cell whose
+/// load is another tool's client, the cell with wirespeed's own client: the one of the same
+/// `[[system]]` whose variables differ only in what names its client, else the scenario's only
+/// cell with our client. Failing that, for a baseline of a scenario of servers that one client
+/// loads (`benches/web.toml`: wirespeed web and nginx, both loaded by ours), the scenario's one
+/// other cell loaded by the same client that runs wirespeed as a server. None otherwise (a
+/// tunnel against the direct path is no peer's row).
+fn compared_with(loaded: &wirespeed_runner::Loaded, cell: usize) -> Option<String> {
+    other_client(&loaded.plan, cell).or_else(|| other_server(loaded, cell))
+}
+
+/// [`compared_with`]'s first rule: our client beside another tool's.
+fn other_client(plan: &Plan, cell: usize) -> Option<String> {
     let this = &plan.systems[cell];
     this.client.as_ref()?;
     let ours: Vec<&wirespeed_runner::matrix::SystemCell> =
@@ -568,6 +577,32 @@ fn compared_with(plan: &Plan, cell: usize) -> Option<String> {
     match (sibling, ours.as_slice()) {
         (Some(c), _) => Some(c.name.clone()),
         (None, [only]) => Some(only.name.clone()),
+        _ => None,
+    }
+}
+
+/// [`compared_with`]'s second rule: a baseline server beside the one wirespeed server its
+/// client loads.
+fn other_server(loaded: &wirespeed_runner::Loaded, cell: usize) -> Option<String> {
+    let plan = &loaded.plan;
+    let this = &plan.systems[cell];
+    if !loaded.scenario.report.baselines().contains(&this.name.as_str()) {
+        return None;
+    }
+    let runs_wirespeed = |c: &wirespeed_runner::matrix::SystemCell| {
+        loaded.scenario.system[c.system].process.iter().any(|p| {
+            p.cmd
+                .split(|ch: char| ch.is_whitespace() || ch == '\'' || ch == '"')
+                .any(|w| w == "wirespeed")
+        })
+    };
+    let others: Vec<_> = plan
+        .systems
+        .iter()
+        .filter(|c| c.name != this.name && c.client == this.client && runs_wirespeed(c))
+        .collect();
+    match others.as_slice() {
+        [only] => Some(only.name.clone()),
         _ => None,
     }
 }
