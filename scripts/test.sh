@@ -194,9 +194,15 @@ fi
 # rathole: the tunnel the example scenarios measure. Not --locked: its lock file pins time
 # 0.3.29, which today's Rust no longer compiles; the newest compatible versions build.
 command -v rathole >/dev/null 2>&1 || background "rathole" cargo install rathole --version 0.5.0 --quiet
-# oha: the third HTTP client of benches/http*.toml (HTTP/1.1 and HTTP/2, its JSON summary).
-command -v oha >/dev/null 2>&1 \
-  || background "oha" env CARGO_PROFILE_RELEASE_DEBUG=0 cargo install oha --version 1.16.0 --locked --quiet
+# oha: the third HTTP client of benches/http*.toml (HTTP/1.1, HTTP/2 and, for http3.toml, HTTP/3,
+# which needs its http3 feature; its JSON summary). An oha built without the feature says so
+# when asked for HTTP/3 (here of a loopback port where nothing listens), and is built again.
+if ! command -v oha >/dev/null 2>&1 \
+  || timeout 10 oha -n 1 --no-tui --http-version 3 --insecure https://127.0.0.1:9/ 2>&1 \
+    | grep -q "not been built with HTTP/3"; then
+  background "oha" env CARGO_PROFILE_RELEASE_DEBUG=0 \
+    cargo install oha --version 1.16.0 --locked --quiet --features http3 --force
+fi
 # Cloudflare's mach (crate cf-mach): a responsiveness client that is not ours, run against the
 # web speed test's /.well-known/nq (always with --disable-aim-scores and a local config: its
 # defaults reach Cloudflare).

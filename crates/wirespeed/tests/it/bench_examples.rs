@@ -38,10 +38,10 @@ fn installed(loaded: &wirespeed_runner::Loaded, system: &str) -> bool {
         wirespeed_runner::template::render(p, |n| cell.vars.get(n).cloned())
             .unwrap_or_else(|_| p.clone())
     };
-    loaded.scenario.system[cell.system]
-        .requires
-        .iter()
-        .all(|p| wirespeed_runner::process::which(&rendered(p)).is_some())
+    // `wirespeed` is this build while bench runs, whatever this test's PATH holds.
+    loaded.scenario.system[cell.system].requires.iter().map(rendered).all(|p| {
+        p == wirespeed_runner::matrix::OWN_CLIENT || wirespeed_runner::process::which(&p).is_some()
+    })
 }
 
 /// The kinds the examples' workloads are (the binary checks them against its subcommands).
@@ -877,6 +877,30 @@ fn benches_http_fixture_against_nginx() {
     }
 }
 
+/// wirespeed's client beside oha over h2 (TLS) and HTTP/3 on the HTTP fixture: every request
+/// answered, and oha's rows its own, asked for HTTP/3 where the workload is (an oha built
+/// without the feature fails those runs, and so this test).
+#[test]
+fn benches_http3_against_oha() {
+    let (cells, dir) = smoke("benches/http3.toml");
+    assert_eq!(cells.len(), 2 * 2, "two workloads, by two clients");
+    for workload in ["h2-4x16", "h3-4x16"] {
+        for system in ["wirespeed", "oha"] {
+            let report = run_report(dir.path(), &format!("{system}_{workload}_r1"));
+            let s = &report["summary"];
+            let responses = s["responses"].as_u64().unwrap();
+            let shown = format!("{system} {workload}: {s}");
+            assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{shown}");
+            let notes = report["meta"]["notes"].to_string();
+            assert_eq!(notes.contains("oha's closed model"), system == "oha", "{notes}");
+            if system == "oha" {
+                let h3 = notes.contains("--http-version 3");
+                assert_eq!(h3, workload.starts_with("h3"), "{notes}");
+            }
+        }
+    }
+}
+
 /// wirespeed web's data endpoints beside nginx giving and taking the same bytes (64 MiB files
 /// here, to be quick): every workload made by both servers in full, and each server's memory
 /// sampled, which is the browsers' workload's figure.
@@ -1095,6 +1119,7 @@ fn every_benchmark_is_exercised_here() {
             "http-open.toml",
             "http.toml",
             "http2.toml",
+            "http3.toml",
             "iperf3-interop.toml",
             "latency-busy-poll.toml",
             "latency.toml",
