@@ -78,6 +78,27 @@ async fn a_timed_rate_sends_no_request_at_its_end() {
     stop.cancel();
 }
 
+/// Each interval's response count is what its latency histogram holds, on HTTP/1.1 and h2: a
+/// response is counted under the lock the sampler takes an interval under. (Counted in a
+/// thread's totals published every 10 ms, a boundary's last responses fell in one interval's
+/// count and the next one's histogram, and `merge` refused a member's report for it.)
+#[tokio::test(flavor = "multi_thread")]
+async fn each_intervals_count_is_what_its_histogram_holds() {
+    let (port, stop) = common::http_fixture().await;
+    for h2 in [false, true] {
+        let mut spec = open(format!("http://127.0.0.1:{port}/"), &[5000.0], 5000);
+        spec.threads = 2;
+        spec.http2 = h2;
+        let r = run(spec).await;
+        assert_eq!(r.summary.responses, 5000, "h2 {h2}: {:?}", r.summary.errors);
+        assert!(r.intervals.len() >= 2, "h2 {h2}: {:?}", r.intervals);
+        for iv in &r.intervals {
+            assert_eq!(iv.responses, iv.latency.count, "h2 {h2}: interval {}", iv.index);
+        }
+    }
+    stop.cancel();
+}
+
 /// wrk2's demonstration: pause the server for a second in the middle of a constant-rate run.
 /// Counting from the schedule, the requests that fell due during the pause waited up to a
 /// second, and the percentiles say so; a closed loop would have sent nothing and seen nothing.

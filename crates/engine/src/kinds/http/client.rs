@@ -426,10 +426,9 @@ impl Sampler for HttpSampler<'_> {
         let mut h = Histograms::default();
         let mut now = Totals::default();
         for c in self.counts {
-            h.add(&c.take_histograms());
-            if let Ok(t) = c.totals.lock() {
-                now.add(&t);
-            }
+            let (histograms, totals) = c.take();
+            h.add(&histograms);
+            now.add(&totals);
         }
         let (start_ns, before) = (self.last.0, &self.last.1);
         let d = now.minus(before);

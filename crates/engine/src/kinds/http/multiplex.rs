@@ -501,13 +501,7 @@ pub(super) fn settle<P: Protocol>(
     }
     match outcome {
         Ok(Ok((status, bytes_in))) => {
-            c.histograms(|h| h.total.record(took.as_nanos() as u64));
-            c.count(|t| {
-                t.responses += 1;
-                t.succeeded += u64::from((200..400).contains(&status));
-                t.bytes_in += bytes_in;
-                *t.status.entry(status).or_default() += 1;
-            });
+            c.respond(took.as_nanos() as u64, status, bytes_in);
             true
         }
         Ok(Err(Some(cause))) => {

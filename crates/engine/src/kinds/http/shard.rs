@@ -505,13 +505,8 @@ impl Shard {
                         let (request, status) = (conn.request, head.status);
                         sink.emit(request, conn.scheduled, took, status, (out, body), None);
                     }
-                    let took = took.as_nanos() as u64;
-                    let mut tally = self.tally.borrow_mut();
-                    tally.record(|h| h.total.record(took));
-                    let t = &mut tally.totals;
-                    t.responses += 1;
-                    t.succeeded += u64::from((200..400).contains(&head.status));
-                    *t.status.entry(head.status).or_default() += 1;
+                    // (Its bytes went into the thread's totals as the response ended, above.)
+                    self.counts.respond(took.as_nanos() as u64, head.status, 0);
                     // The open model keeps a connection while it finishes: a request due
                     // before the stop may still need it.
                     let stopping = !self.mode.open && self.stop.load(Relaxed);
