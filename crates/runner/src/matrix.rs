@@ -193,6 +193,9 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
             // This build's own client takes the workload's options, nothing else: words given
             // to it would be dropped without a word.
             if let Some(ClientChoice::Given(g)) = &system.client {
+                if let Some(message) = members_refused(&system.name, g) {
+                    return Err(PlanError::of(&system.name, message));
+                }
                 if client.is_none() && !g.args.is_empty() {
                     let message = format!(
                         "system {:?}: wirespeed's own client takes no args (its options are the workload's); name another build's program to pass words to it",
@@ -205,6 +208,22 @@ fn system_cells(s: &Scenario) -> Result<Vec<SystemCell>, PlanError> {
         }
     }
     Ok(cells)
+}
+
+/// Why a client's `members` cannot be, if it cannot: they are processes of this build, two or
+/// more, and take the workload's options alone.
+fn members_refused(system: &str, g: &GivenClient) -> Option<String> {
+    let n = g.members?;
+    let why = if g.name != OWN_CLIENT || g.program.as_deref().is_some_and(|p| p != OWN_CLIENT) {
+        "members are processes of this build: its client is `wirespeed`, with no other program"
+    } else if n < 2 {
+        "members = N makes the load with N processes: give 2 or more"
+    } else if !g.args.is_empty() {
+        "members take the workload's options, no args"
+    } else {
+        return None;
+    };
+    Some(format!("system {system:?}: {why}"))
 }
 
 /// `client` with its templates rendered over `vars`; `None` where it names wirespeed's own
@@ -221,11 +240,15 @@ fn client_of(
             name: render(&g.name)?,
             program: g.program.as_deref().map(render).transpose()?,
             args: g.args.iter().map(|a| render(a)).collect::<Result<_, _>>()?,
+            members: g.members,
         }),
     };
     // `{ name = "wirespeed", program = "/other/build/wirespeed" }` is another build's client;
-    // with no program (or `wirespeed`, which a scenario's PATH makes this build) it is ours.
-    let own = rendered.name() == OWN_CLIENT && rendered.program().is_none_or(|p| p == OWN_CLIENT);
+    // with no program (or `wirespeed`, which a scenario's PATH makes this build) it is ours,
+    // run in one process unless it is to be several members.
+    let own = rendered.name() == OWN_CLIENT
+        && rendered.program().is_none_or(|p| p == OWN_CLIENT)
+        && rendered.members().is_none();
     Ok((!own).then_some(rendered))
 }
 

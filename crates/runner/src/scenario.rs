@@ -436,6 +436,11 @@ pub struct GivenClient {
     /// Words added to each of its command lines (`--gsro`).
     #[serde(default)]
     pub args: Vec<String>,
+    /// wirespeed's own client only: the load made by this many processes of this build, members
+    /// of one run that meet at a common start, whose reports are merged into the run's
+    /// (`wirespeed merge`'s exact merge), so a study sets members beside one process.
+    #[serde(default, skip_serializing_if = "Option::is_none")]
+    pub members: Option<u16>,
 }
 
 impl ClientChoice {
@@ -459,6 +464,14 @@ impl ClientChoice {
         match self {
             ClientChoice::Name(_) => &[],
             ClientChoice::Given(g) => &g.args,
+        }
+    }
+
+    /// How many members make the load, where it is several processes of this build.
+    pub fn members(&self) -> Option<u16> {
+        match self {
+            ClientChoice::Name(_) => None,
+            ClientChoice::Given(g) => g.members,
         }
     }
 }

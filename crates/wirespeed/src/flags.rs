@@ -175,6 +175,10 @@ pub(crate) struct PeerArgs {
     /// report's.
     #[arg(long, value_name = "JSON", requires = "client")]
     pub like: Option<String>,
+    /// With `--client wirespeed`: the command is run as this many members of one run, whose
+    /// reports are merged.
+    #[arg(long, value_name = "N", requires = "client")]
+    pub members: Option<u16>,
     /// Output format: json, the only one (the runner reads it).
     #[arg(short = 'f', long, default_value = "json", value_parser = ["json"])]
     pub format: String,

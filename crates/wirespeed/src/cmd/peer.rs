@@ -16,6 +16,9 @@ pub(crate) fn run(args: &PeerArgs) -> Result<u8> {
     if let (Some(client), Some(like)) = (&args.client, &args.like) {
         words.extend(["--client".into(), client.clone(), "--like".into(), like.clone()]);
     }
+    if let Some(n) = args.members {
+        words.extend(["--members".into(), n.to_string()]);
+    }
     words.push("--".into());
     words.extend(args.argv.iter().cloned());
     let runtime = tokio::runtime::Builder::new_current_thread()

@@ -13,6 +13,7 @@ mod build;
 pub(crate) mod child;
 mod defs;
 mod figures;
+mod members;
 mod report;
 mod vegeta;
 
@@ -50,6 +51,9 @@ pub(crate) fn command_line(
         return vegeta::command_line(kind, entry, options);
     }
     if name == build::CLIENT {
+        if let Some(members) = client.members() {
+            return members::command_line(members, kind, entry, options);
+        }
         let program = client.program().context("another build of wirespeed: no program")?;
         if !client.args().is_empty() {
             bail!("another build of wirespeed takes no args of its own: its options are ours");
@@ -82,6 +86,8 @@ pub(crate) struct PeerWords {
     like: Vec<String>,
     /// The client's.
     argv: Vec<String>,
+    /// How many processes of this build make the load together (`--members`), where several.
+    members: Option<u16>,
 }
 
 /// What the words of [`command_line`] say; `None` for other words (ethr's).
@@ -97,18 +103,25 @@ pub(crate) fn parse(words: &[String]) -> Result<Option<PeerWords>> {
     if argv.is_empty() {
         bail!("the peer's words have no command after --");
     }
-    Ok(Some(PeerWords { name: name.clone(), like, argv }))
+    let members = value("--members")
+        .map(|n| n.parse().with_context(|| format!("--members {n:?}: expected a count")))
+        .transpose()?;
+    Ok(Some(PeerWords { name: name.clone(), like, argv, members }))
 }
 
 /// Runs the client as `words` say until it ends, `cancel` fires or it overruns; what it
 /// printed as a report of the workload's kind.
 pub(crate) async fn run(words: &[String], cancel: CancellationToken) -> Result<Report> {
-    let PeerWords { name, like, argv } = parse(words)?.context("not a described client's words")?;
+    let PeerWords { name, like, argv, members } =
+        parse(words)?.context("not a described client's words")?;
     if name == vegeta::CLIENT {
         return vegeta::run(&argv, cancel).await;
     }
     if name == build::CLIENT {
-        return build::run(&like, &argv, cancel).await;
+        return match members {
+            Some(n) => members::run(&like, &argv, n, cancel).await,
+            None => build::run(&like, &argv, cancel).await,
+        };
     }
     let def = defs::find(&name)?;
     let kind = like.get(1).context("--like: no test kind")?;

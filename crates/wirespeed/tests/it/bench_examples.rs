@@ -877,6 +877,27 @@ fn benches_http_fixture_against_nginx() {
     }
 }
 
+/// One process against four members making the same open-model load, merged: the members
+/// together send exactly the one schedule one process sends, their reports merged into one run
+/// whose notes say so, and neither is a peer on the performance page.
+#[test]
+fn benches_distributed_members_against_one_process() {
+    let (cells, dir) = smoke("benches/distributed.toml");
+    assert_eq!(cells.len(), 2, "one workload, two ways");
+    let one = run_report(dir.path(), "one-process_open-20k_r1");
+    let members = run_report(dir.path(), "members-4_open-20k_r1");
+    assert_eq!(members["summary"]["sent"], one["summary"]["sent"], "{members}");
+    let merged = &members["meta"]["merged"];
+    assert_eq!(merged["merged"], serde_json::json!([0, 1, 2, 3]), "{merged}");
+    assert_eq!(merged["missing"], serde_json::json!([]), "{merged}");
+    let notes = members["meta"]["notes"].to_string();
+    assert!(notes.contains("load made by 4 members of one run"), "{notes}");
+    assert!(one["meta"].get("merged").is_none_or(Value::is_null), "{one}");
+    // Each member ran one of the workload's four threads.
+    assert!(notes.contains("--threads 1 "), "{notes}");
+    assert!(cells.iter().all(|c| c.get("compared_with").is_none()), "{cells:?}");
+}
+
 /// wirespeed's client beside oha over h2 (TLS) and HTTP/3 on the HTTP fixture: every request
 /// answered, and oha's rows its own, asked for HTTP/3 where the workload is (an oha built
 /// without the feature fails those runs, and so this test).
@@ -1109,6 +1130,7 @@ fn every_benchmark_is_exercised_here() {
             "bandwidth.toml",
             "cps.toml",
             "delay-line.toml",
+            "distributed.toml",
             "dns.toml",
             "dnspyre.toml",
             "doh.toml",

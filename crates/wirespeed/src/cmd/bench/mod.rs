@@ -564,10 +564,13 @@ fn compared_with(loaded: &wirespeed_runner::Loaded, cell: usize) -> Option<Strin
     other_client(&loaded.plan, cell).or_else(|| other_server(loaded, cell))
 }
 
-/// [`compared_with`]'s first rule: our client beside another tool's.
+/// [`compared_with`]'s first rule: our client beside another tool's (not beside our own made
+/// by several members, which is no peer).
 fn other_client(plan: &Plan, cell: usize) -> Option<String> {
     let this = &plan.systems[cell];
-    this.client.as_ref()?;
+    if this.client.as_ref()?.members().is_some() {
+        return None;
+    }
     let ours: Vec<&wirespeed_runner::matrix::SystemCell> =
         plan.systems.iter().filter(|c| c.client.is_none()).collect();
     let differing = |c: &wirespeed_runner::matrix::SystemCell| {
