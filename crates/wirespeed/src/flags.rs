@@ -21,9 +21,17 @@ pub(crate) use member::*;
 pub(crate) use saved::*;
 pub(crate) use web::*;
 
+/// What `--version` says: the package's version and, built from a git checkout, the commit
+/// (build.rs), so that two builds of one version compared side by side can be told apart.
+const VERSION: &str = if env!("WIRESPEED_COMMIT").is_empty() {
+    env!("CARGO_PKG_VERSION")
+} else {
+    concat!(env!("CARGO_PKG_VERSION"), " (commit ", env!("WIRESPEED_COMMIT"), ")")
+};
+
 /// Network performance tests in one binary.
 #[derive(Debug, Parser)]
-#[command(name = "wirespeed", version, about, long_about = None, propagate_version = true)]
+#[command(name = "wirespeed", version = VERSION, about, long_about = None, propagate_version = true)]
 pub(crate) struct Cli {
     /// More log output on stderr (-v debug, -vv trace).
     #[arg(short, long, action = clap::ArgAction::Count, global = true)]

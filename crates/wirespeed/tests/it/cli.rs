@@ -205,6 +205,21 @@ fn quick_runs_every_test_kind_in_process() {
     }
 }
 
+/// `--version` names the commit the binary was built from (build.rs), so two builds of one
+/// version compared side by side (benches/builds/) say which is which.
+#[test]
+fn the_version_names_the_commit_it_was_built_from() {
+    let version = String::from_utf8(client(&["--version"]).stdout).unwrap();
+    let head = std::process::Command::new("git")
+        .args(["rev-parse", "--short=12", "HEAD"])
+        .current_dir(env!("CARGO_MANIFEST_DIR"))
+        .output()
+        .expect("git: the tests run in a checkout");
+    let head = String::from_utf8(head.stdout).unwrap();
+    let want = format!("wirespeed {} (commit {})", env!("CARGO_PKG_VERSION"), head.trim());
+    assert_eq!(version.trim(), want);
+}
+
 #[test]
 fn help_reads_well() {
     let out = client(&["bw", "--help"]);
