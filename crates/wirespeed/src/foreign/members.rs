@@ -105,7 +105,7 @@ fn member_words(
     start_at: &str,
 ) -> Vec<String> {
     let mut words = argv.to_vec();
-    if let Some(at) = words.iter().position(|w| w == "--threads" || w == "-t") {
+    if let Some(at) = words.iter().position(|w| w == "--threads") {
         if let Some(threads) = words.get(at + 1).and_then(|t| t.parse::<u32>().ok()) {
             words[at + 1] = (threads / u32::from(members)).max(1).to_string();
         }

@@ -210,7 +210,7 @@ fn quick_runs_every_test_kind_in_process() {
 #[test]
 fn the_version_names_the_commit_it_was_built_from() {
     let version = String::from_utf8(client(&["--version"]).stdout).unwrap();
-    let head = std::process::Command::new("git")
+    let head = Command::new("git")
         .args(["rev-parse", "--short=12", "HEAD"])
         .current_dir(env!("CARGO_MANIFEST_DIR"))
         .output()
