@@ -47,20 +47,26 @@ pub(crate) async fn run(
     let command = argv.join(" ");
     let planned = Duration::from_nanos(spec.planned_ns().unwrap_or(0));
     let ran = child::run(&argv[0], &argv[1..], cancel.clone(), planned + OVERRUN).await?;
-    if ran.overran {
-        bail!("{command} did not end within {OVERRUN:?} of its planned time: stopped");
-    }
-    if !ran.status.success() && !cancel.is_cancelled() && ran.stdout.trim().is_empty() {
-        bail!("{command} failed ({}): {}", ran.status, ran.last_words());
-    }
-    let mut report: Report = serde_json::from_str(&ran.stdout).with_context(|| {
-        format!(
-            "{command} printed no report this build reads (is it a wirespeed of another schema?)"
-        )
-    })?;
+    let mut report = printed_report(&ran, &command, cancel.is_cancelled())?;
     report.meta.notes.insert(0, format!("load made by another build of wirespeed ({command})"));
     report.meta.load_cpu = Some(ran.load_cpu());
     Ok(report)
+}
+
+/// The report a wirespeed process (`command`) printed as JSON, once it has ended; its failure
+/// when it overran, or failed with nothing printed and was not `stopped`.
+pub(super) fn printed_report(ran: &child::Ran, command: &str, stopped: bool) -> Result<Report> {
+    if ran.overran {
+        bail!("{command} did not end within {OVERRUN:?} of its planned time: stopped");
+    }
+    if !ran.status.success() && !stopped && ran.stdout.trim().is_empty() {
+        bail!("{command} failed ({}): {}", ran.status, ran.last_words());
+    }
+    serde_json::from_str(&ran.stdout).with_context(|| {
+        format!(
+            "{command} printed no report this build reads (is it a wirespeed of another schema?)"
+        )
+    })
 }
 
 #[cfg(test)]

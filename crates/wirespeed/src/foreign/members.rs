@@ -9,7 +9,7 @@
 use std::collections::BTreeMap;
 use std::time::{Duration, SystemTime, UNIX_EPOCH};
 
-use anyhow::{bail, Context, Result};
+use anyhow::{Context, Result};
 use tokio_util::sync::CancellationToken;
 use wirespeed_model::report::LoadCpu;
 use wirespeed_model::Report;
@@ -71,14 +71,8 @@ pub(crate) async fn run(
     let mut cpu = LoadCpu::default();
     for (index, ran) in ran.into_iter().enumerate() {
         let ran = ran.context("a member's task")?.with_context(|| format!("member {index}"))?;
-        if ran.overran {
-            bail!("member {index} ({command}) did not end within {OVERRUN:?} of its planned time: stopped");
-        }
-        if !ran.status.success() && !cancel.is_cancelled() && ran.stdout.trim().is_empty() {
-            bail!("member {index} of {command} failed ({}): {}", ran.status, ran.last_words());
-        }
-        let report: Report = serde_json::from_str(&ran.stdout)
-            .with_context(|| format!("member {index} of {command} printed no report"))?;
+        let member = format!("member {index} of {command}");
+        let report = build::printed_report(&ran, &member, cancel.is_cancelled())?;
         let used = ran.load_cpu();
         cpu.user_ns += used.user_ns;
         cpu.system_ns += used.system_ns;

@@ -288,6 +288,14 @@ fn examples_dns_servers_across_netns_hosts() {
 }
 
 /// A run's report in a smoke's output directory.
+/// Asserts an HTTP summary `s` (of `what`) answered something, and every request it answered
+/// with success; how many it answered.
+fn all_answered(s: &Value, what: &str) -> u64 {
+    let responses = s["responses"].as_u64().unwrap();
+    assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{what}: {s}");
+    responses
+}
+
 fn run_report(dir: &Path, run: &str) -> Value {
     let path = dir.join("runs").join(run).join("report.json");
     serde_json::from_str(&std::fs::read_to_string(&path).unwrap()).unwrap()
@@ -866,8 +874,7 @@ fn benches_http_fixture_against_nginx() {
     for system in ["fixture", "nginx"] {
         let report = run_report(dir.path(), &format!("{system}_h1-32_r1"));
         let s = &report["summary"];
-        let responses = s["responses"].as_u64().unwrap();
-        assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{system}: {s}");
+        all_answered(s, system);
         assert!(report["meta"]["notes"].to_string().contains("load made by wrk's client"));
     }
     // Both loaded by wrk: nginx, the baseline, is the fixture's peer on the performance page.
@@ -909,9 +916,7 @@ fn benches_http3_against_oha() {
         for system in ["wirespeed", "oha"] {
             let report = run_report(dir.path(), &format!("{system}_{workload}_r1"));
             let s = &report["summary"];
-            let responses = s["responses"].as_u64().unwrap();
-            let shown = format!("{system} {workload}: {s}");
-            assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{shown}");
+            all_answered(s, &format!("{system} {workload}"));
             let notes = report["meta"]["notes"].to_string();
             assert_eq!(notes.contains("oha's closed model"), system == "oha", "{notes}");
             if system == "oha" {
@@ -934,8 +939,7 @@ fn benches_web_against_nginx() {
         for workload in ["download", "upload", "browsers-50"] {
             let report = run_report(dir.path(), &format!("{system}_{workload}_r1"));
             let s = &report["summary"];
-            let responses = s["responses"].as_u64().unwrap();
-            assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{system}: {s}");
+            let responses = all_answered(s, system);
             let (bytes_in, bytes_out) =
                 (s["bytes_in"].as_u64().unwrap(), s["bytes_out"].as_u64().unwrap());
             // Each answer was the whole file, each body the whole upload: the same on both.
@@ -1003,8 +1007,7 @@ fn benches_cps_and_a_connection_per_request_against_wrk_oha_and_hey() {
             assert_eq!(report["spec"]["keepalive"].as_bool(), Some(false), "{report}");
         }
         let s = &report["summary"];
-        let responses = s["responses"].as_u64().unwrap();
-        assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{run}: {s}");
+        all_answered(s, &run);
     }
 }
 
@@ -1021,8 +1024,7 @@ fn benches_vegeta_as_a_client_closed_and_open() {
         let notes = report["meta"]["notes"].to_string();
         assert!(notes.contains("load made by vegeta's client") && notes.contains(said), "{notes}");
         let s = &report["summary"];
-        let responses = s["responses"].as_u64().unwrap();
-        assert!(responses > 0 && s["succeeded"].as_u64() == Some(responses), "{workload}: {s}");
+        all_answered(s, workload);
         assert!(s["latency"]["p99_ns"].as_u64().unwrap() > 0, "{workload}: {s}");
         let load = &report["meta"]["load_cpu"];
         assert!(load["user_ns"].as_u64().unwrap() + load["system_ns"].as_u64().unwrap() > 0);
